@@ -1,0 +1,32 @@
+# Two entry points that work on a fresh machine (they create .venv themselves):
+#   make demo   set up, then run the main job
+#   make test   set up, then run every test (pytest + lit)
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test pytest lit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "pxla-mlir needs Python 3.11, got " + sys.version'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/pxla-opt examples/per_device_psum.mlir --dump-pass-pipeline \
+	  --pass-pipeline='builtin.module(pxla-handoff-pipeline{mode=replica})'
+
+# Both runners must run and pass; each fails on zero tests.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+	$(BIN)/lit -sv test/lit
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_pxla_opt.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info test/lit/.lit_test_times.txt

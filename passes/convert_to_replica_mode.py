@@ -1,0 +1,152 @@
+"""pxla-convert-to-replica-mode: runs a per-device partition-mode program as replicas.
+
+jax lowers collectives only in SPMD form: ``partition_id``, channel handles,
+``use_global_device_ids`` and ``mhlo.num_partitions = N``. The same per-device
+program runs as N *replicas* (the 2022 pmap form, no SPMD partitioner) once:
+
+* the module says ``mhlo.num_replicas = N, mhlo.num_partitions = 1``;
+* every ``mhlo.partition_id`` becomes ``mhlo.replica_id``;
+* collectives lose ``channel_handle`` and ``use_global_device_ids``. Their ids
+  keep their meaning: with one replica, flattened ids and partition ids equal
+  the new replica ids. Groups that counted replicas (cross-replica, or
+  cross-replica-and-partition) are rewritten to the replica groups they meant
+  over N devices;
+* ``mhlo.sharding`` of ``{manual}`` or ``{replicated}`` is dropped.
+
+Tiled shardings and the SPMD custom calls (``@Sharding``,
+``@SPMDFullToShardShape``, ``@SPMDShardToFullShape``) need XLA's partitioner,
+so they are errors here, as is a module with both replicas and partitions.
+
+Before::
+
+    module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+      func.func public @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+        %0 = "mhlo.all_reduce"(%x) <{channel_handle = #mhlo.channel_handle<handle = 1, type = 1>,
+               replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, use_global_device_ids}> ...
+        %1 = mhlo.partition_id : tensor<ui32>
+
+After::
+
+    module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+      func.func public @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+        %0 = "mhlo.all_reduce"(%x) <{replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>}> ...
+        %1 = mhlo.replica_id : tensor<ui32>
+
+Example::
+
+    pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-convert-to-replica-mode,canonicalize)'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
+
+from pxla_mlir import collectives, ir_utils
+from pxla_mlir.collectives import GroupMode
+from pxla_mlir.pass_infra import ModulePass, PassError
+
+_SPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+_DROPPABLE_SHARDINGS = ("{manual}", "{replicated}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvertToReplicaModePass(ModulePass):
+    argument = "pxla-convert-to-replica-mode"
+    summary = "Turn a partition-mode per-device MHLO module into the equivalent replica-mode module"
+
+    def run(self, module):
+        replicas = ir_utils.int_attr(module, "mhlo.num_replicas", 1)
+        partitions = ir_utils.int_attr(module, "mhlo.num_partitions", 1)
+        if partitions == 1:
+            return  # already replica mode: nothing to convert
+        if replicas != 1:
+            raise PassError(module, f"module has both replicas and partitions (num_replicas = "
+                                    f"{replicas}, num_partitions = {partitions}); only a pure "
+                                    f"partition-mode module (num_replicas = 1) can be converted")
+        n = partitions
+        ops = ir_utils.walk(module)
+        self._reject_spmd(ops)
+        if self._failed_sharding_check(ops):
+            return
+        for op in ops:
+            if op.name == "mhlo.partition_id":
+                with ir.InsertionPoint(op), op.location:
+                    new = mhlo.ReplicaIdOp()
+                ir_utils.replace_op(op, [new.result])
+            elif op.name in collectives.COLLECTIVES:
+                self._convert_collective(op, n)
+        ir_utils.set_i32_attr(module, "mhlo.num_replicas", n)
+        ir_utils.set_i32_attr(module, "mhlo.num_partitions", 1)
+
+    def _reject_spmd(self, ops) -> None:
+        for op in ops:
+            target = ir_utils.custom_call_target(op)
+            if target in _SPMD_CALLS:
+                raise PassError(op, f"@{target} needs XLA's SPMD partitioner, which replica mode "
+                                    f"does not run; convert the per-device (manual) program instead")
+            if op.name.startswith("sdy."):
+                raise PassError(op, f"'{op.name}' (Shardy) has no replica-mode meaning; lower without "
+                                    f"Shardy or legalize the module to per-device MHLO first")
+
+    def _failed_sharding_check(self, ops) -> bool:
+        """Drops trivial shardings; reports tiled ones. True if any was reported."""
+        failed = False
+        for op in ops:
+            if "mhlo.sharding" in op.attributes:
+                failed |= self._drop_op_sharding(op)
+            if op.name == "func.func":
+                for key in ("arg_attrs", "res_attrs"):
+                    failed |= self._drop_func_shardings(op, key)
+        return failed
+
+    def _drop_func_shardings(self, func_op, key: str) -> bool:
+        if key not in func_op.attributes:
+            return False
+        failed, dicts = False, []
+        for d in ir.ArrayAttr(func_op.attributes[key]):
+            entries = {a.name: a.attr for a in ir.DictAttr(d)}
+            sharding = entries.get("mhlo.sharding")
+            if sharding is not None:
+                if ir.StringAttr(sharding).value in _DROPPABLE_SHARDINGS:
+                    del entries["mhlo.sharding"]
+                else:
+                    what = "argument" if key == "arg_attrs" else "result"
+                    self.error(func_op, f"{what} sharding {sharding} needs XLA's SPMD "
+                                        f"partitioner; replica mode runs per-device programs")
+                    failed = True
+            dicts.append(ir.DictAttr.get(entries))
+        if not failed:
+            func_op.attributes[key] = ir.ArrayAttr.get(dicts)
+        return failed
+
+    def _drop_op_sharding(self, op) -> bool:
+        value = ir.StringAttr(op.attributes["mhlo.sharding"]).value
+        if value in _DROPPABLE_SHARDINGS:
+            del op.attributes["mhlo.sharding"]
+            return False
+        self.error(op, f"sharding {value!r} needs XLA's SPMD partitioner; replica mode runs "
+                          f"per-device programs")
+        return True
+
+    def _convert_collective(self, op, n: int) -> None:
+        mode = collectives.group_mode(op)
+        attr = collectives.groups_attr_name(op)
+        ids = collectives.groups(op)
+        if mode in (GroupMode.CROSS_REPLICA, GroupMode.CROSS_REPLICA_AND_PARTITION) and ids.size:
+            if set(ids.ravel().tolist()) != {0}:
+                raise PassError(op, f"{op.name} groups {ids.tolist()} name replicas other than 0 "
+                                    f"in a module with one replica")
+            if op.name == "mhlo.collective_permute":
+                ids = np.stack([np.arange(n)] * 2, axis=1)  # every device to itself
+            elif mode is GroupMode.CROSS_REPLICA:
+                ids = np.arange(n).reshape(n, 1)  # each partition was its own group
+            else:
+                ids = np.arange(n).reshape(1, n)  # one group spanning all partitions
+            op.attributes[attr] = ir_utils.dense_i64(ids)
+        for name in ("channel_handle", "use_global_device_ids"):
+            if name in op.attributes:
+                del op.attributes[name]

@@ -1,0 +1,33 @@
+"""Compile a final MHLO module through jaxlib: replica/partition counts come
+from the module's own attributes, devices from the caller."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from . import jax_internals
+from .ir_utils import int_attr
+
+
+def device_counts(module: ir.Module) -> tuple[int, int]:
+    op = module.operation
+    return int_attr(op, "mhlo.num_replicas", 1), int_attr(op, "mhlo.num_partitions", 1)
+
+
+def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None):
+    """A LoadedExecutable of ``module`` on ``devices`` (replica-major order).
+
+    Partition-mode modules compile with XLA's SPMD partitioner (on CPU a
+    multi-partition program always needs it).
+    """
+    replicas, partitions = device_counts(module)
+    if len(devices) != replicas * partitions:
+        raise ValueError(f"the module needs {replicas * partitions} devices (num_replicas = {replicas}, "
+                         f"num_partitions = {partitions}), got {len(devices)}")
+    ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
+    opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1)
+    text = module.operation.get_asm(enable_debug_info=False)
+    return jax_internals.compile_and_load(text, devices, opts, platform)

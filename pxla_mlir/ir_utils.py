@@ -1,0 +1,92 @@
+"""Small, safe helpers over jaxlib's MLIR bindings, shared by the passes.
+
+Several binding misuses kill the process (erasing an op that still has uses
+segfaults); the helpers here check first and raise a Python error instead.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+
+I32 = lambda: ir.IntegerType.get_signless(32)  # noqa: E731 (needs a live context)
+
+
+def walk(root: ir.Operation) -> list[ir.Operation]:
+    """All ops nested in ``root`` (root included), pre-order, as a list so the
+    caller may rewrite while iterating."""
+    out: list[ir.Operation] = []
+
+    def visit(op):
+        out.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return out
+
+
+def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
+    return [op for op in walk(root) if op.name in names]
+
+
+def has_attr(op: ir.Operation, name: str) -> bool:
+    return name in op.attributes
+
+
+def int_attr(op: ir.Operation, name: str, default: int | None = None) -> int | None:
+    if name not in op.attributes:
+        return default
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def str_attr(op: ir.Operation, name: str, default: str | None = None) -> str | None:
+    if name not in op.attributes:
+        return default
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def set_i32_attr(op: ir.Operation, name: str, value: int) -> None:
+    op.attributes[name] = ir.IntegerAttr.get(I32(), value)
+
+
+def dense_i64(values: Sequence[Sequence[int]] | np.ndarray, shape: Sequence[int] | None = None) -> ir.DenseIntElementsAttr:
+    arr = np.asarray(values, dtype=np.int64)
+    if shape is not None:
+        arr = arr.reshape(shape)
+    t = ir.RankedTensorType.get(list(arr.shape), ir.IntegerType.get_signless(64))
+    return ir.DenseIntElementsAttr.get(arr, type=t)
+
+
+def dense_to_numpy(attr: ir.Attribute) -> np.ndarray:
+    return np.array(ir.DenseIntElementsAttr(attr), dtype=np.int64)
+
+
+def custom_call_target(op: ir.Operation) -> str | None:
+    if op.name != "mhlo.custom_call":
+        return None
+    return str_attr(op, "call_target_name")
+
+
+def replace_op(op: ir.Operation, values: Sequence[ir.Value]) -> None:
+    """Replaces every result of ``op`` by ``values`` and erases ``op``."""
+    if len(values) != len(op.results):
+        raise ValueError(f"replacing {op.name} needs {len(op.results)} values, got {len(values)}")
+    for old, new in zip(op.results, values):
+        old.replace_all_uses_with(new)
+    erase_op(op)
+
+
+def erase_op(op: ir.Operation) -> None:
+    """Erases ``op``; refuses (instead of crashing the process) if a result is still used."""
+    for r in op.results:
+        if any(True for _ in r.uses):
+            raise RuntimeError(f"cannot erase {op.name}: its result is still used")
+    op.erase()
+
+
+def functions(module: ir.Operation) -> Iterator[ir.Operation]:
+    for op in module.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func":
+            yield op.operation

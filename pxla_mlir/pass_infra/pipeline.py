@@ -1,0 +1,267 @@
+"""Textual pass pipelines that mix pxla passes with jaxlib's own passes.
+
+    builtin.module(pxla-a{k=v},canonicalize,func.func(cse),pxla-handoff-pipeline)
+
+MLIR's pipeline parser cannot name Python passes, so this module parses the
+text itself: pxla passes become Python pass instances, pxla pipelines expand in
+place, and every other element is validated and canonicalized by jaxlib's own
+parser. :meth:`Pipeline.pass_manager` then builds ONE jaxlib ``PassManager``
+that runs everything in order. ``str(pipeline)`` is the canonical, fully
+expanded text; parsing it again gives the same text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tempfile
+from typing import Union
+
+from jaxlib.mlir import ir, passmanager
+
+from ..diagnostics import DiagnosticCollector
+from . import registry
+from .base import ModulePass
+from .options import OptionError, option_fields
+
+__all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline"]
+
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+ROOT_ANCHOR = "builtin.module"
+
+
+class PipelineSyntaxError(ValueError):
+    """A pipeline that cannot be parsed or refers to unknown passes/options."""
+
+    def __init__(self, message: str, text: str, col: int):
+        self.message, self.text, self.col = message, text, col
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        return f"<pass-pipeline>:1:{self.col + 1}: error: {self.message}\n{self.text}\n{' ' * self.col}^"
+
+
+# -- syntax tree ---------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Element:
+    name: str
+    col: int
+    options: str | None = None  # text inside {...}
+    children: tuple["_Element", ...] | None = None  # nested anchor: name(...)
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text, self.pos = text, 0
+
+    def error(self, msg: str, col: int | None = None) -> PipelineSyntaxError:
+        return PipelineSyntaxError(msg, self.text, self.pos if col is None else col)
+
+    def skip_ws(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        self.skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def expect(self, ch: str) -> None:
+        if self.peek() != ch:
+            got = repr(self.peek()) if self.peek() else "end of pipeline"
+            raise self.error(f"expected '{ch}', got {got}")
+        self.pos += 1
+
+    def element(self) -> _Element:
+        self.skip_ws()
+        col = self.pos
+        m = _NAME.match(self.text, self.pos)
+        if not m:
+            raise self.error("expected a pass or pipeline name")
+        self.pos = m.end()
+        if self.peek() == "{":
+            start = self.pos + 1
+            depth = 0
+            while self.pos < len(self.text):
+                ch = self.text[self.pos]
+                depth += ch == "{"
+                depth -= ch == "}"
+                self.pos += 1
+                if depth == 0:
+                    return _Element(m.group(0), col, options=self.text[start:self.pos - 1])
+            raise self.error("unbalanced '{' in pass options", col)
+        if self.peek() == "(":
+            self.pos += 1
+            children = self.elements()
+            self.expect(")")
+            return _Element(m.group(0), col, children=children)
+        return _Element(m.group(0), col)
+
+    def elements(self) -> tuple[_Element, ...]:
+        out = []
+        if self.peek() == ")":
+            return ()
+        while True:
+            out.append(self.element())
+            if self.peek() != ",":
+                return tuple(out)
+            self.pos += 1
+
+    def parse(self) -> _Element:
+        root = self.element()
+        if self.peek():
+            raise self.error(f"unexpected {self.peek()!r} after the pipeline")
+        if root.children is None or root.name != ROOT_ANCHOR:
+            raise self.error(f"the pipeline must be anchored on '{ROOT_ANCHOR}(...)', "
+                             f"e.g. '{ROOT_ANCHOR}({self.text.strip()})'", root.col)
+        return root
+
+
+# -- resolved pipeline -----------------------------------------------------------
+
+Step = Union[ModulePass, str]  # a pxla pass, or canonical text of jaxlib passes
+
+
+def _clean(s: str) -> str:
+    return re.sub(r"\{\s+", "{", re.sub(r"(?<=\S)\s{2,}", " ", s))
+
+
+def _jaxlib_error(err: str, el: _Element, ctx: ir.Context) -> str:
+    if "does not refer to a registered pass" in err:
+        return f"unknown pass or pipeline '{el.name}' (pxla-opt --list-passes shows pxla's own)"
+    m = re.search(r"no such option (\S+)", err)
+    if m:
+        valid = _jaxlib_option_names(el.name, ctx)
+        return f"{el.name}: unknown option '{m.group(1)}'; valid options: {', '.join(valid) or 'none'}"
+    lines = [l for l in err.splitlines() if "error:" in l] or err.strip().splitlines()[:1]
+    return re.sub(r"^.*?error: ", "", lines[0]).strip()
+
+
+def _jaxlib_option_names(name: str, ctx: ir.Context) -> list[str]:
+    try:
+        text = str(passmanager.PassManager.parse(f"{ROOT_ANCHOR}({name})", context=ctx))
+    except ValueError:
+        return []
+    return re.findall(r"([\w-]+)=", text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    steps: tuple[Step, ...]
+
+    @classmethod
+    def parse(cls, text: str, ctx: ir.Context) -> "Pipeline":
+        root = _Parser(text).parse()
+        steps: list[Step] = []
+        for el in root.children:
+            steps.extend(_resolve(el, text, ctx, depth=0))
+        return cls(tuple(_merge_text(steps)))
+
+    def __str__(self) -> str:
+        return f"{ROOT_ANCHOR}({','.join(str(s) for s in self.steps)})"
+
+    def pass_manager(self, ctx: ir.Context) -> passmanager.PassManager:
+        """One jaxlib PassManager running every step in order."""
+        pm = passmanager.PassManager(ROOT_ANCHOR, context=ctx)
+        for step in self.steps:
+            if isinstance(step, str):
+                pm.add(step)
+            else:
+                step.add_to(pm)
+        return pm
+
+
+def _merge_text(steps: list[Step]) -> list[Step]:
+    out: list[Step] = []
+    for s in steps:
+        if isinstance(s, str) and out and isinstance(out[-1], str):
+            out[-1] = f"{out[-1]},{s}"
+        else:
+            out.append(s)
+    return out
+
+
+def _resolve(el: _Element, text: str, ctx: ir.Context, depth: int) -> list[Step]:
+    if el.children is not None:  # nested anchor, e.g. func.func(cse): jaxlib only
+        for child in _walk(el):
+            if registry.is_pxla_name(child.name):
+                raise PipelineSyntaxError(
+                    f"'{child.name}' runs on {ROOT_ANCHOR}; it cannot be nested inside "
+                    f"'{el.name}(...)' (move it to the top level)", text, child.col)
+        return [_canonical_jaxlib(el, text, ctx)]
+    cls = registry.load(el.name)
+    if cls is None:
+        return [_canonical_jaxlib(el, text, ctx)]
+    try:
+        instance = cls.from_options(el.options or "")
+    except OptionError as e:
+        raise PipelineSyntaxError(str(e), text, el.col) from None
+    if isinstance(instance, ModulePass):
+        return [instance]
+    if depth > 16:
+        raise PipelineSyntaxError(f"pipeline '{el.name}' expands into itself", text, el.col)
+    sub = _Parser(f"{ROOT_ANCHOR}({instance.elements()})").parse()
+    return [s for child in sub.children for s in _resolve(child, text, ctx, depth + 1)]
+
+
+def _walk(el: _Element):
+    for c in el.children or ():
+        yield c
+        yield from _walk(c)
+
+
+def _source(el: _Element) -> str:
+    if el.children is not None:
+        return f"{el.name}({','.join(_source(c) for c in el.children)})"
+    return el.name + (f"{{{el.options}}}" if el.options is not None else "")
+
+
+def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
+    try:
+        pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({_source(el)})", context=ctx)
+    except ValueError as e:
+        raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx), text, el.col) from None
+    printed = str(pm)
+    return _clean(printed[len(ROOT_ANCHOR) + 1:-1])
+
+
+# -- running -----------------------------------------------------------------------
+
+class PipelineFailure(RuntimeError):
+    """A pipeline failed on a module; carries the diagnostics and a reproducer."""
+
+    def __init__(self, pipeline: Pipeline, diagnostics, reproducer: str | None):
+        self.pipeline, self.diagnostics, self.reproducer = pipeline, diagnostics, reproducer
+        lines = [d.format() for d in diagnostics] or ["pass pipeline failed"]
+        if reproducer:
+            lines.append(f"reproduce with: pxla-opt {reproducer} --pass-pipeline='{pipeline}'")
+        super().__init__("\n".join(lines))
+
+
+def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: bool = True) -> Pipeline:
+    """Runs ``pipeline`` on ``module`` in place (the library twin of pxla-opt).
+
+    Raises :class:`PipelineFailure` with located diagnostics and, if
+    ``reproducer``, the path of the input saved for a ``pxla-opt`` rerun.
+    """
+    ctx = module.context
+    if isinstance(pipeline, str):
+        pipeline = Pipeline.parse(pipeline, ctx)
+    before = module.operation.get_asm(enable_debug_info=True) if reproducer else None
+    with DiagnosticCollector(ctx) as diags:
+        try:
+            pipeline.pass_manager(ctx).run(module.operation)
+            return pipeline
+        except ir.MLIRError as e:
+            diags.add_error(e)
+            failure = diags.diagnostics
+    path = None
+    if before is not None:
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="pxla_repro_", delete=False) as f:
+            f.write(before)
+            path = f.name
+    raise PipelineFailure(pipeline, failure, path)
+
+
+def describe_options(cls) -> list[str]:
+    return [f"{i.name}=<{i.type_name()}> (default {i.default!r}): {i.help}" for i in option_fields(cls)]

@@ -1,0 +1,35 @@
+"""Every pxla pass and named pipeline, by argument.
+
+Keep both tables alphabetical. Entries are "module:Class" strings imported on
+first use, so listing passes stays fast; ``tests/test_registry.py`` checks
+that every entry imports, has a matching ``argument``, a docstring and a lit
+test.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+PASSES: dict[str, str] = {
+    "pxla-convert-to-replica-mode": "pxla_mlir.passes.convert_to_replica_mode:ConvertToReplicaModePass",
+    "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
+}
+
+PIPELINES: dict[str, str] = {
+    "pxla-handoff-pipeline": "pxla_mlir.pipelines:HandoffPipeline",
+}
+
+
+@functools.cache
+def load(argument: str):
+    """The pass or pipeline class for an argument, or None if it is not ours."""
+    target = PASSES.get(argument) or PIPELINES.get(argument)
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def is_pxla_name(name: str) -> bool:
+    return name in PASSES or name in PIPELINES

@@ -1,0 +1,1 @@
+"""Command-line tools: pxla-opt and pxla-mlir."""

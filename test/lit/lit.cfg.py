@@ -1,0 +1,42 @@
+# lit configuration for pxla_mlir: FileCheck tests of passes, pipelines,
+# pxla-opt behaviour and emitted MHLO.
+#
+# Note: PyPI filecheck accepts --enable-var-scope but ignores it, so tests
+# re-capture variables after each CHECK-LABEL instead of relying on scoping.
+
+import os
+import sys
+
+import lit.formats
+
+config.name = "pxla_mlir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".py"]
+config.excludes = ["lit.cfg.py", "Inputs", "__pycache__"]
+config.test_source_root = os.path.dirname(__file__)
+
+repo_root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+python = sys.executable
+
+# Tools come from the environment that runs lit (the project venv).
+config.environment["PATH"] = os.pathsep.join([os.path.dirname(python), config.environment.get("PATH", "")])
+config.environment["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+config.environment["JAX_PLATFORMS"] = "cpu"
+for name in ("HOME", "TMPDIR"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
+for name, value in os.environ.items():
+    if name.startswith("PXLA_"):
+        config.environment[name] = value
+
+# %python must be defined here: lit's built-in %p would otherwise eat it.
+config.substitutions.append(("%python", f'"{python}"'))
+# The bare word pxla-opt (not pass names like pxla-opt-foo) runs this
+# checkout's driver with this interpreter.
+config.substitutions.append((r"(?<![\w./-])pxla-opt(?=\s|$)", f'"{python}" -m pxla_mlir.tools.pxla_opt'))
+config.substitutions.append((r"(?<![\w./-])pxla-mlir(?=\s|$)", f'"{python}" -m pxla_mlir.tools.cli'))
+
+try:
+    lit_config.maxIndividualTestTime = 300
+except Exception:  # platforms without psutil support
+    pass

@@ -1,0 +1,17 @@
+// RUN: pxla-opt --list-passes | filecheck %s
+// CHECK: Passes:
+// CHECK: pxla-convert-to-replica-mode {{ *}}Turn a partition-mode per-device MHLO module
+// CHECK: pxla-verify-handoff {{ *}}Check that only builtin/func/mhlo remain
+// CHECK-NEXT: num-replicas=<int> (default 0): expected mhlo.num_replicas (0: any)
+// CHECK: Pass pipelines:
+// CHECK: pxla-handoff-pipeline
+// CHECK-NEXT: mode=<replica|partition> (default 'replica')
+
+// RUN: pxla-opt --version | filecheck %s --check-prefix=VERSION
+// VERSION: pxla-opt (pxla-mlir {{[0-9.]+}}) with the MLIR of jaxlib 0.10.2
+
+// RUN: pxla-mlir passes | filecheck %s --check-prefix=CLI
+// CLI: pxla-convert-to-replica-mode
+// RUN: pxla-mlir passes pxla-verify-handoff | filecheck %s --check-prefix=DOC
+// DOC: pxla-verify-handoff: checks that a module is ready to hand to XLA.
+// DOC: Example::

@@ -1,0 +1,32 @@
+"""Test configuration: 8 virtual CPU devices, set before jax is imported."""
+
+import os
+
+os.environ["XLA_FLAGS"] = " ".join(
+    [f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f]
+    + ["--xla_force_host_platform_device_count=8"])
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import pathlib  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def ctx():
+    from pxla_mlir.context import make_context
+
+    return make_context()
+
+
+@pytest.fixture
+def parse(ctx):
+    from jaxlib.mlir import ir
+
+    def _parse(text: str):
+        with ctx:
+            return ir.Module.parse(text)
+
+    return _parse

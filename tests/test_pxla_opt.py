@@ -1,0 +1,114 @@
+"""pxla-opt as a user meets it: in-process error paths, hostile inputs in a
+subprocess (no crash, no traceback), and a jax-free start-up."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from pxla_mlir.tools import pxla_opt
+
+VALID = """module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = mhlo.negate %x : tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+"""
+
+
+def run_cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", *map(str, args)],
+                          input=stdin, capture_output=True, timeout=300)
+
+
+def assert_clean_failure(proc, *fragments):
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, (proc.returncode, err)
+    assert "Traceback" not in err
+    assert "error: " in err
+    for f in fragments:
+        assert f in err, err
+
+
+def test_in_process_usage_errors(capsys, tmp_path):
+    assert pxla_opt.main([str(tmp_path / "nope.mlir")]) == 1
+    assert "could not open input file" in capsys.readouterr().err
+    assert pxla_opt.main(["--pass-pipeline=builtin.module(x{)"]) == 1
+    assert "unbalanced '{'" in capsys.readouterr().err
+    src = tmp_path / "ok.mlir"
+    src.write_text(VALID)
+    assert pxla_opt.main([str(src), "-o", str(tmp_path / "no-dir" / "out.mlir")]) == 1
+    assert "could not write output file" in capsys.readouterr().err
+
+
+def test_single_dash_flags_like_mlir_opt(tmp_path):
+    src = tmp_path / "ok.mlir"
+    src.write_text(VALID)
+    proc = run_cli(src, "-split-input-file", "-pass-pipeline=builtin.module(pxla-verify-handoff)")
+    assert proc.returncode == 0 and b"mhlo.negate" in proc.stdout
+
+
+def test_stdin_and_stdout():
+    proc = run_cli("-", stdin=VALID.encode())
+    assert proc.returncode == 0 and proc.stdout.decode().startswith("module attributes")
+
+
+def test_empty_file_is_an_empty_module(tmp_path):
+    src = tmp_path / "empty.mlir"
+    src.write_bytes(b"")
+    proc = run_cli(src)
+    assert proc.returncode == 0 and proc.stdout.decode() == "module {\n}\n"
+
+
+@pytest.mark.parametrize("data, fragment", [
+    (bytes(range(256)) * 64, "error: "),
+    (b"\x00\x01\x02 binary \xff\xfe", "error: "),
+    (VALID.encode()[:120], "error: "),  # truncated MLIR
+    (b'"foo.bar"() : () -> ()\n', "unregistered dialect"),
+    (b"func.func @f() { mhlo.nonsense }\n", "mhlo.nonsense"),
+    (VALID.replace("tensor<2xf32>\n", "tensor<3xf32>\n", 1).encode(), "error: "),  # type mismatch
+])
+def test_hostile_input_fails_cleanly(tmp_path, data, fragment):
+    src = tmp_path / "bad.mlir"
+    src.write_bytes(data)
+    for pipeline in ("builtin.module()", "builtin.module(pxla-handoff-pipeline)"):
+        proc = run_cli(src, f"--pass-pipeline={pipeline}")
+        assert_clean_failure(proc, fragment)
+        assert f"{src}:" in proc.stderr.decode()  # located at a line of the file
+
+
+def test_twenty_megabytes_of_constants(tmp_path):
+    vals = ", ".join(f"{i}.5" for i in range(24))
+    n = 20_000_000 // 180
+    body = "\n".join(f"    %c{i} = mhlo.constant dense<[{vals}]> : tensor<24xf32>" for i in range(n))
+    text = ("module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+            "  func.func public @main() -> tensor<24xf32> {\n" + body +
+            f"\n    return %c{n - 1} : tensor<24xf32>\n  }}\n}}\n")
+    src = tmp_path / "big.mlir"
+    src.write_text(text)
+    assert src.stat().st_size > 20_000_000
+    proc = run_cli(src, "--pass-pipeline=builtin.module(pxla-verify-handoff,canonicalize)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(b"mhlo.constant") == 1  # canonicalize removed the unused ones
+    # Truncated in the middle: a parse error, not a crash.
+    src.write_text(text[: len(text) // 2])
+    assert_clean_failure(run_cli(src), "big.mlir:")
+
+
+def test_driver_does_not_import_jax(tmp_path):
+    src = tmp_path / "ok.mlir"
+    src.write_text(VALID)
+    code = ("import sys; from pxla_mlir.tools import pxla_opt; "
+            f"rc = pxla_opt.main([{str(src)!r}, '--pass-pipeline=builtin.module(pxla-handoff-pipeline)']); "
+            "print('JAX' if 'jax' in sys.modules else 'NOJAX', rc)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip().endswith("NOJAX 0"), proc.stdout + proc.stderr
+
+
+def test_console_script_is_installed():
+    exe = os.path.join(os.path.dirname(sys.executable), "pxla-opt")
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "jaxlib 0.10.2" in proc.stdout
