@@ -39,6 +39,11 @@ from pxla_mlir import collectives, ir_utils
 from pxla_mlir.pass_infra import ModulePass, PassError, option
 
 ALLOWED_DIALECTS = ("builtin", "func", "mhlo")
+#: Which pass expands each placeholder.
+EXPANDED_BY = {
+    "pxla.full_to_shard": "pxla-expand-manual-sharding",
+    "pxla.shard_to_full": "pxla-expand-manual-sharding",
+}
 _HOW_TO_REMOVE = {
     "stablehlo": "legalize it with stablehlo-legalize-to-hlo",
     "chlo": "legalize it with func.func(chlo-legalize-to-hlo)",
@@ -61,8 +66,9 @@ class VerifyHandoffPass(ModulePass):
             dialect = op.name.split(".", 1)[0] if "." in op.name else "builtin"
             target = ir_utils.custom_call_target(op)
             if target is not None and target.startswith("pxla."):
-                self.error(op, f"placeholder @{target} was not expanded; run the pxla pass that "
-                               f"expands it (pxla-opt --list-passes) before handing the module to XLA")
+                expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
+                self.error(op, f"placeholder @{target} was not expanded; run {expander} before handing "
+                               f"the module to XLA")
             elif op.name.startswith("pxla."):
                 self.error(op, f"pxla placeholder op '{op.name}' was not expanded")
             elif dialect not in ALLOWED_DIALECTS and op.name not in unknown_dialect_seen:

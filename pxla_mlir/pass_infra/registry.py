@@ -12,7 +12,9 @@ import functools
 import importlib
 
 PASSES: dict[str, str] = {
+    "pxla-annotate-shardings": "pxla_mlir.passes.annotate_shardings:AnnotateShardingsPass",
     "pxla-convert-to-replica-mode": "pxla_mlir.passes.convert_to_replica_mode:ConvertToReplicaModePass",
+    "pxla-expand-manual-sharding": "pxla_mlir.passes.expand_manual_sharding:ExpandManualShardingPass",
     "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
 }
 

@@ -113,3 +113,13 @@ module @device_id_warnings attributes {mhlo.num_partitions = 4 : i32, mhlo.num_r
     return %0 : tensor<ui32>
   }
 }
+
+// -----
+
+module @manual_placeholder attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=8"} {
+  func.func public @main(%x: tensor<8xf32>) -> tensor<1xf32> {
+    // expected-error @+1 {{placeholder @pxla.full_to_shard was not expanded; run pxla-expand-manual-sharding before handing the module to XLA}}
+    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["x"]]} : (tensor<8xf32>) -> tensor<1xf32>
+    return %0 : tensor<1xf32>
+  }
+}

@@ -1,0 +1,309 @@
+"""Meshes: devices in an n-d array with named axes, and how arrays map onto them.
+
+A *mapping* ``{mesh axis: array dimension}`` says which dimension each mesh
+axis splits. Several mesh axes may split one dimension; their order in the
+mapping is major to minor. On a mesh ``{'x': 2, 'y': 3}``, ``{'x': 1, 'y': 1}``
+cuts dimension 1 into 6 chunks with 'y' fastest, so chunk k goes to the k-th
+device in row-major mesh order; ``{'y': 1, 'x': 1}`` makes 'x' fastest (the
+mesh is transposed before the chunks are dealt out).
+
+:class:`AbstractMesh` has only names and sizes (enough to lower without
+hardware); :class:`Mesh` adds devices and is a context manager: ``with
+Mesh(...)`` makes it the current mesh of this thread (nesting allowed).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .hlo_sharding import HloSharding
+from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
+
+__all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping"]
+
+ArrayMapping = Mapping[str, int]
+
+
+class MeshError(ValueError):
+    """A mesh, or a mapping onto a mesh, that cannot work; the message names the culprit."""
+
+
+class AbstractMesh:
+    """Axis names and sizes, no devices."""
+
+    __slots__ = ("_names", "_sizes", "_hash")
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str]):
+        names, sizes = tuple(axis_names), tuple(int(s) for s in axis_sizes)
+        if len(names) != len(sizes):
+            raise MeshError(f"{len(names)} axis names {names} for {len(sizes)} mesh dimensions {sizes}")
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise MeshError(f"mesh axis name {dup!r} is used twice in {names}")
+        for n in names:
+            if not isinstance(n, str) or not n:
+                raise MeshError(f"mesh axis names must be non-empty strings, got {n!r}")
+        for n, s in zip(names, sizes):
+            if s < 1:
+                raise MeshError(f"mesh axis {n!r} has size {s}; sizes must be positive")
+        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_sizes", sizes)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("meshes are immutable")
+
+    # -- shape -----------------------------------------------------------------
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return self._sizes
+
+    @property
+    def shape(self) -> "collections.OrderedDict[str, int]":
+        return collections.OrderedDict(zip(self._names, self._sizes))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self._sizes, dtype=np.int64))
+
+    @property
+    def empty(self) -> bool:
+        return not self._names
+
+    def abstract(self) -> "AbstractMesh":
+        return AbstractMesh(self._sizes, self._names)
+
+    def __eq__(self, other):
+        return type(other) is AbstractMesh and (self._names, self._sizes) == (other._names, other._sizes)
+
+    def __hash__(self):
+        return hash((self._names, self._sizes))
+
+    def __repr__(self) -> str:
+        return f"AbstractMesh({dict(self.shape)})"
+
+    # -- arrays on the mesh ------------------------------------------------------
+    def check_mapping(self, mapping: ArrayMapping, ndim: int, what: str = "value") -> None:
+        for axis, dim in mapping.items():
+            if axis not in self._names:
+                raise MeshError(f"mesh axis {axis!r} (mapped to dimension {dim} of the {what}) is not in the "
+                                f"mesh; its axes are {', '.join(map(repr, self._names)) or 'none'}")
+            if not isinstance(dim, (int, np.integer)) or not 0 <= dim < ndim:
+                raise MeshError(f"mesh axis {axis!r} is mapped to dimension {dim}, but the {what} has "
+                                f"{ndim} dimensions")
+
+    def tile_shape(self, shape: Sequence[int], mapping: ArrayMapping, what: str = "value") -> tuple[int, ...]:
+        """The per-device shape: each mapped dimension divided by its mesh axes."""
+        shape = list(shape)
+        self.check_mapping(mapping, len(shape), what)
+        for dim, axes in _axes_per_dim(mapping).items():
+            parts = int(np.prod([self.shape[a] for a in axes]))
+            if shape[dim] % parts:
+                raise MeshError(f"dimension {dim} of the {what} (shape {tuple(shape)}) has size {shape[dim]}, "
+                                f"which mesh axes {', '.join(map(repr, axes))} (size {parts}) do not divide")
+            shape[dim] //= parts
+        return tuple(shape)
+
+    def untile_shape(self, shape: Sequence[int], mapping: ArrayMapping, what: str = "value") -> tuple[int, ...]:
+        shape = list(shape)
+        self.check_mapping(mapping, len(shape), what)
+        for axis, dim in mapping.items():
+            shape[dim] *= self.shape[axis]
+        return tuple(shape)
+
+    def sharding_spec(self, ndim: int, mapping: ArrayMapping) -> ShardingSpec:
+        """The spec of a *global* value of rank ``ndim`` split by ``mapping``;
+        unmapped mesh axes replicate it."""
+        self.check_mapping(mapping, ndim)
+        sharding: list = [NoSharding()] * ndim
+        mesh_mapping: list = [Replicated(s) for s in self._sizes]
+        next_axis = 0
+        # sorted() is stable: mesh axes on the same dimension keep mapping order.
+        for axis, dim in sorted(mapping.items(), key=lambda kv: kv[1]):
+            chunks = sharding[dim].chunks if isinstance(sharding[dim], Chunked) else ()
+            sharding[dim] = Chunked(chunks + (self.shape[axis],))
+            mesh_mapping[self._names.index(axis)] = ShardedAxis(next_axis)
+            next_axis += 1
+        return ShardingSpec(sharding, mesh_mapping)
+
+    def hlo_sharding(self, ndim: int, mapping: ArrayMapping, manual_axes: Iterable[str] = ()) -> HloSharding:
+        """XLA sharding of a global value split by ``mapping``; unmapped axes in
+        ``manual_axes`` are manual subgroups, the rest replicated."""
+        manual = self._check_manual(manual_axes)
+        special = {self._names.index(a): "manual" for a in manual if a not in mapping}
+        return self.sharding_spec(ndim, mapping).to_hlo(special)
+
+    def manual_sharding(self, ndim: int, manual_axes: Iterable[str]) -> HloSharding:
+        """The sharding of a per-device tile inside a region that is manual over
+        ``manual_axes`` (and replicated over the other mesh axes)."""
+        manual = self._check_manual(manual_axes)
+        ordered = [a for a in self._names if a in manual]  # mesh order
+        others = [a for a in self._names if a not in manual]
+        perm = [self._names.index(a) for a in ordered + others]
+        groups = [("manual", int(np.prod([self.shape[a] for a in ordered]))),
+                  ("replicated", int(np.prod([self.shape[a] for a in others])))]
+        return HloSharding.from_mesh(self._sizes, perm, [1] * ndim, groups)
+
+    def _check_manual(self, manual_axes: Iterable[str]) -> set[str]:
+        manual = set(manual_axes)
+        unknown = sorted(manual - set(self._names))
+        if unknown:
+            raise MeshError(f"manual axis {unknown[0]!r} is not in the mesh; its axes are "
+                            f"{', '.join(map(repr, self._names))}")
+        return manual
+
+
+def _axes_per_dim(mapping: ArrayMapping) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for axis, dim in mapping.items():
+        out.setdefault(dim, []).append(axis)
+    return out
+
+
+def mapping_from_dims(dims: Sequence[Sequence[str] | None]) -> dict[str, int]:
+    """``[['x'], [], ['y', 'z']]`` (mesh axes per dimension, major first) ->
+    ``{'x': 0, 'y': 2, 'z': 2}``."""
+    mapping: dict[str, int] = {}
+    for dim, axes in enumerate(dims):
+        for axis in axes or ():
+            if axis in mapping:
+                raise MeshError(f"mesh axis {axis!r} splits dimensions {mapping[axis]} and {dim}; a mesh axis "
+                                f"can split only one dimension of a value")
+            mapping[axis] = dim
+    return mapping
+
+
+def dims_from_mapping(mapping: ArrayMapping, ndim: int) -> list[list[str]]:
+    dims: list[list[str]] = [[] for _ in range(ndim)]
+    for axis, dim in mapping.items():
+        dims[dim].append(axis)
+    return dims
+
+
+class Mesh(AbstractMesh):
+    """An n-d array of devices with axis names; immutable and hashable."""
+
+    __slots__ = ("_devices",)
+
+    def __init__(self, devices, axis_names: Sequence[str]):
+        arr = np.array(devices, dtype=object)
+        if arr.ndim != len(tuple(axis_names)):
+            raise MeshError(f"a {arr.ndim}-d device array needs {arr.ndim} axis names, got {tuple(axis_names)}")
+        super().__init__(arr.shape, axis_names)
+        ids = [d.id for d in arr.flat]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise MeshError(f"device {dup} appears more than once in the mesh")
+        arr.flags.writeable = False
+        object.__setattr__(self, "_devices", arr)
+
+    @classmethod
+    def create(cls, shape: Mapping[str, int] | Sequence[int], axis_names: Sequence[str] | None = None,
+               devices: Sequence | None = None) -> "Mesh":
+        """A mesh over the first devices (of ``devices`` or jax's default backend):
+        ``Mesh.create({'x': 2, 'y': 4})``."""
+        if isinstance(shape, Mapping):
+            axis_names, sizes = tuple(shape), tuple(shape.values())
+        else:
+            sizes = tuple(shape)
+        if axis_names is None:
+            raise MeshError("give axis names, or the shape as a {name: size} mapping")
+        if devices is None:
+            import jax
+
+            devices = jax.devices()
+        n = int(np.prod(sizes, dtype=np.int64))
+        if n > len(devices):
+            raise MeshError(f"a mesh of shape {dict(zip(axis_names, sizes))} needs {n} devices, but only "
+                            f"{len(devices)} exist (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} "
+                            f"before importing jax)")
+        return cls(np.array(list(devices[:n]), dtype=object).reshape(sizes), axis_names)
+
+    @property
+    def devices(self) -> np.ndarray:
+        return self._devices
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[int])(self._devices)
+
+    def abstract(self) -> AbstractMesh:
+        return AbstractMesh(self._sizes, self._names)
+
+    def __eq__(self, other):
+        return (isinstance(other, Mesh) and self._names == other._names
+                and self._devices.shape == other._devices.shape
+                and all(a is b or a == b for a, b in zip(self._devices.flat, other._devices.flat)))
+
+    def __hash__(self):
+        return hash((self._names, self._devices.shape, tuple(d.id for d in self._devices.flat)))
+
+    def __repr__(self) -> str:
+        return f"Mesh({self.device_ids.tolist()!r}, {self._names!r})"
+
+    # -- processes ---------------------------------------------------------------
+    @property
+    def local_devices(self) -> list:
+        pid = _process_index()
+        return [d for d in self._devices.flat if d.process_index == pid]
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len(self.local_devices) != self._devices.size
+
+    @property
+    def local_mesh(self) -> "Mesh":
+        return self.local_mesh_of(_process_index())
+
+    def local_mesh_of(self, process_index: int) -> "Mesh":
+        """The sub-mesh of one process's devices; they must form a contiguous sub-cube."""
+        local = np.vectorize(lambda d: d.process_index == process_index, otypes=[bool])(self._devices)
+        if not local.any():
+            raise MeshError(f"process {process_index} has no device in {self!r}")
+        hull = []
+        for axis in range(local.ndim):
+            hits = np.flatnonzero(local.any(axis=tuple(a for a in range(local.ndim) if a != axis)))
+            hull.append(slice(int(hits.min()), int(hits.max()) + 1))
+        if not local[tuple(hull)].all():
+            raise MeshError(f"the devices of process {process_index} do not form a contiguous sub-cube of "
+                            f"{self!r}; reorder the mesh devices so each process owns a block")
+        return Mesh(self._devices[tuple(hull)], self._names)
+
+    # -- resource environment -------------------------------------------------------
+    def __enter__(self) -> "Mesh":
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        _stack().pop()
+        return False
+
+
+class _ThreadMeshes(threading.local):
+    def __init__(self):
+        self.stack: list[Mesh] = []
+
+
+_meshes = _ThreadMeshes()
+
+
+def _stack() -> list[Mesh]:
+    return _meshes.stack
+
+
+def current_mesh() -> Mesh | None:
+    """The innermost mesh entered with ``with mesh:`` on this thread, or None."""
+    return _stack()[-1] if _stack() else None
+
+
+def _process_index() -> int:
+    import jax
+
+    return jax.process_index()

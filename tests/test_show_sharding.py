@@ -1,0 +1,60 @@
+"""The terminal picture of a sharding, from Python and from pxla-mlir."""
+
+import subprocess
+import sys
+
+import pytest
+
+from pxla_mlir.sharding import AbstractMesh, Chunked, HloSharding, Replicated, ShardedAxis, ShardingSpec
+from pxla_mlir.sharding.show import shard_ranges, show_sharding
+
+
+def test_ranges_from_spec_and_from_hlo_agree():
+    spec = AbstractMesh((2, 4), ("x", "y")).sharding_spec(2, {"y": 0, "x": 1})
+    assert shard_ranges((8, 6), spec) == shard_ranges((8, 6), spec.to_hlo()) == \
+        shard_ranges((8, 6), str(spec.to_hlo())) == shard_ranges((8, 6), repr(spec))
+    assert shard_ranges((8, 6), spec)[1] == ((2, 4), (0, 3))  # device (x=0, y=1)
+
+
+def test_picture_shows_pieces_and_devices(capsys):
+    spec = ShardingSpec([Chunked([4])], [ShardedAxis(0), Replicated(2)])
+    text = show_sharding((4,), spec, color=False)
+    assert "dev 0,1" in text and "dev 6,7" in text and "[3:4]" in text  # array view
+    assert "dev 5" in text  # device view
+    assert capsys.readouterr().out.count("dev 0,1") == 1
+
+
+def test_maximal_and_three_dims():
+    text = show_sharding((4, 4), HloSharding.maximal(2), num_devices=4, color=False)
+    assert "nothing" in text and "dev 2" in text
+    text = show_sharding((2, 4, 6), AbstractMesh((2, 2, 2), ("a", "b", "c")).sharding_spec(3, {"c": 0, "a": 1, "b": 2}),
+                         color=False)
+    assert "[1:2, 2:4, 3:6]" in text
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", "show-sharding", *args],
+                          capture_output=True, text=True)
+
+
+def test_cli():
+    p = run("--shape", "8,12", "--mesh", "x=2,y=4", "--dims", "x,y", "--no-color")
+    assert p.returncode == 0 and "[4:8, 9:12]" in p.stdout
+    p = run("--shape", "8,3", "--hlo", "{devices=[4,1,2]<=[8] last_tile_dim_replicate}", "--no-color")
+    assert p.returncode == 0 and "dev 6,7" in p.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--shape", "6", "--mesh", "x=4", "--dims", "x"), "size 6, which mesh axes 'x' (size 4) do not divide"),
+    (("--shape", "8", "--mesh", "x=4", "--dims", "z"), "mesh axis 'z'"),
+    (("--shape", "8", "--hlo", "{devices=[3]0,1}"), "lists 2 devices for tile [3]"),
+    (("--shape", "8", "--spec", "ShardingSpec((Chunked([8]),), ())"), "sharded axis 0 is never placed"),
+    (("--shape", "a,b", "--hlo", "{replicated}"), "--shape must be comma-separated integers"),
+    (("--shape", "8",), "give exactly one of --hlo, --spec, or --mesh"),
+    (("--shape", "8", "--mesh", "x=2"), "--mesh needs --dims"),
+    (("--shape", "8", "--mesh", "x:2", "--dims", "x"), "--mesh must look like x=2,y=4"),
+])
+def test_cli_errors(args, message):
+    p = run(*args)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.startswith("pxla-mlir: error: ") and message in p.stderr, p.stderr
