@@ -8,6 +8,9 @@ ShardingSpec). This pass replaces them with what XLA reads:
 * ``mhlo.sharding`` with the HLO sharding string (partition mode);
 * ``mhlo.is_same_data_across_replicas`` on arguments that every device holds
   whole (in replica mode this is the only annotation an argument can have);
+* ``pxla.tile_dims`` marks a per-device signature (pmap's replica mode):
+  fully replicated arguments get ``mhlo.is_same_data_across_replicas``, the
+  attribute is dropped;
 * for ``"?"`` (unspecified) dimensions: no boundary sharding, and instead a
   ``@Sharding`` custom call with ``backend_config = "unspecified_dims=[...]"``
   right after entry (arguments) or before the return (results), so XLA's
@@ -43,7 +46,7 @@ from pxla_mlir.pxla_attrs import mesh_of, parse_dims
 from pxla_mlir.sharding import HloSharding, ShardingSpec, ShardingSpecError
 from pxla_mlir.sharding.mesh import MeshError
 
-_PXLA_KEYS = ("pxla.dims", "pxla.sharding_spec")
+_PXLA_KEYS = ("pxla.dims", "pxla.sharding_spec", "pxla.tile_dims")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +68,10 @@ class AnnotateShardingsPass(ModulePass):
             new_dicts = []
             for index, (d, t) in enumerate(zip(ir.ArrayAttr(fn.attributes[key]), types)):
                 entries = {a.name: a.attr for a in ir.DictAttr(d)}
-                if any(k in entries for k in _PXLA_KEYS):
-                    what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"
+                what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"
+                if "pxla.tile_dims" in entries:
+                    self._per_device(fn, module, entries, t, what, key == "arg_attrs", replicas, partitions)
+                elif any(k in entries for k in _PXLA_KEYS):
                     self._rewrite(fn, module, entries, t, what, key == "arg_attrs", index, replicas, partitions)
                 new_dicts.append(ir.DictAttr.get(entries))
             fn.attributes[key] = ir.ArrayAttr.get(new_dicts)
@@ -111,6 +116,17 @@ class AnnotateShardingsPass(ModulePass):
             entries["mhlo.sharding"] = ir.StringAttr.get(str(sharding))
         else:
             _constrain(fn, is_arg, index, sharding, unspecified_config)
+
+    def _per_device(self, fn, module, entries, type_, what, is_arg, replicas, partitions) -> None:
+        """A per-device (tile) signature, as pmap imports it: only replica mode runs it as is."""
+        if partitions > 1:
+            raise PassError(fn, f"{what} is a per-device tile (pxla.tile_dims) in a partition-mode module; "
+                                f"run pxla-wrap-manual-main first to give @main global types")
+        mesh = mesh_of(fn, module)
+        spec = parse_dims(entries.pop("pxla.tile_dims"), ir.RankedTensorType(type_).rank, mesh, fn, what)
+        self._check_devices(fn, what, mesh.size, replicas, partitions)
+        if is_arg and not spec.mapping and not spec.unspecified:
+            entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)
 
     def _check_devices(self, fn, what, devices, replicas, partitions) -> None:
         total = replicas * partitions

@@ -43,6 +43,8 @@ ALLOWED_DIALECTS = ("builtin", "func", "mhlo")
 EXPANDED_BY = {
     "pxla.full_to_shard": "pxla-expand-manual-sharding",
     "pxla.shard_to_full": "pxla-expand-manual-sharding",
+    "pxla.shard": "pxla-expand-shard",
+    "pxla.unshard": "pxla-expand-unshard",
 }
 _HOW_TO_REMOVE = {
     "stablehlo": "legalize it with stablehlo-legalize-to-hlo",

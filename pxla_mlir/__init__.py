@@ -1,7 +1,28 @@
 """pxla_mlir: JAX parallel maps lowered to pure MHLO through composable MLIR passes.
 
-Importing the package is cheap and jax-free; the jax-facing API is loaded on
-first use.
+Importing the package is cheap and jax-free (pxla-opt relies on it); the
+jax-facing API (``pmap``, ``Mesh``, ...) is loaded on first use.
 """
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "pmap": ("pxla_mlir.pmap", "pmap"),
+    "Mesh": ("pxla_mlir.sharding", "Mesh"),
+    "AbstractMesh": ("pxla_mlir.sharding", "AbstractMesh"),
+    "ShardingSpec": ("pxla_mlir.sharding", "ShardingSpec"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pxla_mlir' has no attribute {name!r}")
+
+
+__all__ = ["__version__", *_LAZY]

@@ -52,7 +52,7 @@ def set_i32_attr(op: ir.Operation, name: str, value: int) -> None:
 
 
 def dense_i64(values: Sequence[Sequence[int]] | np.ndarray, shape: Sequence[int] | None = None) -> ir.DenseIntElementsAttr:
-    arr = np.asarray(values, dtype=np.int64)
+    arr = np.ascontiguousarray(values, dtype=np.int64)
     if shape is not None:
         arr = arr.reshape(shape)
     t = ir.RankedTensorType.get(list(arr.shape), ir.IntegerType.get_signless(64))

@@ -31,3 +31,26 @@ class HandoffPipeline(NamedPipeline):
         # Clean up after the rewrites; the verifier must see the final module.
         steps += ["canonicalize", "cse", "pxla-verify-handoff"]
         return ",".join(steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class PmapPipeline(NamedPipeline):
+    """pmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs."""
+
+    argument = "pxla-pmap-pipeline"
+    summary = "Expand nested-pmap placeholders, then make replica-mode or partition-mode MHLO for XLA"
+
+    mode: Literal["replica", "partition"] = option("replica", "run devices as replicas (2022 pmap) or partitions")
+    unshard: Literal["all-gather", "all-reduce"] = option("all-gather", "how nested pmap outputs are collected")
+
+    def elements(self) -> str:
+        # Placeholders expand into partition-mode code first, so the mode
+        # conversion below sees (and converts) their collectives too.
+        steps = ["pxla-expand-shard", f"pxla-expand-unshard{{strategy={self.unshard}}}"]
+        if self.mode == "replica":
+            steps += ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
+        else:
+            steps += ["pxla-wrap-manual-main", "pxla-expand-manual-sharding", "pxla-annotate-shardings"]
+        # Folding after the rewrites keeps the emitted MHLO small and stable.
+        steps += ["canonicalize", "cse", "symbol-dce", "pxla-verify-handoff"]
+        return ",".join(steps)

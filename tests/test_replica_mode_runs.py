@@ -34,7 +34,7 @@ def run_replicas(fn, axes, x_global, ctx):
     n = int(np.prod(sizes))
     shard = x_global.reshape(n, *x_global.shape[len(sizes):])
     closed = jax.make_jaxpr(fn, axis_env=list(axes))(shard[0])
-    jax_module = jax_internals.lower_per_device(closed, names, sizes)
+    jax_module = jax_internals.lower_per_device(closed, names, sizes).module
     with ctx:
         module = ir.Module.parse(jax_module.operation.get_asm())
     run_pipeline(module, "builtin.module(pxla-handoff-pipeline{mode=replica})")

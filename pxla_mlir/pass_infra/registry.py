@@ -15,11 +15,15 @@ PASSES: dict[str, str] = {
     "pxla-annotate-shardings": "pxla_mlir.passes.annotate_shardings:AnnotateShardingsPass",
     "pxla-convert-to-replica-mode": "pxla_mlir.passes.convert_to_replica_mode:ConvertToReplicaModePass",
     "pxla-expand-manual-sharding": "pxla_mlir.passes.expand_manual_sharding:ExpandManualShardingPass",
+    "pxla-expand-shard": "pxla_mlir.passes.expand_shard:ExpandShardPass",
+    "pxla-expand-unshard": "pxla_mlir.passes.expand_unshard:ExpandUnshardPass",
     "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
+    "pxla-wrap-manual-main": "pxla_mlir.passes.wrap_manual_main:WrapManualMainPass",
 }
 
 PIPELINES: dict[str, str] = {
     "pxla-handoff-pipeline": "pxla_mlir.pipelines:HandoffPipeline",
+    "pxla-pmap-pipeline": "pxla_mlir.pipelines:PmapPipeline",
 }
 
 

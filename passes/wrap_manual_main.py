@@ -1,0 +1,118 @@
+"""pxla-wrap-manual-main: a per-device @main becomes one manual region of a global @main.
+
+pmap imports a *per-device* program: each argument and result of ``@main``
+is a device's tile, and ``pxla.tile_dims`` says how the global value is split
+over the module's ``pxla.mesh`` (same syntax as ``pxla.dims``; absent means
+every device holds the whole value). Replica mode runs that program as is.
+Partition mode needs XLA's SPMD partitioner, which only accepts per-device
+code (``partition_id``, manual collectives) inside a manual region; this pass
+builds that region.
+
+Before::
+
+    module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "i=8"} {
+      func.func public @main(%x: tensor<1x3xf32> {pxla.tile_dims = [["i"], []]}) -> (tensor<1x3xf32> {pxla.tile_dims = [["i"], []]})
+
+After (the placeholders are expanded by pxla-expand-manual-sharding, the
+``pxla.dims`` by pxla-annotate-shardings)::
+
+      func.func private @main_per_device(%x: tensor<1x3xf32>) -> tensor<1x3xf32>
+      func.func public @main(%g: tensor<8x3xf32> {pxla.dims = [["i"], []]}) -> (tensor<8x3xf32> {pxla.dims = [["i"], []]}) {
+        %t = mhlo.custom_call @pxla.full_to_shard(%g) {pxla.dims = [["i"], []]} : (tensor<8x3xf32>) -> tensor<1x3xf32>
+        %r = func.call @main_per_device(%t) : (tensor<1x3xf32>) -> tensor<1x3xf32>
+        %o = mhlo.custom_call @pxla.shard_to_full(%r) {pxla.dims = [["i"], []]} : (tensor<1x3xf32>) -> tensor<8x3xf32>
+        return %o : tensor<8x3xf32>
+
+Other argument and result attributes (donation, result names) move to the
+new ``@main``.
+
+Example::
+
+    pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-wrap-manual-main,pxla-expand-manual-sharding,pxla-annotate-shardings)'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func, mhlo
+
+from pxla_mlir import ir_utils
+from pxla_mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.pxla_attrs import mesh_of, parse_dims
+from pxla_mlir.sharding.mesh import MeshError
+
+BODY = "main_per_device"
+
+
+@dataclasses.dataclass(frozen=True)
+class WrapManualMainPass(ModulePass):
+    argument = "pxla-wrap-manual-main"
+    summary = "Wrap the per-device @main into a global @main made of one manual region (partition mode)"
+
+    def run(self, module):
+        main = next((f for f in ir_utils.functions(module) if ir_utils.str_attr(f, "sym_name") == "main"), None)
+        if main is None:
+            raise PassError(module, "no func.func @main to wrap")
+        mesh = mesh_of(main, module)
+        devices = ir_utils.int_attr(module, "mhlo.num_partitions", 1) * ir_utils.int_attr(module, "mhlo.num_replicas", 1)
+        if devices != mesh.size or ir_utils.int_attr(module, "mhlo.num_replicas", 1) != 1:
+            raise PassError(module, f"pxla.mesh has {mesh.size} devices; the module must be in partition mode with "
+                                    f"mhlo.num_partitions = {mesh.size} and mhlo.num_replicas = 1")
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        ins = [self._boundary(main, mesh, d, t, f"argument {i}")
+               for i, (d, t) in enumerate(zip(_attr_dicts(main, "arg_attrs", len(ftype.inputs)), ftype.inputs))]
+        outs = [self._boundary(main, mesh, d, t, f"result {i}")
+                for i, (d, t) in enumerate(zip(_attr_dicts(main, "res_attrs", len(ftype.results)), ftype.results))]
+        main.attributes["sym_name"] = ir.StringAttr.get(BODY)
+        main.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        for key in ("arg_attrs", "res_attrs"):
+            if key in main.attributes:
+                del main.attributes[key]
+        with ir.InsertionPoint.at_block_begin(module.regions[0].blocks[0]), main.location:
+            wrapper = func.FuncOp("main", ([b.global_type for b in ins], [b.global_type for b in outs]))
+            wrapper.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            wrapper.arg_attrs = ir.ArrayAttr.get([b.global_attrs() for b in ins])
+            wrapper.res_attrs = ir.ArrayAttr.get([b.global_attrs() for b in outs])
+            entry = wrapper.add_entry_block()
+            with ir.InsertionPoint(entry):
+                tiles = [b.convert("pxla.full_to_shard", a, b.tile_type) for b, a in zip(ins, entry.arguments)]
+                call = func.CallOp([b.tile_type for b in outs], ir.FlatSymbolRefAttr.get(BODY), tiles)
+                func.ReturnOp([b.convert("pxla.shard_to_full", r, b.global_type) for b, r in zip(outs, call.results)])
+
+    def _boundary(self, main, mesh, attrs: dict, tile_type, what) -> "_Boundary":
+        if not isinstance(tile_type, ir.RankedTensorType):
+            raise PassError(main, f"{what} of @main is {tile_type}; only ranked tensors can be tiled")
+        dims_attr = attrs.pop("pxla.tile_dims", None)
+        rank = tile_type.rank
+        if dims_attr is None:
+            dims_attr = ir.ArrayAttr.get([ir.ArrayAttr.get([]) for _ in range(rank)])
+        spec = parse_dims(dims_attr, rank, mesh, main, what)
+        try:
+            shape = mesh.untile_shape(tile_type.shape, spec.mapping, what)
+        except MeshError as e:
+            raise PassError(main, str(e)) from None
+        return _Boundary(dims_attr, tile_type, ir.RankedTensorType.get(list(shape), tile_type.element_type), attrs)
+
+
+@dataclasses.dataclass
+class _Boundary:
+    dims_attr: ir.Attribute
+    tile_type: ir.Type
+    global_type: ir.Type
+    other_attrs: dict
+
+    def global_attrs(self) -> ir.DictAttr:
+        return ir.DictAttr.get({**self.other_attrs, "pxla.dims": self.dims_attr})
+
+    def convert(self, target: str, value: ir.Value, result_type: ir.Type) -> ir.Value:
+        op = mhlo.CustomCallOp([result_type], [value], target)
+        op.attributes["pxla.dims"] = self.dims_attr
+        return op.result
+
+
+def _attr_dicts(fn, key: str, count: int) -> list[dict]:
+    if key not in fn.attributes:
+        return [{} for _ in range(count)]
+    return [{a.name: a.attr for a in ir.DictAttr(d)} for d in ir.ArrayAttr(fn.attributes[key])]

@@ -1,0 +1,125 @@
+"""Running a compiled pmap: place inputs, execute, wrap outputs as jax.Arrays.
+
+``execute_sharded`` checks almost nothing (a wrong byte size or device order
+segfaults the process, a wrong dtype of equal size computes garbage), so
+every argument is brought to exactly the expected shape, dtype and sharding
+first. Host arrays go to the devices through jaxlib's batched C++ path;
+results become ``jax.Array`` s through result handlers, without a host round
+trip. XLA:CPU deadlocks when more than 32 launches with collectives are
+un-completed on a device, so at most ``INFLIGHT_WINDOW`` launches are left
+un-completed (process-wide).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Sequence
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ..compile import compile_module
+from ..jax_internals import array_result_handler, batched_device_put, core
+
+#: Un-completed launches allowed before the oldest is waited for.
+INFLIGHT_WINDOW = 8
+_inflight: collections.deque = collections.deque()
+_inflight_lock = threading.Lock()
+
+
+def _remember_launch(token) -> None:
+    with _inflight_lock:
+        _inflight.append(token)
+        oldest = _inflight.popleft() if len(_inflight) > INFLIGHT_WINDOW else None
+    if oldest is not None:
+        oldest.block_until_ready()
+
+
+def wait_for_launches() -> None:
+    """Blocks until every launch so far has completed."""
+    with _inflight_lock:
+        pending = list(_inflight)
+        _inflight.clear()
+    for token in pending:
+        token.block_until_ready()
+
+
+class DeviceLayout:
+    """Where each global argument/result lives: the pmap axis over the
+    devices' first mesh dimension, replicated over the rest."""
+
+    def __init__(self, devices: Sequence, axis_size: int, label: str):
+        self.devices = list(devices)
+        self.axis_size = axis_size
+        self.replication = len(self.devices) // axis_size
+        self.label = label
+        self.mesh = Mesh(np.array(self.devices, dtype=object).reshape(axis_size, self.replication),
+                         (label, "_pxla_rep"))
+        self._replicated = NamedSharding(self.mesh, PartitionSpec())
+
+    def sharding(self, axis: int | None, ndim: int) -> NamedSharding:
+        if axis is None:
+            return self._replicated
+        return NamedSharding(self.mesh, PartitionSpec(*[self.label if d == axis else None for d in range(ndim)]))
+
+
+class PmapExecutable:
+    """A compiled pmap and everything needed to call it."""
+
+    def __init__(self, module, devices: Sequence, *, axis_size: int, label: str, in_axes, out_axes,
+                 in_avals, out_avals, donated, keepalive=None):
+        self.layout = DeviceLayout(devices, axis_size, label)
+        self.xla = compile_module(module, self.layout.devices)
+        self.in_axes, self.out_axes = tuple(in_axes), tuple(out_axes)
+        self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
+        self.donated = tuple(donated)
+        self._keepalive = keepalive
+        self.in_shardings = [self.layout.sharding(a, av.ndim) for a, av in zip(self.in_axes, self.in_avals)]
+        self.out_shardings = [self.layout.sharding(a, av.ndim) for a, av in zip(self.out_axes, self.out_avals)]
+        self._handlers = [array_result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
+
+    # -- arguments -----------------------------------------------------------------
+    def _place(self, x, axis, aval, sharding):
+        if isinstance(x, jax.Array):
+            if x.shape != aval.shape or x.dtype != aval.dtype:
+                raise TypeError(f"argument of shape {x.shape} and dtype {x.dtype} does not match the compiled "
+                                f"{aval.str_short()}")
+            return x if x.sharding == sharding else jax.device_put(x, sharding)
+        host = np.asarray(x, dtype=aval.dtype)
+        if host.shape != aval.shape:
+            raise TypeError(f"argument of shape {host.shape} does not match the compiled {aval.str_short()}")
+        layout = self.layout
+        if axis is None:
+            pieces, force_copy = [np.array(host)] * len(layout.devices), False
+        else:
+            index = [slice(None)] * host.ndim
+            blocks = []
+            for k in range(layout.axis_size):
+                index[axis] = slice(k, k + 1)
+                blocks.append(host[tuple(index)])
+            if layout.replication == 1:
+                pieces, force_copy = blocks, True
+            else:  # one private copy per block, shared by its replicas
+                copies = [np.array(b) for b in blocks]
+                pieces, force_copy = [copies[d // layout.replication] for d in range(len(layout.devices))], False
+        return batched_device_put(core.ShapedArray(aval.shape, aval.dtype), sharding, pieces, layout.devices,
+                                  force_copy=force_copy)
+
+    def __call__(self, flat_args: Sequence) -> list:
+        if len(flat_args) != len(self.in_avals):
+            raise TypeError(f"expected {len(self.in_avals)} array arguments, got {len(flat_args)}")
+        args = [self._place(x, a, av, s)
+                for x, a, av, s in zip(flat_args, self.in_axes, self.in_avals, self.in_shardings)]
+        results = self.xla.execute_sharded(args, with_tokens=True)
+        outs = results.consume_with_handlers(self._handlers)
+        _remember_launch(results.consume_token())
+        return outs
+
+    # -- introspection -------------------------------------------------------------
+    def hlo_text(self) -> str:
+        return "\n\n".join(m.to_string() for m in self.xla.hlo_modules())
+
+    def cost_analysis(self):
+        return self.xla.cost_analysis()

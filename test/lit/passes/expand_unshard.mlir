@@ -1,0 +1,45 @@
+// RUN: pxla-opt %s --split-input-file --pass-pipeline='builtin.module(pxla-expand-unshard)' | filecheck %s --check-prefix=GATHER
+// RUN: pxla-opt %s --split-input-file --pass-pipeline='builtin.module(pxla-expand-unshard{strategy=all-reduce})' | filecheck %s --check-prefix=REDUCE
+
+// out_axis 1 of axis j (size 4, stride 2) on 8 devices: groups {0,2,4,6}, {1,3,5,7}.
+
+// GATHER-LABEL: func.func public @out_axis_1
+// GATHER-SAME: (%[[V:.*]]: tensor<3x5xf32>)
+// GATHER-NEXT: %[[U:.*]] = mhlo.reshape %[[V]] : (tensor<3x5xf32>) -> tensor<3x1x5xf32>
+// GATHER-NEXT: %[[G:.*]] = "mhlo.all_gather"(%[[U]]) <{all_gather_dim = 1 : i64, channel_handle = #mhlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<{{\[\[}}0, 2, 4, 6], [1, 3, 5, 7]]> : tensor<2x4xi64>, use_global_device_ids}> : (tensor<3x1x5xf32>) -> tensor<3x4x5xf32>
+// GATHER-NEXT: return %[[G]]
+
+// REDUCE-LABEL: func.func public @out_axis_1
+// REDUCE-SAME: (%[[V:.*]]: tensor<3x5xf32>)
+// REDUCE: %[[Z:.*]] = mhlo.constant dense<0.000000e+00> : tensor<3x4x5xf32>
+// REDUCE: %[[U:.*]] = mhlo.reshape %[[V]] : (tensor<3x5xf32>) -> tensor<3x1x5xf32>
+// REDUCE: %[[PID:.*]] = mhlo.partition_id
+// REDUCE: %[[I:.*]] = mhlo.convert
+// REDUCE: %[[P:.*]] = mhlo.dynamic_update_slice %[[Z]], %[[U]], %{{.*}}, %[[I]], %{{.*}} : (tensor<3x4x5xf32>, tensor<3x1x5xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<3x4x5xf32>
+// REDUCE: "mhlo.all_reduce"(%[[P]]) <{channel_handle = #mhlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<{{\[\[}}0, 2, 4, 6], [1, 3, 5, 7]]> : tensor<2x4xi64>, use_global_device_ids}>
+// REDUCE: mhlo.add
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @out_axis_1(%v: tensor<3x5xf32>) -> tensor<3x4x5xf32> {
+    %0 = mhlo.custom_call @pxla.unshard(%v) {pxla.axis = 1 : i64, pxla.axis_name = "j", pxla.axis_size = 4 : i64, pxla.stride = 2 : i64} : (tensor<3x5xf32>) -> tensor<3x4x5xf32>
+    return %0 : tensor<3x4x5xf32>
+  }
+}
+
+// -----
+
+// Booleans reduce with `or`; channel handles continue after existing ones.
+
+// GATHER-LABEL: func.func public @bools
+// GATHER: "mhlo.all_gather"{{.*}}channel_handle = #mhlo.channel_handle<handle = 8, type = 1>{{.*}}replica_groups = dense<{{\[\[}}0, 1], [2, 3], [4, 5], [6, 7]]> : tensor<4x2xi64>
+
+// REDUCE-LABEL: func.func public @bools
+// REDUCE: mhlo.constant dense<false> : tensor<2x2xi1>
+// REDUCE: "mhlo.all_reduce"
+// REDUCE: mhlo.or
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @bools(%v: tensor<2xi1>) -> tensor<2x2xi1> {
+    %c = "mhlo.collective_permute"(%v) <{channel_handle = #mhlo.channel_handle<handle = 7, type = 1>, source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>}> : (tensor<2xi1>) -> tensor<2xi1>
+    %0 = mhlo.custom_call @pxla.unshard(%c) {pxla.axis = 1 : i64, pxla.axis_size = 2 : i64, pxla.stride = 1 : i64} : (tensor<2xi1>) -> tensor<2x2xi1>
+    return %0 : tensor<2x2xi1>
+  }
+}

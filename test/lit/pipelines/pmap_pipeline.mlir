@@ -1,0 +1,57 @@
+// The pxla form of pmap(i=2) over pmap(j=4, in_axes=1, out_axes=1) with a
+// psum over j and axis_index(i), as import emits it, through the pmap
+// pipeline in both modes and with both unshard strategies.
+
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline)' | filecheck %s --check-prefixes=CHECK,REPLICA,GATHER
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{unshard=all-reduce})' | filecheck %s --check-prefixes=CHECK,REPLICA,REDUCE
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition})' | filecheck %s --check-prefixes=CHECK,PARTITION,GATHER
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition unshard=all-reduce})' | filecheck %s --check-prefixes=CHECK,PARTITION,REDUCE
+
+// REPLICA-LABEL: module @pmap_outer attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
+// REPLICA: func.func public @main(%{{.*}}: tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+
+// PARTITION-LABEL: module @pmap_outer attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32
+// PARTITION: func.func public @main(%{{.*}}: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"}) -> (tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"})
+// PARTITION: @SPMDFullToShardShape({{.*}}) {mhlo.sharding = "{manual}"} : (tensor<2x3x4xf32>) -> tensor<1x3x4xf32>
+// PARTITION: call @main_per_device
+// PARTITION: @SPMDShardToFullShape({{.*}}) {{.*}} : (tensor<1x3x4xf32>) -> tensor<2x3x4xf32>
+// PARTITION: func.func private @main_per_device
+
+// Shard: this device's column j = id % 4 of the 3x4 block.
+// REPLICA: mhlo.replica_id
+// PARTITION: mhlo.partition_id
+// CHECK: "mhlo.dynamic_slice"({{.*}}) <{slice_sizes = dense<[3, 1]> : tensor<2xi64>}>
+// psum over j: the 4 devices sharing an i.
+// CHECK: "mhlo.all_reduce"({{.*}}replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>
+// Unshard along out_axis 1 over the same groups.
+// GATHER: "mhlo.all_gather"({{.*}}) <{all_gather_dim = 1 : i64, {{.*}}replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>{{.*}}}> : (tensor<3x1xf32>) -> tensor<3x4xf32>
+// REDUCE: mhlo.dynamic_update_slice {{.*}} : (tensor<3x4xf32>, tensor<3x1xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
+// REDUCE: "mhlo.all_reduce"({{.*}}replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>
+// CHECK-NOT: pxla.shard
+// CHECK-NOT: pxla.unshard
+// REPLICA-NOT: partition_id
+// REPLICA-NOT: channel_handle
+
+module @pmap_outer attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "i=2,_pxla_rep=4"} {
+  func.func public @main(%arg0: tensor<1x3x4xf32> {pxla.tile_dims = [["i"], [], []]}) -> (tensor<1x3x4xf32> {pxla.tile_dims = [["i"], [], []]}) {
+    %0 = mhlo.reshape %arg0 : (tensor<1x3x4xf32>) -> tensor<3x4xf32>
+    %1 = mhlo.custom_call @pxla.shard(%0) {api_version = 2 : i32, backend_config = "", pxla.axis = 1 : i64, pxla.axis_name = "j", pxla.axis_size = 4 : i64, pxla.stride = 1 : i64} : (tensor<3x4xf32>) -> tensor<3xf32>
+    %2 = "mhlo.all_reduce"(%1) <{channel_handle = #mhlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>, use_global_device_ids}> ({
+    ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):
+      %14 = mhlo.add %arg1, %arg2 : tensor<f32>
+      mhlo.return %14 : tensor<f32>
+    }) : (tensor<3xf32>) -> tensor<3xf32>
+    %3 = mhlo.constant dense<4> : tensor<ui32>
+    %4 = mhlo.constant dense<2> : tensor<ui32>
+    %5 = mhlo.partition_id : tensor<ui32>
+    %6 = mhlo.divide %5, %3 : tensor<ui32>
+    %7 = mhlo.remainder %6, %4 : tensor<ui32>
+    %8 = mhlo.convert %7 : (tensor<ui32>) -> tensor<i32>
+    %9 = mhlo.convert %8 : (tensor<i32>) -> tensor<f32>
+    %10 = "mhlo.broadcast_in_dim"(%9) <{broadcast_dimensions = dense<> : tensor<0xi64>}> : (tensor<f32>) -> tensor<3xf32>
+    %11 = mhlo.add %2, %10 : tensor<3xf32>
+    %12 = mhlo.custom_call @pxla.unshard(%11) {api_version = 2 : i32, backend_config = "", pxla.axis = 1 : i64, pxla.axis_name = "j", pxla.axis_size = 4 : i64, pxla.stride = 1 : i64} : (tensor<3xf32>) -> tensor<3x4xf32>
+    %13 = "mhlo.broadcast_in_dim"(%12) <{broadcast_dimensions = dense<[1, 2]> : tensor<2xi64>}> : (tensor<3x4xf32>) -> tensor<1x3x4xf32>
+    return %13 : tensor<1x3x4xf32>
+  }
+}
