@@ -17,8 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/pxla-opt examples/per_device_psum.mlir --dump-pass-pipeline \
-	  --pass-pipeline='builtin.module(pxla-handoff-pipeline{mode=replica})'
+	$(BIN)/python examples/pmap_demo.py
 
 # Both runners must run and pass; each fails on zero tests.
 test: $(STAMP)
@@ -27,6 +26,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
+	$(BIN)/python bench/bench_pmap.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/lit/.lit_test_times.txt

@@ -7,7 +7,7 @@ jax-facing API (``pmap``, ``Mesh``, ...) is loaded on first use.
 __version__ = "0.1.0"
 
 _LAZY = {
-    "pmap": ("pxla_mlir.pmap", "pmap"),
+    "pmap": ("pxla_mlir.pmaps", "pmap"),
     "Mesh": ("pxla_mlir.sharding", "Mesh"),
     "AbstractMesh": ("pxla_mlir.sharding", "AbstractMesh"),
     "ShardingSpec": ("pxla_mlir.sharding", "ShardingSpec"),

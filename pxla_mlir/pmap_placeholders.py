@@ -1,6 +1,6 @@
 """The ``@pxla.shard`` / ``@pxla.unshard`` placeholders of nested pmaps.
 
-Import emits them (see :mod:`pxla_mlir.pmap.primitive`); the expand passes
+Import emits them (see :mod:`pxla_mlir.pmaps.primitive`); the expand passes
 read them through :func:`placeholders`, which validates the attributes and
 the device layout once, with located errors::
 

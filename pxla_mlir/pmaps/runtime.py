@@ -86,7 +86,9 @@ class PmapExecutable:
             if x.shape != aval.shape or x.dtype != aval.dtype:
                 raise TypeError(f"argument of shape {x.shape} and dtype {x.dtype} does not match the compiled "
                                 f"{aval.str_short()}")
-            return x if x.sharding == sharding else jax.device_put(x, sharding)
+            if x.sharding == sharding or x.sharding.is_equivalent_to(sharding, x.ndim):
+                return x  # same pieces on the same devices, in the same order
+            return jax.device_put(x, sharding)
         host = np.asarray(x, dtype=aval.dtype)
         if host.shape != aval.shape:
             raise TypeError(f"argument of shape {host.shape} does not match the compiled {aval.str_short()}")

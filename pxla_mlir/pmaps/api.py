@@ -25,9 +25,9 @@ from jax import tree_util
 from jaxlib.mlir import ir
 
 from ..jax_internals import api_util, core, lu, pe
-from ..pass_infra import run_pipeline
+from ..pass_infra import PipelineFailure, run_pipeline
 from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
-from .importer import Imported, _lock, _parsed_pipeline, import_pmap, mesh_axis_label, shared_context
+from .importer import Imported, _lock, import_pmap, mesh_axis_label, parsed_pipeline
 from .invariance import varying_outputs
 from .primitive import PmapOptions, bind, pxla_pmap_p, replicas_needed
 from .runtime import PmapExecutable
@@ -109,7 +109,7 @@ class PmapFunction:
         self._lowered: dict = {}
         self._executables: dict = {}
         self._lock = threading.RLock()
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # never merge fun.__dict__ into ours
 
     # -- signatures and tracing -------------------------------------------------------
     def _examine(self, args, kwargs) -> Call:
@@ -268,9 +268,13 @@ class Lowered:
 
     def __init__(self, imported: Imported, options: PmapOptions, devices, **layout):
         self.pipeline = options.pipeline()
-        self._imported_text = imported.module.operation.get_asm(enable_debug_info=True)
+        self._imported = imported.module.operation.clone()  # printed only if asked for
         with _lock:
-            run_pipeline(imported.module, _parsed_pipeline(self.pipeline))
+            try:
+                run_pipeline(imported.module, parsed_pipeline(self.pipeline), reproducer=False,
+                             verify_each=False)
+            except PipelineFailure as e:
+                raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
         self._module = imported.module
         self._keepalive = imported.keepalive
         self._devices = devices
@@ -285,10 +289,7 @@ class Lowered:
 
     def pxla_text(self, *, debug_info: bool = False) -> str:
         """The imported pxla form, before the pipeline ran."""
-        if debug_info:
-            return self._imported_text
-        with shared_context():
-            return ir.Module.parse(self._imported_text).operation.get_asm(enable_debug_info=False)
+        return self._imported.get_asm(enable_debug_info=debug_info)
 
     def mhlo(self) -> ir.Module:
         return self._module
@@ -303,6 +304,14 @@ class Lowered:
             exe = PmapExecutable(self._module, self._devices, keepalive=self._keepalive, **self._layout)
             self._compiled = Compiled(exe, self._consts, self._signature)
         return self._compiled
+
+
+def _save(text: str) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="pxla_repro_", delete=False) as f:
+        f.write(text)
+    return f.name
 
 
 class Compiled:

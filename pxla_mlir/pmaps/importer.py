@@ -23,12 +23,12 @@ import re
 import threading
 from typing import Any, Sequence
 
-import jax
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
 
 from .. import ir_utils
 from ..context import make_context
-from ..jax_internals import core, lower_per_device, lu, pe
+from ..jax_internals import core, lower_per_device
 from ..pass_infra import Pipeline, run_pipeline
 from ..pipelines import LEGALIZE_TO_MHLO
 from .primitive import REP_AXIS, replicas_needed
@@ -38,18 +38,19 @@ _lock = threading.Lock()
 
 @functools.cache
 def shared_context() -> ir.Context:
-    """The MLIR context every pmap module lives in."""
+    """A context for re-parsing saved module text."""
     return make_context()
 
 
 @functools.cache
-def _parsed_pipeline(text: str) -> Pipeline:
+def parsed_pipeline(text: str) -> Pipeline:
+    """Parsed once; a Pipeline builds PassManagers for any context."""
     return Pipeline.parse(text, shared_context())
 
 
 @dataclasses.dataclass
 class Imported:
-    module: ir.Module  # pxla form, in shared_context()
+    module: ir.Module  # pxla form, in the MLIR context jax lowered it in
     mesh_names: tuple  # jax axis names of the module's devices (the pmap axis, then REP_AXIS)
     mesh_sizes: tuple
     keepalive: Any
@@ -70,58 +71,77 @@ def mesh_axis_label(axis_name, index: int = 0) -> str:
     return f"axis{index}"
 
 
-def _tile_aval(aval, axis):
-    if axis is None:
-        return aval
-    shape = list(aval.shape)
-    shape[axis] = 1
-    return core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
-
-
-def per_device_jaxpr(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size, in_axes, out_axes,
-                     global_avals) -> core.ClosedJaxpr:
-    """The program one device runs: unit-dim tiles in, unit-dim tiles out."""
-
-    def per_device(*tiles):
-        xs = [jax.lax.squeeze(t, (a,)) if a is not None else t for t, a in zip(tiles, in_axes)]
-        outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)  # stages nested pmaps again
-        return [jax.lax.expand_dims(o, (a,)) if a is not None else o for o, a in zip(outs, out_axes)]
-
-    tile_avals = [_tile_aval(av, a) for av, a in zip(global_avals, in_axes)]
-    with core.extend_axis_env_nd([(axis_name, axis_size)]):
-        traced, _, consts = pe.trace_to_jaxpr_dynamic(
-            lu.wrap_init(per_device, debug_info=jaxpr.jaxpr.debug_info), tile_avals)
-    return core.ClosedJaxpr(traced, consts)
-
-
 def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
                 global_avals, donated, platform: str) -> Imported:
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
     if inner > 1:
         names, sizes = names + (REP_AXIS,), sizes + (inner,)
-    top = per_device_jaxpr(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                           out_axes=out_axes, global_avals=global_avals)
     module_name = "pmap_" + re.sub(r"\W", "_", name)
     with core.extend_axis_env_nd([(axis_name, axis_size)]):
-        lowered = lower_per_device(top, names, sizes, platform=platform, name=module_name, donated=donated)
-    text = lowered.module.operation.get_asm(enable_debug_info=True)
+        lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=module_name, donated=donated)
+    module = lowered.module  # worked on in place: no print/parse round trip
     label = mesh_axis_label(axis_name)
     mesh_text = ",".join([f"{label}={axis_size}"] + ([f"{REP_AXIS}={inner}"] if inner > 1 else []))
     with _lock:
-        ctx = shared_context()
-        with ctx:
-            module = ir.Module.parse(text)
-        run_pipeline(module, _parsed_pipeline(f"builtin.module({LEGALIZE_TO_MHLO})"), reproducer=False)
-        with ctx, module.operation.location:
-            _annotate(module, mesh_text, label, in_axes, out_axes)
+        run_pipeline(module, parsed_pipeline(f"builtin.module({LEGALIZE_TO_MHLO})"), reproducer=False, verify_each=False)
+        with module.context, module.operation.location:
+            main = next(f for f in ir_utils.functions(module.operation) if ir_utils.str_attr(f, "sym_name") == "main")
+            _tile_signature(main, in_axes, out_axes)
+            _annotate(module, main, mesh_text, label, in_axes, out_axes)
     return Imported(module, names, sizes, lowered.keepalive, lowered.host_callbacks)
 
 
-def _annotate(module: ir.Module, mesh_text: str, label: str, in_axes, out_axes) -> None:
-    op = module.operation
-    op.attributes["pxla.mesh"] = ir.StringAttr.get(mesh_text)
-    main = next(f for f in ir_utils.functions(op) if ir_utils.str_attr(f, "sym_name") == "main")
+def _with_unit(t: ir.RankedTensorType, axis: int) -> ir.RankedTensorType:
+    shape = list(t.shape)
+    shape.insert(axis, 1)
+    return ir.RankedTensorType.get(shape, t.element_type)
+
+
+def _tile_signature(main, in_axes, out_axes) -> None:
+    """The body was lowered per shard; give @main the per-device tile types
+    (a size-1 dimension at each mapped axis) and reshape at the boundary."""
+    block = main.regions[0].blocks[0]
+    first = block.operations[0]
+    for arg, axis in zip(block.arguments, in_axes):
+        if axis is None:
+            continue
+        shard_t = ir.RankedTensorType(arg.type)
+        arg.set_type(_with_unit(shard_t, axis))
+        with ir.InsertionPoint(first):
+            squeezed = mhlo.ReshapeOp(shard_t, arg)
+        arg.replace_all_uses_except(squeezed.result, squeezed.operation)
+    ret = block.operations[len(block.operations) - 1]
+    for index, axis in enumerate(out_axes):
+        if axis is None:
+            continue
+        value = ret.operands[index]
+        with ir.InsertionPoint(ret):
+            ret.operands[index] = mhlo.ReshapeOp(_with_unit(ir.RankedTensorType(value.type), axis), value).result
+    in_types = [a.type for a in block.arguments]
+    out_types = [v.type for v in ret.operands]
+    main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(in_types, out_types))
+    _drop_mismatched_aliases(main, in_types, out_types)
+
+
+def _drop_mismatched_aliases(main, in_types, out_types) -> None:
+    """jax aliased donated inputs to outputs of equal per-shard shape; the
+    tiles may differ (other mapped axis): those inputs are then only donors."""
+    if "arg_attrs" not in main.attributes:
+        return
+    new = []
+    for d, t in zip(ir.ArrayAttr(main.attributes["arg_attrs"]), in_types):
+        entries = {x.name: x.attr for x in ir.DictAttr(d)}
+        alias = entries.get("tf.aliasing_output")
+        if alias is not None and out_types[ir.IntegerAttr(alias).value] != t:
+            del entries["tf.aliasing_output"]
+            entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
+        new.append(ir.DictAttr.get(entries))
+    main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
+def _annotate(module: ir.Module, main, mesh_text: str, label: str, in_axes, out_axes) -> None:
+    module.operation.attributes["pxla.mesh"] = ir.StringAttr.get(mesh_text)
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
     for key, axes, types in (("arg_attrs", in_axes, ftype.inputs), ("res_attrs", out_axes, ftype.results)):
         old = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else [ir.DictAttr.get({})] * len(types)

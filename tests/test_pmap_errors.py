@@ -1,0 +1,118 @@
+"""Every pmap mistake gets a clear error naming the culprit, as jax does."""
+
+import jax
+import numpy as np
+import pytest
+from jax import lax
+
+import pxla_mlir
+from pxla_mlir.pmaps.api import UnboundAxisError
+
+
+def raises(exc, match, fn, *args):
+    with pytest.raises(exc, match=match):
+        fn(*args)
+
+
+def test_devices_of_the_wrong_length():
+    f = pxla_mlir.pmap(lambda x: x, devices=jax.devices()[:4])
+    raises(ValueError, r"pmap was given 4 devices, but the computation needs 8 \(the product of the pmap axis "
+                       r"sizes\); pass exactly 8 devices", f, np.zeros((8, 2)))
+
+
+def test_more_devices_than_exist():
+    raises(ValueError, r"the computation needs 16 devices .* but only 8 CPU devices are available \(on CPU, set "
+                       r"XLA_FLAGS=--xla_force_host_platform_device_count=16",
+           pxla_mlir.pmap(lambda x: x), np.zeros((16, 2)))
+
+
+def test_nested_pmaps_needing_too_many_devices():
+    inner = pxla_mlir.pmap(lambda y: y, "j")
+    raises(ValueError, r"needs 16 devices", pxla_mlir.pmap(inner, "i"), np.zeros((4, 4)))
+
+
+def test_in_axes_not_a_tree_prefix():
+    raises(ValueError, r"pmap in_axes specification must be a tree prefix of the corresponding value",
+           pxla_mlir.pmap(lambda a, b: a, in_axes=(0, 0, 0)), np.zeros((8,)), np.zeros((8,)))
+
+
+def test_inconsistent_mapped_sizes():
+    raises(ValueError, r"pmap got inconsistent sizes for array axes to be mapped:\n  \* args\[0\] has shape "
+                       r"\(8, 3\) and axis 0 is to be mapped\n  \* args\[1\] has shape \(3, 4\) and axis 1 is to be mapped",
+           pxla_mlir.pmap(lambda a, b: a, in_axes=(0, 1)), np.zeros((8, 3)), np.zeros((3, 4)))
+
+
+def test_axis_size_disagrees_with_arguments():
+    raises(ValueError, r"axis_size=4 was given", pxla_mlir.pmap(lambda a: a, axis_size=4), np.zeros((8, 3)))
+
+
+def test_nothing_mapped():
+    raises(ValueError, r"pmap needs at least one mapped argument \(in_axes not None\) or axis_size=",
+           pxla_mlir.pmap(lambda a: a, in_axes=None), np.zeros(3))
+
+
+def test_non_array_argument():
+    raises(TypeError, r"pmap argument args\[1\] of type str is not an array; pass arrays or scalars, or list its "
+                      r"position in static_broadcasted_argnums", pxla_mlir.pmap(lambda a, b: a, in_axes=(0, None)),
+           np.zeros(8), "hello")
+
+
+def test_unhashable_static_argument():
+    raises(TypeError, r"static argument 1 of '<lambda>' \(type list\) must be hashable",
+           pxla_mlir.pmap(lambda a, b: a, static_broadcasted_argnums=1), np.zeros(8), [1])
+
+
+def test_in_axis_out_of_range_and_scalar():
+    raises(ValueError, r"pmap in_axes 2 is out of range for args\[0\] with shape \(8, 3\)",
+           pxla_mlir.pmap(lambda a: a, in_axes=2), np.zeros((8, 3)))
+    raises(ValueError, r"a scalar cannot be mapped", pxla_mlir.pmap(lambda a: a), np.float32(1))
+
+
+def test_out_axis_out_of_range():
+    raises(ValueError, r"pmap out_axes 3 is out of range for output 0 of shape \(3,\) \(the mapped output has 2 "
+                       r"dimensions\)", pxla_mlir.pmap(lambda a: a, out_axes=3), np.zeros((8, 3)))
+
+
+def test_unbound_axis_name():
+    raises(UnboundAxisError, r"'j' is not bound here: a collective \(psum, axis_index, \.\.\.\) refers to an axis "
+                             r"name that no enclosing pmap binds \(bound: 'i'\)",
+           pxla_mlir.pmap(lambda a: lax.psum(a, "j"), "i"), np.zeros((8, 3)))
+
+
+def test_out_axes_none_on_a_varying_value():
+    raises(ValueError, r"output \[1\] of pmap '<lambda>' has out_axes=None, but it may differ between the devices "
+                       r"of axis 'i'.*reduce it first",
+           pxla_mlir.pmap(lambda a: (lax.psum(a, "i"), a * 2), "i", out_axes=(None, None)), np.zeros((8, 3)))
+    raises(ValueError, r"has out_axes=None",
+           pxla_mlir.pmap(lambda a: lax.axis_index("i") + 0 * lax.psum(a, "i"), "i", out_axes=None),
+           np.zeros((8, 3)))
+
+
+def test_nested_pmap_reusing_an_axis_name():
+    inner = pxla_mlir.pmap(lambda y: y, "i")
+    raises(ValueError, r"reuses the axis name 'i' of an enclosing pmap",
+           pxla_mlir.pmap(lambda x: inner(x), "i"), np.zeros((2, 4)))
+
+
+def test_nested_pmap_with_devices():
+    inner = pxla_mlir.pmap(lambda y: y, "j", devices=jax.devices()[:4])
+    raises(ValueError, r"only the outermost pmap chooses devices", pxla_mlir.pmap(lambda x: inner(x), "i"),
+           np.zeros((2, 4)))
+
+
+def test_keyword_arguments():
+    with pytest.raises(TypeError, match=r"takes positional arguments only, got keywords \['y'\]"):
+        pxla_mlir.pmap(lambda x, y: x)(np.zeros(8), y=np.zeros(8))
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="mode must be 'replica' or 'partition', got 'spmd'"):
+        pxla_mlir.pmap(lambda x: x, mode="spmd")
+    with pytest.raises(ValueError, match="unshard must be 'all-gather' or 'all-reduce'"):
+        pxla_mlir.pmap(lambda x: x, unshard="scatter")
+
+
+def test_compiled_with_other_arguments():
+    compiled = pxla_mlir.pmap(lambda x: x * 2).lower(np.zeros((8, 3), np.float32)).compile()
+    raises(TypeError, r"argument of shape \(8, 4\) does not match the compiled float32\[8,3\]", compiled, np.zeros((8, 4), np.float32))
+    raises(TypeError, r"compiled for arguments with structure", compiled, (np.zeros((8, 3)),))
