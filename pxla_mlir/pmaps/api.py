@@ -30,7 +30,7 @@ from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
 from .importer import Imported, _lock, import_pmap, mesh_axis_label, parsed_pipeline
 from .invariance import varying_outputs
 from .primitive import PmapOptions, bind, pxla_pmap_p, replicas_needed
-from .runtime import PmapExecutable
+from .runtime import DeviceLayout, ShardedExecutable
 
 __all__ = ["pmap", "PmapFunction", "Lowered", "Compiled", "STATS"]
 
@@ -168,7 +168,7 @@ class PmapFunction:
                     backend=self.backend, donated=self._donated(call, nargs), options=self.options)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
-    def _executable(self, call: Call, nargs: int) -> PmapExecutable:
+    def _executable(self, call: Call, nargs: int) -> ShardedExecutable:
         with self._lock:
             key = self._key(call)
             if key not in self._executables:
@@ -260,7 +260,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
     return Lowered(imported, options, devs, axis_size=axis_size, label=mesh_axis_label(axis_name),
-                   in_axes=in_axes, out_axes=out_axes, in_avals=global_avals, out_avals=out_avals, donated=donated)
+                   in_axes=in_axes, out_axes=out_axes, in_avals=global_avals, out_avals=out_avals)
 
 
 class Lowered:
@@ -301,7 +301,7 @@ class Lowered:
     def compile(self) -> "Compiled":
         if self._compiled is None:
             STATS["compiles"] += 1
-            exe = PmapExecutable(self._module, self._devices, keepalive=self._keepalive, **self._layout)
+            exe = pmap_executable(self._module, self._devices, keepalive=self._keepalive, **self._layout)
             self._compiled = Compiled(exe, self._consts, self._signature)
         return self._compiled
 
@@ -314,10 +314,20 @@ def _save(text: str) -> str:
     return f.name
 
 
+def pmap_executable(module, devices, *, axis_size: int, label: str, in_axes, out_axes, in_avals, out_avals,
+                    keepalive=None) -> ShardedExecutable:
+    """Mapped values sit on the pmap axis (the devices' first mesh dimension)."""
+    layout = DeviceLayout(devices, axis_size, label)
+    return ShardedExecutable(
+        module, devices, in_shardings=[layout.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
+        out_shardings=[layout.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)],
+        in_avals=in_avals, out_avals=out_avals, keepalive=keepalive)
+
+
 class Compiled:
     """A compiled pmap; call it with the arguments it was lowered for."""
 
-    def __init__(self, executable: PmapExecutable, consts: Sequence, signature):
+    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature):
         self._executable = _WithConsts(executable, consts) if consts else executable
         self._signature = signature
 
@@ -343,7 +353,7 @@ class Compiled:
 class _WithConsts:
     """An executable whose first arguments are hoisted constants."""
 
-    def __init__(self, exe: PmapExecutable, consts: Sequence):
+    def __init__(self, exe: ShardedExecutable, consts: Sequence):
         self._exe, self._consts = exe, list(consts)
 
     def __call__(self, flat_args):

@@ -65,23 +65,24 @@ class DeviceLayout:
         return NamedSharding(self.mesh, PartitionSpec(*[self.label if d == axis else None for d in range(ndim)]))
 
 
-class PmapExecutable:
-    """A compiled pmap and everything needed to call it."""
+class ShardedExecutable:
+    """A compiled module and everything needed to call it with global arrays
+    laid out by ``in_shardings`` (NamedShardings over ``devices``, in the
+    executable's device order)."""
 
-    def __init__(self, module, devices: Sequence, *, axis_size: int, label: str, in_axes, out_axes,
-                 in_avals, out_avals, donated, keepalive=None):
-        self.layout = DeviceLayout(devices, axis_size, label)
-        self.xla = compile_module(module, self.layout.devices)
-        self.in_axes, self.out_axes = tuple(in_axes), tuple(out_axes)
+    def __init__(self, module, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals,
+                 keepalive=None):
+        self.devices = list(devices)
+        self.xla = compile_module(module, self.devices)
+        self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
-        self.donated = tuple(donated)
         self._keepalive = keepalive
-        self.in_shardings = [self.layout.sharding(a, av.ndim) for a, av in zip(self.in_axes, self.in_avals)]
-        self.out_shardings = [self.layout.sharding(a, av.ndim) for a, av in zip(self.out_axes, self.out_avals)]
+        self._pieces = [_piece_indices(s, av.shape, self.devices) for s, av in zip(self.in_shardings, self.in_avals)]
         self._handlers = [array_result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
 
     # -- arguments -----------------------------------------------------------------
-    def _place(self, x, axis, aval, sharding):
+    def _place(self, x, index: int):
+        aval, sharding = self.in_avals[index], self.in_shardings[index]
         if isinstance(x, jax.Array):
             if x.shape != aval.shape or x.dtype != aval.dtype:
                 raise TypeError(f"argument of shape {x.shape} and dtype {x.dtype} does not match the compiled "
@@ -92,28 +93,20 @@ class PmapExecutable:
         host = np.asarray(x, dtype=aval.dtype)
         if host.shape != aval.shape:
             raise TypeError(f"argument of shape {host.shape} does not match the compiled {aval.str_short()}")
-        layout = self.layout
-        if axis is None:
-            pieces, force_copy = [np.array(host)] * len(layout.devices), False
-        else:
-            index = [slice(None)] * host.ndim
-            blocks = []
-            for k in range(layout.axis_size):
-                index[axis] = slice(k, k + 1)
-                blocks.append(host[tuple(index)])
-            if layout.replication == 1:
-                pieces, force_copy = blocks, True
-            else:  # one private copy per block, shared by its replicas
-                copies = [np.array(b) for b in blocks]
-                pieces, force_copy = [copies[d // layout.replication] for d in range(len(layout.devices))], False
-        return batched_device_put(core.ShapedArray(aval.shape, aval.dtype), sharding, pieces, layout.devices,
+        indices, distinct = self._pieces[index]
+        if distinct:
+            pieces, force_copy = [host[i] for i in indices], True
+        else:  # one private copy per distinct piece, shared by the devices that hold it
+            copies: dict = {}
+            pieces = [copies.setdefault(repr(i), np.array(host[i])) for i in indices]
+            force_copy = False
+        return batched_device_put(core.ShapedArray(aval.shape, aval.dtype), sharding, pieces, self.devices,
                                   force_copy=force_copy)
 
     def __call__(self, flat_args: Sequence) -> list:
         if len(flat_args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} array arguments, got {len(flat_args)}")
-        args = [self._place(x, a, av, s)
-                for x, a, av, s in zip(flat_args, self.in_axes, self.in_avals, self.in_shardings)]
+        args = [self._place(x, i) for i, x in enumerate(flat_args)]
         results = self.xla.execute_sharded(args, with_tokens=True)
         outs = results.consume_with_handlers(self._handlers)
         _remember_launch(results.consume_token())
@@ -125,3 +118,10 @@ class PmapExecutable:
 
     def cost_analysis(self):
         return self.xla.cost_analysis()
+
+
+def _piece_indices(sharding, shape, devices) -> tuple[list, bool]:
+    """The index each device holds, in device order, and whether all differ."""
+    by_device = sharding.devices_indices_map(tuple(shape))
+    indices = [by_device[d] for d in devices]
+    return indices, len({repr(i) for i in indices}) == len(indices)
