@@ -129,7 +129,7 @@ from jax import lax
 which, window = sys.argv[1], int(sys.argv[2])
 if which == "ours":
     import pxla_mlir
-    from pxla_mlir.pmaps import runtime
+    from pxla_mlir import runtime
     runtime.INFLIGHT_WINDOW = window
     f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") / 8, "i")
 else:

@@ -13,6 +13,7 @@ expanded text; parsing it again gives the same text.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import tempfile
 from typing import Union
@@ -150,6 +151,11 @@ class Pipeline:
     steps: tuple[Step, ...]
 
     @classmethod
+    def cached(cls, text: str) -> "Pipeline":
+        """Parsed once per process; a Pipeline builds PassManagers for any context."""
+        return _cached_pipeline(text)
+
+    @classmethod
     def parse(cls, text: str, ctx: ir.Context) -> "Pipeline":
         root = _Parser(text).parse()
         steps: list[Step] = []
@@ -169,6 +175,13 @@ class Pipeline:
             else:
                 step.add_to(pm)
         return pm
+
+
+@functools.cache
+def _cached_pipeline(text: str) -> Pipeline:
+    from ..context import make_context
+
+    return Pipeline.parse(text, make_context())
 
 
 def _merge_text(steps: list[Step]) -> list[Step]:

@@ -25,12 +25,12 @@ from jax import tree_util
 from jaxlib.mlir import ir
 
 from ..jax_internals import api_util, core, lu, pe
-from ..pass_infra import PipelineFailure, run_pipeline
+from ..pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
-from .importer import Imported, _lock, import_pmap, mesh_axis_label, parsed_pipeline
+from .importer import Imported, import_pmap, mesh_axis_label
 from .invariance import varying_outputs
 from .primitive import PmapOptions, bind, pxla_pmap_p, replicas_needed
-from .runtime import DeviceLayout, ShardedExecutable
+from ..runtime import DeviceLayout, ShardedExecutable
 
 __all__ = ["pmap", "PmapFunction", "Lowered", "Compiled", "STATS"]
 
@@ -269,12 +269,10 @@ class Lowered:
     def __init__(self, imported: Imported, options: PmapOptions, devices, **layout):
         self.pipeline = options.pipeline()
         self._imported = imported.module.operation.clone()  # printed only if asked for
-        with _lock:
-            try:
-                run_pipeline(imported.module, parsed_pipeline(self.pipeline), reproducer=False,
-                             verify_each=False)
-            except PipelineFailure as e:
-                raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
+        try:
+            run_pipeline(imported.module, Pipeline.cached(self.pipeline), reproducer=False, verify_each=False)
+        except PipelineFailure as e:
+            raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
         self._module = imported.module
         self._keepalive = imported.keepalive
         self._devices = devices

@@ -18,35 +18,17 @@ The pxla-pmap-pipeline then turns it into replica- or partition-mode MHLO.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
-import threading
 from typing import Any, Sequence
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from .. import ir_utils
-from ..context import make_context
 from ..jax_internals import core, lower_per_device
 from ..pass_infra import Pipeline, run_pipeline
 from ..pipelines import LEGALIZE_TO_MHLO
 from .primitive import REP_AXIS, replicas_needed
-
-_lock = threading.Lock()
-
-
-@functools.cache
-def shared_context() -> ir.Context:
-    """A context for re-parsing saved module text."""
-    return make_context()
-
-
-@functools.cache
-def parsed_pipeline(text: str) -> Pipeline:
-    """Parsed once; a Pipeline builds PassManagers for any context."""
-    return Pipeline.parse(text, shared_context())
-
 
 @dataclasses.dataclass
 class Imported:
@@ -83,12 +65,11 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
     module = lowered.module  # worked on in place: no print/parse round trip
     label = mesh_axis_label(axis_name)
     mesh_text = ",".join([f"{label}={axis_size}"] + ([f"{REP_AXIS}={inner}"] if inner > 1 else []))
-    with _lock:
-        run_pipeline(module, parsed_pipeline(f"builtin.module({LEGALIZE_TO_MHLO})"), reproducer=False, verify_each=False)
-        with module.context, module.operation.location:
-            main = next(f for f in ir_utils.functions(module.operation) if ir_utils.str_attr(f, "sym_name") == "main")
-            _tile_signature(main, in_axes, out_axes)
-            _annotate(module, main, mesh_text, label, in_axes, out_axes)
+    run_pipeline(module, Pipeline.cached(f"builtin.module({LEGALIZE_TO_MHLO})"), reproducer=False, verify_each=False)
+    with module.context, module.operation.location:
+        main = next(f for f in ir_utils.functions(module.operation) if ir_utils.str_attr(f, "sym_name") == "main")
+        _tile_signature(main, in_axes, out_axes)
+        _annotate(module, main, mesh_text, label, in_axes, out_axes)
     return Imported(module, names, sizes, lowered.keepalive, lowered.host_callbacks)
 
 

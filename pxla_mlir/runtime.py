@@ -20,8 +20,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from ..compile import compile_module
-from ..jax_internals import array_result_handler, batched_device_put, core
+from .compile import compile_module
+from .jax_internals import array_result_handler, batched_device_put, core
 
 #: Un-completed launches allowed before the oldest is waited for.
 INFLIGHT_WINDOW = 8
