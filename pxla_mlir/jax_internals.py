@@ -16,10 +16,11 @@ from jax._src import linear_util as lu
 from jax._src.interpreters import ad, batching
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.interpreters import partial_eval as pe
+from jax._src.lax import parallel as parallel_primitives
 from jax._src.lib import xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 
-__all__ = ["api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
+__all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler"]
 

@@ -6,7 +6,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.pmaps.api import UnboundAxisError
+from pxla_mlir.tracing import UnboundAxisError
 
 
 def raises(exc, match, fn, *args):
@@ -75,7 +75,7 @@ def test_out_axis_out_of_range():
 
 def test_unbound_axis_name():
     raises(UnboundAxisError, r"'j' is not bound here: a collective \(psum, axis_index, \.\.\.\) refers to an axis "
-                             r"name that no enclosing pmap binds \(bound: 'i'\)",
+                             r"name that no enclosing map binds \(bound: 'i'\)",
            pxla_mlir.pmap(lambda a: lax.psum(a, "j"), "i"), np.zeros((8, 3)))
 
 

@@ -24,23 +24,20 @@ import jax
 from jax import tree_util
 from jaxlib.mlir import ir
 
-from ..jax_internals import api_util, core, lu, pe
+from ..invariance import varying_outputs
+from ..jax_internals import api_util, core, pe
 from ..pass_infra import Pipeline, PipelineFailure, run_pipeline
+from ..runtime import DeviceLayout, ShardedExecutable
+from ..tracing import trace_flat
 from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
 from .importer import Imported, import_pmap, mesh_axis_label
-from .invariance import varying_outputs
 from .primitive import PmapOptions, bind, pxla_pmap_p, replicas_needed
-from ..runtime import DeviceLayout, ShardedExecutable
 
 __all__ = ["pmap", "PmapFunction", "Lowered", "Compiled", "STATS"]
 
 #: Counts of the expensive steps, for tests and benchmarks.
 STATS: collections.Counter = collections.Counter()
 _unnamed = itertools.count()
-
-
-class UnboundAxisError(NameError):
-    """A collective names an axis that no enclosing pmap binds."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,19 +51,7 @@ class Traced:
 
 
 def trace_body(flat_fun: Callable, shard_avals, axis_name, axis_size: int, debug_info) -> core.ClosedJaxpr:
-    with core.extend_axis_env_nd([(axis_name, axis_size)]):
-        try:
-            jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(flat_fun, debug_info=debug_info),
-                                                         shard_avals)
-        except NameError as e:
-            if "unbound axis name" not in str(e):
-                raise
-            bound = [repr(n) for n in core.get_axis_env().axis_sizes]
-            raise UnboundAxisError(
-                f"{str(e).split(':', 1)[-1].split('.')[0].strip()!r} is not bound here: a collective "
-                f"(psum, axis_index, ...) refers to an axis name that no enclosing pmap binds (bound: "
-                f"{', '.join(bound) or 'none'})") from None
-    return core.ClosedJaxpr(jaxpr, consts)
+    return trace_flat(flat_fun, shard_avals, [(axis_name, axis_size)], debug_info)
 
 
 def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> None:

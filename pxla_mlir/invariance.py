@@ -1,0 +1,93 @@
+"""Which named axes each value of a map body may vary over.
+
+A value *varies* over a named axis if it is computed from an input mapped
+along it, from ``axis_index`` of it, or from a collective over it that mixes
+devices without making them agree (ppermute, all_to_all, reduce_scatter, or
+a collective restricted to ``axis_index_groups``). ``psum``/``pmax``/``pmin``
+and ``all_gather`` over an axis make a value invariant along it. Calls (jit,
+custom derivatives, checkpoint) are analysed inside; other higher-order
+primitives (control flow, nested maps) are conservative: their outputs vary
+over every axis an input varies over and every axis their body uses.
+
+pmap uses it to accept ``out_axes=None`` only for provably invariant outputs
+(2022 pmap silently returned device 0's value: jax issue #21671); xmap to
+check that every output places each axis it varies over, and to type-check
+mesh resources.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from .jax_internals import core
+
+_REDUCING = {"psum", "pmax", "pmin", "all_gather"}
+_CALL_JAXPR_PARAMS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+                      "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "remat": "jaxpr",
+                      "checkpoint": "jaxpr"}
+
+Names = frozenset
+
+
+def _axes_of(eqn) -> tuple:
+    params = eqn.params
+    for key in ("axes", "axis_name"):
+        if key in params:
+            names = params[key]
+            return tuple(names) if isinstance(names, (tuple, list)) else (names,)
+    return ()
+
+
+def _jaxpr(sub):
+    return sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
+
+
+def _mentioned(jaxpr) -> set:
+    found: set = set()
+    for eqn in jaxpr.eqns:
+        found.update(_axes_of(eqn))
+        for sub in core.jaxprs_in_params(eqn.params):
+            found |= _mentioned(_jaxpr(sub))
+    return found
+
+
+def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
+                 on_value: Callable[[object, Names], None] | None = None) -> list[Names]:
+    """The names each output of ``jaxpr`` may vary over, given the inputs'.
+    ``on_value(eqn, names)`` is called for every value an equation produces."""
+    env: dict = dict(zip(jaxpr.invars, inputs))
+
+    def names_of(atom) -> Names:
+        return Names() if isinstance(atom, core.Literal) else env.get(atom, Names())
+
+    for eqn in jaxpr.eqns:
+        ins = [names_of(v) for v in eqn.invars]
+        union = Names().union(*ins)
+        axes = set(_axes_of(eqn))
+        name = eqn.primitive.name
+        if axes and name not in _CALL_JAXPR_PARAMS:
+            grouped = eqn.params.get("axis_index_groups") is not None
+            if name in _REDUCING and not grouped:
+                outs = [union - axes] * len(eqn.outvars)
+            else:
+                outs = [union | axes] * len(eqn.outvars)
+        elif name in _CALL_JAXPR_PARAMS and _CALL_JAXPR_PARAMS[name] in eqn.params:
+            sub = _jaxpr(eqn.params[_CALL_JAXPR_PARAMS[name]])
+            outs = named_shapes(sub, ins, on_value) if len(sub.invars) == len(ins) \
+                else [union | _mentioned(sub)] * len(eqn.outvars)
+        else:
+            used: set = set()
+            for sub in core.jaxprs_in_params(eqn.params):
+                used |= _mentioned(_jaxpr(sub))
+            outs = [union | used] * len(eqn.outvars)
+        for v, names in zip(eqn.outvars, outs):
+            env[v] = Names(names)
+            if on_value is not None:
+                on_value(eqn, env[v])
+    return [names_of(v) for v in jaxpr.outvars]
+
+
+def varying_outputs(jaxpr: core.Jaxpr, varying_inputs: list[bool], axis_name) -> list[bool]:
+    """For each output of ``jaxpr``: may it differ between devices of ``axis_name``?"""
+    sets = named_shapes(jaxpr, [Names({axis_name}) if v else Names() for v in varying_inputs])
+    return [axis_name in s for s in sets]

@@ -1,0 +1,28 @@
+"""Tracing a map body with named axes bound, with a clear error for an
+unbound axis name (jax's own message points at shard_map)."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .jax_internals import core, lu, pe
+
+
+class UnboundAxisError(NameError):
+    """A collective names an axis that no enclosing map binds."""
+
+
+def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], debug_info) -> core.ClosedJaxpr:
+    """Traces ``flat_fun`` on ``avals`` with ``axis_env`` ((name, size) pairs) bound."""
+    with core.extend_axis_env_nd(list(axis_env)):
+        try:
+            jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(flat_fun, debug_info=debug_info), list(avals))
+        except NameError as e:
+            if "unbound axis name" not in str(e):
+                raise
+            bound = [repr(n) for n in core.get_axis_env().axis_sizes]
+            name = str(e).split(":", 1)[-1].split(".")[0].strip()
+            raise UnboundAxisError(
+                f"{name!r} is not bound here: a collective (psum, axis_index, ...) refers to an axis name that no "
+                f"enclosing map binds (bound: {', '.join(bound) or 'none'})") from None
+    return core.ClosedJaxpr(jaxpr, consts)
