@@ -70,13 +70,12 @@ class ShardedExecutable:
     laid out by ``in_shardings`` (NamedShardings over ``devices``, in the
     executable's device order)."""
 
-    def __init__(self, module, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals,
-                 keepalive=None):
+    def __init__(self, module, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals):
         self.devices = list(devices)
         self.xla = compile_module(module, self.devices)
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
-        self._keepalive = keepalive
+        self.keepalive = None  # what must outlive the executable (set by the caller)
         self._pieces = [_piece_indices(s, av.shape, self.devices) for s, av in zip(self.in_shardings, self.in_avals)]
         self._handlers = [array_result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
 

@@ -1,5 +1,6 @@
 """pmap on the pxla_mlir pipeline (see :mod:`.api`)."""
 
-from .api import STATS, Compiled, Lowered, PmapFunction, pmap
+from ..stages import STATS, Compiled, Lowered
+from .api import PmapFunction, pmap
 
 __all__ = ["pmap", "PmapFunction", "Lowered", "Compiled", "STATS"]

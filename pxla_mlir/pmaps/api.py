@@ -13,7 +13,6 @@ grad, vmap, ...), the pmap is bound as the ``pxla_pmap`` primitive instead.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import itertools
@@ -22,21 +21,18 @@ from typing import Any, Callable, Sequence
 
 import jax
 from jax import tree_util
-from jaxlib.mlir import ir
 
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core, pe
-from ..pass_infra import Pipeline, PipelineFailure, run_pipeline
 from ..runtime import DeviceLayout, ShardedExecutable
+from ..stages import STATS, Compiled, Lowered
 from ..tracing import trace_flat
 from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
-from .importer import Imported, import_pmap, mesh_axis_label
+from .importer import import_pmap, mesh_axis_label
 from .primitive import PmapOptions, bind, pxla_pmap_p, replicas_needed
 
 __all__ = ["pmap", "PmapFunction", "Lowered", "Compiled", "STATS"]
 
-#: Counts of the expensive steps, for tests and benchmarks.
-STATS: collections.Counter = collections.Counter()
 _unnamed = itertools.count()
 
 
@@ -169,7 +165,7 @@ class PmapFunction:
                                    in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name,
                                    global_avals=call.global_avals, donated=self._donated(call, nargs),
                                    devices=self.devices, backend=self.backend, options=self.options)
-            lowered._signature = (call, traced.out_tree)
+            lowered.signature = (functools.partial(_flatten_like, call), traced.out_tree)
             self._lowered[key] = lowered
         return lowered
 
@@ -182,6 +178,14 @@ class PmapFunction:
         self._traces.clear()
         self._lowered.clear()
         self._executables.clear()
+
+
+def _flatten_like(call: Call, args) -> list:
+    static = {n for n, _ in call.static_args}
+    leaves, tree = tree_util.tree_flatten(tuple(a for i, a in enumerate(args) if i not in static))
+    if tree != call.in_tree:
+        raise TypeError(f"compiled for arguments with structure {call.in_tree}, got {tree}")
+    return leaves
 
 
 def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -225,125 +229,35 @@ def _devices_for(n: int, devices, backend) -> list:
 
 
 def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name, global_avals,
-                 donated, devices, backend, options: PmapOptions) -> "Lowered":
+                 donated, devices, backend, options: PmapOptions, consts: Sequence = ()) -> Lowered:
     """Imports a traced pmap and runs the pmap pipeline on it."""
-    STATS["lowerings"] += 1
     if jaxpr.consts:  # hoist closed-over constants into broadcast arguments
         hoisted = pe.convert_constvars_jaxpr(jaxpr.jaxpr)
         n = len(jaxpr.consts)
         const_avals = tuple(core.shaped_abstractify(c) for c in jaxpr.consts)
-        lowered = lower_traced(core.ClosedJaxpr(hoisted, ()), axis_name=axis_name, axis_size=axis_size,
-                               in_axes=(None,) * n + tuple(in_axes), out_axes=out_axes, name=name,
-                               global_avals=const_avals + tuple(global_avals), donated=(False,) * n + tuple(donated),
-                               devices=devices, backend=backend, options=options)
-        lowered._consts = list(jaxpr.consts)
-        return lowered
+        return lower_traced(core.ClosedJaxpr(hoisted, ()), axis_name=axis_name, axis_size=axis_size,
+                            in_axes=(None,) * n + tuple(in_axes), out_axes=out_axes, name=name,
+                            global_avals=const_avals + tuple(global_avals), donated=(False,) * n + tuple(donated),
+                            devices=devices, backend=backend, options=options, consts=jaxpr.consts)
     nreps = axis_size * replicas_needed(jaxpr)
     devs = _devices_for(nreps, devices, backend)
     imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes,
                            name=name, global_avals=global_avals, donated=donated, platform=devs[0].platform)
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
-    return Lowered(imported, options, devs, axis_size=axis_size, label=mesh_axis_label(axis_name),
-                   in_axes=in_axes, out_axes=out_axes, in_avals=global_avals, out_avals=out_avals)
+    make = functools.partial(pmap_executable, axis_size=axis_size, label=mesh_axis_label(axis_name),
+                             in_axes=in_axes, out_axes=out_axes, in_avals=global_avals, out_avals=out_avals)
+    return Lowered(imported.module, options.pipeline(), devs, make, keepalive=imported.keepalive, consts=consts)
 
 
-class Lowered:
-    """A pmap lowered to MHLO: the pxla form from import, and the final module."""
-
-    def __init__(self, imported: Imported, options: PmapOptions, devices, **layout):
-        self.pipeline = options.pipeline()
-        self._imported = imported.module.operation.clone()  # printed only if asked for
-        try:
-            run_pipeline(imported.module, Pipeline.cached(self.pipeline), reproducer=False, verify_each=False)
-        except PipelineFailure as e:
-            raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
-        self._module = imported.module
-        self._keepalive = imported.keepalive
-        self._devices = devices
-        self._layout = layout
-        self._consts: list = []
-        self._signature = None
-        self._compiled: Compiled | None = None
-
-    def as_text(self, *, debug_info: bool = False) -> str:
-        """The final MHLO (deterministic: no locations unless ``debug_info``)."""
-        return self._module.operation.get_asm(enable_debug_info=debug_info)
-
-    def pxla_text(self, *, debug_info: bool = False) -> str:
-        """The imported pxla form, before the pipeline ran."""
-        return self._imported.get_asm(enable_debug_info=debug_info)
-
-    def mhlo(self) -> ir.Module:
-        return self._module
-
-    @property
-    def devices(self) -> list:
-        return list(self._devices)
-
-    def compile(self) -> "Compiled":
-        if self._compiled is None:
-            STATS["compiles"] += 1
-            exe = pmap_executable(self._module, self._devices, keepalive=self._keepalive, **self._layout)
-            self._compiled = Compiled(exe, self._consts, self._signature)
-        return self._compiled
-
-
-def _save(text: str) -> str:
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="pxla_repro_", delete=False) as f:
-        f.write(text)
-    return f.name
-
-
-def pmap_executable(module, devices, *, axis_size: int, label: str, in_axes, out_axes, in_avals, out_avals,
-                    keepalive=None) -> ShardedExecutable:
+def pmap_executable(module, devices, *, axis_size: int, label: str, in_axes, out_axes, in_avals,
+                    out_avals) -> ShardedExecutable:
     """Mapped values sit on the pmap axis (the devices' first mesh dimension)."""
     layout = DeviceLayout(devices, axis_size, label)
     return ShardedExecutable(
         module, devices, in_shardings=[layout.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
         out_shardings=[layout.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)],
-        in_avals=in_avals, out_avals=out_avals, keepalive=keepalive)
-
-
-class Compiled:
-    """A compiled pmap; call it with the arguments it was lowered for."""
-
-    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature):
-        self._executable = _WithConsts(executable, consts) if consts else executable
-        self._signature = signature
-
-    def __call__(self, *args):
-        if self._signature is None:
-            raise TypeError("this Compiled object takes flat arguments: use call_flat")
-        call, out_tree = self._signature
-        static = {n for n, _ in call.static_args}
-        dyn = tuple(a for i, a in enumerate(args) if i not in static)
-        leaves, tree = tree_util.tree_flatten(dyn)
-        if tree != call.in_tree:
-            raise TypeError(f"compiled for arguments with structure {call.in_tree}, got {tree}")
-        return tree_util.tree_unflatten(out_tree, self._executable(leaves))
-
-    def as_text(self) -> str:
-        """XLA's optimized HLO."""
-        return self._executable.hlo_text()
-
-    def cost_analysis(self):
-        return self._executable.cost_analysis()
-
-
-class _WithConsts:
-    """An executable whose first arguments are hoisted constants."""
-
-    def __init__(self, exe: ShardedExecutable, consts: Sequence):
-        self._exe, self._consts = exe, list(consts)
-
-    def __call__(self, flat_args):
-        return self._exe(self._consts + list(flat_args))
-
-    def __getattr__(self, name):
-        return getattr(self._exe, name)
+        in_avals=in_avals, out_avals=out_avals)
 
 
 # -- the primitive's impl: a pmap bound with concrete arguments ------------------------------
