@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "pmap": ("pxla_mlir.pmaps", "pmap"),
+    "xmap": ("pxla_mlir.xmaps", "xmap"),
     "Mesh": ("pxla_mlir.sharding", "Mesh"),
     "AbstractMesh": ("pxla_mlir.sharding", "AbstractMesh"),
     "ShardingSpec": ("pxla_mlir.sharding", "ShardingSpec"),

@@ -22,6 +22,10 @@ from typing import Callable, Iterator
 from .jax_internals import core
 
 _REDUCING = {"psum", "pmax", "pmin", "all_gather"}
+#: Primitives whose ``axes``/``axis_name`` are named axes (others, like
+#: reduce_sum, use the same parameter names for positional axes).
+COLLECTIVES = _REDUCING | {"ppermute", "all_to_all", "reduce_scatter", "axis_index", "pbroadcast", "psum_invariant",
+                           "pvary", "all_gather_invariant"}
 _CALL_JAXPR_PARAMS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
                       "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "remat": "jaxpr",
                       "checkpoint": "jaxpr"}
@@ -29,7 +33,10 @@ _CALL_JAXPR_PARAMS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxp
 Names = frozenset
 
 
-def _axes_of(eqn) -> tuple:
+def axes_of(eqn) -> tuple:
+    """The named axes a collective uses (() for every other primitive)."""
+    if eqn.primitive.name not in COLLECTIVES:
+        return ()
     params = eqn.params
     for key in ("axes", "axis_name"):
         if key in params:
@@ -45,7 +52,7 @@ def _jaxpr(sub):
 def _mentioned(jaxpr) -> set:
     found: set = set()
     for eqn in jaxpr.eqns:
-        found.update(_axes_of(eqn))
+        found.update(axes_of(eqn))
         for sub in core.jaxprs_in_params(eqn.params):
             found |= _mentioned(_jaxpr(sub))
     return found
@@ -63,7 +70,7 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
     for eqn in jaxpr.eqns:
         ins = [names_of(v) for v in eqn.invars]
         union = Names().union(*ins)
-        axes = set(_axes_of(eqn))
+        axes = set(axes_of(eqn))
         name = eqn.primitive.name
         if axes and name not in _CALL_JAXPR_PARAMS:
             grouped = eqn.params.get("axis_index_groups") is not None
@@ -71,6 +78,8 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
                 outs = [union - axes] * len(eqn.outvars)
             else:
                 outs = [union | axes] * len(eqn.outvars)
+        elif name in _CONTROL_FLOW:
+            outs = _CONTROL_FLOW[name](eqn, ins, on_value)
         elif name in _CALL_JAXPR_PARAMS and _CALL_JAXPR_PARAMS[name] in eqn.params:
             sub = _jaxpr(eqn.params[_CALL_JAXPR_PARAMS[name]])
             outs = named_shapes(sub, ins, on_value) if len(sub.invars) == len(ins) \
@@ -85,6 +94,45 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
             if on_value is not None:
                 on_value(eqn, env[v])
     return [names_of(v) for v in jaxpr.outvars]
+
+
+def _cond(eqn, ins, on_value):
+    index, operands = ins[0], ins[1:]
+    outs = [Names()] * len(eqn.outvars)
+    for branch in eqn.params["branches"]:
+        got = named_shapes(_jaxpr(branch), operands, on_value)
+        outs = [a | b for a, b in zip(outs, got)]
+    return [o | index for o in outs]  # which branch ran depends on the index
+
+
+def _fixed_point(body, consts, carry, rest, on_value, n_carry):
+    """Carry names of a loop body, iterated until they stop growing."""
+    while True:
+        got = named_shapes(body, consts + carry + rest, on_value)
+        new = [a | b for a, b in zip(carry, got[:n_carry])]
+        if new == carry:
+            return carry, got[n_carry:]
+        carry = new
+
+
+def _scan(eqn, ins, on_value):
+    p = eqn.params
+    nc, ncarry = p["num_consts"], p["num_carry"]
+    consts, carry, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
+    carry, ys = _fixed_point(_jaxpr(p["jaxpr"]), consts, carry, xs, on_value, ncarry)
+    return carry + ys
+
+
+def _while(eqn, ins, on_value):
+    p = eqn.params
+    cc, bc = p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, carry = ins[:cc], ins[cc:cc + bc], ins[cc + bc:]
+    carry, _ = _fixed_point(_jaxpr(p["body_jaxpr"]), body_consts, carry, [], on_value, len(carry))
+    [pred] = named_shapes(_jaxpr(p["cond_jaxpr"]), cond_consts + carry, on_value)
+    return [c | pred for c in carry]  # the trip count depends on the predicate
+
+
+_CONTROL_FLOW = {"cond": _cond, "scan": _scan, "while": _while}
 
 
 def varying_outputs(jaxpr: core.Jaxpr, varying_inputs: list[bool], axis_name) -> list[bool]:

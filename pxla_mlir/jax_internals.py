@@ -21,7 +21,7 @@ from jax._src.lib import xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
-           "backend", "lower_per_device", "compile_options", "compile_and_load", "JaxAbstractMesh",
+           "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler"]
 
 
@@ -59,6 +59,18 @@ def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_
         axis_context=spmd_axis_context(axis_names, axis_sizes),
         donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
         num_partitions=n, lowering_parameters=jax_mlir.LoweringParameters())
+
+
+def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: str = "cpu",
+                 name: str = "pxla_fn", donated: Sequence[bool] | None = None):
+    """Lowers a global-view jaxpr (no named axes left) for ``num_devices``
+    SPMD partitions, without shardings: pxla passes annotate them."""
+    return jax_mlir.lower_jaxpr_to_module(
+        name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=[],
+        platforms=(platform,), backend=backend(platform),
+        axis_context=sharding_impls.ShardingContext(num_devices),
+        donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
+        num_partitions=num_devices, lowering_parameters=jax_mlir.LoweringParameters())
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,

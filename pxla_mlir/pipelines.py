@@ -54,3 +54,23 @@ class PmapPipeline(NamedPipeline):
         # Folding after the rewrites keeps the emitted MHLO small and stable.
         steps += ["canonicalize", "cse", "symbol-dce", "pxla-verify-handoff"]
         return ",".join(steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class XmapPipeline(NamedPipeline):
+    """xmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs."""
+
+    argument = "pxla-xmap-pipeline"
+    summary = "Make replica-mode, manual-SPMD or vectorized-SPMD MHLO from an imported xmap"
+
+    lowering: Literal["replica", "manual", "vectorize"] = option(
+        "replica", "devices as replicas, one SPMD manual region, or the global view for XLA's partitioner")
+
+    def elements(self) -> str:
+        if self.lowering == "replica":
+            steps = ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
+        elif self.lowering == "manual":
+            steps = ["pxla-wrap-manual-main", "pxla-expand-manual-sharding", "pxla-annotate-shardings"]
+        else:  # the global view only needs its boundary shardings
+            steps = ["pxla-annotate-shardings"]
+        return ",".join(steps + ["canonicalize", "cse", "symbol-dce", "pxla-verify-handoff"])

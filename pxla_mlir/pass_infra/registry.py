@@ -24,6 +24,7 @@ PASSES: dict[str, str] = {
 PIPELINES: dict[str, str] = {
     "pxla-handoff-pipeline": "pxla_mlir.pipelines:HandoffPipeline",
     "pxla-pmap-pipeline": "pxla_mlir.pipelines:PmapPipeline",
+    "pxla-xmap-pipeline": "pxla_mlir.pipelines:XmapPipeline",
 }
 
 

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..invariance import axes_of
 from ..jax_internals import core, parallel_primitives as lp
 from .plan import Plan, XmapError
 
@@ -53,12 +54,8 @@ class Substitution:
 
     def mentions(self, eqn) -> bool:
         """Does the equation (or a jaxpr inside it) use one of our names?"""
-        for key in ("axes", "axis_name"):
-            if key in eqn.params:
-                names = eqn.params[key]
-                names = names if isinstance(names, (tuple, list)) else (names,)
-                if any(n in self.plan.sizes for n in names):
-                    return True
+        if any(n in self.plan.sizes for n in axes_of(eqn)):
+            return True
         return any(self.mentions(e) for sub in core.jaxprs_in_params(eqn.params) for e in _jaxpr(sub).eqns)
 
 
