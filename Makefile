@@ -27,6 +27,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
 	$(BIN)/python bench/bench_pmap.py
+	$(BIN)/python bench/bench_xmap.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/lit/.lit_test_times.txt

@@ -1,0 +1,97 @@
+"""pxla_mlir.xmap (three lowerings) against the equivalent jax.shard_map of
+jax 0.10.2, measured in one run on 8 virtual CPU devices.
+
+    python bench/bench_xmap.py [--rounds 7] [--calls 200]
+
+The program: a batch of 64 rows over mesh axis x (8 devices), centered by
+the batch mean and scaled by a broadcast weight. xmap names the batch axis;
+shard_map writes the same math on per-device blocks. Ratios are ours / jax.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+import pxla_mlir  # noqa: E402
+
+
+def per_row(a, w):  # xmap: one row, 'batch' named
+    return jnp.tanh((a - lax.pmean(a, "batch")) * w)
+
+
+def per_block(a, w):  # shard_map: a block of rows on one device
+    mean = lax.pmean(jnp.mean(a, axis=0, keepdims=True), "x")
+    return jnp.tanh((a - mean) * w)
+
+
+def median(fn, rounds, cold=False):
+    times = []
+    for _ in range(rounds):
+        if cold:
+            jax.clear_caches()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=200)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    x, w = rng.normal(size=(64, 128)).astype(np.float32), rng.normal(size=(128,)).astype(np.float32)
+    mesh = pxla_mlir.Mesh.create({"x": 8})
+    jmesh = JaxMesh(mesh.devices, ("x",))
+
+    def shard_map_fn():
+        return jax.jit(jax.shard_map(lambda a, v: per_block(a, v), mesh=jmesh, in_specs=(P("x"), P()),
+                                     out_specs=P("x")))
+
+    def xmap_fn(lowering):
+        return pxla_mlir.xmap(lambda a, v: per_row(a, v), (["batch", ...], {}), ["batch", ...],
+                              axis_resources={"batch": "x"}, lowering=lowering)
+
+    jax_lower = median(lambda: shard_map_fn().lower(x, w), args.rounds, cold=True)
+    jfn = shard_map_fn()
+    x_dev = jax.device_put(x, NamedSharding(jmesh, P("x")))
+    jax.block_until_ready(jfn(x, w))
+
+    def per_call(fn, *a):
+        def run():
+            for _ in range(args.calls):
+                jax.block_until_ready(fn(*a))
+        return median(run, args.rounds) / args.calls
+
+    jax_host, jax_dev = per_call(jfn, x, w), per_call(jfn, x_dev, w)
+    print(f"jax {jax.__version__}, {len(jax.devices())} devices, {os.cpu_count()} cores; medians of {args.rounds}\n")
+    print(f"{'lowering':<10} {'measure':<22} {'pxla_mlir':>12} {'shard_map':>12} {'ratio':>7}")
+    with mesh:
+        for lowering in ("replica", "manual", "vectorize"):
+            ours_lower = median(lambda: xmap_fn(lowering).lower(x, w), args.rounds, cold=True)
+            f = xmap_fn(lowering)
+            out = f(x, w)
+            np.testing.assert_allclose(np.asarray(out), np.asarray(jfn(x, w)), rtol=1e-4, atol=1e-5)
+            rows = [("trace+lower", ours_lower, jax_lower, 1e3, "ms"),
+                    ("call, host inputs", per_call(f, x, w), jax_host, 1e6, "us"),
+                    ("call, device inputs", per_call(f, out, w), jax_dev, 1e6, "us")]
+            for what, ours, theirs, scale, unit in rows:
+                print(f"{lowering:<10} {what:<22} {ours * scale:>9.1f} {unit} {theirs * scale:>9.1f} {unit} "
+                      f"{ours / theirs:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()
