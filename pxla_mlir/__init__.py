@@ -4,11 +4,18 @@ Importing the package is cheap and jax-free (pxla-opt relies on it); the
 jax-facing API (``pmap``, ``Mesh``, ...) is loaded on first use.
 """
 
+import os as _os
+
+# Loading jaxlib's MLIR libraries before jax leaves XLA's C++ logging at INFO
+# (device lists on stderr at every backend start); keep jax's own default.
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
 __version__ = "0.1.0"
 
 _LAZY = {
     "pmap": ("pxla_mlir.pmaps", "pmap"),
     "xmap": ("pxla_mlir.xmaps", "xmap"),
+    "example_args": ("pxla_mlir.targets", "example_args"),
     "Mesh": ("pxla_mlir.sharding", "Mesh"),
     "AbstractMesh": ("pxla_mlir.sharding", "AbstractMesh"),
     "ShardingSpec": ("pxla_mlir.sharding", "ShardingSpec"),

@@ -7,7 +7,9 @@ the pass pipeline on it; ``compile()`` hands the result to XLA.
 from __future__ import annotations
 
 import collections
+import contextlib
 import tempfile
+import time
 from typing import Any, Callable, Sequence
 
 from jax import tree_util
@@ -16,10 +18,22 @@ from jaxlib.mlir import ir
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
 
-__all__ = ["Lowered", "Compiled", "STATS"]
+__all__ = ["Lowered", "Compiled", "STATS", "TIMINGS", "timed"]
 
 #: Counts of the expensive steps, for tests and benchmarks.
 STATS: collections.Counter = collections.Counter()
+#: Seconds spent in each step ("trace", "import", "passes", "compile"), summed
+#: since the last reset (pxla-mlir run reports them).
+TIMINGS: collections.Counter = collections.Counter()
+
+
+@contextlib.contextmanager
+def timed(step: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        TIMINGS[step] += time.perf_counter() - start
 
 
 class Lowered:
@@ -32,7 +46,8 @@ class Lowered:
         self.pipeline = pipeline
         self._imported = module.operation.clone()  # printed only if asked for
         try:
-            run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
+            with timed("passes"):
+                run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
         except PipelineFailure as e:
             raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
         self._module = module
@@ -61,7 +76,8 @@ class Lowered:
     def compile(self) -> "Compiled":
         if self._compiled is None:
             STATS["compiles"] += 1
-            exe = self._make_executable(self._module, self._devices)
+            with timed("compile"):
+                exe = self._make_executable(self._module, self._devices)
             exe.keepalive = self._keepalive
             self._compiled = Compiled(exe, self._consts, self.signature)
         return self._compiled

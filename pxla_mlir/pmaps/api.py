@@ -25,7 +25,7 @@ from jax import tree_util
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core, pe
 from ..runtime import DeviceLayout, ShardedExecutable
-from ..stages import STATS, Compiled, Lowered
+from ..stages import STATS, Compiled, Lowered, timed
 from ..tracing import trace_flat
 from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
 from .importer import import_pmap, mesh_axis_label
@@ -71,6 +71,9 @@ class PmapFunction:
 
     def __init__(self, fun: Callable, axis_name, *, in_axes, out_axes, static_broadcasted_argnums, devices,
                  backend, axis_size, donate_argnums, mode, unshard):
+        self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
+                          devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
+                          mode=mode, unshard=unshard)
         if mode not in ("replica", "partition"):
             raise ValueError(f"mode must be 'replica' or 'partition', got {mode!r}")
         if unshard not in ("all-gather", "all-reduce"):
@@ -125,7 +128,8 @@ class PmapFunction:
             return flat_out
 
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
-        jaxpr = trace_body(flat_fun, call.shard_avals, self.axis_name, call.axis_size, debug)
+        with timed("trace"):
+            jaxpr = trace_body(flat_fun, call.shard_avals, self.axis_name, call.axis_size, debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name)
         check_out_axes_none(traced, [a is not None for a in call.in_axes], self.axis_name)
@@ -173,6 +177,13 @@ class PmapFunction:
         call = self._examine(args, kwargs)
         with self._lock:
             return self._lower(call, len(args))
+
+    def with_options(self, **options) -> "PmapFunction":
+        """The same pmap with other options (e.g. ``mode``, ``unshard``), fresh caches."""
+        unknown = set(options) - set(self._init)
+        if unknown:
+            raise TypeError(f"pmap has no option {sorted(unknown)[0]!r}")
+        return PmapFunction(self.fun, self.axis_name, **{**self._init, **options})
 
     def clear_cache(self) -> None:
         self._traces.clear()
@@ -241,8 +252,10 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
                             devices=devices, backend=backend, options=options, consts=jaxpr.consts)
     nreps = axis_size * replicas_needed(jaxpr)
     devs = _devices_for(nreps, devices, backend)
-    imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes,
-                           name=name, global_avals=global_avals, donated=donated, platform=devs[0].platform)
+    with timed("import"):
+        imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
+                               out_axes=out_axes, name=name, global_avals=global_avals, donated=donated,
+                               platform=devs[0].platform)
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
     make = functools.partial(pmap_executable, axis_size=axis_size, label=mesh_axis_label(axis_name),

@@ -1,23 +1,27 @@
 """pxla-mlir: the user-facing command line.
 
-    pxla-mlir passes [NAME...]             list passes/pipelines, or show one's documentation
-    pxla-mlir show-sharding --shape 8,12 --mesh x=2,y=4 --dims x,y
-    pxla-mlir show-sharding --shape 8,3 --hlo '{devices=[4,1,2]<=[8] last_tile_dim_replicate}'
-    pxla-mlir show-sharding --shape 4 --spec 'ShardingSpec((Chunked([4]),), (ShardedAxis(0), Replicated(2)))'
+    pxla-mlir passes [NAME...]            list passes/pipelines, or show one's documentation
+    pxla-mlir emit TARGET [...]           print the MHLO (or another stage) of a pmap/xmap
+    pxla-mlir diff A B [--ignore ATTR]    MLIR-aware diff of two modules or emit specs
+    pxla-mlir run TARGET [...]            compile, run, time
+    pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
+
+Mistakes print one line (``pxla-mlir: error: ...``) and exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
 
 from .. import __version__
 from ..pass_infra import registry
+from . import cmd_diff, cmd_emit, cmd_sharding
+from .errors import CliError, user_error_types
 
-
-class CliError(Exception):
-    """A user mistake: printed as one line, exit 1."""
+PROG = "pxla-mlir"
 
 
 def _cmd_passes(args) -> int:
@@ -34,87 +38,55 @@ def _cmd_passes(args) -> int:
     return 0
 
 
-def _ints(text: str, what: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
-    except ValueError:
-        raise CliError(f"{what} must be comma-separated integers, got {text!r}") from None
-    if not values or any(v < 0 for v in values):
-        raise CliError(f"{what} must be non-negative integers, got {text!r}")
-    return values
-
-
-def _cmd_show_sharding(args) -> int:
-    from ..sharding import AbstractMesh, MeshError, ShardingSpec, ShardingSpecError, parse_hlo_sharding
-    from ..sharding.show import show_sharding
-
-    shape = _ints(args.shape, "--shape")
-    given = [a for a in (args.hlo, args.spec, args.mesh) if a is not None]
-    if len(given) != 1:
-        raise CliError("give exactly one of --hlo, --spec, or --mesh with --dims")
-    try:
-        if args.hlo is not None:
-            sharding = parse_hlo_sharding(args.hlo)
-        elif args.spec is not None:
-            sharding = ShardingSpec.parse(args.spec)
-        else:
-            if args.dims is None:
-                raise CliError("--mesh needs --dims (mesh axes per dimension, e.g. x*y,-)")
-            mesh = _parse_mesh(args.mesh)
-            dims = [[] if d in ("-", "") else d.split("*") for d in args.dims.split(",")]
-            if len(dims) != len(shape):
-                raise CliError(f"--dims has {len(dims)} entries for a {len(shape)}-d shape {shape}")
-            mapping = {a: dim for dim, axes in enumerate(dims) for a in axes}
-            mesh.tile_shape(shape, mapping)
-            sharding = mesh.sharding_spec(len(shape), mapping)
-        show_sharding(shape, sharding, num_devices=args.devices, color=False if args.no_color else None)
-    except (ValueError, MeshError, ShardingSpecError) as e:
-        raise CliError(str(e)) from None
-    return 0
-
-
-def _parse_mesh(text: str):
-    from ..sharding import AbstractMesh
-
-    names, sizes = [], []
-    for item in text.split(","):
-        name, eq, size = item.partition("=")
-        if not eq or not size.strip().isdigit():
-            raise CliError(f"--mesh must look like x=2,y=4, got {text!r}")
-        names.append(name.strip())
-        sizes.append(int(size))
-    return AbstractMesh(sizes, names)
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 1 (argparse: usage dump, exit 2)
+        raise CliError(f"{message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pxla-mlir", description="pxla_mlir command line")
-    parser.add_argument("--version", action="version", version=f"pxla-mlir {__version__}")
-    sub = parser.add_subparsers(dest="command")
+    parser = _Parser(prog=PROG, description="pxla_mlir command line")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--cpu-devices", type=int, default=8, metavar="N",
+                        help="virtual CPU devices when XLA_FLAGS does not set a count (default 8)")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
     p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
     p.set_defaults(func=_cmd_passes)
-    s = sub.add_parser("show-sharding", help="draw which piece of an array each device holds")
-    s.add_argument("--shape", required=True, help="array shape, e.g. 8,12")
-    s.add_argument("--hlo", help="an HLO sharding string (mhlo.sharding)")
-    s.add_argument("--spec", help="a ShardingSpec(...) as printed by repr()")
-    s.add_argument("--mesh", help="mesh axes and sizes, e.g. x=2,y=4 (with --dims)")
-    s.add_argument("--dims", help="mesh axes per array dimension: ',' between dims, '*' between axes, '-' none")
-    s.add_argument("--devices", type=int, help="number of devices (default: what the sharding names)")
-    s.add_argument("--no-color", action="store_true", help="plain text")
-    s.set_defaults(func=_cmd_show_sharding)
+    cmd_emit.add_parsers(sub)
+    cmd_diff.add_parser(sub)
+    cmd_sharding.add_parser(sub)
     return parser
+
+
+def _cpu_devices(n: int) -> None:
+    """jax reads the virtual CPU device count once, when its backend starts."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 1
     try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 1
+        _cpu_devices(args.cpu_devices)
         return args.func(args)
-    except CliError as e:
-        print(f"pxla-mlir: error: {e}", file=sys.stderr)
+    except user_error_types() as e:
+        first = str(e).strip().splitlines()
+        print(f"{PROG}: error: {' / '.join(first[:1] + first[1:3]) if first else type(e).__name__}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as e:  # a bug of ours, or of the user's function: say so in one line
+        if os.environ.get("PXLA_DEBUG"):
+            raise
+        print(f"{PROG}: error: {type(e).__name__}: {e} (set PXLA_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
 
 

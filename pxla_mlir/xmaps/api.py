@@ -35,7 +35,7 @@ from ..pass_infra import Pipeline, run_pipeline
 from ..pipelines import LEGALIZE_TO_MHLO
 from ..runtime import ShardedExecutable
 from ..sharding.mesh import Mesh, current_mesh
-from ..stages import STATS, Lowered
+from ..stages import STATS, Lowered, timed
 from ..tracing import trace_flat
 from .bodies import global_function, tile_function
 from .plan import Plan, XmapError, check_resource_clash, make_plan, out_entry_rank, parse_entry
@@ -98,6 +98,8 @@ class XmapFunction:
                  donate_argnums, backend, lowering: str):
         if lowering not in LOWERINGS:
             raise ValueError(f"lowering must be one of {', '.join(LOWERINGS)}, got {lowering!r}")
+        self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
+                          backend=backend, lowering=lowering)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self.axis_sizes, self.axis_resources = dict(axis_sizes), dict(axis_resources)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
@@ -105,6 +107,13 @@ class XmapFunction:
         self.name = getattr(fun, "__name__", "fun")
         self._cache: dict = {}
         functools.update_wrapper(self, fun, updated=())
+
+    def with_options(self, **options) -> "XmapFunction":
+        """The same xmap with other options (e.g. ``lowering``), fresh caches."""
+        unknown = set(options) - set(self._init)
+        if unknown:
+            raise TypeError(f"xmap has no option {sorted(unknown)[0]!r}")
+        return XmapFunction(self.fun, self.in_axes, self.out_axes, **{**self._init, **options})
 
     # -- signature ---------------------------------------------------------------------
     def _signature(self, args, kwargs):
@@ -158,7 +167,8 @@ class XmapFunction:
             return flat
 
         debug = api_util.debug_info("pxla_mlir.xmap", self.fun, tuple(range(len(elem))), {})
-        user = trace_flat(flat_fun, elem, [(n, plan.sizes[n]) for n in plan.names], debug)
+        with timed("trace"):
+            user = trace_flat(flat_fun, elem, [(n, plan.sizes[n]) for n in plan.names], debug)
         out_tree = store["tree"]
         out_entries = _flatten_specs("xmap out_axes", out_tree, self.out_axes)
         out_maps = tuple(parse_entry(e, out_entry_rank(e, av.ndim), f"out_axes of output {i}")
@@ -231,6 +241,27 @@ def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backen
     plan = t.plan
     devices = list(mesh.devices.flat) if mesh is not None else jax.local_devices(backend=backend)[:1]
     platform = devices[0].platform
+    with timed("import"):
+        module, keepalive = _import(t, mesh, lowering, devices, platform, name)
+    jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
+    in_shardings = [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.in_maps, t.global_in)]
+    out_shardings = [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.out_maps, t.global_out)]
+
+    def make(module_, devices_):
+        return ShardedExecutable(module_, devices_, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 in_avals=t.global_in, out_avals=t.global_out)
+
+    result = Lowered(module, xmap_pipeline(lowering if mesh is not None else "vectorize"), devices, make,
+                     keepalive=keepalive)
+    result.signature = (functools.partial(_flatten_like, t.in_tree), t.out_tree)
+    result.plan = plan
+    return result
+
+
+def _import(t: _Traced, mesh, lowering: str, devices, platform: str, name: str):
+    """The xmap in pxla form: jax's lowering of the global view or of the tile
+    body, legalized to MHLO and annotated with the mesh layout."""
+    plan = t.plan
     module_name = "xmap_" + re.sub(r"\W", "_", name)
     if mesh is None or lowering == "vectorize":
         closed = jax.make_jaxpr(global_function(plan, t.user, t.in_maps, t.out_maps))(*t.global_in)
@@ -252,19 +283,7 @@ def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backen
     if mesh is not None:
         _annotate(module, plan, mesh, key, t.in_maps, t.out_maps, [a.ndim for a in t.global_in],
                   [a.ndim for a in t.global_out])
-    jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
-    in_shardings = [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.in_maps, t.global_in)]
-    out_shardings = [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.out_maps, t.global_out)]
-
-    def make(module_, devices_):
-        return ShardedExecutable(module_, devices_, in_shardings=in_shardings, out_shardings=out_shardings,
-                                 in_avals=t.global_in, out_avals=t.global_out)
-
-    result = Lowered(module, xmap_pipeline(lowering if mesh is not None else "vectorize"), devices, make,
-                     keepalive=lowered.keepalive)
-    result.signature = (functools.partial(_flatten_like, t.in_tree), t.out_tree)
-    result.plan = plan
-    return result
+    return module, lowered.keepalive
 
 
 def _flatten_like(in_tree, args) -> list:

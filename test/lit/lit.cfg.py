@@ -11,7 +11,7 @@ import lit.formats
 
 config.name = "pxla_mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir", ".py"]
+config.suffixes = [".mlir", ".py", ".test"]
 config.excludes = ["lit.cfg.py", "Inputs", "__pycache__"]
 config.test_source_root = os.path.dirname(__file__)
 

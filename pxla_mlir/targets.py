@@ -1,0 +1,162 @@
+"""What the command line points at: ``module:function`` or ``file.py:function``,
+argument shapes like ``f32[8,128]``, and the example inputs a function may
+declare so that ``pxla-mlir emit`` needs no flags::
+
+    @pxla_mlir.example_args("f32[8,128]", "i32[8]")
+    @pxla_mlir.pmap(axis_name="i")
+    def step(x, y): ...
+
+    @pxla_mlir.example_args("f32[4,8,3]", mesh="2x4:x,y")
+    def f(b): ...   # an xmap-ed function with its mesh
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = ["TargetError", "ArgSpec", "parse_arg", "parse_mesh", "resolve", "example_args", "Examples",
+           "literal"]
+
+
+class TargetError(ValueError):
+    """A target, shape or option the command line cannot use; one line, no traceback."""
+
+
+DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
+          "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+          "bool": "bool", "pred": "bool", "c64": "complex64", "c128": "complex128"}
+_ARG = re.compile(r"^\s*([a-z]+\d*)\s*\[\s*([\d\s,]*)\]\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgSpec:
+    dtype: str  # numpy/jax dtype name
+    shape: tuple[int, ...]
+
+    def struct(self):
+        import jax
+        import jax.numpy as jnp
+
+        return jax.ShapeDtypeStruct(self.shape, jnp.dtype(self.dtype))
+
+    def random(self, rng: np.random.Generator):
+        import jax.numpy as jnp
+
+        dt = jnp.dtype(self.dtype)
+        if dt == jnp.bool_:
+            return rng.integers(0, 2, size=self.shape).astype(bool)
+        if jnp.issubdtype(dt, jnp.integer):
+            return rng.integers(0, 10, size=self.shape).astype(dt)
+        return rng.normal(size=self.shape).astype(dt)
+
+    def __str__(self) -> str:
+        short = {v: k for k, v in DTYPES.items() if k != "pred"}
+        return f"{short.get(self.dtype, self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+def parse_arg(text: str) -> ArgSpec:
+    """``f32[8,128]``, ``i32[]`` (a scalar), ``bool[3]``."""
+    m = _ARG.match(text)
+    if not m or m.group(1) not in DTYPES:
+        raise TargetError(f"bad argument shape {text!r}: expected dtype[dims] like f32[8,128] or i32[] "
+                          f"(dtypes: {', '.join(sorted(DTYPES))})")
+    dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
+    return ArgSpec(DTYPES[m.group(1)], dims)
+
+
+def parse_mesh(text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """``2x4:x,y`` -> ((2, 4), ('x', 'y'))."""
+    m = re.fullmatch(r"\s*([\dx]+)\s*:\s*([\w,\s]+)", text)
+    if not m:
+        raise TargetError(f"bad mesh {text!r}: expected sizes and names like 2x4:x,y")
+    sizes = tuple(int(s) for s in m.group(1).split("x") if s)
+    names = tuple(n.strip() for n in m.group(2).split(","))
+    if len(sizes) != len(names) or not all(sizes) or not all(names):
+        raise TargetError(f"bad mesh {text!r}: {len(sizes)} sizes for {len(names)} names")
+    return sizes, names
+
+
+def literal(text: str, what: str):
+    """A Python literal from the command line (``(0, None)``, ``['batch', ...]``, ``{'b': 'x'}``)."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise TargetError(f"{what} must be a Python literal like (0, None) or {{'batch': 'x'}}, got {text!r}") from None
+
+
+def resolve(target: str) -> Callable:
+    """``package.module:function`` or ``path/to/file.py:function`` (dotted
+    attributes allowed after the colon)."""
+    where, sep, attr = target.rpartition(":")
+    if not sep or not where or not attr:
+        raise TargetError(f"bad target {target!r}: expected module:function or path/to/file.py:function")
+    if where.endswith(".py") or os.sep in where:
+        if not os.path.isfile(where):
+            raise TargetError(f"bad target {target!r}: no such file {where!r}")
+        name = "_pxla_target_" + re.sub(r"\W", "_", os.path.abspath(where))
+        spec = importlib.util.spec_from_file_location(name, where)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        loader = lambda: spec.loader.exec_module(module)  # noqa: E731
+    else:
+        module = None
+        loader = lambda: importlib.import_module(where)  # noqa: E731
+    try:
+        loaded = loader()
+    except ModuleNotFoundError as e:
+        raise TargetError(f"bad target {target!r}: cannot import {where!r} ({e})") from None
+    except Exception as e:  # the user's module failed while importing
+        raise TargetError(f"importing {where!r} failed: {type(e).__name__}: {e}") from None
+    obj: Any = module if module is not None else loaded
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise TargetError(f"bad target {target!r}: {where!r} has no attribute {part!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TargetError(f"bad target {target!r}: {attr!r} is not callable")
+    return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class Examples:
+    """Example inputs a function declares for ``pxla-mlir emit``/``run``."""
+
+    args: tuple[ArgSpec, ...]
+    mesh: str | None = None
+
+
+def example_args(*shapes: str, mesh: str | None = None):
+    """Declares example argument shapes (and the mesh for an xmap) for the CLI."""
+    specs = tuple(parse_arg(s) for s in shapes)
+    if mesh is not None:
+        parse_mesh(mesh)
+
+    def attach(fn):
+        fn.__pxla_examples__ = Examples(specs, mesh)
+        return fn
+
+    return attach
+
+
+def examples_of(fn) -> Examples | None:
+    seen = set()
+    while fn is not None and id(fn) not in seen:
+        seen.add(id(fn))
+        ex = getattr(fn, "__pxla_examples__", None)
+        if ex is not None:
+            return ex
+        fn = getattr(fn, "__wrapped__", None)
+    return None
+
+
+def arg_specs(texts: Sequence[str]) -> tuple[ArgSpec, ...]:
+    return tuple(parse_arg(t) for t in texts)

@@ -1,0 +1,164 @@
+"""pxla-mlir emit / run: lower (and run) a pmap or xmap from the command line.
+
+    pxla-mlir emit examples/train_step.py:train_step                 # declared example inputs
+    pxla-mlir emit pkg.mod:f --map pmap --axis-name i --arg f32[8,128] --stage pxla
+    pxla-mlir emit file.py:f --stage after:pxla-expand-unshard --dump-dir dumps/
+    pxla-mlir run examples/nested_reduction.py:two_level_sum --calls 100
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..emit import MapOptions, prepare, stage_text
+from .errors import CliError
+
+_MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "lowering", "axis_resources",
+              "axis_sizes", "mesh")
+
+
+def add_map_arguments(p) -> None:
+    p.add_argument("target", help="module:function or path/to/file.py:function")
+    g = p.add_argument_group("mapping a plain function (ignored for pxla_mlir.pmap/xmap objects)")
+    g.add_argument("--map", choices=("pmap", "xmap"))
+    g.add_argument("--axis-name", help="pmap axis name")
+    g.add_argument("--in-axes", help="a Python literal: 0, (0, None), ['batch', ...], ...")
+    g.add_argument("--out-axes", help="a Python literal, like --in-axes")
+    g.add_argument("--axis-resources", help="xmap: {'batch': 'x'}")
+    g.add_argument("--axis-sizes", help="xmap: {'k': 4}")
+    g.add_argument("--mesh", help="xmap mesh as sizes:names, e.g. 2x4:x,y")
+    g.add_argument("--mode", choices=("replica", "partition"), help="pmap: replica or partition mode")
+    g.add_argument("--unshard", choices=("all-gather", "all-reduce"), help="pmap: nested unshard strategy")
+    g.add_argument("--lowering", choices=("replica", "manual", "vectorize"), help="xmap lowering")
+    g.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
+                   help="argument shape, one per positional argument: f32[8,128], i32[], bool[4]")
+
+
+def map_options(args) -> MapOptions:
+    return MapOptions(**{f: getattr(args, f) for f in _MAP_FLAGS}, args=tuple(args.arg))
+
+
+def add_parsers(sub) -> None:
+    e = sub.add_parser("emit", help="print the MHLO (or another stage) of a pmap/xmap")
+    add_map_arguments(e)
+    e.add_argument("--stage", default="mhlo",
+                   help="pxla (imported), after:<pass>, mhlo (final, the default) or xla (optimized HLO)")
+    e.add_argument("--pipeline", help="run this pipeline instead of the map's own")
+    e.add_argument("--dump-dir", help="write the module after every pass to DIR/NN_<pass>.mlir")
+    e.add_argument("--dialect", choices=("mhlo", "stablehlo"), default="mhlo", help="export the result as")
+    e.add_argument("-o", dest="output", default="-", help="output file ('-': stdout)")
+    e.set_defaults(func=run_emit)
+    r = sub.add_parser("run", help="compile and run a pmap/xmap on random or given inputs")
+    add_map_arguments(r)
+    r.add_argument("--input", action="append", default=[], metavar="N=FILE.npy",
+                   help="argument N from a .npy file (others are random)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--calls", type=int, default=20, help="steady-state calls to time")
+    r.set_defaults(func=run_run)
+
+
+def emit_text(target: str, options: dict) -> str:
+    """Emit with options given as {flag: [values]} (used by diff's emit specs)."""
+    known = set(_MAP_FLAGS) | {"arg", "stage", "dialect", "pipeline"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise CliError(f"unknown emit option {unknown[0]!r} in {target!r}; known: {', '.join(sorted(known))}")
+    one = {k: v[-1] for k, v in options.items()}
+    opts = MapOptions(**{k: one[k] for k in _MAP_FLAGS if k in one}, args=tuple(options.get("arg", ())))
+    prepared = prepare(target, opts)
+    with prepared.context():
+        lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
+        return stage_text(lowered, one.get("stage", "mhlo"), pipeline=one.get("pipeline"),
+                          dialect=one.get("dialect", "mhlo"))
+
+
+def run_emit(args) -> int:
+    prepared = prepare(args.target, map_options(args))
+    with prepared.context():
+        lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
+        text = stage_text(lowered, args.stage, pipeline=args.pipeline, dump_dir=args.dump_dir,
+                          dialect=args.dialect)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise CliError(f"cannot write {args.output!r}: {e.strerror}") from None
+    return 0
+
+
+def _inputs(prepared, given: list[str], seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    values = [spec.random(rng) for spec in prepared.args]
+    for item in given:
+        index, eq, path = item.partition("=")
+        if not eq or not index.isdigit() or not int(index) < len(values):
+            raise CliError(f"--input must be N=FILE.npy with 0 <= N < {len(values)}, got {item!r}")
+        try:
+            loaded = np.load(path)
+        except (OSError, ValueError) as e:
+            raise CliError(f"cannot load {path!r}: {e}") from None
+        spec = prepared.args[int(index)]
+        if loaded.shape != spec.shape:
+            raise CliError(f"{path!r} has shape {loaded.shape}, argument {index} is {spec}")
+        values[int(index)] = loaded.astype(spec.dtype)
+    return values
+
+
+def run_run(args) -> int:
+    import jax
+
+    from ..stages import TIMINGS
+
+    prepared = prepare(args.target, map_options(args))
+    values = _inputs(prepared, args.input, args.seed)
+    TIMINGS.clear()
+    with prepared.context():
+        lowered = prepared.fn.lower(*values)
+        with _status(f"compiling for {len(lowered.devices)} devices"):
+            compiled = lowered.compile()
+        t = time.perf_counter()
+        outs = jax.block_until_ready(compiled(*values))
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        for _ in range(max(args.calls, 1)):
+            jax.block_until_ready(compiled(*values))
+        steady = (time.perf_counter() - t) / max(args.calls, 1)
+    devices = lowered.devices
+    print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}")
+    for name in ("trace", "import", "passes", "compile"):
+        print(f"  {name:<22} {TIMINGS[name] * 1e3:9.2f} ms")
+    print(f"  {'first call':<22} {first * 1e3:9.2f} ms")
+    print(f"  {'steady-state call':<22} {steady * 1e3:9.3f} ms  (mean of {args.calls})")
+    for path, leaf in jax.tree_util.tree_flatten_with_path(outs)[0]:
+        arr = np.asarray(leaf)
+        print(f"output{jax.tree_util.keystr(path)}: {arr.dtype}{list(arr.shape)}")
+        with np.printoptions(precision=4, threshold=24, edgeitems=3, linewidth=100):
+            print(arr)
+    return 0
+
+
+class _status:
+    """A spinner on stderr while XLA compiles (only on a terminal)."""
+
+    def __init__(self, text: str):
+        self.text, self._status = text, None
+
+    def __enter__(self):
+        if sys.stderr.isatty() and not os.environ.get("PXLA_NO_PROGRESS"):
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status(self.text)
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._status is not None:
+            self._status.__exit__(*exc)
+        return False

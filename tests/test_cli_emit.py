@@ -1,0 +1,126 @@
+"""pxla-mlir emit / diff / run as a user types them."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+NESTED = str(REPO / "examples/nested_reduction.py") + ":two_level_sum"
+XMAP = str(REPO / "examples/xmap_2d.py") + ":normalise_2d"
+
+
+def cli(*args, stdin=None):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # the CLI sets 8 CPU devices itself
+    return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", *map(str, args)], capture_output=True,
+                          text=True, env=env, input=stdin, timeout=300)
+
+
+def test_emit_to_a_file_then_diff_against_the_same_emit_is_empty(tmp_path):
+    out = tmp_path / "nested.mlir"
+    assert cli("emit", NESTED, "-o", out).returncode == 0
+    same = cli("diff", out, NESTED)
+    assert same.returncode == 0 and same.stdout == ""
+
+
+def test_diff_against_the_other_unshard_strategy_shows_only_unshard_ops(tmp_path):
+    out = tmp_path / "nested.mlir"
+    cli("emit", NESTED, "-o", out)
+    result = cli("diff", out, NESTED + "?unshard=all-reduce")
+    assert result.returncode == 1
+    changed = [l for l in result.stdout.splitlines() if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+    assert changed
+    unshard = re.compile(r"dynamic_update_slice|all_reduce|all_gather|mhlo\.constant dense<0\.0+e\+00>|\^bb0|"
+                         r"mhlo\.add %b|mhlo\.return|\}\) : \(tensor<\w+>\) -> tensor<\w+>|mhlo\.reshape %(all|dynamic)")
+    assert all(unshard.search(l) for l in changed), [l for l in changed if not unshard.search(l)]
+    assert any("all_gather" in l for l in changed if l.startswith("-"))
+    assert any("dynamic_update_slice" in l for l in changed if l.startswith("+"))
+
+
+def test_diff_ignores_attributes_on_request(tmp_path):
+    a = cli("emit", XMAP, "--lowering", "vectorize").stdout
+    b = cli("emit", XMAP, "--lowering", "vectorize").stdout.replace("<=[8]", "0,1,2,3,4,5,6,7")
+    (tmp_path / "a.mlir").write_text(a)
+    (tmp_path / "b.mlir").write_text(b)
+    assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir").returncode == 1
+    assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir", "--ignore", "mhlo.sharding").returncode == 0
+
+
+def test_stages_dumps_and_dialects(tmp_path):
+    pxla = cli("emit", NESTED, "--stage", "pxla").stdout
+    assert "@pxla.shard" in pxla and "pxla.tile_dims" in pxla
+    after = cli("emit", NESTED, "--stage", "after:pxla-expand-shard").stdout
+    assert "@pxla.shard" not in after and "@pxla.unshard" in after
+    xla = cli("emit", NESTED, "--stage", "xla").stdout
+    assert xla.startswith("HloModule") and "all-gather" in xla
+    stable = cli("emit", NESTED, "--dialect", "stablehlo").stdout
+    assert "stablehlo.all_gather" in stable and "mhlo." not in stable.replace("mhlo.num_", "")
+    dumps = tmp_path / "dumps"
+    assert cli("emit", NESTED, "--dump-dir", dumps).returncode == 0
+    names = sorted(p.name for p in dumps.iterdir())
+    assert names[0] == "00_input.mlir" and names[1] == "01_pxla-expand-shard.mlir"
+    assert names[-1].endswith("_pxla-verify-handoff.mlir")
+    custom = cli("emit", NESTED, "--pipeline", "builtin.module(pxla-expand-shard,pxla-expand-unshard{strategy=all-reduce})")
+    assert "dynamic_update_slice" in custom.stdout and "partition_id" in custom.stdout
+
+
+def test_plain_function_with_map_flags(tmp_path):
+    src = tmp_path / "prog.py"
+    src.write_text("from jax import lax\ndef f(x, w):\n    return lax.psum(x * w, 'i')\n")
+    result = cli("emit", f"{src}:f", "--map", "pmap", "--axis-name", "i", "--in-axes", "(0, None)",
+                 "--arg", "f32[8,4]", "--arg", "f32[4]", "--mode", "partition")
+    assert result.returncode == 0, result.stderr
+    assert 'mhlo.sharding = "{devices=[8,1]<=[8]}"' in result.stdout
+
+
+def test_run_prints_timings_and_outputs():
+    result = cli("run", NESTED, "--calls", "3")
+    assert result.returncode == 0, result.stderr
+    for word in ("trace", "import", "passes", "compile", "first call", "steady-state call", "output[0]",
+                 "float32[2, 128, 4]"):
+        assert word in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("emit", "no_colon_here"), "bad target 'no_colon_here': expected module:function"),
+    (("emit", "missing/file.py:f"), "no such file 'missing/file.py'"),
+    (("emit", "json:nope"), "'json' has no attribute 'nope'"),
+    (("emit", "no_such_module_xyz:f"), "cannot import 'no_such_module_xyz'"),
+    (("emit", NESTED, "--arg", "f32[8,x]"), "bad argument shape 'f32[8,x]'"),
+    (("emit", NESTED, "--arg", "float[8]"), "bad argument shape 'float[8]'"),
+    (("emit", NESTED, "--stage", "optimized"), "unknown stage 'optimized'"),
+    (("emit", NESTED, "--stage", "after:pxla-nope"), "unknown stage 'after:pxla-nope': the pipeline runs pxla-expand-shard"),
+    (("emit", NESTED, "--pipeline", "builtin.module(nope)"), "bad --pipeline: unknown pass or pipeline 'nope'"),
+    (("emit", NESTED, "--lowering", "manual"), "pmap has no option 'lowering' (pmap takes --mode/--unshard"),
+    (("emit", "json:dumps", "--arg", "f32[2]"), "is a plain function: give --map pmap or --map xmap"),
+    (("emit", XMAP, "--mesh", "2x4"), "bad mesh '2x4'"),
+    (("emit", XMAP, "--mesh", "4x4:x,y"), "needs 16 devices, but only 8 exist"),
+    (("diff", "nope.mlir", NESTED), "cannot open 'nope.mlir'"),
+    (("diff", NESTED + "?colour=red", NESTED), "unknown emit option 'colour'"),
+    (("emit",), "the following arguments are required: target"),
+    (("frobnicate",), "invalid choice: 'frobnicate'"),
+])
+def test_mistakes_give_one_line(args, message):
+    result = cli(*args)
+    assert result.returncode == 1, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pxla-mlir: error: "), result.stderr
+    assert message in lines[0], lines[0]
+
+
+def test_failing_user_module_is_one_line(tmp_path):
+    src = tmp_path / "broken.py"
+    src.write_text("raise RuntimeError('boom at import')\n")
+    result = cli("emit", f"{src}:f")
+    assert result.returncode == 1 and result.stderr.strip() == \
+        f"pxla-mlir: error: importing '{src}' failed: RuntimeError: boom at import"
+
+
+def test_diff_rejects_invalid_mlir(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("module { func.func @f( }")
+    result = cli("diff", bad, bad)
+    assert result.returncode == 1 and "is not valid MLIR" in result.stderr and len(result.stderr.splitlines()) == 1
