@@ -5,8 +5,11 @@ virtual CPU devices.
 
 For each program: trace+lower time (ours includes the pass pipeline),
 compile time, and blocked per-call latency with host (numpy) and
-device-resident inputs; ratios are ours / jax (lower is better). Then the
-cost of the in-flight window that prevents XLA:CPU's collective deadlock.
+device-resident inputs; ratios are ours / jax (lower is better). Then a
+data-parallel training step (forward, grad, pmean of gradients, update)
+written twice: grad inside the pmap, and jit of grad of a pmapped loss.
+Then the cost of the in-flight window that prevents XLA:CPU's collective
+deadlock.
 """
 
 from __future__ import annotations
@@ -121,6 +124,80 @@ def theirs_put(a, axis):
     return a if axis is None else jax.pmap(lambda v: v, in_axes=axis, out_axes=axis)(a)
 
 
+def mse(params, x, y):
+    w1, w2 = params
+    return jnp.mean((jnp.tanh(x @ w1) @ w2 - y) ** 2)
+
+
+def step_grad_inside(pmap):
+    """Classic data parallelism: replicated params stacked on axis 0."""
+    def step(params, x, y):
+        loss, grads = jax.value_and_grad(mse)(params, x, y)
+        grads = lax.pmean(grads, "i")
+        return jax.tree.map(lambda p, g: p - 0.05 * g, params, grads), lax.pmean(loss, "i")
+
+    return pmap(step, "i")
+
+
+def step_grad_outside(pmap, jit):
+    """The pmap is differentiated from outside; params enter broadcast."""
+    def loss(params, x, y):
+        return jnp.mean(pmap(lambda p, a, b: lax.pmean(mse(p, a, b), "i"), "i", in_axes=(None, 0, 0))(params, x, y))
+
+    def step(params, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        return jax.tree.map(lambda p, g: p - 0.05 * g, params, grads), value
+
+    return jit(step)
+
+
+def training_data():
+    rng = np.random.default_rng(1)
+    params = (rng.normal(size=(32, 64)).astype(np.float32) * 0.2, rng.normal(size=(64, 4)).astype(np.float32) * 0.2)
+    return params, rng.normal(size=(8, 16, 32)).astype(np.float32), rng.normal(size=(8, 16, 4)).astype(np.float32)
+
+
+def measure_training(make_ours, make_theirs, stacked: bool, rounds: int, calls: int):
+    params, x, y = training_data()
+    if stacked:
+        params = jax.tree.map(lambda p: np.broadcast_to(p, (8, *p.shape)).copy(), params)
+
+    def first_call(make):
+        def run():
+            jax.block_until_ready(make()(params, x, y))
+        return median_seconds(run, rounds, cold=True)
+
+    def steps(make):
+        step = make()
+        state = step(params, x, y)[0]
+        state_box = [state]
+
+        def run():
+            for _ in range(calls):
+                state_box[0], loss = step(state_box[0], x, y)
+                jax.block_until_ready(loss)
+        return median_seconds(run, rounds) / calls, state_box[0]
+
+    ours_step, ours_state = steps(make_ours)
+    theirs_step, theirs_state = steps(make_theirs)
+    drift = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+                for a, b in zip(jax.tree.leaves(ours_state), jax.tree.leaves(theirs_state)))
+    return {"first call (cold)": (first_call(make_ours), first_call(make_theirs)),
+            "step, params on device": (ours_step, theirs_step)}, drift
+
+
+def training_rows(rounds: int, calls: int):
+    yield "grad inside pmap", measure_training(lambda: step_grad_inside(pxla_mlir.pmap),
+                                               lambda: step_grad_inside(jax.pmap), True, rounds, calls)
+    yield "jit(grad(pmap))", measure_training(lambda: step_grad_outside(pxla_mlir.pmap, pxla_mlir.jit),
+                                              lambda: step_grad_outside(jax.pmap, jax.jit), False, rounds, calls)
+
+
+def print_row(name, what, ours, theirs):
+    unit, scale = ("ms", 1e3) if what in ("trace+lower", "compile", "first call (cold)") else ("us", 1e6)
+    print(f"{name:<18} {what:<22} {ours * scale:>9.1f} {unit} {theirs * scale:>9.1f} {unit} {ours / theirs:>7.2f}")
+
+
 UNBLOCKED = """
 import os, sys, time
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
@@ -169,9 +246,12 @@ def main() -> None:
     print(f"{'program':<18} {'measure':<22} {'pxla_mlir':>12} {'jax.pmap':>12} {'ratio':>7}")
     for name, (fn, in_axes, fargs) in programs().items():
         for what, (ours, theirs) in measure(name, fn, in_axes, fargs, args.rounds, args.calls).items():
-            unit, scale = ("ms", 1e3) if what in ("trace+lower", "compile") else ("us", 1e6)
-            print(f"{name:<18} {what:<22} {ours * scale:>9.1f} {unit} {theirs * scale:>9.1f} {unit} "
-                  f"{ours / theirs:>7.2f}")
+            print_row(name, what, ours, theirs)
+    print("\ndata-parallel training step (2-layer MLP, 8 x 16 examples), same program both sides:")
+    for name, (rows, drift) in training_rows(args.rounds, args.calls):
+        for what, (ours, theirs) in rows.items():
+            print_row(name, what, ours, theirs)
+        print(f"{name:<18} {'max |params diff|':<22} {drift:>12.1e} after {args.rounds * args.calls + 1} steps")
     if args.skip_unblocked:
         return
     print("\n1000 un-blocked calls of a pmapped psum (chained), per call:")

@@ -44,9 +44,10 @@ class PmapPipeline(NamedPipeline):
     unshard: Literal["all-gather", "all-reduce"] = option("all-gather", "how nested pmap outputs are collected")
 
     def elements(self) -> str:
-        # Placeholders expand into partition-mode code first, so the mode
-        # conversion below sees (and converts) their collectives too.
-        steps = ["pxla-expand-shard", f"pxla-expand-unshard{{strategy={self.unshard}}}"]
+        # Values passed unchanged from one pmap to the next need no
+        # collective. Placeholders then expand into partition-mode code, so
+        # the mode conversion below sees (and converts) their collectives too.
+        steps = ["pxla-fold-shard-of-unshard", "pxla-expand-shard", f"pxla-expand-unshard{{strategy={self.unshard}}}"]
         if self.mode == "replica":
             steps += ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
         else:

@@ -24,6 +24,7 @@ from jax import tree_util
 
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core, pe
+from ..lru import LRU
 from ..runtime import DeviceLayout, ShardedExecutable
 from ..stages import STATS, Compiled, Lowered, timed
 from ..tracing import trace_flat
@@ -240,7 +241,7 @@ def _devices_for(n: int, devices, backend) -> list:
 
 
 def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name, global_avals,
-                 donated, devices, backend, options: PmapOptions, consts: Sequence = ()) -> Lowered:
+                 donated, devices, backend, options: PmapOptions, consts: Sequence = (), kind: str = "pmap") -> Lowered:
     """Imports a traced pmap and runs the pmap pipeline on it."""
     if jaxpr.consts:  # hoist closed-over constants into broadcast arguments
         hoisted = pe.convert_constvars_jaxpr(jaxpr.jaxpr)
@@ -249,13 +250,13 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         return lower_traced(core.ClosedJaxpr(hoisted, ()), axis_name=axis_name, axis_size=axis_size,
                             in_axes=(None,) * n + tuple(in_axes), out_axes=out_axes, name=name,
                             global_avals=const_avals + tuple(global_avals), donated=(False,) * n + tuple(donated),
-                            devices=devices, backend=backend, options=options, consts=jaxpr.consts)
+                            devices=devices, backend=backend, options=options, consts=jaxpr.consts, kind=kind)
     nreps = axis_size * replicas_needed(jaxpr)
     devs = _devices_for(nreps, devices, backend)
     with timed("import"):
         imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                                out_axes=out_axes, name=name, global_avals=global_avals, donated=donated,
-                               platform=devs[0].platform)
+                               platform=devs[0].platform, kind=kind)
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
     make = functools.partial(pmap_executable, axis_size=axis_size, label=mesh_axis_label(axis_name),
@@ -275,23 +276,30 @@ def pmap_executable(module, devices, *, axis_size: int, label: str, in_axes, out
 
 # -- the primitive's impl: a pmap bound with concrete arguments ------------------------------
 
-_impl_cache: dict = {}
+_impl_cache = LRU(256)  # compiled programs of bound (transformed) pmaps
 _impl_lock = threading.Lock()
 
 
 def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options):
     avals = tuple(core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type)
                   for a in map(core.shaped_abstractify, args))
-    # Bound jaxprs are rebuilt by every transformation: key on their text.
-    key = (str(jaxpr), axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
+    params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
     with _impl_lock:
-        compiled = _impl_cache.get(key)
+        # Transformation rules reuse their bodies (see rules._memo): try identity
+        # first; rebuilt bodies fall back to their text.
+        fast = (id(jaxpr), params)
+        hit = _impl_cache.get(fast)
+        compiled = hit[1] if hit is not None and hit[0] is jaxpr else None
         if compiled is None:
-            lowered = lower_traced(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                                   out_axes=out_axes, name=name, global_avals=avals, donated=donated,
-                                   devices=devices, backend=backend, options=options)
-            compiled = _impl_cache[key] = lowered.compile()
-    return compiled._executable(list(args))
+            key = (str(jaxpr), params)
+            compiled = _impl_cache.get(key)
+            if compiled is None:
+                lowered = lower_traced(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
+                                       out_axes=out_axes, name=name, global_avals=avals, donated=donated,
+                                       devices=devices, backend=backend, options=options)
+                compiled = _impl_cache[key] = lowered.compile()
+            _impl_cache[fast] = (jaxpr, compiled)
+    return compiled.call_flat(args)
 
 
 pxla_pmap_p.def_impl(_impl)

@@ -54,12 +54,12 @@ def mesh_axis_label(axis_name, index: int = 0) -> str:
 
 
 def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
-                global_avals, donated, platform: str) -> Imported:
+                global_avals, donated, platform: str, kind: str = "pmap") -> Imported:
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
     if inner > 1:
         names, sizes = names + (REP_AXIS,), sizes + (inner,)
-    module_name = "pmap_" + re.sub(r"\W", "_", name)
+    module_name = f"{kind}_" + re.sub(r"\W", "_", name)
     with core.extend_axis_env_nd([(axis_name, axis_size)]):
         lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=module_name, donated=donated)
     module = lowered.module  # worked on in place: no print/parse round trip

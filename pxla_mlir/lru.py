@@ -1,0 +1,25 @@
+"""A small least-recently-used mapping for caches keyed by traced bodies."""
+
+from __future__ import annotations
+
+import collections
+
+
+class LRU(collections.OrderedDict):
+    """A dict that forgets its least recently used entry beyond ``size``."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def get(self, key, default=None):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return default
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        if len(self) > self.size:
+            self.popitem(last=False)

@@ -1,0 +1,227 @@
+"""pmap under jax transformations gives the numbers of the same transformation
+of the jax.vmap(axis_name=...) reference; pxla_mlir.jit makes one program;
+jax.jit falls back visibly; repeated transformed calls reuse everything."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.test_util import check_grads
+
+import pxla_mlir
+from pxla_mlir.stages import STATS
+
+RNG = np.random.default_rng(0)
+
+
+def data(*shape):
+    return (RNG.normal(size=shape) * 0.5).astype(np.float32)
+
+
+def vmap_as_pmap(f, name, in_axes=0, out_axes=0):
+    return jax.vmap(f, in_axes=in_axes, out_axes=out_axes, axis_name=name)
+
+
+# Each program is written against a pmap-like `pm`, so the same code gives
+# the pxla_mlir version and the vmap reference.
+def one_level(pm):
+    def body(x, w):
+        return jnp.sin(x) * lax.psum(x * w, "i") + lax.all_gather(x, "i")[3], lax.pmean(jnp.cos(x) * w, "i")
+
+    return pm(body, "i", in_axes=(0, None), out_axes=(1, None))
+
+
+def nested(pm):
+    def inner(y):
+        return jnp.tanh(y) * lax.psum(y, "j") + lax.psum(y, "i") * 0.5
+
+    def outer(x):
+        return pm(inner, "j", in_axes=1, out_axes=0)(x) * lax.pmean(x, "i")[None, :, 0]
+
+    return pm(outer, "i")
+
+
+def with_pytrees(pm):
+    def body(p, batch):
+        h = jnp.tanh(batch["x"] @ p["w"] + p["b"])
+        return {"loss": lax.pmean(jnp.sum(h ** 2), "i"), "h": h}
+
+    return pm(body, "i", in_axes=({"w": None, "b": None}, {"x": 0}), out_axes={"loss": None, "h": 0})
+
+
+def with_custom_rules(pm):
+    @jax.custom_jvp
+    def soft(v):
+        return jnp.log1p(jnp.exp(v))
+
+    soft.defjvp(lambda primals, tangents: (soft(primals[0]), jax.nn.sigmoid(primals[0]) * tangents[0]))
+
+    @jax.custom_vjp
+    def clipped(v):
+        return v * 2
+
+    clipped.defvjp(lambda v: (v * 2, None), lambda _, g: (jnp.clip(g, -0.1, 0.1),))
+
+    def body(x):
+        return soft(x) + clipped(lax.psum(x, "i")) + clipped(x)
+
+    return pm(body, "i")
+
+
+PROGRAMS = {
+    "one_level": (one_level, lambda: (data(8, 3), data(3))),
+    "nested": (nested, lambda: (data(2, 3, 4),)),
+    "pytrees": (with_pytrees, lambda: ({"w": data(4, 5), "b": data(5)}, {"x": data(8, 2, 4)})),
+}
+
+
+def scalar(f):
+    return lambda *a: sum(jnp.sum(jnp.sin(leaf)) for leaf in jax.tree.leaves(f(*a)))
+
+
+def assert_close(got, want, tol=2e-4):
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+
+
+TRANSFORMS = {
+    "jvp": lambda f, args: jax.jvp(f, args, jax.tree.map(jnp.ones_like, args)),
+    "grad": lambda f, args: jax.grad(scalar(f), argnums=tuple(range(len(args))))(*args),
+    "vjp": lambda f, args: jax.vjp(f, *args)[1](jax.tree.map(jnp.ones_like, f(*args))),
+    "linearize": lambda f, args: jax.linearize(f, *args)[1](*jax.tree.map(jnp.ones_like, args)),
+    "jacfwd": lambda f, args: jax.jacfwd(scalar(f))(*args),
+    "jacrev": lambda f, args: jax.jacrev(scalar(f))(*args),
+    "grad_of_grad": lambda f, args: jax.grad(lambda *a: jnp.sum(jax.tree.leaves(jax.grad(scalar(f))(*a))[0] ** 2))(*args),
+    "checkpoint": lambda f, args: jax.grad(scalar(jax.checkpoint(f)))(*args),
+    "checkpoint_saving_dots": lambda f, args: jax.grad(scalar(jax.checkpoint(
+        f, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable)))(*args),
+    "vmap": lambda f, args: jax.vmap(f)(*jax.tree.map(lambda a: jnp.stack([a, 2 * a]), args)),
+}
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+def test_transform_matches_vmap_reference(program, transform):
+    make, args = PROGRAMS[program]
+    args = args()
+    got = TRANSFORMS[transform](make(pxla_mlir.pmap), args)
+    want = TRANSFORMS[transform](make(vmap_as_pmap), args)
+    assert_close(got, want)
+
+
+def test_custom_jvp_and_vjp_inside_the_body():
+    x = data(8, 3)
+    for transform in ("grad", "vmap", "jacrev"):
+        assert_close(TRANSFORMS[transform](with_custom_rules(pxla_mlir.pmap), (x,)),
+                     TRANSFORMS[transform](with_custom_rules(jax.pmap), (x,)))
+
+
+def test_custom_vjp_after_psum_follows_pmap_semantics():
+    """A non-linear custom backward after a psum: each device clips its own
+    cotangent and psum's transpose sums them (2022 pmap, jax.pmap and
+    shard_map(check_vma=False) agree; jax.vmap's invariance typing differs)."""
+    @jax.custom_vjp
+    def clipped(v):
+        return v * 2
+
+    clipped.defvjp(lambda v: (v * 2, None), lambda _, g: (jnp.clip(g, -0.1, 0.1),))
+    body = lambda v: clipped(lax.psum(v, "i"))  # noqa: E731
+    loss = lambda f: lambda v: jnp.sum(jnp.sin(f(v)))  # noqa: E731
+    x = data(8, 3)
+    assert_close(jax.grad(loss(pxla_mlir.pmap(body, "i")))(x), jax.grad(loss(jax.pmap(body, "i")))(x))
+
+
+def test_vmap_with_collectives_over_both_axes():
+    def body(x):
+        return lax.psum(x, "b") * lax.psum(x, "i") + lax.axis_index("b")
+
+    x = data(3, 8, 2)
+    got = jax.vmap(pxla_mlir.pmap(body, "i"), axis_name="b")(x)
+    want = jax.vmap(jax.vmap(body, axis_name="i"), axis_name="b")(x)
+    assert_close(got, want)
+    # pmap axis not leading, vmap axis not leading either
+    moved = np.moveaxis(x, 1, 2).copy()  # (3, 2, 8)
+    got1 = jax.vmap(pxla_mlir.pmap(body, "i", in_axes=1, out_axes=1), in_axes=0, out_axes=2, axis_name="b")(moved)
+    assert_close(got1, np.transpose(np.asarray(want), (2, 1, 0)))  # [feature, i, b]
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_check_grads(order):
+    f = pxla_mlir.pmap(lambda x, w: jnp.sin(x * w) * lax.psum(x, "i"), "i", in_axes=(0, None))
+    x, w = data(8, 2).astype(np.float64), data(2).astype(np.float64)
+    with jax.enable_x64(True):
+        check_grads(f, (x, w), order=order, modes=("fwd", "rev"), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp", "vmap", "checkpoint", "grad_of_grad"])
+def test_repeated_transformed_calls_reuse_traces_and_executables(transform):
+    f = one_level(pxla_mlir.pmap)
+    args = PROGRAMS["one_level"][1]()
+    first = TRANSFORMS[transform](f, args)
+    before = {k: STATS[k] for k in ("traces", "lowerings", "compiles")}
+    for _ in range(3):
+        again = TRANSFORMS[transform](f, args)
+    assert {k: STATS[k] for k in before} == before
+    assert_close(again, first, tol=0)
+
+
+def test_pxla_mlir_jit_makes_one_program_with_nested_pmaps():
+    def step(x, w):
+        z = jnp.cos(w) * 2.0  # outside the pmaps: replicated
+        a = nested(pxla_mlir.pmap)(x)
+        return a * z, jnp.sum(a)
+
+    def ref(x, w):
+        return jnp.cos(w) * 2.0 * nested(vmap_as_pmap)(x), jnp.sum(nested(vmap_as_pmap)(x))
+
+    x, w = data(2, 3, 4), np.float32(0.4)
+    jitted = pxla_mlir.jit(step)
+    assert_close(jitted(x, w), ref(x, w))
+    text = jitted.lower(x, w).as_text()
+    assert text.count("module @jit_step") == 1 and "mhlo.num_replicas = 8" in text
+    assert "mhlo.dynamic_slice" in text and "mhlo.all_gather" in text
+    grads = pxla_mlir.jit(jax.grad(lambda x, w: step(x, w)[1], argnums=(0, 1)))(x, w)
+    assert_close(grads, jax.grad(lambda x, w: ref(x, w)[1], argnums=(0, 1))(x, w))
+    before = STATS["compiles"]
+    jitted(x, w)
+    assert STATS["compiles"] == before
+
+
+def test_jax_jit_around_pmap_is_correct_and_says_how_it_runs():
+    f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") * v, "i")
+    x = data(8, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = jax.jit(f)(x)
+        grads = jax.jit(jax.grad(lambda v: jnp.sum(f(v))))(x)
+    assert any(issubclass(w.category, pxla_mlir.PmapInsideJitWarning) and "runs as jax.vmap" in str(w.message)
+               for w in caught)
+    ref = jax.vmap(lambda v: lax.psum(v, "i") * v, axis_name="i")
+    assert_close(got, ref(x))
+    assert_close(grads, jax.grad(lambda v: jnp.sum(ref(v)))(x))
+
+
+def test_pxla_mlir_jit_refuses_tracers():
+    with pytest.raises(TypeError, match="apply jax transformations inside it"):
+        jax.grad(pxla_mlir.jit(lambda v: jnp.sum(v)))(np.ones(3, np.float32))
+
+
+def test_transformations_inside_a_pmap_body_of_a_nested_pmap():
+    def program(pm):
+        def inner(y, w):
+            return jnp.sin(y * w) * lax.psum(y, "j") + lax.pmean(y, "i")
+
+        def outer(x, w):
+            inner_pm = pm(inner, "j", in_axes=(0, None))
+            gx, gw = jax.grad(lambda x, w: jnp.sum(inner_pm(x, w)), argnums=(0, 1))(x, w)
+            tangent = jax.jvp(lambda x: inner_pm(x, w), (x,), (jnp.ones_like(x),))[1]
+            batched = jax.vmap(lambda x: inner_pm(x, w))(jnp.stack([x, 2 * x]))
+            return gx, lax.psum(gw, "i"), tangent, batched
+
+        return pm(outer, "i", in_axes=(0, None), out_axes=(0, None, 0, 0))
+
+    x, w = data(2, 4, 3), data(3)
+    assert_close(program(pxla_mlir.pmap)(x, w), program(vmap_as_pmap)(x, w))
