@@ -225,3 +225,22 @@ def test_transformations_inside_a_pmap_body_of_a_nested_pmap():
 
     x, w = data(2, 4, 3), data(3)
     assert_close(program(pxla_mlir.pmap)(x, w), program(vmap_as_pmap)(x, w))
+
+
+def test_pxla_mlir_jit_static_arguments_and_pytrees():
+    @pxla_mlir.jit
+    def scaled(params, x, k):
+        out = pxla_mlir.pmap(lambda p, v: lax.psum(v * p["w"], "i") + k, "i", in_axes=(None, 0))(params, x)
+        return {"out": out, "k": k * 2}
+
+    f = pxla_mlir.jit(scaled.__wrapped__, static_argnums=2)
+    x, w = data(8, 3), data(3)
+    got = f({"w": w}, x, 3)
+    want = jax.vmap(lambda v: lax.psum(v * w, "i") + 3, axis_name="i")(x)
+    assert_close(got["out"], want)
+    assert got["k"] == 6
+    before = {k: STATS[k] for k in ("traces", "compiles")}
+    f({"w": w}, x, 3)
+    assert {k: STATS[k] for k in before} == before
+    assert f({"w": w}, x, 4)["k"] == 8  # a new static value: one new program
+    assert STATS["compiles"] == before["compiles"] + 1

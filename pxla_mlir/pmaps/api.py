@@ -104,30 +104,13 @@ class PmapFunction:
     def _key(self, call: Call):
         return (call.in_tree, call.global_avals, call.in_axes, call.axis_size, call.static_args)
 
-    def _donated(self, call: Call, nargs: int) -> tuple:
-        """One donation flag per flat argument."""
-        donate = {n % nargs for n in self.donate_argnums} if nargs else set()
-        static = {n for n, _ in call.static_args}
-        positions = [i for i in range(nargs) if i not in static]
-        return tuple(i in donate for i, child in zip(positions, call.in_tree.children())
-                     for _ in range(child.num_leaves))
-
     def _trace(self, call: Call) -> Traced:
         key = self._key(call)
         traced = self._traces.get(key)
         if traced is not None:
             return traced
         STATS["traces"] += 1
-        static = dict(call.static_args)
-        store = {}
-
-        def flat_fun(*leaves):
-            dyn = iter(tree_util.tree_unflatten(call.in_tree, leaves))
-            nargs = len(static) + len(call.in_tree.children())
-            args = [static[i] if i in static else next(dyn) for i in range(nargs)]
-            flat_out, store["tree"] = tree_util.tree_flatten(self.fun(*args))
-            return flat_out
-
+        flat_fun, store = call.flat_function(self.fun)
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
             jaxpr = trace_body(flat_fun, call.shard_avals, self.axis_name, call.axis_size, debug)
@@ -151,7 +134,7 @@ class PmapFunction:
         traced = self._trace(call)
         outs = bind(traced.jaxpr, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
                     in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name, devices=self.devices,
-                    backend=self.backend, donated=self._donated(call, nargs), options=self.options)
+                    backend=self.backend, donated=call.donated(self.donate_argnums, nargs), options=self.options)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
     def _executable(self, call: Call, nargs: int) -> ShardedExecutable:
@@ -168,7 +151,7 @@ class PmapFunction:
             traced = self._trace(call)
             lowered = lower_traced(traced.jaxpr, axis_name=self.axis_name, axis_size=call.axis_size,
                                    in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name,
-                                   global_avals=call.global_avals, donated=self._donated(call, nargs),
+                                   global_avals=call.global_avals, donated=call.donated(self.donate_argnums, nargs),
                                    devices=self.devices, backend=self.backend, options=self.options)
             lowered.signature = (functools.partial(_flatten_like, call), traced.out_tree)
             self._lowered[key] = lowered

@@ -33,6 +33,29 @@ class Call:
         return [core.mapped_aval(self.axis_size, a, av) if a is not None else av
                 for av, a in zip(self.global_avals, self.in_axes)]
 
+    def flat_function(self, fun):
+        """``fun`` on flat dynamic leaves (statics put back in place), and a
+        dict whose "tree" is the output pytree once it has been traced."""
+        static = dict(self.static_args)
+        nargs = len(static) + len(self.in_tree.children())
+        store = {}
+
+        def flat_fun(*leaves):
+            dyn = iter(tree_util.tree_unflatten(self.in_tree, leaves))
+            args = [static[i] if i in static else next(dyn) for i in range(nargs)]
+            flat_out, store["tree"] = tree_util.tree_flatten(fun(*args))
+            return flat_out
+
+        return flat_fun, store
+
+    def donated(self, donate_argnums: tuple, nargs: int) -> tuple:
+        """One donation flag per flat argument (negative argnums count from the end)."""
+        donate = {n % nargs for n in donate_argnums} if nargs else set()
+        static = {n for n, _ in self.static_args}
+        positions = [i for i in range(nargs) if i not in static]
+        return tuple(i in donate for i, child in zip(positions, self.in_tree.children())
+                     for _ in range(child.num_leaves))
+
 
 def plain_aval(x) -> core.ShapedArray:
     """The aval of an argument, without the sharding a jax.Array carries."""

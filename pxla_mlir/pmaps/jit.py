@@ -17,8 +17,6 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from jax import tree_util
-
 from ..jax_internals import api_util, core
 from ..stages import STATS, Lowered, timed
 from ..tracing import trace_flat
@@ -67,26 +65,14 @@ class JitFunction:
         if lowered is not None:
             return lowered
         STATS["traces"] += 1
-        static = dict(call.static_args)
-        store = {}
-
-        def flat_fun(*leaves):
-            dyn = iter(tree_util.tree_unflatten(call.in_tree, leaves))
-            full = [static[i] if i in static else next(dyn) for i in range(len(static) + len(call.in_tree.children()))]
-            flat, store["tree"] = tree_util.tree_flatten(self.fun(*full))
-            return flat
-
+        flat_fun, store = call.flat_function(self.fun)
         debug = api_util.debug_info("pxla_mlir.jit", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
             jaxpr = trace_flat(flat_fun, call.global_avals, [], debug)
-        donate = {n % nargs for n in self.donate_argnums} if nargs else set()
-        positions = [i for i in range(nargs) if i not in static]
-        donated = tuple(i in donate for i, child in zip(positions, call.in_tree.children())
-                        for _ in range(child.num_leaves))
         lowered = lower_traced(jaxpr, axis_name=_JIT_AXIS, axis_size=1, in_axes=(None,) * len(call.flat_args),
                                out_axes=(None,) * len(jaxpr.out_avals), name=self.name,
-                               global_avals=call.global_avals, donated=donated, devices=self.devices,
-                               backend=self.backend, options=self.options, kind="jit")
+                               global_avals=call.global_avals, donated=call.donated(self.donate_argnums, nargs),
+                               devices=self.devices, backend=self.backend, options=self.options, kind="jit")
         lowered.signature = (functools.partial(_flatten_like, call), store["tree"])
         self._lowered[key] = lowered
         return lowered
