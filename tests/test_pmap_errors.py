@@ -6,7 +6,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.tracing import UnboundAxisError
+from pxla_mlir.tracing import HostCallbackError, UnboundAxisError
 
 
 def raises(exc, match, fn, *args):
@@ -116,3 +116,20 @@ def test_compiled_with_other_arguments():
     compiled = pxla_mlir.pmap(lambda x: x * 2).lower(np.zeros((8, 3), np.float32)).compile()
     raises(TypeError, r"argument of shape \(8, 4\) does not match the compiled float32\[8,3\]", compiled, np.zeros((8, 4), np.float32))
     raises(TypeError, r"compiled for arguments with structure", compiled, (np.zeros((8, 3)),))
+
+
+@pytest.mark.parametrize("callback", ["print", "pure", "in_cond"])
+def test_host_callbacks_are_refused_where_they_are_written(callback):
+    def body(x):
+        if callback == "print":
+            jax.debug.print("x={x}", x=x)
+        elif callback == "pure":
+            x = jax.pure_callback(lambda v: np.asarray(v), jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+        else:
+            x = lax.cond(x[0] > 0, lambda v: jax.pure_callback(lambda u: np.asarray(u), jax.ShapeDtypeStruct(
+                v.shape, v.dtype), v), lambda v: v, x)
+        return x * 2
+
+    with pytest.raises(HostCallbackError, match=r"(jax\.debug\.print|jax\.pure_callback) at .*test_pmap_errors\.py:"
+                                                r"\d+.*host callbacks are not supported inside pxla_mlir maps"):
+        pxla_mlir.pmap(body, "i")(np.ones((8, 2), np.float32))

@@ -244,3 +244,12 @@ def test_pxla_mlir_jit_static_arguments_and_pytrees():
     assert {k: STATS[k] for k in before} == before
     assert f({"w": w}, x, 4)["k"] == 8  # a new static value: one new program
     assert STATS["compiles"] == before["compiles"] + 1
+
+
+@pytest.mark.parametrize("transform", ["grad", "checkpoint", "vmap", "jacfwd"])
+def test_transformed_jaxprs_typecheck_under_jax_enable_checks(transform):
+    make, args = PROGRAMS["nested"]
+    args = args()
+    with jax.enable_checks(True):  # jax typechecks every jaxpr it builds, ours included
+        got = TRANSFORMS[transform](make(pxla_mlir.pmap), args)
+    assert_close(got, TRANSFORMS[transform](make(vmap_as_pmap), args))
