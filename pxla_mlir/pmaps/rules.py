@@ -68,11 +68,17 @@ def _split(xs, n):
     return xs[:n], xs[n:]
 
 
-def _rebind(p, jaxpr, args, *, name, **changes):
-    params = {k: v for k, v in p.items() if k not in ("jaxpr", "name", "in_axes", "out_axes", "donated")}
-    in_axes = changes.pop("in_axes", p["in_axes"])
-    return bind(jaxpr, args, name=name, in_axes=in_axes, out_axes=changes.pop("out_axes", p["out_axes"]),
-                donated=(False,) * len(in_axes), **params)
+def _derived(p, jaxpr, *, name, in_axes=None, out_axes=None) -> dict:
+    """The params of a pmap made from ``p`` by a rule: same axis, devices and
+    options; a new body; no donation (rules' inputs are not the caller's)."""
+    in_axes = p["in_axes"] if in_axes is None else tuple(in_axes)
+    out_axes = p["out_axes"] if out_axes is None else tuple(out_axes)
+    return dict(p, jaxpr=jaxpr, name=name, in_axes=in_axes, out_axes=out_axes, donated=(False,) * len(in_axes))
+
+
+def _rebind(p, jaxpr, args, *, name, **axes):
+    params = _derived(p, jaxpr, name=name, **axes)
+    return bind(params.pop("jaxpr"), args, **params)
 
 
 def _out_avals(p):
@@ -225,10 +231,8 @@ def _partial_eval(trace, *tracers, **p):
     known_vals, residuals = _split(outs, len(known_out))
     staged_in = [*map(trace.new_instantiated_const, residuals),
                  *(t for t, u in zip(tracers, unknowns) if u)]
-    base = {k: v for k, v in p.items() if k not in ("jaxpr", "name", "in_axes", "out_axes", "donated")}
-    in_s = (*(0,) * n_res, *unknown_in)
-    p_staged = dict(base, jaxpr=unknown, name=f"staged({p['name']})", in_axes=in_s,
-                    out_axes=tuple(unknown_out), donated=(False,) * len(in_s))
+    p_staged = _derived(p, unknown, name=f"staged({p['name']})", in_axes=(*(0,) * n_res, *unknown_in),
+                        out_axes=unknown_out)
     out_avals, effects = _abstract_eval(**p_staged)
     staged_out = [pe.JaxprTracer(trace, pe.PartialVal.unknown(a), None) for a in out_avals]
     eqn = pe.new_eqn_recipe(trace, staged_in, staged_out, pxla_pmap_p, p_staged, effects,
@@ -253,13 +257,12 @@ def _partial_eval_custom(saveable, unks_in, inst_in, eqn):
     _, ins_staged = part(inst_in, eqn.invars)
     outs_known, _ = part(unks_out, eqn.outvars)
     _, outs_staged = part(inst_out, eqn.outvars)
-    base = {k: v for k, v in p.items() if k not in ("jaxpr", "name", "in_axes", "out_axes", "donated")}
-    in_k = tuple(part(unks_in, p["in_axes"])[0])
-    in_s = (*(0,) * n_res, *part(inst_in, p["in_axes"])[1])
-    p_known = dict(base, jaxpr=core.ClosedJaxpr(known, ()), name=f"known({p['name']})", in_axes=in_k,
-                   out_axes=(*part(unks_out, p["out_axes"])[0], *(0,) * n_res), donated=(False,) * len(in_k))
-    p_staged = dict(base, jaxpr=core.ClosedJaxpr(staged, ()), name=f"staged({p['name']})", in_axes=in_s,
-                    out_axes=tuple(part(inst_out, p["out_axes"])[1]), donated=(False,) * len(in_s))
+    p_known = _derived(p, core.ClosedJaxpr(known, ()), name=f"known({p['name']})",
+                       in_axes=part(unks_in, p["in_axes"])[0],
+                       out_axes=(*part(unks_out, p["out_axes"])[0], *(0,) * n_res))
+    p_staged = _derived(p, core.ClosedJaxpr(staged, ()), name=f"staged({p['name']})",
+                        in_axes=(*(0,) * n_res, *part(inst_in, p["in_axes"])[1]),
+                        out_axes=part(inst_out, p["out_axes"])[1])
     new_var = core.gensym()
     res = [new_var(core.unmapped_aval(p["axis_size"], 0, v.aval)) for v in staged.invars[:n_res]]
     eqn_known = pe.new_jaxpr_eqn(ins_known, [*outs_known, *res], pxla_pmap_p, p_known,
