@@ -40,13 +40,13 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir import ir_utils
+from pxla_mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.ir.pxla_attrs import DIMS, SHARDING_SPEC, TILE_DIMS, mesh_of, parse_dims, string_value
 from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.pxla_attrs import mesh_of, parse_dims
 from pxla_mlir.sharding import HloSharding, ShardingSpec, ShardingSpecError
 from pxla_mlir.sharding.mesh import MeshError
 
-_PXLA_KEYS = ("pxla.dims", "pxla.sharding_spec", "pxla.tile_dims")
+_PXLA_KEYS = (DIMS, SHARDING_SPEC, TILE_DIMS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,26 +55,23 @@ class AnnotateShardingsPass(ModulePass):
     summary = "Turn pxla.dims / pxla.sharding_spec on function arguments and results into mhlo.sharding"
 
     def run(self, module):
-        replicas = ir_utils.int_attr(module, "mhlo.num_replicas", 1)
-        partitions = ir_utils.int_attr(module, "mhlo.num_partitions", 1)
+        replicas, partitions = pxla_attrs.device_counts(module)
         for fn in ir_utils.functions(module):
             self._annotate(fn, module, replicas, partitions)
 
     def _annotate(self, fn, module, replicas: int, partitions: int) -> None:
-        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        ftype = ir_utils.function_type(fn)
         for key, types in (("arg_attrs", ftype.inputs), ("res_attrs", ftype.results)):
             if key not in fn.attributes:
                 continue
-            new_dicts = []
-            for index, (d, t) in enumerate(zip(ir.ArrayAttr(fn.attributes[key]), types)):
-                entries = {a.name: a.attr for a in ir.DictAttr(d)}
+            dicts = ir_utils.boundary_attrs(fn, key)
+            for index, (entries, t) in enumerate(zip(dicts, types)):
                 what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"
-                if "pxla.tile_dims" in entries:
+                if TILE_DIMS in entries:
                     self._per_device(fn, module, entries, t, what, key == "arg_attrs", replicas, partitions)
                 elif any(k in entries for k in _PXLA_KEYS):
                     self._rewrite(fn, module, entries, t, what, key == "arg_attrs", index, replicas, partitions)
-                new_dicts.append(ir.DictAttr.get(entries))
-            fn.attributes[key] = ir.ArrayAttr.get(new_dicts)
+            ir_utils.set_boundary_attrs(fn, key, dicts)
 
     def _rewrite(self, fn, module, entries, type_, what, is_arg, index, replicas, partitions) -> None:
         if not isinstance(type_, ir.RankedTensorType):
@@ -82,11 +79,11 @@ class AnnotateShardingsPass(ModulePass):
         rank = ir.RankedTensorType(type_).rank
         shape = ir.RankedTensorType(type_).shape
         unspecified_config = None
-        if "pxla.dims" in entries and "pxla.sharding_spec" in entries:
-            raise PassError(fn, f"{what} has both pxla.dims and pxla.sharding_spec; keep one")
-        if "pxla.dims" in entries:
+        if DIMS in entries and SHARDING_SPEC in entries:
+            raise PassError(fn, f"{what} has both {DIMS} and {SHARDING_SPEC}; keep one")
+        if DIMS in entries:
             mesh = mesh_of(fn, module)
-            spec = parse_dims(entries.pop("pxla.dims"), rank, mesh, fn, what)
+            spec = parse_dims(entries.pop(DIMS), rank, mesh, fn, what)
             try:
                 mesh.tile_shape(shape, spec.mapping, what)
             except MeshError as e:
@@ -95,7 +92,7 @@ class AnnotateShardingsPass(ModulePass):
             devices = mesh.size
             unspecified_config = spec.backend_config()
         else:
-            text = ir.StringAttr(entries.pop("pxla.sharding_spec")).value
+            text = string_value(entries.pop(SHARDING_SPEC), SHARDING_SPEC, fn)
             try:
                 parsed = ShardingSpec.parse(text)
                 parsed.shard_shape(shape)
@@ -123,7 +120,9 @@ class AnnotateShardingsPass(ModulePass):
             raise PassError(fn, f"{what} is a per-device tile (pxla.tile_dims) in a partition-mode module; "
                                 f"run pxla-wrap-manual-main first to give @main global types")
         mesh = mesh_of(fn, module)
-        spec = parse_dims(entries.pop("pxla.tile_dims"), ir.RankedTensorType(type_).rank, mesh, fn, what)
+        if not isinstance(type_, ir.RankedTensorType):
+            raise PassError(fn, f"{what}: a per-device tile needs a ranked tensor, got {type_}")
+        spec = parse_dims(entries.pop(TILE_DIMS), ir.RankedTensorType(type_).rank, mesh, fn, what, TILE_DIMS)
         self._check_devices(fn, what, mesh.size, replicas, partitions)
         if is_arg and not spec.mapping and not spec.unspecified:
             entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)

@@ -45,8 +45,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir import collectives, ir_utils
-from pxla_mlir.collectives import GroupMode
+from pxla_mlir.ir import collectives, ir_utils, pxla_attrs
+from pxla_mlir.ir.collectives import GroupMode
 from pxla_mlir.pass_infra import ModulePass, PassError
 
 _SPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
@@ -59,8 +59,7 @@ class ConvertToReplicaModePass(ModulePass):
     summary = "Turn a partition-mode per-device MHLO module into the equivalent replica-mode module"
 
     def run(self, module):
-        replicas = ir_utils.int_attr(module, "mhlo.num_replicas", 1)
-        partitions = ir_utils.int_attr(module, "mhlo.num_partitions", 1)
+        replicas, partitions = pxla_attrs.device_counts(module)
         if partitions == 1:
             return  # already replica mode: nothing to convert
         if replicas != 1:
@@ -77,10 +76,9 @@ class ConvertToReplicaModePass(ModulePass):
                 with ir.InsertionPoint(op), op.location:
                     new = mhlo.ReplicaIdOp()
                 ir_utils.replace_op(op, [new.result])
-            elif op.name in collectives.COLLECTIVES:
+            elif op.name in collectives.MHLO_COLLECTIVES:
                 self._convert_collective(op, n)
-        ir_utils.set_i32_attr(module, "mhlo.num_replicas", n)
-        ir_utils.set_i32_attr(module, "mhlo.num_partitions", 1)
+        pxla_attrs.set_device_counts(module, n, 1)
 
     def _reject_spmd(self, ops) -> None:
         for op in ops:

@@ -36,14 +36,11 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir import ir_utils
+from pxla_mlir.ir import ir_utils
+from pxla_mlir.ir.pxla_attrs import (DIMS, FULL_TO_SHARD, MANUAL_AXES, SHARD_TO_FULL, mesh_of, parse_dims,
+                                     placeholder_target, string_list)
 from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.pxla_attrs import mesh_of, parse_dims, string_list
 from pxla_mlir.sharding.mesh import MeshError
-
-FULL_TO_SHARD = "pxla.full_to_shard"
-SHARD_TO_FULL = "pxla.shard_to_full"
-
 
 @dataclasses.dataclass(frozen=True)
 class ExpandManualShardingPass(ModulePass):
@@ -52,7 +49,7 @@ class ExpandManualShardingPass(ModulePass):
 
     def run(self, module):
         for op in ir_utils.walk(module):
-            target = ir_utils.custom_call_target(op)
+            target = placeholder_target(op)
             if target in (FULL_TO_SHARD, SHARD_TO_FULL):
                 self._expand(op, module, to_shard=target == FULL_TO_SHARD)
 
@@ -63,11 +60,11 @@ class ExpandManualShardingPass(ModulePass):
             (op.results[0].type, op.operands[0].type)
         full_t, tile_t = _ranked(full_t, op), _ranked(tile_t, op)
         mesh = mesh_of(op, module)
-        if "pxla.dims" not in op.attributes:
-            raise PassError(op, "missing pxla.dims (mesh axes per dimension, e.g. [[\"x\"], []])")
-        spec = parse_dims(op.attributes["pxla.dims"], full_t.rank, mesh, op, "full value")
-        manual = (string_list(op.attributes["pxla.manual_axes"], "pxla.manual_axes", op)
-                  if "pxla.manual_axes" in op.attributes else list(mesh.axis_names))
+        if DIMS not in op.attributes:
+            raise PassError(op, f"missing {DIMS} (mesh axes per dimension, e.g. [[\"x\"], []])")
+        spec = parse_dims(op.attributes[DIMS], full_t.rank, mesh, op, "full value")
+        manual = (string_list(op.attributes[MANUAL_AXES], MANUAL_AXES, op)
+                  if MANUAL_AXES in op.attributes else list(mesh.axis_names))
         try:
             full_sharding = mesh.hlo_sharding(full_t.rank, spec.mapping)
             manual_sharding = mesh.manual_sharding(full_t.rank, manual)

@@ -34,11 +34,9 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir import ir_utils, mhlo_build
+from pxla_mlir.ir import ir_utils, mhlo_build
+from pxla_mlir.ir.pxla_attrs import SHARD, Placeholder, placeholders
 from pxla_mlir.pass_infra import ModulePass
-from pxla_mlir.pmap_placeholders import Placeholder, placeholders
-
-TARGET = "pxla.shard"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +45,7 @@ class ExpandShardPass(ModulePass):
     summary = "Expand pxla.shard into this device's slice: dynamic_slice at (device_id / stride) % size, reshape"
 
     def run(self, module):
-        for p in placeholders(module, TARGET):
+        for p in placeholders(module, SHARD):
             expected = p.operand_shape[:p.axis] + p.operand_shape[p.axis + 1:]
             p.check(p.operand_shape[p.axis] == p.axis_size,
                     f"dimension {p.axis} of the operand has size {p.operand_shape[p.axis]}, but pxla.axis_size is "

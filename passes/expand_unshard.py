@@ -38,11 +38,9 @@ from typing import Literal
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir import ir_utils, mhlo_build
+from pxla_mlir.ir import ir_utils, mhlo_build
+from pxla_mlir.ir.pxla_attrs import UNSHARD, Placeholder, placeholders
 from pxla_mlir.pass_infra import ModulePass, option
-from pxla_mlir.pmap_placeholders import Placeholder, placeholders
-
-TARGET = "pxla.unshard"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +51,7 @@ class ExpandUnshardPass(ModulePass):
     strategy: Literal["all-gather", "all-reduce"] = option("all-gather", "how per-device values are collected")
 
     def run(self, module):
-        todo = placeholders(module, TARGET)
+        todo = placeholders(module, UNSHARD)
         if not todo:
             return
         handle = mhlo_build.next_channel_handle(module)

@@ -33,9 +33,9 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from pxla_mlir import ir_utils
+from pxla_mlir.ir import ir_utils
+from pxla_mlir.ir.pxla_attrs import SHARD, UNSHARD, Placeholder, placeholders
 from pxla_mlir.pass_infra import ModulePass
-from pxla_mlir.pmap_placeholders import Placeholder, placeholders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,9 +44,9 @@ class FoldShardOfUnshardPass(ModulePass):
     summary = "Fold pxla.shard(pxla.unshard(x)) to x when both use the same axis, size, stride and dimension"
 
     def run(self, module):
-        unshards = {u.op.operation: u for u in placeholders(module, "pxla.unshard")}
+        unshards = {u.op.operation: u for u in placeholders(module, UNSHARD)}
         folded = {}  # each unshard is erased at most once
-        for shard in placeholders(module, "pxla.shard"):
+        for shard in placeholders(module, SHARD):
             source = shard.op.operands[0]
             if not isinstance(source, ir.OpResult):
                 continue

@@ -35,7 +35,8 @@ import dataclasses
 
 import numpy as np
 
-from pxla_mlir import collectives, ir_utils
+from pxla_mlir.ir import collectives, ir_utils, pxla_attrs
+from pxla_mlir.ir.pxla_attrs import NUM_PARTITIONS, NUM_REPLICAS
 from pxla_mlir.pass_infra import ModulePass, PassError, option
 
 ALLOWED_DIALECTS = ("builtin", "func", "mhlo")
@@ -77,7 +78,7 @@ class VerifyHandoffPass(ModulePass):
                 unknown_dialect_seen.add(op.name)
                 how = _HOW_TO_REMOVE.get(dialect, "only builtin, func and mhlo ops can be handed to XLA")
                 self.error(op, f"'{op.name}' is not builtin/func/mhlo; {how}")
-            elif op.name in collectives.COLLECTIVES:
+            elif op.name in collectives.MHLO_COLLECTIVES:
                 self._check_collective(op, replicas, partitions)
             elif op.name == "mhlo.replica_id" and replicas == 1 and partitions > 1:
                 self.warn(op, "replica_id is always 0 in a module with num_replicas = 1; "
@@ -87,23 +88,16 @@ class VerifyHandoffPass(ModulePass):
                               "did you mean replica_id?")
 
     def _device_counts(self, module) -> tuple[int, int]:
-        counts = []
-        for attr, expected in (("mhlo.num_replicas", self.num_replicas),
-                               ("mhlo.num_partitions", self.num_partitions)):
+        for attr in (NUM_REPLICAS, NUM_PARTITIONS):
             if attr not in module.attributes:
                 raise PassError(module, f"module has no '{attr}' attribute; XLA needs "
                                         f"'{attr} = N : i32' on the module to compile it")
-            try:
-                value = ir_utils.int_attr(module, attr)
-            except ValueError:
-                raise PassError(module, f"'{attr}' must be an integer attribute, got "
-                                        f"{module.attributes[attr]}") from None
-            if value < 1:
-                raise PassError(module, f"'{attr}' must be positive, got {value}")
+        counts = pxla_attrs.device_counts(module)
+        for attr, value, expected in zip((NUM_REPLICAS, NUM_PARTITIONS), counts,
+                                         (self.num_replicas, self.num_partitions)):
             if expected and value != expected:
                 raise PassError(module, f"'{attr}' is {value} but {expected} was expected")
-            counts.append(value)
-        return counts[0], counts[1]
+        return counts
 
     def _check_collective(self, op, replicas: int, partitions: int) -> None:
         mode = collectives.group_mode(op)

@@ -38,9 +38,9 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, mhlo
 
-from pxla_mlir import ir_utils
+from pxla_mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.ir.pxla_attrs import DIMS, FULL_TO_SHARD, SHARD_TO_FULL, TILE_DIMS, mesh_of, parse_dims
 from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.pxla_attrs import mesh_of, parse_dims
 from pxla_mlir.sharding.mesh import MeshError
 
 BODY = "main_per_device"
@@ -52,19 +52,19 @@ class WrapManualMainPass(ModulePass):
     summary = "Wrap the per-device @main into a global @main made of one manual region (partition mode)"
 
     def run(self, module):
-        main = next((f for f in ir_utils.functions(module) if ir_utils.str_attr(f, "sym_name") == "main"), None)
+        main = ir_utils.find_function(module, "main")
         if main is None:
             raise PassError(module, "no func.func @main to wrap")
         mesh = mesh_of(main, module)
-        devices = ir_utils.int_attr(module, "mhlo.num_partitions", 1) * ir_utils.int_attr(module, "mhlo.num_replicas", 1)
-        if devices != mesh.size or ir_utils.int_attr(module, "mhlo.num_replicas", 1) != 1:
+        replicas, partitions = pxla_attrs.device_counts(module)
+        if partitions != mesh.size or replicas != 1:
             raise PassError(module, f"pxla.mesh has {mesh.size} devices; the module must be in partition mode with "
                                     f"mhlo.num_partitions = {mesh.size} and mhlo.num_replicas = 1")
-        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        ftype = ir_utils.function_type(main)
         ins = [self._boundary(main, mesh, d, t, f"argument {i}")
-               for i, (d, t) in enumerate(zip(_attr_dicts(main, "arg_attrs", len(ftype.inputs)), ftype.inputs))]
+               for i, (d, t) in enumerate(zip(ir_utils.boundary_attrs(main, "arg_attrs"), ftype.inputs))]
         outs = [self._boundary(main, mesh, d, t, f"result {i}")
-                for i, (d, t) in enumerate(zip(_attr_dicts(main, "res_attrs", len(ftype.results)), ftype.results))]
+                for i, (d, t) in enumerate(zip(ir_utils.boundary_attrs(main, "res_attrs"), ftype.results))]
         main.attributes["sym_name"] = ir.StringAttr.get(BODY)
         main.attributes["sym_visibility"] = ir.StringAttr.get("private")
         for key in ("arg_attrs", "res_attrs"):
@@ -77,18 +77,18 @@ class WrapManualMainPass(ModulePass):
             wrapper.res_attrs = ir.ArrayAttr.get([b.global_attrs() for b in outs])
             entry = wrapper.add_entry_block()
             with ir.InsertionPoint(entry):
-                tiles = [b.convert("pxla.full_to_shard", a, b.tile_type) for b, a in zip(ins, entry.arguments)]
+                tiles = [b.convert(FULL_TO_SHARD, a, b.tile_type) for b, a in zip(ins, entry.arguments)]
                 call = func.CallOp([b.tile_type for b in outs], ir.FlatSymbolRefAttr.get(BODY), tiles)
-                func.ReturnOp([b.convert("pxla.shard_to_full", r, b.global_type) for b, r in zip(outs, call.results)])
+                func.ReturnOp([b.convert(SHARD_TO_FULL, r, b.global_type) for b, r in zip(outs, call.results)])
 
     def _boundary(self, main, mesh, attrs: dict, tile_type, what) -> "_Boundary":
         if not isinstance(tile_type, ir.RankedTensorType):
             raise PassError(main, f"{what} of @main is {tile_type}; only ranked tensors can be tiled")
-        dims_attr = attrs.pop("pxla.tile_dims", None)
+        dims_attr = attrs.pop(TILE_DIMS, None)
         rank = tile_type.rank
         if dims_attr is None:
-            dims_attr = ir.ArrayAttr.get([ir.ArrayAttr.get([]) for _ in range(rank)])
-        spec = parse_dims(dims_attr, rank, mesh, main, what)
+            dims_attr = pxla_attrs.dims_attr([()] * rank)
+        spec = parse_dims(dims_attr, rank, mesh, main, what, TILE_DIMS)
         try:
             shape = mesh.untile_shape(tile_type.shape, spec.mapping, what)
         except MeshError as e:
@@ -104,15 +104,10 @@ class _Boundary:
     other_attrs: dict
 
     def global_attrs(self) -> ir.DictAttr:
-        return ir.DictAttr.get({**self.other_attrs, "pxla.dims": self.dims_attr})
+        return ir.DictAttr.get({**self.other_attrs, DIMS: self.dims_attr})
 
     def convert(self, target: str, value: ir.Value, result_type: ir.Type) -> ir.Value:
         op = mhlo.CustomCallOp([result_type], [value], target)
-        op.attributes["pxla.dims"] = self.dims_attr
+        op.attributes[DIMS] = self.dims_attr
         return op.result
 
-
-def _attr_dicts(fn, key: str, count: int) -> list[dict]:
-    if key not in fn.attributes:
-        return [{} for _ in range(count)]
-    return [{a.name: a.attr for a in ir.DictAttr(d)} for d in ir.ArrayAttr(fn.attributes[key])]

@@ -16,7 +16,7 @@ _LAZY = {
     "pmap": ("pxla_mlir.pmaps", "pmap"),
     "xmap": ("pxla_mlir.xmaps", "xmap"),
     "jit": ("pxla_mlir.pmaps.jit", "jit"),
-    "PmapInsideJitWarning": ("pxla_mlir.pmaps.rules", "PmapInsideJitWarning"),
+    "PmapInsideJitWarning": ("pxla_mlir.pmaps", "PmapInsideJitWarning"),
     "example_args": ("pxla_mlir.targets", "example_args"),
     "Mesh": ("pxla_mlir.sharding", "Mesh"),
     "AbstractMesh": ("pxla_mlir.sharding", "AbstractMesh"),

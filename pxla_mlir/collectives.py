@@ -1,64 +1,69 @@
-"""What the device ids in an MHLO collective mean, following XLA's
-``CollectiveOpGroupMode``.
+"""Every collective pxla_mlir knows, in one table (the jax layer).
 
-=====================================  ==================  ====================
-channel_handle / use_global_device_ids  group mode          ids index
-=====================================  ==================  ====================
-absent / -                             cross-replica       replicas
-present / false (all_reduce family)    cross-replica-and-  replicas (each group
-                                       partition           spans all partitions)
-present / true                         flattened-id        replica*P + partition
-present / not an attribute of the op   cross-partition     partitions
-(all_to_all, collective_permute,
-collective_broadcast)
-=====================================  ==================  ====================
+One entry per jax primitive says:
+
+* ``axes_param``: the parameter naming its axes (``axes`` or ``axis_name``);
+* ``agrees``: whether its result is the same on every device of those axes
+  (psum, pmax, pmin, all_gather). Otherwise the result varies along them
+  (ppermute, axis_index, ...); with ``axis_index_groups`` nothing agrees.
+  :mod:`.invariance` uses it for ``out_axes=None`` and xmap's output checks;
+* ``xmap``: how xmap re-binds it on the substituted axes of its names
+  (:mod:`.xmaps.rewrites`), or None for a primitive xmap binds unchanged;
+* ``mhlo``: the MHLO collectives jax lowers it to. Passes recognise those by
+  their op names and read their device groups through the jax-free
+  :mod:`.ir.collectives` (``tests/test_collectives.py`` checks that every
+  name here is one it knows).
+
+Adding a collective is one entry here, plus a rule in ``xmaps/rewrites.py``
+when vmap cannot split it over a mix of local and device axes.
 """
 
 from __future__ import annotations
 
-import enum
+import dataclasses
+from typing import Callable
 
-from jaxlib.mlir import ir
+from .xmaps import rewrites
 
-from .ir_utils import dense_to_numpy
-
-#: Ops whose ``use_global_device_ids`` is a real (boolean) attribute.
-WITH_GLOBAL_IDS = ("mhlo.all_reduce", "mhlo.all_gather", "mhlo.reduce_scatter")
-#: Ops whose channel makes them cross-partition.
-CROSS_PARTITION_WITH_CHANNEL = ("mhlo.all_to_all", "mhlo.collective_permute", "mhlo.collective_broadcast")
-COLLECTIVES = WITH_GLOBAL_IDS + CROSS_PARTITION_WITH_CHANNEL
+__all__ = ["Collective", "COLLECTIVES", "CALL_JAXPR_PARAMS", "axes_of"]
 
 
-class GroupMode(enum.Enum):
-    CROSS_REPLICA = "cross-replica"
-    CROSS_PARTITION = "cross-partition"
-    CROSS_REPLICA_AND_PARTITION = "cross-replica-and-partition"
-    FLATTENED_ID = "flattened-id"
+@dataclasses.dataclass(frozen=True)
+class Collective:
+    primitive: str
+    axes_param: str
+    agrees: bool
+    xmap: Callable | None
+    mhlo: tuple[str, ...] = ()
 
 
-def group_mode(op: ir.Operation) -> GroupMode:
-    if "channel_handle" not in op.attributes:
-        return GroupMode.CROSS_REPLICA
-    if op.name in CROSS_PARTITION_WITH_CHANNEL:
-        return GroupMode.CROSS_PARTITION
-    if "use_global_device_ids" in op.attributes:
-        return GroupMode.FLATTENED_ID
-    return GroupMode.CROSS_REPLICA_AND_PARTITION
+COLLECTIVES: dict[str, Collective] = {c.primitive: c for c in (
+    Collective("psum", "axes", True, rewrites.rebind, ("mhlo.all_reduce",)),
+    Collective("pmax", "axes", True, rewrites.rebind, ("mhlo.all_reduce",)),
+    Collective("pmin", "axes", True, rewrites.rebind, ("mhlo.all_reduce",)),
+    Collective("all_gather", "axis_name", True, rewrites.all_gather, ("mhlo.all_gather",)),
+    Collective("axis_index", "axis_name", False, rewrites.axis_index),
+    Collective("ppermute", "axis_name", False, rewrites.ppermute, ("mhlo.collective_permute",)),
+    Collective("all_to_all", "axis_name", False, rewrites.all_to_all, ("mhlo.all_to_all",)),
+    Collective("reduce_scatter", "axis_name", False, rewrites.psum_scatter, ("mhlo.reduce_scatter",)),
+    # Varying-manual-axes bookkeeping of jax's shard_map; treated as varying.
+    Collective("pbroadcast", "axis_name", False, None),
+    Collective("psum_invariant", "axes", False, None, ("mhlo.all_reduce",)),
+    Collective("pvary", "axes", False, None),
+    Collective("all_gather_invariant", "axis_name", False, None, ("mhlo.all_gather",)),
+)}
+
+#: Call-like primitives and the parameter holding their body (analysed or
+#: inlined where they appear, instead of being treated as opaque).
+CALL_JAXPR_PARAMS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+                     "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "remat": "jaxpr",
+                     "checkpoint": "jaxpr"}
 
 
-def id_count(mode: GroupMode, num_replicas: int, num_partitions: int) -> int:
-    """How many distinct ids the groups of a collective in ``mode`` range over."""
-    if mode is GroupMode.CROSS_PARTITION:
-        return num_partitions
-    if mode is GroupMode.FLATTENED_ID:
-        return num_replicas * num_partitions
-    return num_replicas
-
-
-def groups_attr_name(op: ir.Operation) -> str:
-    return "source_target_pairs" if op.name == "mhlo.collective_permute" else "replica_groups"
-
-
-def groups(op: ir.Operation):
-    """The op's replica groups (or source/target pairs) as a 2-d int64 array."""
-    return dense_to_numpy(op.attributes[groups_attr_name(op)])
+def axes_of(eqn) -> tuple:
+    """The named axes a collective uses (() for every other primitive)."""
+    entry = COLLECTIVES.get(eqn.primitive.name)
+    if entry is None or entry.axes_param not in eqn.params:
+        return ()
+    names = eqn.params[entry.axes_param]
+    return tuple(names) if isinstance(names, (tuple, list)) else (names,)

@@ -9,12 +9,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from . import jax_internals
-from .ir_utils import int_attr
-
-
-def device_counts(module: ir.Module) -> tuple[int, int]:
-    op = module.operation
-    return int_attr(op, "mhlo.num_replicas", 1), int_attr(op, "mhlo.num_partitions", 1)
+from .ir.pxla_attrs import device_counts
 
 
 def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None):
@@ -23,7 +18,7 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     Partition-mode modules compile with XLA's SPMD partitioner (on CPU a
     multi-partition program always needs it).
     """
-    replicas, partitions = device_counts(module)
+    replicas, partitions = device_counts(module.operation)
     if len(devices) != replicas * partitions:
         raise ValueError(f"the module needs {replicas * partitions} devices (num_replicas = {replicas}, "
                          f"num_partitions = {partitions}), got {len(devices)}")

@@ -17,9 +17,10 @@ from typing import Any, Callable, Sequence
 
 from jaxlib.mlir import ir
 
-from .context import make_context
+from .ir.context import make_context
 from .pass_infra import Pipeline, PipelineSyntaxError, run_pipeline
 from .pass_infra.options import split_top_level
+from .pipelines import PmapPipeline, XmapPipeline
 from .targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
 
 STAGES = ("pxla", "mhlo", "xla")  # plus "after:<pass>"
@@ -62,14 +63,15 @@ def _mapped(fn: Callable, opts: MapOptions) -> Any:
             kw["in_axes"] = literal(opts.in_axes, "--in-axes")
         if opts.out_axes is not None:
             kw["out_axes"] = literal(opts.out_axes, "--out-axes")
-        return pmap(fn, opts.axis_name, mode=opts.mode or "replica", unshard=opts.unshard or "all-gather", **kw)
+        return pmap(fn, opts.axis_name, mode=opts.mode or PmapPipeline.mode,
+                    unshard=opts.unshard or PmapPipeline.unshard, **kw)
     if opts.map == "xmap":
         if opts.in_axes is None or opts.out_axes is None:
             raise TargetError("--map xmap needs --in-axes and --out-axes (e.g. \"['batch', ...]\")")
         return xmap(fn, literal(opts.in_axes, "--in-axes"), literal(opts.out_axes, "--out-axes"),
                     axis_resources=literal(opts.axis_resources, "--axis-resources") if opts.axis_resources else {},
                     axis_sizes=literal(opts.axis_sizes, "--axis-sizes") if opts.axis_sizes else {},
-                    lowering=opts.lowering or "replica")
+                    lowering=opts.lowering or XmapPipeline.lowering)
     raise TargetError(f"--map must be pmap or xmap, got {opts.map!r}")
 
 
@@ -131,9 +133,10 @@ def elementary_steps(pipeline: Pipeline) -> list:
 
 
 def step_name(step) -> str:
+    """A pass's argument; for a nested pass (``func.func(cse)``) the inner one."""
     if not isinstance(step, str):
         return step.argument
-    return re.match(r"[\w.\-]+", step).group(0)
+    return re.findall(r"[\w.\-]+", step.rpartition("(")[2])[0]
 
 
 def run_stepwise(module_text: str, pipeline_text: str, *, stop_after: str | None = None,

@@ -17,32 +17,12 @@ mesh resources.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from typing import Callable
 
+from .collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
 from .jax_internals import core
 
-_REDUCING = {"psum", "pmax", "pmin", "all_gather"}
-#: Primitives whose ``axes``/``axis_name`` are named axes (others, like
-#: reduce_sum, use the same parameter names for positional axes).
-COLLECTIVES = _REDUCING | {"ppermute", "all_to_all", "reduce_scatter", "axis_index", "pbroadcast", "psum_invariant",
-                           "pvary", "all_gather_invariant"}
-_CALL_JAXPR_PARAMS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
-                      "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "remat": "jaxpr",
-                      "checkpoint": "jaxpr"}
-
 Names = frozenset
-
-
-def axes_of(eqn) -> tuple:
-    """The named axes a collective uses (() for every other primitive)."""
-    if eqn.primitive.name not in COLLECTIVES:
-        return ()
-    params = eqn.params
-    for key in ("axes", "axis_name"):
-        if key in params:
-            names = params[key]
-            return tuple(names) if isinstance(names, (tuple, list)) else (names,)
-    return ()
 
 
 def _jaxpr(sub):
@@ -72,16 +52,16 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
         union = Names().union(*ins)
         axes = set(axes_of(eqn))
         name = eqn.primitive.name
-        if axes and name not in _CALL_JAXPR_PARAMS:
+        if axes and name not in CALL_JAXPR_PARAMS:
             grouped = eqn.params.get("axis_index_groups") is not None
-            if name in _REDUCING and not grouped:
+            if COLLECTIVES[name].agrees and not grouped:
                 outs = [union - axes] * len(eqn.outvars)
             else:
                 outs = [union | axes] * len(eqn.outvars)
         elif name in _CONTROL_FLOW:
             outs = _CONTROL_FLOW[name](eqn, ins, on_value)
-        elif name in _CALL_JAXPR_PARAMS and _CALL_JAXPR_PARAMS[name] in eqn.params:
-            sub = _jaxpr(eqn.params[_CALL_JAXPR_PARAMS[name]])
+        elif name in CALL_JAXPR_PARAMS and CALL_JAXPR_PARAMS[name] in eqn.params:
+            sub = _jaxpr(eqn.params[CALL_JAXPR_PARAMS[name]])
             outs = named_shapes(sub, ins, on_value) if len(sub.invars) == len(ins) \
                 else [union | _mentioned(sub)] * len(eqn.outvars)
         else:

@@ -2,6 +2,11 @@
 
 A pipeline's ``elements()`` returns pipeline text; the comments say why the
 order is what it is. ``pxla-opt --dump-pass-pipeline`` shows the expansion.
+
+The pipelines' typed options are the single declaration of pmap's ``mode``
+and ``unshard`` and xmap's ``lowering``: the Python API validates against
+them (:func:`configure`), the command line takes its choices from them, and
+an instance is the options value itself (``PmapPipeline(mode="partition")``).
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ import dataclasses
 from typing import Literal
 
 from .pass_infra import NamedPipeline, option
+from .pass_infra.options import choices, configure
+
+__all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "choices", "configure"]
 
 #: jaxlib's legalization of jax's StableHLO/CHLO output to MHLO.
 LEGALIZE_TO_MHLO = "func.func(chlo-legalize-to-hlo),stablehlo-legalize-to-hlo"
@@ -38,16 +46,17 @@ class PmapPipeline(NamedPipeline):
     """pmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs."""
 
     argument = "pxla-pmap-pipeline"
-    summary = "Expand nested-pmap placeholders, then make replica-mode or partition-mode MHLO for XLA"
+    summary = "Legalize pmap's pxla form to MHLO, expand nested-pmap placeholders, make replica- or partition-mode MHLO"
 
     mode: Literal["replica", "partition"] = option("replica", "run devices as replicas (2022 pmap) or partitions")
     unshard: Literal["all-gather", "all-reduce"] = option("all-gather", "how nested pmap outputs are collected")
 
     def elements(self) -> str:
-        # Values passed unchanged from one pmap to the next need no
-        # collective. Placeholders then expand into partition-mode code, so
-        # the mode conversion below sees (and converts) their collectives too.
-        steps = ["pxla-fold-shard-of-unshard", "pxla-expand-shard", f"pxla-expand-unshard{{strategy={self.unshard}}}"]
+        # Import leaves jax's StableHLO/CHLO: legalize first. Values passed
+        # unchanged from one pmap to the next need no collective.
+        # Placeholders then expand into partition-mode code, so the mode
+        # conversion below sees (and converts) their collectives too.
+        steps = [LEGALIZE_TO_MHLO, "pxla-fold-shard-of-unshard", "pxla-expand-shard", f"pxla-expand-unshard{{strategy={self.unshard}}}"]
         if self.mode == "replica":
             steps += ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
         else:
@@ -62,16 +71,17 @@ class XmapPipeline(NamedPipeline):
     """xmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs."""
 
     argument = "pxla-xmap-pipeline"
-    summary = "Make replica-mode, manual-SPMD or vectorized-SPMD MHLO from an imported xmap"
+    summary = "Legalize xmap's pxla form to MHLO, make replica-mode, manual-SPMD or vectorized-SPMD MHLO"
 
     lowering: Literal["replica", "manual", "vectorize"] = option(
         "replica", "devices as replicas, one SPMD manual region, or the global view for XLA's partitioner")
 
     def elements(self) -> str:
+        steps = [LEGALIZE_TO_MHLO]  # import leaves jax's StableHLO/CHLO
         if self.lowering == "replica":
-            steps = ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
+            steps += ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
         elif self.lowering == "manual":
-            steps = ["pxla-wrap-manual-main", "pxla-expand-manual-sharding", "pxla-annotate-shardings"]
+            steps += ["pxla-wrap-manual-main", "pxla-expand-manual-sharding", "pxla-annotate-shardings"]
         else:  # the global view only needs its boundary shardings
-            steps = ["pxla-annotate-shardings"]
+            steps += ["pxla-annotate-shardings"]
         return ",".join(steps + ["canonicalize", "cse", "symbol-dce", "pxla-verify-handoff"])

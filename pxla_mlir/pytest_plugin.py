@@ -36,7 +36,7 @@ class Golden:
             return
         if not path.exists():
             pytest.fail(f"golden file {path} does not exist; create it with pytest --update-goldens", pytrace=False)
-        from .mlir_diff import diff
+        from .ir.mlir_diff import diff
 
         expected = path.read_text()
         if name.endswith(".mlir"):

@@ -18,9 +18,7 @@ from typing import Sequence
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .compile import compile_module
 from .jax_internals import array_result_handler, batched_device_put, core
 
 #: Un-completed launches allowed before the oldest is waited for.
@@ -46,36 +44,18 @@ def wait_for_launches() -> None:
         token.block_until_ready()
 
 
-class DeviceLayout:
-    """Where each global argument/result lives: the pmap axis over the
-    devices' first mesh dimension, replicated over the rest."""
-
-    def __init__(self, devices: Sequence, axis_size: int, label: str):
-        self.devices = list(devices)
-        self.axis_size = axis_size
-        self.replication = len(self.devices) // axis_size
-        self.label = label
-        self.mesh = Mesh(np.array(self.devices, dtype=object).reshape(axis_size, self.replication),
-                         (label, "_pxla_rep"))
-        self._replicated = NamedSharding(self.mesh, PartitionSpec())
-
-    def sharding(self, axis: int | None, ndim: int) -> NamedSharding:
-        if axis is None:
-            return self._replicated
-        return NamedSharding(self.mesh, PartitionSpec(*[self.label if d == axis else None for d in range(ndim)]))
-
-
 class ShardedExecutable:
-    """A compiled module and everything needed to call it with global arrays
-    laid out by ``in_shardings`` (NamedShardings over ``devices``, in the
+    """An XLA executable and everything needed to call it with global arrays
+    laid out by ``in_shardings`` (shardings over ``devices``, in the
     executable's device order)."""
 
-    def __init__(self, module, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals):
+    def __init__(self, xla, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals,
+                 keepalive=None):
+        self.xla = xla
         self.devices = list(devices)
-        self.xla = compile_module(module, self.devices)
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
-        self.keepalive = None  # what must outlive the executable (set by the caller)
+        self.keepalive = keepalive  # what must outlive the executable (jax's lowering keepalive)
         self._pieces = [_piece_indices(s, av.shape, self.devices) for s, av in zip(self.in_shardings, self.in_avals)]
         self._handlers = [array_result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
 

@@ -1,24 +1,30 @@
 """The stages of a map: ``Lowered`` (MHLO) and ``Compiled`` (an executable).
 
-Both pmap and xmap import a module in "pxla form", then a ``Lowered`` runs
-the pass pipeline on it; ``compile()`` hands the result to XLA.
+pmap, xmap and ``pxla_mlir.jit`` import a module in "pxla form" and build a
+``Lowered`` from it together with everything a call needs: the devices, the
+global avals and shardings of the flat inputs and outputs, and the call
+signature (how arguments flatten, how outputs unflatten). ``Lowered`` runs
+the pass pipeline; ``compile()`` hands the result to XLA and wraps the
+executable for calls.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import tempfile
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from jax import tree_util
 from jaxlib.mlir import ir
 
+from .compile import compile_module
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
 
-__all__ = ["Lowered", "Compiled", "STATS", "TIMINGS", "timed"]
+__all__ = ["Signature", "Lowered", "Compiled", "STATS", "TIMINGS", "timed"]
 
 #: Counts of the expensive steps, for tests and benchmarks.
 STATS: collections.Counter = collections.Counter()
@@ -36,12 +42,45 @@ def timed(step: str):
         TIMINGS[step] += time.perf_counter() - start
 
 
-class Lowered:
-    """A map lowered to MHLO: the pxla form from import, and the final module."""
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """How a call's arguments become the flat inputs, and flat outputs a pytree.
 
-    def __init__(self, module: ir.Module, pipeline: str, devices: Sequence,
-                 make_executable: Callable[[ir.Module, list], ShardedExecutable], *, keepalive: Any = None,
-                 consts: Sequence = ()):
+    ``in_tree`` is the pytree of the dynamic arguments (the positional
+    arguments without ``static_argnums``).
+    """
+
+    in_tree: Any
+    out_tree: Any
+    static_argnums: tuple[int, ...] = ()
+
+    @classmethod
+    def flat(cls, n_in: int, n_out: int) -> "Signature":
+        """Flat leaves in, a list of leaves out."""
+        return cls(tree_util.tree_structure((0,) * n_in), tree_util.tree_structure([0] * n_out))
+
+    def flatten(self, args: Sequence) -> list:
+        static = set(self.static_argnums)
+        leaves, tree = tree_util.tree_flatten(tuple(a for i, a in enumerate(args) if i not in static))
+        if tree != self.in_tree:
+            raise TypeError(f"compiled for arguments with structure {self.in_tree}, got {tree}")
+        return leaves
+
+    def unflatten(self, outs: Sequence):
+        return tree_util.tree_unflatten(self.out_tree, outs)
+
+
+class Lowered:
+    """A map lowered to MHLO: the pxla form from import, the final module, and
+    the layout of its flat inputs and outputs on ``devices``.
+
+    ``consts`` are values hoisted out of the body: the first flat inputs,
+    supplied by ``Compiled`` itself (``in_avals``/``in_shardings`` include them).
+    """
+
+    def __init__(self, module: ir.Module, *, pipeline: str, devices: Sequence, in_avals: Sequence,
+                 out_avals: Sequence, in_shardings: Sequence, out_shardings: Sequence, signature: Signature,
+                 consts: Sequence = (), keepalive: Any = None):
         STATS["lowerings"] += 1
         self.pipeline = pipeline
         self._imported = module.operation.clone()  # printed only if asked for
@@ -51,11 +90,12 @@ class Lowered:
         except PipelineFailure as e:
             raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
         self._module = module
-        self._devices = list(devices)
-        self._make_executable = make_executable
+        self.devices = tuple(devices)
+        self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
+        self.in_shardings, self.out_shardings = tuple(in_shardings), tuple(out_shardings)
+        self.signature = signature
+        self.consts = tuple(consts)
         self._keepalive = keepalive
-        self._consts = list(consts)
-        self.signature: tuple | None = None  # (flatten(args) -> leaves, out_tree), set by the map
         self._compiled: Compiled | None = None
 
     def as_text(self, *, debug_info: bool = False) -> str:
@@ -69,17 +109,15 @@ class Lowered:
     def mhlo(self) -> ir.Module:
         return self._module
 
-    @property
-    def devices(self) -> list:
-        return list(self._devices)
-
     def compile(self) -> "Compiled":
         if self._compiled is None:
             STATS["compiles"] += 1
             with timed("compile"):
-                exe = self._make_executable(self._module, self._devices)
-            exe.keepalive = self._keepalive
-            self._compiled = Compiled(exe, self._consts, self.signature)
+                xla = compile_module(self._module, self.devices)
+            exe = ShardedExecutable(xla, self.devices, in_shardings=self.in_shardings,
+                                    out_shardings=self.out_shardings, in_avals=self.in_avals,
+                                    out_avals=self.out_avals, keepalive=self._keepalive)
+            self._compiled = Compiled(exe, self.consts, self.signature)
         return self._compiled
 
 
@@ -92,35 +130,21 @@ def _save(text: str) -> str:
 class Compiled:
     """A compiled map; call it with arguments like those it was lowered for."""
 
-    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature):
-        self._executable = _WithConsts(executable, consts) if consts else executable
-        self._signature = signature
+    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
+        self.executable = executable
+        self.signature = signature
+        self._consts = list(consts)
 
     def __call__(self, *args):
-        if self._signature is None:
-            raise TypeError("this Compiled object was made without a signature; call .call_flat(leaves)")
-        flatten, out_tree = self._signature
-        return tree_util.tree_unflatten(out_tree, self._executable(flatten(args)))
+        return self.signature.unflatten(self.call_flat(self.signature.flatten(args)))
 
     def call_flat(self, leaves: Sequence) -> list:
-        return self._executable(list(leaves))
+        """Runs on flat dynamic inputs (without the hoisted constants)."""
+        return self.executable(self._consts + list(leaves) if self._consts else leaves)
 
     def as_text(self) -> str:
         """XLA's optimized HLO."""
-        return self._executable.hlo_text()
+        return self.executable.hlo_text()
 
     def cost_analysis(self):
-        return self._executable.cost_analysis()
-
-
-class _WithConsts:
-    """An executable whose first arguments are hoisted constants."""
-
-    def __init__(self, exe: ShardedExecutable, consts: Sequence):
-        self._exe, self._consts = exe, list(consts)
-
-    def __call__(self, flat_args):
-        return self._exe(self._consts + list(flat_args))
-
-    def __getattr__(self, name):
-        return getattr(self._exe, name)
+        return self.executable.cost_analysis()

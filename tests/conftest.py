@@ -16,7 +16,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def ctx():
-    from pxla_mlir.context import make_context
+    from pxla_mlir.ir.context import make_context
 
     return make_context()
 

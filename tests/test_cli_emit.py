@@ -61,10 +61,14 @@ def test_stages_dumps_and_dialects(tmp_path):
     dumps = tmp_path / "dumps"
     assert cli("emit", NESTED, "--dump-dir", dumps).returncode == 0
     names = sorted(p.name for p in dumps.iterdir())
-    assert names[:3] == ["00_input.mlir", "01_pxla-fold-shard-of-unshard.mlir", "02_pxla-expand-shard.mlir"]
+    assert names[:5] == ["00_input.mlir", "01_chlo-legalize-to-hlo.mlir", "02_stablehlo-legalize-to-hlo.mlir",
+                         "03_pxla-fold-shard-of-unshard.mlir", "04_pxla-expand-shard.mlir"]
     assert names[-1].endswith("_pxla-verify-handoff.mlir")
-    custom = cli("emit", NESTED, "--pipeline", "builtin.module(pxla-expand-shard,pxla-expand-unshard{strategy=all-reduce})")
+    custom = cli("emit", NESTED, "--pipeline", "builtin.module(stablehlo-legalize-to-hlo,pxla-expand-shard,"
+                                               "pxla-expand-unshard{strategy=all-reduce})")
     assert "dynamic_update_slice" in custom.stdout and "partition_id" in custom.stdout
+    unlegalized = cli("emit", NESTED, "--pipeline", "builtin.module(pxla-expand-shard)")
+    assert unlegalized.returncode == 1 and "legalize the module to MHLO first" in unlegalized.stderr
 
 
 def test_plain_function_with_map_flags(tmp_path):
@@ -92,7 +96,7 @@ def test_run_prints_timings_and_outputs():
     (("emit", NESTED, "--arg", "f32[8,x]"), "bad argument shape 'f32[8,x]'"),
     (("emit", NESTED, "--arg", "float[8]"), "bad argument shape 'float[8]'"),
     (("emit", NESTED, "--stage", "optimized"), "unknown stage 'optimized'"),
-    (("emit", NESTED, "--stage", "after:pxla-nope"), "unknown stage 'after:pxla-nope': the pipeline runs pxla-fold-shard-of-unshard, pxla-expand-shard"),
+    (("emit", NESTED, "--stage", "after:pxla-nope"), "unknown stage 'after:pxla-nope': the pipeline runs chlo-legalize-to-hlo, stablehlo-legalize-to-hlo, pxla-fold-shard-of-unshard"),
     (("emit", NESTED, "--pipeline", "builtin.module(nope)"), "bad --pipeline: unknown pass or pipeline 'nope'"),
     (("emit", NESTED, "--lowering", "manual"), "pmap has no option 'lowering' (pmap takes --mode/--unshard"),
     (("emit", "json:dumps", "--arg", "f32[2]"), "is a plain function: give --map pmap or --map xmap"),

@@ -9,7 +9,7 @@ import pytest
 from jaxlib.mlir import ir
 
 from conftest import REPO
-from pxla_mlir.diagnostics import DiagnosticCollector, PxlaWarning
+from pxla_mlir.ir.diagnostics import DiagnosticCollector, PxlaWarning
 from pxla_mlir.pass_infra import ModulePass, PassError, Pipeline, PipelineFailure, PipelineSyntaxError, run_pipeline
 
 PARTITION_MODE = (REPO / "test" / "lit" / "Inputs" / "partition_mode.mlir").read_text()

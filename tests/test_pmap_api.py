@@ -10,7 +10,7 @@ import numpy as np
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.ir_utils import walk
+from pxla_mlir.ir.ir_utils import walk
 from pxla_mlir.pmaps import STATS
 
 

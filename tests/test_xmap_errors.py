@@ -108,5 +108,5 @@ def test_called_on_tracers():
 
 
 def test_bad_lowering_name():
-    with pytest.raises(ValueError, match=r"lowering must be one of replica, manual, vectorize, got 'spmd'"):
+    with pytest.raises(ValueError, match=r"lowering must be 'replica', 'manual' or 'vectorize', got 'spmd'"):
         pxla_mlir.xmap(lambda a: a, ["b", ...], ["b", ...], lowering="spmd")

@@ -22,22 +22,13 @@ from typing import Any, ClassVar, Iterable
 
 from jaxlib.mlir import ir
 
-from .. import diagnostics
+from ..ir import diagnostics
+from ..ir.diagnostics import PassError
 from .options import format_options, option_fields, parse_options
 
 __all__ = ["ModulePass", "NamedPipeline", "PassError"]
 
 Where = Any  # ir.Operation | ir.OpView | ir.Value | ir.Location | None
-
-
-class PassError(Exception):
-    """A located failure of a pass: ``raise PassError(op, "what, and how to fix")``."""
-
-    def __init__(self, where: Where, message: str, notes: Iterable[tuple[Where, str]] = ()):
-        super().__init__(message)
-        self.where = where
-        self.message = message
-        self.notes = tuple(notes)
 
 
 def location(where: Where, fallback: ir.Location | None = None) -> ir.Location:
@@ -146,3 +137,7 @@ class NamedPipeline(_Configurable):
     def elements(self) -> str:
         """The pipeline elements as text, e.g. ``"pxla-a{k=v},canonicalize"``."""
         raise NotImplementedError
+
+    def anchored(self) -> str:
+        """This pipeline as a whole pass pipeline: ``builtin.module(<spec>)``."""
+        return f"builtin.module({self.spec()})"

@@ -13,7 +13,8 @@ import dataclasses
 import typing
 from typing import Any, Literal
 
-__all__ = ["OptionError", "option", "option_fields", "parse_options", "format_options", "split_top_level"]
+__all__ = ["OptionError", "option", "option_fields", "parse_options", "format_options", "split_top_level",
+           "choices", "configure"]
 
 
 class OptionError(ValueError):
@@ -152,3 +153,26 @@ def format_options(obj) -> str:
     if not infos:
         return ""
     return "{" + " ".join(f"{i.name}={_format_value(getattr(obj, i.field))}" for i in infos) + "}"
+
+
+def choices(cls, name: str) -> tuple[str, ...]:
+    """The values a ``Literal`` option of ``cls`` accepts (``name`` in kebab or snake case)."""
+    info = next((i for i in option_fields(cls) if name in (i.name, i.field)), None)
+    if info is None or typing.get_origin(info.type) is not Literal:
+        raise KeyError(f"{cls.__name__} has no choice option {name!r}")
+    return typing.get_args(info.type)
+
+
+def _one_of(values: tuple) -> str:
+    quoted = [repr(v) for v in values]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def configure(cls, **values):
+    """``cls(**values)`` for Python callers, with each choice checked:
+    ``ValueError("mode must be 'replica' or 'partition', got 'spmd'")``."""
+    for field, value in values.items():
+        allowed = choices(cls, field)
+        if value not in allowed:
+            raise ValueError(f"{field} must be {_one_of(allowed)}, got {value!r}")
+    return cls(**values)

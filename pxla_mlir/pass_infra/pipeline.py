@@ -20,7 +20,7 @@ from typing import Union
 
 from jaxlib.mlir import ir, passmanager
 
-from ..diagnostics import DiagnosticCollector
+from ..ir.diagnostics import DiagnosticCollector
 from . import registry
 from .base import ModulePass
 from .options import OptionError, option_fields
@@ -179,7 +179,7 @@ class Pipeline:
 
 @functools.cache
 def _cached_pipeline(text: str) -> Pipeline:
-    from ..context import make_context
+    from ..ir.context import make_context
 
     return Pipeline.parse(text, make_context())
 

@@ -17,20 +17,18 @@ import dataclasses
 import functools
 import itertools
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-import jax
 from jax import tree_util
 
 from ..invariance import varying_outputs
-from ..jax_internals import api_util, core, pe
-from ..lru import LRU
-from ..runtime import DeviceLayout, ShardedExecutable
+from ..jax_internals import api_util, core
+from ..pipelines import PmapPipeline, configure
 from ..stages import STATS, Compiled, Lowered, timed
 from ..tracing import trace_flat
 from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
-from .importer import import_pmap, mesh_axis_label
-from .primitive import PmapOptions, bind, pxla_pmap_p, replicas_needed
+from .lower import lower_traced
+from .primitive import bind
 
 __all__ = ["pmap", "PmapFunction", "Lowered", "Compiled", "STATS"]
 
@@ -45,10 +43,6 @@ class Traced:
     out_tree: Any
     out_axes: tuple
     name: str
-
-
-def trace_body(flat_fun: Callable, shard_avals, axis_name, axis_size: int, debug_info) -> core.ClosedJaxpr:
-    return trace_flat(flat_fun, shard_avals, [(axis_name, axis_size)], debug_info)
 
 
 def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> None:
@@ -75,10 +69,7 @@ class PmapFunction:
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
                           devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
                           mode=mode, unshard=unshard)
-        if mode not in ("replica", "partition"):
-            raise ValueError(f"mode must be 'replica' or 'partition', got {mode!r}")
-        if unshard not in ("all-gather", "all-reduce"):
-            raise ValueError(f"unshard must be 'all-gather' or 'all-reduce', got {unshard!r}")
+        self.options = configure(PmapPipeline, mode=mode, unshard=unshard)
         self.fun = fun
         self.axis_name = axis_name if axis_name is not None else f"_pxla_unnamed{next(_unnamed)}"
         self.in_axes, self.out_axes = in_axes, out_axes
@@ -88,11 +79,10 @@ class PmapFunction:
         self.devices = tuple(devices) if devices is not None else None
         self.backend = backend
         self.axis_size = axis_size
-        self.options = PmapOptions(mode, unshard)
         self.name = getattr(fun, "__name__", "fun")
         self._traces: dict = {}
         self._lowered: dict = {}
-        self._executables: dict = {}
+        self._compiled: dict = {}
         self._lock = threading.RLock()
         functools.update_wrapper(self, fun, updated=())  # never merge fun.__dict__ into ours
 
@@ -113,7 +103,7 @@ class PmapFunction:
         flat_fun, store = call.flat_function(self.fun)
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
-            jaxpr = trace_body(flat_fun, call.shard_avals, self.axis_name, call.axis_size, debug)
+            jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name)
         check_out_axes_none(traced, [a is not None for a in call.in_axes], self.axis_name)
@@ -125,10 +115,10 @@ class PmapFunction:
         call = self._examine(args, kwargs)
         if any(isinstance(x, core.Tracer) for x in call.flat_args):
             return self._bind(call, len(args))
-        exe = self._executables.get(self._key(call))
-        if exe is None:
-            exe = self._executable(call, len(args))
-        return tree_util.tree_unflatten(self._traces[self._key(call)].out_tree, exe(call.flat_args))
+        compiled = self._compiled.get(self._key(call))
+        if compiled is None:
+            compiled = self._compile(call, len(args))
+        return compiled.signature.unflatten(compiled.call_flat(call.flat_args))
 
     def _bind(self, call: Call, nargs: int):
         traced = self._trace(call)
@@ -137,12 +127,12 @@ class PmapFunction:
                     backend=self.backend, donated=call.donated(self.donate_argnums, nargs), options=self.options)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
-    def _executable(self, call: Call, nargs: int) -> ShardedExecutable:
+    def _compile(self, call: Call, nargs: int) -> Compiled:
         with self._lock:
             key = self._key(call)
-            if key not in self._executables:
-                self._executables[key] = self._lower(call, nargs).compile()._executable
-            return self._executables[key]
+            if key not in self._compiled:
+                self._compiled[key] = self._lower(call, nargs).compile()
+            return self._compiled[key]
 
     def _lower(self, call: Call, nargs: int) -> "Lowered":
         key = self._key(call)
@@ -152,8 +142,8 @@ class PmapFunction:
             lowered = lower_traced(traced.jaxpr, axis_name=self.axis_name, axis_size=call.axis_size,
                                    in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name,
                                    global_avals=call.global_avals, donated=call.donated(self.donate_argnums, nargs),
-                                   devices=self.devices, backend=self.backend, options=self.options)
-            lowered.signature = (functools.partial(_flatten_like, call), traced.out_tree)
+                                   devices=self.devices, backend=self.backend, options=self.options,
+                                   signature=call.signature(traced.out_tree))
             self._lowered[key] = lowered
         return lowered
 
@@ -172,20 +162,12 @@ class PmapFunction:
     def clear_cache(self) -> None:
         self._traces.clear()
         self._lowered.clear()
-        self._executables.clear()
-
-
-def _flatten_like(call: Call, args) -> list:
-    static = {n for n, _ in call.static_args}
-    leaves, tree = tree_util.tree_flatten(tuple(a for i, a in enumerate(args) if i not in static))
-    if tree != call.in_tree:
-        raise TypeError(f"compiled for arguments with structure {call.in_tree}, got {tree}")
-    return leaves
+        self._compiled.clear()
 
 
 def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, backend=None, axis_size=None, donate_argnums=(), mode: str = "replica",
-         unshard: str = "all-gather"):
+         devices=None, backend=None, axis_size=None, donate_argnums=(), mode: str = PmapPipeline.mode,
+         unshard: str = PmapPipeline.unshard):
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
     device, like ``jax.pmap``; collectives over ``axis_name`` work inside, and
     pmaps nest.
@@ -204,85 +186,3 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
     return PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes,
                         static_broadcasted_argnums=static_broadcasted_argnums, devices=devices, backend=backend,
                         axis_size=axis_size, donate_argnums=donate_argnums, mode=mode, unshard=unshard)
-
-
-# -- lowering and compiling -------------------------------------------------------------
-
-def _devices_for(n: int, devices, backend) -> list:
-    if devices is not None:
-        if len(devices) != n:
-            raise PmapUsageError(f"pmap was given {len(devices)} devices, but the computation needs {n} "
-                                 f"(the product of the pmap axis sizes); pass exactly {n} devices")
-        return list(devices)
-    available = jax.local_devices(backend=backend)
-    if n > len(available):
-        raise PmapUsageError(f"the computation needs {n} devices (the product of the pmap axis sizes), but "
-                             f"only {len(available)} {available[0].platform.upper()} devices are available"
-                             + (f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} before "
-                                f"importing jax)" if available[0].platform == "cpu" else ""))
-    return available[:n]
-
-
-def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name, global_avals,
-                 donated, devices, backend, options: PmapOptions, consts: Sequence = (), kind: str = "pmap") -> Lowered:
-    """Imports a traced pmap and runs the pmap pipeline on it."""
-    if jaxpr.consts:  # hoist closed-over constants into broadcast arguments
-        hoisted = pe.convert_constvars_jaxpr(jaxpr.jaxpr)
-        n = len(jaxpr.consts)
-        const_avals = tuple(core.shaped_abstractify(c) for c in jaxpr.consts)
-        return lower_traced(core.ClosedJaxpr(hoisted, ()), axis_name=axis_name, axis_size=axis_size,
-                            in_axes=(None,) * n + tuple(in_axes), out_axes=out_axes, name=name,
-                            global_avals=const_avals + tuple(global_avals), donated=(False,) * n + tuple(donated),
-                            devices=devices, backend=backend, options=options, consts=jaxpr.consts, kind=kind)
-    nreps = axis_size * replicas_needed(jaxpr)
-    devs = _devices_for(nreps, devices, backend)
-    with timed("import"):
-        imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                               out_axes=out_axes, name=name, global_avals=global_avals, donated=donated,
-                               platform=devs[0].platform, kind=kind)
-    out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
-                 for av, a in zip(jaxpr.out_avals, out_axes)]
-    make = functools.partial(pmap_executable, axis_size=axis_size, label=mesh_axis_label(axis_name),
-                             in_axes=in_axes, out_axes=out_axes, in_avals=global_avals, out_avals=out_avals)
-    return Lowered(imported.module, options.pipeline(), devs, make, keepalive=imported.keepalive, consts=consts)
-
-
-def pmap_executable(module, devices, *, axis_size: int, label: str, in_axes, out_axes, in_avals,
-                    out_avals) -> ShardedExecutable:
-    """Mapped values sit on the pmap axis (the devices' first mesh dimension)."""
-    layout = DeviceLayout(devices, axis_size, label)
-    return ShardedExecutable(
-        module, devices, in_shardings=[layout.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
-        out_shardings=[layout.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)],
-        in_avals=in_avals, out_avals=out_avals)
-
-
-# -- the primitive's impl: a pmap bound with concrete arguments ------------------------------
-
-_impl_cache = LRU(256)  # compiled programs of bound (transformed) pmaps
-_impl_lock = threading.Lock()
-
-
-def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options):
-    avals = tuple(core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type)
-                  for a in map(core.shaped_abstractify, args))
-    params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
-    with _impl_lock:
-        # Transformation rules reuse their bodies (see rules._memo): try identity
-        # first; rebuilt bodies fall back to their text.
-        fast = (id(jaxpr), params)
-        hit = _impl_cache.get(fast)
-        compiled = hit[1] if hit is not None and hit[0] is jaxpr else None
-        if compiled is None:
-            key = (str(jaxpr), params)
-            compiled = _impl_cache.get(key)
-            if compiled is None:
-                lowered = lower_traced(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                                       out_axes=out_axes, name=name, global_avals=avals, donated=donated,
-                                       devices=devices, backend=backend, options=options)
-                compiled = _impl_cache[key] = lowered.compile()
-            _impl_cache[fast] = (jaxpr, compiled)
-    return compiled.call_flat(args)
-
-
-pxla_pmap_p.def_impl(_impl)

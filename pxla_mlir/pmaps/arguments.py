@@ -11,6 +11,7 @@ import numpy as np
 from jax import tree_util
 
 from ..jax_internals import api_util, core
+from ..stages import Signature
 
 __all__ = ["Call", "examine_call", "flatten_out_axes", "plain_aval"]
 
@@ -47,6 +48,9 @@ class Call:
             return flat_out
 
         return flat_fun, store
+
+    def signature(self, out_tree) -> Signature:
+        return Signature(self.in_tree, out_tree, tuple(n for n, _ in self.static_args))
 
     def donated(self, donate_argnums: tuple, nargs: int) -> tuple:
         """One donation flag per flat argument (negative argnums count from the end)."""

@@ -18,24 +18,24 @@ import functools
 from typing import Callable
 
 from ..jax_internals import api_util, core
+from ..pipelines import PmapPipeline, configure
 from ..stages import STATS, Lowered, timed
 from ..tracing import trace_flat
-from .api import _flatten_like, lower_traced
 from .arguments import Call, examine_call
-from .primitive import PmapOptions
+from .lower import lower_traced
 
 _JIT_AXIS = "_pxla_jit"
 
 
 class JitFunction:
     def __init__(self, fun: Callable, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-                 mode: str = "replica", unshard: str = "all-gather"):
+                 mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard):
         self.fun = fun
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self.devices = tuple(devices) if devices is not None else None
         self.backend = backend
-        self.options = PmapOptions(mode, unshard)
+        self.options = configure(PmapPipeline, mode=mode, unshard=unshard)
         self.name = getattr(fun, "__name__", "fun")
         self._lowered: dict = {}
         functools.update_wrapper(self, fun, updated=())
@@ -72,14 +72,14 @@ class JitFunction:
         lowered = lower_traced(jaxpr, axis_name=_JIT_AXIS, axis_size=1, in_axes=(None,) * len(call.flat_args),
                                out_axes=(None,) * len(jaxpr.out_avals), name=self.name,
                                global_avals=call.global_avals, donated=call.donated(self.donate_argnums, nargs),
-                               devices=self.devices, backend=self.backend, options=self.options, kind="jit")
-        lowered.signature = (functools.partial(_flatten_like, call), store["tree"])
+                               devices=self.devices, backend=self.backend, options=self.options,
+                               signature=call.signature(store["tree"]), kind="jit")
         self._lowered[key] = lowered
         return lowered
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-        mode: str = "replica", unshard: str = "all-gather"):
+        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard):
     """Compiles ``fun`` (which may call pxla_mlir.pmap, at any depth) into one
     program over the devices its pmaps need; see the module docs."""
     if fun is None:

@@ -1,29 +1,30 @@
 """The ``pxla_pmap`` primitive: a pmap as one equation of a jaxpr.
 
-Binding it at the top level runs the compiled program (the impl); inside an
-outer pmap's trace it is staged, and its lowering rule emits the
-``@pxla.shard`` / ``@pxla.unshard`` placeholders around the inner body, so a
-nested pmap becomes part of the outer pmap's module (2022 semantics: one
-program over the product of the axis sizes).
+Binding it at the top level runs the compiled program (the impl, in
+:mod:`.api`); inside an outer pmap's trace it is staged, and its lowering
+rule (:mod:`.lowering`) emits the ``@pxla.shard`` / ``@pxla.unshard``
+placeholders around the inner body, so a nested pmap becomes part of the
+outer pmap's module (2022 semantics: one program over the product of the
+axis sizes). Transformation rules live in :mod:`.rules`; ``pmaps/__init__``
+wires all of them.
 
 Params: ``jaxpr`` (the per-shard body, a ClosedJaxpr without consts),
 ``axis_name``, ``axis_size``, ``in_axes``/``out_axes`` (tuples of int or
 None), ``name``, and the top-level-only ``devices``, ``backend``,
-``donated`` (tuple of bool) and ``options`` (a PmapOptions).
+``donated`` (tuple of bool) and ``options`` (a ``PmapPipeline``: mode and
+unshard strategy).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Any
 
 from jax.extend.core import Primitive
-from jaxlib.mlir import ir
 
-from ..jax_internals import core, jax_mlir, pe, sharding_impls_mesh, spmd_axis_context
+from ..jax_internals import core, pe
+from ..pipelines import PmapPipeline
 
-__all__ = ["pxla_pmap_p", "PmapOptions", "bind", "REP_AXIS", "replicas_needed", "extend_mesh"]
+__all__ = ["pxla_pmap_p", "bind", "abstract_eval", "REP_AXIS", "replicas_needed", "extend_mesh"]
 
 #: Name of the anonymous trailing mesh axis: devices used by inner pmaps.
 REP_AXIS = "_pxla_rep"
@@ -32,19 +33,8 @@ pxla_pmap_p = Primitive("pxla_pmap")
 pxla_pmap_p.multiple_results = True
 
 
-@dataclasses.dataclass(frozen=True)
-class PmapOptions:
-    """How a top-level pmap is lowered (pxla_mlir's own knobs)."""
-
-    mode: str = "replica"  # "replica" | "partition"
-    unshard: str = "all-gather"  # "all-gather" | "all-reduce"
-
-    def pipeline(self) -> str:
-        return f"builtin.module(pxla-pmap-pipeline{{mode={self.mode} unshard={self.unshard}}})"
-
-
 def bind(closed: core.ClosedJaxpr, args, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
-         devices=None, backend=None, donated=None, options: PmapOptions | None = None):
+         devices=None, backend=None, donated=None, options: PmapPipeline | None = None):
     """Binds pxla_pmap_p; consts of ``closed`` become broadcast operands, so the
     lowering never sees constvars and closures over outer tracers are legal."""
     args, in_axes = list(args), tuple(in_axes)
@@ -58,17 +48,17 @@ def bind(closed: core.ClosedJaxpr, args, *, axis_name, axis_size: int, in_axes, 
         closed = core.ClosedJaxpr(jaxpr, ())
     return pxla_pmap_p.bind(*args, jaxpr=closed, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                             out_axes=tuple(out_axes), name=name, devices=devices, backend=backend,
-                            donated=donated, options=options or PmapOptions())
+                            donated=donated, options=options or PmapPipeline())
 
 
-def _abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, **_):
+def abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, **_):
     outs = [core.unmapped_aval(axis_size, a, av) if a is not None else av
             for av, a in zip(jaxpr.out_avals, out_axes)]
     # The pmap binds its own axis; outer axis names used inside stay visible.
     return outs, core.filter_named_axis_effects(jaxpr.effects, {axis_name})
 
 
-pxla_pmap_p.def_effectful_abstract_eval(_abstract_eval)
+pxla_pmap_p.def_effectful_abstract_eval(abstract_eval)
 
 
 def _typecheck(_ctx_factory, *in_atoms, jaxpr, axis_name, axis_size, in_axes, out_axes, **params):
@@ -79,7 +69,7 @@ def _typecheck(_ctx_factory, *in_atoms, jaxpr, axis_name, axis_size, in_axes, ou
     # jax would check the body without this pmap's axis bound.
     with core.extend_axis_env_nd([(axis_name, axis_size)]):
         core.check_jaxpr(jaxpr.jaxpr)
-    return _abstract_eval(jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
+    return abstract_eval(jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                           out_axes=out_axes)
 
 
@@ -118,58 +108,3 @@ def extend_mesh(names: tuple, sizes: tuple, axis_name, axis_size: int) -> tuple[
     if trailing > 1:
         names, sizes = names + (REP_AXIS,), sizes + (trailing,)
     return names, sizes, trailing
-
-
-def _i64(v: int) -> ir.Attribute:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(v))
-
-
-def _placeholder(target: str, x, out_aval, mctx, *, axis, axis_size, axis_name, stride):
-    attrs = {"pxla.axis": _i64(axis), "pxla.axis_size": _i64(axis_size), "pxla.stride": _i64(stride),
-             "pxla.axis_name": ir.StringAttr.get(str(axis_name))}
-    op = jax_mlir.custom_call(target, result_types=[jax_mlir.aval_to_ir_type(mctx, out_aval)], operands=[x],
-                              extra_attributes=attrs)
-    return op.result
-
-
-class UnsupportedContext(NotImplementedError):
-    """pxla_pmap lowered where there are no devices to map over (e.g. inside jax.jit)."""
-
-
-#: Lowering outside pxla_mlir's own modules (jax.jit): set by the jit
-#: integration; None means "raise a clear error".
-FOREIGN_CONTEXT_RULE: dict[str, Any] = {"rule": None}
-
-
-def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend,
-              donated, options):
-    mctx = ctx.module_context
-    mesh = sharding_impls_mesh(mctx.axis_context)
-    if mesh is None:
-        rule = FOREIGN_CONTEXT_RULE["rule"]
-        if rule is None:
-            raise UnsupportedContext(
-                f"pxla_mlir.pmap {name!r} cannot be lowered inside jax.jit or another jax transformation that "
-                f"compiles with jax's own pipeline; use pxla_mlir.jit, or call the pmap outside jax.jit")
-        return rule(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                    out_axes=out_axes, name=name)
-    if devices is not None:
-        raise ValueError(f"nested pmap {name!r} was given devices=; only the outermost pmap chooses devices")
-    names, sizes, stride = extend_mesh(tuple(mesh.axis_names), tuple(mesh.axis_sizes), axis_name, axis_size)
-    # A fresh lowering cache: jax's cache key ignores the axis context.
-    sub_ctx = mctx.replace(axis_context=spmd_axis_context(names, sizes), lowering_cache={})
-    kw = dict(axis_size=axis_size, axis_name=axis_name, stride=stride)
-    body_in = [x if a is None else _placeholder("pxla.shard", x, bav, mctx, axis=a, **kw)
-               for x, a, bav in zip(in_nodes, in_axes, jaxpr.in_avals)]
-    with core.extend_axis_env_nd([(axis_name, axis_size)]):
-        outs, tokens_out = jax_mlir.jaxpr_subcomp(
-            sub_ctx, jaxpr.jaxpr, ctx.name_stack.extend(f"pmap({name})"), ctx.tokens_in, (), *body_in,
-            dim_var_values=ctx.dim_var_values, const_lowering=ctx.const_lowering,
-            outer_traceback=ctx.traceback)
-    ctx.set_tokens_out(tokens_out)
-    return [y if a is None else _placeholder("pxla.unshard", y, oav, mctx, axis=a, **kw)
-            for y, a, oav in zip(outs, out_axes, ctx.avals_out)]
-
-
-# cacheable=False: the lowering cache key ignores the axis context.
-jax_mlir.register_lowering(pxla_pmap_p, _lowering, cacheable=False)

@@ -1,5 +1,6 @@
 """Transformation rules of the ``pxla_pmap`` primitive: jvp, linearize,
-transpose, batching, checkpoint (partial eval), and ``jax.jit``.
+transpose, batching and checkpoint (partial eval); :func:`register` installs
+them in jax's tables.
 
 The body is a ClosedJaxpr, so each rule transforms it with jax's own
 jaxpr-to-jaxpr functions (``ad.jvp_jaxpr``, ``ad.linearize_jaxpr``,
@@ -9,24 +10,20 @@ as a new pmap: forward and backward programs both run through pxla_mlir's
 pipeline. Residuals leave the devices mapped on axis 0 (as 2022 did).
 Transformed bodies are memoized by body identity, so a repeated
 ``jax.grad(... pmap ...)`` call reuses them (and their compiled programs).
-
-Inside ``jax.jit`` (jax's own pipeline, no replicas) a pmap runs as
-``jax.vmap`` over its axis on jit's devices, with a one-time warning;
-``pxla_mlir.jit`` keeps the devices.
 """
 
 from __future__ import annotations
 
-import warnings
-
-import jax
 from jax.dtypes import float0
 from jax.lax import psum
 
-from ..jax_internals import ad, batching, core, jax_mlir, pe
+from ..jax_internals import ad, api_util, batching, core, pe
 from ..jax_internals import source_info_util as jax_source_info
 from ..lru import LRU
-from .primitive import FOREIGN_CONTEXT_RULE, _abstract_eval, bind, pxla_pmap_p
+from ..tracing import trace_flat
+from .primitive import abstract_eval, bind, pxla_pmap_p
+
+__all__ = ["register"]
 
 _MEMO = LRU(512)
 
@@ -82,7 +79,7 @@ def _rebind(p, jaxpr, args, *, name, **axes):
 
 
 def _out_avals(p):
-    return _abstract_eval(jaxpr=p["jaxpr"], axis_name=p["axis_name"], axis_size=p["axis_size"],
+    return abstract_eval(jaxpr=p["jaxpr"], axis_name=p["axis_name"], axis_size=p["axis_size"],
                           in_axes=p["in_axes"], out_axes=p["out_axes"])[0]
 
 
@@ -102,9 +99,6 @@ def _jvp(primals, tangents, **p):
     primal_out, tangent_out = _split(outs, len(p["out_axes"]))
     it = iter(tangent_out)
     return primal_out, [next(it) if n else ad.Zero(a.to_tangent_aval()) for n, a in zip(nz_out, _out_avals(p))]
-
-
-ad.primitive_jvps[pxla_pmap_p] = _jvp
 
 
 # -- reverse mode: linearize + transpose ----------------------------------------------------
@@ -132,9 +126,6 @@ def _linearize(is_vjp, nzs, *primals, **p):
     return primal_out, nzs_out, residuals, tangent_fun
 
 
-ad.primitive_linearizations[pxla_pmap_p] = _linearize
-
-
 def _transpose(cts, *args, **p):
     jaxpr, in_axes, out_axes, size = p["jaxpr"], p["in_axes"], p["out_axes"], p["axis_size"]
     # A replicated output's cotangent reaches every device; the body's psum
@@ -159,10 +150,8 @@ def _transpose(cts, *args, **p):
 
         avals = [*(a for a, lin in zip(jaxpr.in_avals, linear) if not lin),
                  *(a.to_tangent_aval() for a, n in zip(jaxpr.out_avals, ct_nz) if n)]
-        from .api import trace_body  # noqa: PLC0415 (api imports this module)
-
-        debug = jax_debug_info(f"transpose({p['name']})", len(avals))
-        return trace_body(body, avals, p["axis_name"], size, debug)
+        debug = api_util.debug_info(f"transpose({p['name']})", lambda *a: a, tuple(range(len(avals))), {})
+        return trace_flat(body, avals, [(p["axis_name"], size)], debug)
 
     transposed = _memo(("transpose", _Ident(jaxpr), linear, ct_nz), build)
     outs = _rebind(p, transposed, (*residuals, *_sel(cts, ct_nz)), name=f"transpose({p['name']})",
@@ -170,15 +159,6 @@ def _transpose(cts, *args, **p):
                    out_axes=tuple(a for a, lin in zip(in_axes, linear) if lin))
     it = iter(outs)
     return [next(it) if lin else None for lin in linear]
-
-
-ad.primitive_transposes[pxla_pmap_p] = _transpose
-
-
-def jax_debug_info(name: str, n: int):
-    from ..jax_internals import api_util
-
-    return api_util.debug_info(name, lambda *a: a, tuple(range(n)), {})
 
 
 # -- vmap -------------------------------------------------------------------------------------
@@ -203,9 +183,6 @@ def _batcher(axis_data, vals, dims, **p):
     outs = _rebind(p, batched, vals, name=f"vmap({p['name']})", in_axes=tuple(new_in),
                    out_axes=tuple(a + 1 if (b and a is not None) else a for a, b in zip(p["out_axes"], out_batched)))
     return outs, [0 if b else None for b in out_batched]
-
-
-batching.fancy_primitive_batchers[pxla_pmap_p] = _batcher
 
 
 # -- partial eval: known inputs run now, the rest is staged ---------------------------------------
@@ -233,16 +210,13 @@ def _partial_eval(trace, *tracers, **p):
                  *(t for t, u in zip(tracers, unknowns) if u)]
     p_staged = _derived(p, unknown, name=f"staged({p['name']})", in_axes=(*(0,) * n_res, *unknown_in),
                         out_axes=unknown_out)
-    out_avals, effects = _abstract_eval(**p_staged)
+    out_avals, effects = abstract_eval(**p_staged)
     staged_out = [pe.JaxprTracer(trace, pe.PartialVal.unknown(a), None) for a in out_avals]
     eqn = pe.new_eqn_recipe(trace, staged_in, staged_out, pxla_pmap_p, p_staged, effects,
                             jax_source_info.current())
     for t in staged_out:
         t.recipe = eqn
     return pe.merge_lists(out_unknowns, known_vals, staged_out)
-
-
-pe.custom_partial_eval_rules[pxla_pmap_p] = _partial_eval
 
 
 # -- jax.checkpoint (partial eval with a saveable policy) -----------------------------------------
@@ -266,37 +240,17 @@ def _partial_eval_custom(saveable, unks_in, inst_in, eqn):
     new_var = core.gensym()
     res = [new_var(core.unmapped_aval(p["axis_size"], 0, v.aval)) for v in staged.invars[:n_res]]
     eqn_known = pe.new_jaxpr_eqn(ins_known, [*outs_known, *res], pxla_pmap_p, p_known,
-                                 _abstract_eval(**p_known)[1], eqn.source_info, eqn.ctx)
+                                 abstract_eval(**p_known)[1], eqn.source_info, eqn.ctx)
     eqn_staged = pe.new_jaxpr_eqn([*res, *ins_staged], outs_staged, pxla_pmap_p, p_staged,
-                                  _abstract_eval(**p_staged)[1], eqn.source_info, eqn.ctx)
+                                  abstract_eval(**p_staged)[1], eqn.source_info, eqn.ctx)
     new_inst = [x for x, i in zip(eqn.invars, inst_in) if type(x) is core.Var and not i]
     return eqn_known, eqn_staged, unks_out, inst_out, new_inst + res
 
 
-pe.partial_eval_jaxpr_custom_rules[pxla_pmap_p] = _partial_eval_custom
-
-
-# -- inside jax.jit ---------------------------------------------------------------------------------
-
-class PmapInsideJitWarning(UserWarning):
-    """pxla_mlir.pmap under jax.jit runs as jax.vmap on jit's devices."""
-
-
-_warned: set = set()
-
-
-def _under_jax_jit(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name):
-    """jax.jit compiles with jax's pipeline and no replicas: evaluate the pmap
-    as jax.vmap over its axis (same numbers, no device parallelism)."""
-    if name not in _warned:
-        _warned.add(name)
-        warnings.warn(PmapInsideJitWarning(
-            f"pxla_mlir.pmap {name!r} inside jax.jit runs as jax.vmap over its axis on jit's device(s): same "
-            f"results, but the work is not spread over {axis_size} devices. Use pxla_mlir.jit to keep the "
-            f"pmap on its devices."), stacklevel=2)
-    fn = jax.vmap(lambda *xs: tuple(core.jaxpr_as_fun(jaxpr)(*xs)), in_axes=in_axes, out_axes=out_axes,
-                  axis_name=axis_name, axis_size=axis_size)
-    return jax_mlir.lower_fun(lambda *xs: fn(*xs), multiple_results=True)(ctx, *in_nodes)
-
-
-FOREIGN_CONTEXT_RULE["rule"] = _under_jax_jit
+def register() -> None:
+    ad.primitive_jvps[pxla_pmap_p] = _jvp
+    ad.primitive_linearizations[pxla_pmap_p] = _linearize
+    ad.primitive_transposes[pxla_pmap_p] = _transpose
+    batching.fancy_primitive_batchers[pxla_pmap_p] = _batcher
+    pe.custom_partial_eval_rules[pxla_pmap_p] = _partial_eval
+    pe.partial_eval_jaxpr_custom_rules[pxla_pmap_p] = _partial_eval_custom

@@ -45,7 +45,7 @@ def load(spec: str) -> str:
 
 
 def run(args) -> int:
-    from ..mlir_diff import diff
+    from ..ir.mlir_diff import diff
 
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     out = diff(load(args.a), load(args.b), a_name=args.a, b_name=args.b, ignore=args.ignore, color=color)

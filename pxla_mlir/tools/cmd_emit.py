@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ..emit import MapOptions, prepare, stage_text
+from ..pipelines import PmapPipeline, XmapPipeline, choices
 from .errors import CliError
 
 _MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "lowering", "axis_resources",
@@ -31,9 +32,9 @@ def add_map_arguments(p) -> None:
     g.add_argument("--axis-resources", help="xmap: {'batch': 'x'}")
     g.add_argument("--axis-sizes", help="xmap: {'k': 4}")
     g.add_argument("--mesh", help="xmap mesh as sizes:names, e.g. 2x4:x,y")
-    g.add_argument("--mode", choices=("replica", "partition"), help="pmap: replica or partition mode")
-    g.add_argument("--unshard", choices=("all-gather", "all-reduce"), help="pmap: nested unshard strategy")
-    g.add_argument("--lowering", choices=("replica", "manual", "vectorize"), help="xmap lowering")
+    g.add_argument("--mode", choices=choices(PmapPipeline, "mode"), help="pmap: replica or partition mode")
+    g.add_argument("--unshard", choices=choices(PmapPipeline, "unshard"), help="pmap: nested unshard strategy")
+    g.add_argument("--lowering", choices=choices(XmapPipeline, "lowering"), help="xmap lowering")
     g.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
                    help="argument shape, one per positional argument: f32[8,128], i32[], bool[4]")
 

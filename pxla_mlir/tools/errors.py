@@ -7,7 +7,7 @@ class CliError(Exception):
 
 def user_error_types() -> tuple:
     """Exceptions that mean "the input is wrong", not "pxla_mlir is broken"."""
-    from ..mlir_diff import DiffError
+    from ..ir.mlir_diff import DiffError
     from ..pass_infra import PipelineFailure
     from ..sharding import MeshError, ShardingSpecError
     from ..targets import TargetError

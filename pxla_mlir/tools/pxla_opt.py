@@ -18,11 +18,11 @@ import sys
 from jaxlib.mlir import ir
 
 from .. import __version__
-from ..context import make_context
-from ..diagnostics import Diagnostic, DiagnosticCollector
+from ..ir.context import make_context
+from ..ir.diagnostics import Diagnostic, DiagnosticCollector
 from ..pass_infra import Pipeline, PipelineSyntaxError, registry
 from ..pass_infra.pipeline import describe_options
-from ..verify_diagnostics import parse_expectations, verify
+from ..ir.verify_diagnostics import parse_expectations, verify
 
 PROG = "pxla-opt"
 SPLIT_MARKER = re.compile(rb"^// -----", re.M)

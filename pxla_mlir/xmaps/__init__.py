@@ -1,6 +1,20 @@
-"""xmap on the pxla_mlir pipeline (see :mod:`.api`)."""
+"""xmap on the pxla_mlir pipeline (see :mod:`.api`).
 
-from .api import LOWERINGS, XmapFunction, xmap
-from .plan import XmapError
+Loaded lazily: the collective table (:mod:`pxla_mlir.collectives`) imports
+:mod:`.rewrites` without pulling in the whole xmap machinery.
+"""
 
-__all__ = ["xmap", "XmapFunction", "XmapError", "LOWERINGS"]
+_LAZY = {"xmap": "api", "XmapFunction": "api", "LOWERINGS": "api", "XmapError": "plan"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

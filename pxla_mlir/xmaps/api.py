@@ -20,29 +20,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import jax
 import numpy as np
 from jax import tree_util
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from .. import ir_utils
 from ..invariance import named_shapes
-from ..jax_internals import api_util, core, lower_global, lower_per_device, source_info_util
-from ..pass_infra import Pipeline, run_pipeline
-from ..pipelines import LEGALIZE_TO_MHLO
-from ..runtime import ShardedExecutable
+from ..jax_internals import api_util, core, source_info_util
+from ..pipelines import XmapPipeline, choices, configure
 from ..sharding.mesh import Mesh, current_mesh
-from ..stages import STATS, Lowered, timed
+from ..stages import STATS, Lowered, Signature, timed
 from ..tracing import trace_flat
-from .bodies import global_function, tile_function
+from .importer import import_xmap
 from .plan import Plan, XmapError, check_resource_clash, make_plan, out_entry_rank, parse_entry
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
-LOWERINGS = ("replica", "manual", "vectorize")
+LOWERINGS = choices(XmapPipeline, "lowering")
 
 
 class _Axes:
@@ -96,8 +92,7 @@ class _Traced:
 class XmapFunction:
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
                  donate_argnums, backend, lowering: str):
-        if lowering not in LOWERINGS:
-            raise ValueError(f"lowering must be one of {', '.join(LOWERINGS)}, got {lowering!r}")
+        configure(XmapPipeline, lowering=lowering)
         self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
                           backend=backend, lowering=lowering)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
@@ -133,8 +128,7 @@ class XmapFunction:
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = self._cache[key] = self._lower(key).compile()
-        traced_out_tree = compiled._signature[1]
-        return tree_util.tree_unflatten(traced_out_tree, compiled.call_flat(leaves))
+        return compiled.signature.unflatten(compiled.call_flat(leaves))
 
     def lower(self, *args, **kwargs) -> Lowered:
         _, key = self._signature(args, kwargs)
@@ -222,75 +216,21 @@ def _unmapped(aval, mapping: Mapping[int, str], plan: Plan) -> core.ShapedArray:
     return core.ShapedArray(tuple(shape), aval.dtype)
 
 
-def _tile(aval, mapping, plan: Plan) -> core.ShapedArray:
-    return core.ShapedArray(plan.tile_shape(aval.shape, mapping), aval.dtype, weak_type=aval.weak_type)
-
-
 # -- lowering ------------------------------------------------------------------------------
-
-def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:
-    """pxla.mesh names for the mesh axes (identifiers only)."""
-    return {a: a if re.fullmatch(r"[A-Za-z_]\w*", a) else f"axis{i}" for i, a in enumerate(mesh_shape)}
-
-
-def xmap_pipeline(lowering: str) -> str:
-    return f"builtin.module(pxla-xmap-pipeline{{lowering={lowering}}})"
-
 
 def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backend) -> Lowered:
     plan = t.plan
     devices = list(mesh.devices.flat) if mesh is not None else jax.local_devices(backend=backend)[:1]
-    platform = devices[0].platform
     with timed("import"):
-        module, keepalive = _import(t, mesh, lowering, devices, platform, name)
+        imported = import_xmap(t, mesh, lowering, len(devices), devices[0].platform, name)
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
-    in_shardings = [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.in_maps, t.global_in)]
-    out_shardings = [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.out_maps, t.global_out)]
-
-    def make(module_, devices_):
-        return ShardedExecutable(module_, devices_, in_shardings=in_shardings, out_shardings=out_shardings,
-                                 in_avals=t.global_in, out_avals=t.global_out)
-
-    result = Lowered(module, xmap_pipeline(lowering if mesh is not None else "vectorize"), devices, make,
-                     keepalive=keepalive)
-    result.signature = (functools.partial(_flatten_like, t.in_tree), t.out_tree)
-    result.plan = plan
-    return result
-
-
-def _import(t: _Traced, mesh, lowering: str, devices, platform: str, name: str):
-    """The xmap in pxla form: jax's lowering of the global view or of the tile
-    body, legalized to MHLO and annotated with the mesh layout."""
-    plan = t.plan
-    module_name = "xmap_" + re.sub(r"\W", "_", name)
-    if mesh is None or lowering == "vectorize":
-        closed = jax.make_jaxpr(global_function(plan, t.user, t.in_maps, t.out_maps))(*t.global_in)
-        lowered = lower_global(closed, len(devices), platform=platform, name=module_name, donated=t.donated)
-        key = "pxla.dims"  # global types
-    else:
-        mesh_env = list(mesh.shape.items())
-        tiles = [_tile(av, m, plan) for av, m in zip(t.global_in, t.in_maps)]
-        body = tile_function(plan, t.user, t.in_maps, t.out_maps)
-        debug = api_util.debug_info("pxla_mlir.xmap", body, tuple(range(len(tiles))), {})
-        closed = trace_flat(body, tiles, mesh_env, debug)
-        with core.extend_axis_env_nd(mesh_env):
-            lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
-                                       name=module_name, donated=t.donated)
-        key = "pxla.tile_dims"  # per-device tile types
-    module = lowered.module
-    run_pipeline(module, Pipeline.cached(f"builtin.module({LEGALIZE_TO_MHLO})"), reproducer=False,
-                 verify_each=False)
-    if mesh is not None:
-        _annotate(module, plan, mesh, key, t.in_maps, t.out_maps, [a.ndim for a in t.global_in],
-                  [a.ndim for a in t.global_out])
-    return module, lowered.keepalive
-
-
-def _flatten_like(in_tree, args) -> list:
-    leaves, tree = tree_util.tree_flatten(args)
-    if tree != in_tree:
-        raise TypeError(f"compiled for arguments with structure {in_tree}, got {tree}")
-    return leaves
+    options = XmapPipeline(lowering=lowering if mesh is not None else "vectorize")
+    return Lowered(
+        imported.module, pipeline=options.anchored(), devices=devices, in_avals=t.global_in,
+        out_avals=t.global_out,
+        in_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.in_maps, t.global_in)],
+        out_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.out_maps, t.global_out)],
+        signature=Signature(t.in_tree, t.out_tree), keepalive=imported.keepalive)
 
 
 def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
@@ -302,29 +242,8 @@ def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
     return NamedSharding(jmesh, PartitionSpec(*spec))
 
 
-def _annotate(module, plan: Plan, mesh: Mesh, key: str, in_maps, out_maps, in_ranks, out_ranks) -> None:
-    from jaxlib.mlir import ir
-
-    labels = mesh_labels(dict(mesh.shape))
-    with module.context, module.operation.location:
-        module.operation.attributes["pxla.mesh"] = ir.StringAttr.get(
-            ",".join(f"{labels[a]}={s}" for a, s in mesh.shape.items()))
-        main = next(f for f in ir_utils.functions(module.operation) if ir_utils.str_attr(f, "sym_name") == "main")
-        for attr, maps, ranks in (("arg_attrs", in_maps, in_ranks), ("res_attrs", out_maps, out_ranks)):
-            old = list(ir.ArrayAttr(main.attributes[attr])) if attr in main.attributes else \
-                [ir.DictAttr.get({})] * len(maps)
-            new = []
-            for d, m, rank in zip(old, maps, ranks):
-                entries = {x.name: x.attr for x in ir.DictAttr(d)}
-                dims = plan.spec_dims(m, rank)
-                entries[key] = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.StringAttr.get(labels[a]) for a in axes])
-                                                 for axes in dims])
-                new.append(ir.DictAttr.get(entries))
-            main.attributes[attr] = ir.ArrayAttr.get(new)
-
-
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
-         donate_argnums=(), backend=None, lowering: str = "replica") -> XmapFunction:
+         donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
     prefixes); inside ``fun`` those dimensions are gone and collectives refer

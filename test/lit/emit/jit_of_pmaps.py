@@ -30,12 +30,12 @@ x = np.zeros((2, 3, 4), np.float32)
 # CHECK-LABEL: TEST: nested_pxla_form
 # CHECK: module @jit_step
 # CHECK: mhlo.num_partitions = 8
-# CHECK: %[[COS:.*]] = mhlo.cosine %arg1 : tensor<f32>
-# CHECK: %[[SI:.*]] = mhlo.custom_call @pxla.shard(%arg0) {{.*}}pxla.axis = 0 : i64, pxla.axis_name = "i", pxla.axis_size = 2 : i64, pxla.stride = 4 : i64}
-# CHECK: mhlo.custom_call @pxla.shard(%[[SI]]) {{.*}}pxla.axis = 1 : i64, pxla.axis_name = "j", pxla.axis_size = 4 : i64, pxla.stride = 1 : i64}
-# CHECK: mhlo.custom_call @pxla.unshard({{.*}}pxla.axis_name = "j"{{.*}} : (tensor<3xf32>) -> tensor<4x3xf32>
-# CHECK: %[[UI:.*]] = mhlo.custom_call @pxla.unshard({{.*}}pxla.axis_name = "i"{{.*}} : (tensor<4x3xf32>) -> tensor<2x4x3xf32>
-# CHECK: mhlo.multiply {{.*}}, %[[UI]] : tensor<2x4x3xf32>
+# CHECK: %[[COS:.*]] = stablehlo.cosine %arg1 : tensor<f32>
+# CHECK: %[[SI:.*]] = stablehlo.custom_call @pxla.shard(%arg0) {{.*}}pxla.axis = 0 : i64, pxla.axis_name = "i", pxla.axis_size = 2 : i64, pxla.stride = 4 : i64}
+# CHECK: stablehlo.custom_call @pxla.shard(%[[SI]]) {{.*}}pxla.axis = 1 : i64, pxla.axis_name = "j", pxla.axis_size = 4 : i64, pxla.stride = 1 : i64}
+# CHECK: stablehlo.custom_call @pxla.unshard({{.*}}pxla.axis_name = "j"{{.*}} : (tensor<3xf32>) -> tensor<4x3xf32>
+# CHECK: %[[UI:.*]] = stablehlo.custom_call @pxla.unshard({{.*}}pxla.axis_name = "i"{{.*}} : (tensor<4x3xf32>) -> tensor<2x4x3xf32>
+# CHECK: stablehlo.multiply {{.*}}, %[[UI]] : tensor<2x4x3xf32>
 print_lowering("nested_pxla_form", pxla_mlir.jit(step), x, np.float32(1), stage="pxla")
 
 # Replicated inputs and outer code; the shards are dynamic slices at the

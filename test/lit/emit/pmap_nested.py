@@ -24,8 +24,8 @@ x = np.zeros((2, 3, 4), np.float32)
 
 # CHECK-LABEL: TEST: pxla_form
 # CHECK: pxla.mesh = "i=2,_pxla_rep=4"
-# CHECK: mhlo.custom_call @pxla.shard({{.*}}pxla.axis = 1 : i64, pxla.axis_name = "j", pxla.axis_size = 4 : i64, pxla.stride = 1 : i64} : (tensor<3x4xf32>) -> tensor<3xf32>
-# CHECK: mhlo.custom_call @pxla.unshard({{.*}}pxla.axis = 1 : i64{{.*}} : (tensor<3xf32>) -> tensor<3x4xf32>
+# CHECK: stablehlo.custom_call @pxla.shard({{.*}}pxla.axis = 1 : i64, pxla.axis_name = "j", pxla.axis_size = 4 : i64, pxla.stride = 1 : i64} : (tensor<3x4xf32>) -> tensor<3xf32>
+# CHECK: stablehlo.custom_call @pxla.unshard({{.*}}pxla.axis = 1 : i64{{.*}} : (tensor<3xf32>) -> tensor<3x4xf32>
 print_lowering("pxla_form", pxla_mlir.pmap(outer, "i"), x, stage="pxla")
 
 # CHECK-LABEL: TEST: replica_all_gather

@@ -35,18 +35,6 @@ def has_attr(op: ir.Operation, name: str) -> bool:
     return name in op.attributes
 
 
-def int_attr(op: ir.Operation, name: str, default: int | None = None) -> int | None:
-    if name not in op.attributes:
-        return default
-    return ir.IntegerAttr(op.attributes[name]).value
-
-
-def str_attr(op: ir.Operation, name: str, default: str | None = None) -> str | None:
-    if name not in op.attributes:
-        return default
-    return ir.StringAttr(op.attributes[name]).value
-
-
 def set_i32_attr(op: ir.Operation, name: str, value: int) -> None:
     op.attributes[name] = ir.IntegerAttr.get(I32(), value)
 
@@ -64,9 +52,10 @@ def dense_to_numpy(attr: ir.Attribute) -> np.ndarray:
 
 
 def custom_call_target(op: ir.Operation) -> str | None:
-    if op.name != "mhlo.custom_call":
+    if op.name != "mhlo.custom_call" or "call_target_name" not in op.attributes:
         return None
-    return str_attr(op, "call_target_name")
+    attr = op.attributes["call_target_name"]
+    return ir.StringAttr(attr).value if isinstance(attr, ir.StringAttr) else None
 
 
 def replace_op(op: ir.Operation, values: Sequence[ir.Value]) -> None:
@@ -90,3 +79,31 @@ def functions(module: ir.Operation) -> Iterator[ir.Operation]:
     for op in module.regions[0].blocks[0].operations:
         if op.operation.name == "func.func":
             yield op.operation
+
+
+def symbol_name(op: ir.Operation) -> str | None:
+    attr = op.attributes["sym_name"] if "sym_name" in op.attributes else None
+    return ir.StringAttr(attr).value if isinstance(attr, ir.StringAttr) else None
+
+
+def find_function(module: ir.Operation, name: str) -> ir.Operation | None:
+    """The top-level ``func.func @name``, or None."""
+    return next((f for f in functions(module) if symbol_name(f) == name), None)
+
+
+def function_type(fn: ir.Operation) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+
+
+def boundary_attrs(fn: ir.Operation, key: str) -> list[dict[str, ir.Attribute]]:
+    """``arg_attrs`` or ``res_attrs`` of a function as one dict per argument
+    or result (empty dicts where the function has none)."""
+    ftype = function_type(fn)
+    count = len(ftype.inputs if key == "arg_attrs" else ftype.results)
+    if key not in fn.attributes:
+        return [{} for _ in range(count)]
+    return [{a.name: a.attr for a in ir.DictAttr(d)} for d in ir.ArrayAttr(fn.attributes[key])]
+
+
+def set_boundary_attrs(fn: ir.Operation, key: str, dicts: Sequence[dict[str, ir.Attribute]]) -> None:
+    fn.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])

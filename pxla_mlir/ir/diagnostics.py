@@ -11,11 +11,12 @@ import dataclasses
 import re
 import threading
 import warnings
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from jaxlib.mlir import ir
 
 __all__ = [
+    "PassError",
     "Diagnostic",
     "DiagnosticCollector",
     "PxlaWarning",
@@ -24,6 +25,20 @@ __all__ = [
 ]
 
 SEVERITIES = ("error", "warning", "note", "remark")
+
+
+Where = Any  # ir.Operation | ir.OpView | ir.Value | ir.Location | None
+
+
+class PassError(Exception):
+    """A located failure of a pass: ``raise PassError(op, "what, and how to fix")``."""
+
+    def __init__(self, where: Where, message: str, notes: Iterable[tuple[Where, str]] = ()):
+        super().__init__(message)
+        self.where = where
+        self.message = message
+        self.notes = tuple(notes)
+
 
 _FILE_LINE_COL = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 

@@ -1,0 +1,287 @@
+"""Every attribute pxla writes or reads, in one place (jax-free).
+
+Import writes them, passes read them; both go through this module, so an
+attribute's spelling, kind and meaning live here only.
+
+On the module (or on a placeholder op, to override it):
+
+* ``pxla.mesh = "x=2,y=4"``: mesh axis names and sizes, major first.
+* ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (XLA's): positive i32
+  device counts, read with :func:`device_counts`.
+
+On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
+
+* ``pxla.dims = [["x"], [], "?"]``: for each dimension of the *global* value,
+  the mesh axes that split it (major first); ``[]`` not split, ``"?"``
+  unspecified (XLA's propagation decides);
+* ``pxla.tile_dims``: the same syntax on a *per-device* signature (pmap and
+  the replica/manual xmap import @main as one device's program): the value is
+  this device's tile of a global value split as written;
+* ``pxla.sharding_spec = "ShardingSpec(...)"``: a serialized ShardingSpec.
+
+On placeholder custom calls (``mhlo.custom_call @<target>``):
+
+* ``@pxla.shard`` / ``@pxla.unshard`` (a nested pmap's mapped input and
+  output): ``pxla.axis`` (the mapped dimension of the *global* value: the
+  operand of a shard, the result of an unshard), ``pxla.axis_size``,
+  ``pxla.stride`` (devices between neighbours along the axis) and
+  ``pxla.axis_name`` (for messages); ``axis_size * stride`` divides the
+  module's device count;
+* ``@pxla.full_to_shard`` / ``@pxla.shard_to_full`` (the boundary of a
+  manual region): ``pxla.dims`` of the full value and optionally
+  ``pxla.manual_axes = ["x"]`` (default: every mesh axis).
+
+Every reader checks the attribute's kind and range and raises
+:class:`PassError` located at the op that carries it, naming the attribute
+and what it should be.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Mapping, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from ..sharding.mesh import AbstractMesh, MeshError, mapping_from_dims
+from . import ir_utils
+from .diagnostics import PassError
+
+MESH = "pxla.mesh"
+DIMS = "pxla.dims"
+TILE_DIMS = "pxla.tile_dims"
+SHARDING_SPEC = "pxla.sharding_spec"
+MANUAL_AXES = "pxla.manual_axes"
+AXIS, AXIS_SIZE, STRIDE, AXIS_NAME = "pxla.axis", "pxla.axis_size", "pxla.stride", "pxla.axis_name"
+NUM_REPLICAS, NUM_PARTITIONS = "mhlo.num_replicas", "mhlo.num_partitions"
+
+#: Placeholder custom-call targets.
+SHARD, UNSHARD = "pxla.shard", "pxla.unshard"
+FULL_TO_SHARD, SHARD_TO_FULL = "pxla.full_to_shard", "pxla.shard_to_full"
+
+UNSPECIFIED = "?"
+#: Largest device count or stride a module can state (XLA's counts are i32).
+MAX_I32 = 2**31 - 1
+_MESH_ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*=\s*(\d+)\s*$")
+
+
+# -- checked readers --------------------------------------------------------------------
+
+def _kind_error(where, name: str, expected: str, attr: ir.Attribute) -> PassError:
+    return PassError(where, f"{name} must be {expected}, got {attr}")
+
+
+def read_int(op: ir.Operation, name: str, default: int | None = None, *, minimum: int | None = None,
+             maximum: int | None = MAX_I32) -> int | None:
+    """An integer attribute of ``op`` (``default`` if absent), range-checked."""
+    if name not in op.attributes:
+        return default
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.IntegerAttr) or _is_bool(ir.IntegerAttr(attr).type):
+        raise _kind_error(op, name, "an integer attribute (e.g. 4 : i64)", attr)
+    value = ir.IntegerAttr(attr).value
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise PassError(op, f"{name} must be {bounds}, got {value}")
+    return value
+
+
+def _is_bool(t: ir.Type) -> bool:
+    return isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
+
+
+def read_str(op: ir.Operation, name: str, default: str | None = None) -> str | None:
+    if name not in op.attributes:
+        return default
+    return string_value(op.attributes[name], name, op)
+
+
+def string_value(attr: ir.Attribute, name: str, where) -> str:
+    if not isinstance(attr, ir.StringAttr):
+        raise _kind_error(where, name, "a string", attr)
+    return ir.StringAttr(attr).value
+
+
+def string_list(attr: ir.Attribute, name: str, where) -> list[str]:
+    if not isinstance(attr, ir.ArrayAttr):
+        raise _kind_error(where, name, "an array of strings (e.g. [\"x\", \"y\"])", attr)
+    return [string_value(a, f"each entry of {name}", where) for a in ir.ArrayAttr(attr)]
+
+
+def device_counts(module: ir.Operation) -> tuple[int, int]:
+    """``(mhlo.num_replicas, mhlo.num_partitions)``, 1 where absent."""
+    return (read_int(module, NUM_REPLICAS, 1, minimum=1), read_int(module, NUM_PARTITIONS, 1, minimum=1))
+
+
+def num_devices(module: ir.Operation) -> int:
+    replicas, partitions = device_counts(module)
+    if replicas * partitions > MAX_I32:
+        raise PassError(module, f"{NUM_REPLICAS} * {NUM_PARTITIONS} = {replicas * partitions} devices is too many")
+    return replicas * partitions
+
+
+def set_device_counts(module: ir.Operation, replicas: int, partitions: int) -> None:
+    ir_utils.set_i32_attr(module, NUM_REPLICAS, replicas)
+    ir_utils.set_i32_attr(module, NUM_PARTITIONS, partitions)
+
+
+# -- pxla.mesh ------------------------------------------------------------------------------
+
+def format_mesh(shape: Mapping[str, int]) -> str:
+    return ",".join(f"{n}={s}" for n, s in shape.items())
+
+
+def set_mesh(op: ir.Operation, shape: Mapping[str, int]) -> None:
+    """Writes ``pxla.mesh`` (needs a live context)."""
+    op.attributes[MESH] = ir.StringAttr.get(format_mesh(shape))
+
+
+def parse_mesh(text: str, where) -> AbstractMesh:
+    names, sizes = [], []
+    for item in text.split(","):
+        m = _MESH_ITEM.match(item)
+        if not m:
+            raise PassError(where, f"bad {MESH} {text!r}: expected comma-separated name=size, e.g. \"x=2,y=4\"")
+        names.append(m.group(1))
+        sizes.append(int(m.group(2)))
+    if any(s > MAX_I32 for s in sizes) or np.prod(sizes, dtype=object) > MAX_I32:
+        raise PassError(where, f"bad {MESH} {text!r}: more than {MAX_I32} devices")
+    try:
+        return AbstractMesh(sizes, names)
+    except MeshError as e:
+        raise PassError(where, f"bad {MESH} {text!r}: {e}") from None
+
+
+def mesh_of(op: ir.Operation, module: ir.Operation) -> AbstractMesh:
+    """The op's own ``pxla.mesh``, else the module's."""
+    for holder in (op, module):
+        if MESH in holder.attributes:
+            return parse_mesh(read_str(holder, MESH), holder)
+    raise PassError(op, f"no {MESH} on the op or the module; add e.g. {MESH} = \"x=2,y=4\" to the module")
+
+
+# -- pxla.dims / pxla.tile_dims -----------------------------------------------------------------
+
+def dims_attr(dims: Sequence[Sequence[str] | None]) -> ir.ArrayAttr:
+    """``pxla.dims`` text for mesh axes per dimension (None: unspecified)."""
+    return ir.ArrayAttr.get([ir.StringAttr.get(UNSPECIFIED) if axes is None else
+                             ir.ArrayAttr.get([ir.StringAttr.get(a) for a in axes]) for axes in dims])
+
+
+@dataclasses.dataclass(frozen=True)
+class DimsSpec:
+    """A parsed ``pxla.dims``: mesh axes per dimension, and unspecified dims."""
+
+    dims: tuple[tuple[str, ...], ...]
+    unspecified: frozenset[int]
+
+    @property
+    def mapping(self) -> dict[str, int]:
+        return mapping_from_dims(self.dims)
+
+    def backend_config(self) -> str | None:
+        if not self.unspecified:
+            return None
+        return "unspecified_dims=[" + ",".join(map(str, sorted(self.unspecified))) + "]"
+
+
+def parse_dims(attr: ir.Attribute, rank: int, mesh: AbstractMesh, where, what: str = "value",
+               name: str = DIMS) -> DimsSpec:
+    if not isinstance(attr, ir.ArrayAttr):
+        raise _kind_error(where, name, "an array with one entry per dimension (e.g. [[\"x\"], []])", attr)
+    entries = list(ir.ArrayAttr(attr))
+    if len(entries) != rank:
+        raise PassError(where, f"{name} has {len(entries)} entries but the {what} has rank {rank}")
+    dims, unspecified = [], set()
+    for d, entry in enumerate(entries):
+        if isinstance(entry, ir.StringAttr) and ir.StringAttr(entry).value == UNSPECIFIED:
+            unspecified.add(d)
+            dims.append(())
+        else:
+            dims.append(tuple(string_list(entry, f"{name} entry {d}", where)))
+    spec = DimsSpec(tuple(dims), frozenset(unspecified))
+    try:
+        mesh.check_mapping(spec.mapping, rank, what)
+    except MeshError as e:
+        raise PassError(where, str(e)) from None
+    return spec
+
+
+# -- placeholders ------------------------------------------------------------------------------
+
+def placeholder_target(op: ir.Operation) -> str | None:
+    """The target of an ``mhlo.custom_call`` placeholder; a ``stablehlo`` one
+    (the pxla form before legalization) is an error that says what to run."""
+    if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes:
+        target = string_value(op.attributes["call_target_name"], "call_target_name", op)
+        if target.startswith("pxla."):
+            raise PassError(op, f"placeholder @{target} is still a stablehlo.custom_call: legalize the module to "
+                                f"MHLO first (stablehlo-legalize-to-hlo, the first step of the map pipelines)")
+    return ir_utils.custom_call_target(op)
+
+
+def placeholder_attrs(*, axis: int, axis_size: int, stride: int, axis_name) -> dict[str, ir.Attribute]:
+    """The attributes of a ``@pxla.shard`` / ``@pxla.unshard`` (needs a live context)."""
+    i64 = ir.IntegerType.get_signless(64)
+    return {AXIS: ir.IntegerAttr.get(i64, int(axis)), AXIS_SIZE: ir.IntegerAttr.get(i64, int(axis_size)),
+            STRIDE: ir.IntegerAttr.get(i64, int(stride)), AXIS_NAME: ir.StringAttr.get(str(axis_name))}
+
+
+@dataclasses.dataclass
+class Placeholder:
+    """A checked ``@pxla.shard`` or ``@pxla.unshard``."""
+
+    op: ir.Operation
+    axis: int
+    axis_size: int
+    stride: int
+    axis_name: str
+    num_devices: int
+
+    @property
+    def operand_shape(self) -> list[int]:
+        return list(ir.RankedTensorType(self.op.operands[0].type).shape)
+
+    @property
+    def result_shape(self) -> list[int]:
+        return list(ir.RankedTensorType(self.op.results[0].type).shape)
+
+    @property
+    def groups(self) -> np.ndarray:
+        from .mhlo_build import axis_groups
+
+        return axis_groups(self.num_devices, self.stride, self.axis_size)
+
+    def check(self, condition: bool, message: str) -> None:
+        if not condition:
+            raise PassError(self.op, f"@{ir_utils.custom_call_target(self.op)}: {message}")
+
+
+def placeholders(module: ir.Operation, target: str) -> list[Placeholder]:
+    """Every ``@target`` placeholder in ``module``, its attributes and layout checked."""
+    devices = None
+    out = []
+    for op in ir_utils.walk(module):
+        if placeholder_target(op) != target:
+            continue
+        if devices is None:
+            devices = num_devices(module)
+        missing = [a for a in (AXIS, AXIS_SIZE, STRIDE) if a not in op.attributes]
+        if missing:
+            raise PassError(op, f"@{target} needs {', '.join(missing)} (integer attributes)")
+        if len(op.operands) != 1 or len(op.results) != 1:
+            raise PassError(op, f"@{target} takes one operand and has one result")
+        for v in (op.operands[0], op.results[0]):
+            if not isinstance(v.type, ir.RankedTensorType):
+                raise PassError(op, f"@{target} works on ranked tensors, got {v.type}")
+        p = Placeholder(op, read_int(op, AXIS, minimum=0), read_int(op, AXIS_SIZE, minimum=1),
+                        read_int(op, STRIDE, minimum=1), read_str(op, AXIS_NAME, "?"), devices)
+        global_rank = len(p.operand_shape) if target == SHARD else len(p.result_shape)
+        p.check(p.axis < global_rank, f"{AXIS} = {p.axis} is out of range for a rank-{global_rank} value")
+        p.check(devices % (p.axis_size * p.stride) == 0,
+                f"axis '{p.axis_name}' of size {p.axis_size} with stride {p.stride} does not fit the module's "
+                f"{devices} devices (num_replicas * num_partitions)")
+        out.append(p)
+    return out

@@ -1,0 +1,66 @@
+"""Import: a traced xmap to a module in "pxla form".
+
+* ``vectorize`` (and an xmap without a mesh): the *global view*, every named
+  axis a ``jax.vmap`` (:func:`.bodies.global_function`), lowered for all mesh
+  devices; @main has global types and ``pxla.dims`` says which mesh axes
+  split each argument and result.
+* ``replica`` and ``manual``: the *tile* program one device runs
+  (:func:`.bodies.tile_function`), lowered per device with the mesh axes as
+  manual SPMD axes; @main has per-device tile types and ``pxla.tile_dims``.
+
+The module carries ``pxla.mesh``; the pxla-xmap-pipeline legalizes it and
+makes replica-mode, manual-SPMD or vectorized-SPMD MHLO.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import jax
+
+from .. import importing
+from ..jax_internals import api_util, core, lower_global, lower_per_device
+from ..sharding.mesh import Mesh
+from ..tracing import trace_flat
+from .bodies import global_function, tile_function
+from .plan import Plan
+
+
+def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:
+    """pxla.mesh names for the mesh axes."""
+    return {a: importing.mesh_label(a, i) for i, a in enumerate(mesh_shape)}
+
+
+def tile_aval(aval, mapping, plan: Plan) -> core.ShapedArray:
+    return core.ShapedArray(plan.tile_shape(aval.shape, mapping), aval.dtype, weak_type=aval.weak_type)
+
+
+def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform: str,
+                name: str) -> importing.Imported:
+    """``t``: the traced xmap (plan, user jaxpr, in/out maps, global avals, donation)."""
+    plan = t.plan
+    module_name = importing.module_name("xmap", name)
+    if mesh is None or lowering == "vectorize":
+        closed = jax.make_jaxpr(global_function(plan, t.user, t.in_maps, t.out_maps))(*t.global_in)
+        lowered = lower_global(closed, num_devices, platform=platform, name=module_name, donated=t.donated)
+        key = "pxla.dims"  # global types
+    else:
+        mesh_env = list(mesh.shape.items())
+        tiles = [tile_aval(av, m, plan) for av, m in zip(t.global_in, t.in_maps)]
+        body = tile_function(plan, t.user, t.in_maps, t.out_maps)
+        debug = api_util.debug_info("pxla_mlir.xmap", body, tuple(range(len(tiles))), {})
+        closed = trace_flat(body, tiles, mesh_env, debug)
+        with core.extend_axis_env_nd(mesh_env):
+            lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
+                                       name=module_name, donated=t.donated)
+        key = "pxla.tile_dims"  # per-device tile types
+    result = importing.imported(lowered)
+    if mesh is not None:
+        labels = mesh_labels(dict(mesh.shape))
+
+        def dims(maps, avals):
+            return [[[labels[a] for a in axes] for axes in plan.spec_dims(m, av.ndim)] for m, av in zip(maps, avals)]
+
+        importing.annotate(result.module, {labels[a]: s for a, s in mesh.shape.items()}, key,
+                           dims(t.in_maps, t.global_in), dims(t.out_maps, t.global_out))
+    return result

@@ -1,0 +1,41 @@
+"""The collective table (jax layer) agrees with jax and with the MHLO table
+the passes use."""
+
+import pytest
+from jax import lax
+
+from pxla_mlir.collectives import COLLECTIVES, axes_of
+from pxla_mlir.ir import collectives as mhlo_collectives
+from pxla_mlir.invariance import varying_outputs
+from pxla_mlir.jax_internals import core, parallel_primitives
+
+
+def _primitives():
+    found = {}
+    for module in (parallel_primitives, core):
+        for value in vars(module).values():
+            if isinstance(value, core.Primitive):
+                found[value.name] = value
+    return found
+
+
+@pytest.mark.parametrize("name", list(COLLECTIVES))
+def test_entry_names_a_jax_primitive_and_known_mhlo_ops(name):
+    entry = COLLECTIVES[name]
+    assert name in _primitives(), f"{name} is not a jax primitive"
+    assert entry.axes_param in ("axes", "axis_name")
+    assert set(entry.mhlo) <= set(mhlo_collectives.MHLO_COLLECTIVES)
+    assert entry.xmap is None or callable(entry.xmap)
+
+
+def test_agreeing_collectives_make_outputs_invariant():
+    def body(x):
+        return lax.psum(x, "i"), lax.ppermute(x, "i", [(0, 1), (1, 0)]), lax.axis_index("i") + 0 * x, \
+            lax.pmax(x, "i"), lax.psum(x, "i", axis_index_groups=[[0], [1]])
+
+    with core.extend_axis_env_nd([("i", 2)]):
+        import jax
+
+        jaxpr = jax.make_jaxpr(body)(1.0)
+    assert varying_outputs(jaxpr.jaxpr, [True], "i") == [False, True, True, False, True]
+    assert [axes_of(e) for e in jaxpr.eqns if e.primitive.name in COLLECTIVES][:1] == [("i",)]
