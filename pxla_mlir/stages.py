@@ -41,7 +41,7 @@ class Lowered:
 
     def __init__(self, module: ir.Module, pipeline: str, devices: Sequence,
                  make_executable: Callable[[ir.Module, list], ShardedExecutable], *, keepalive: Any = None,
-                 consts: Sequence = ()):
+                 consts: Sequence = (), jaxpr_text: Callable[[], str] | None = None):
         STATS["lowerings"] += 1
         self.pipeline = pipeline
         self._imported = module.operation.clone()  # printed only if asked for
@@ -55,6 +55,7 @@ class Lowered:
         self._make_executable = make_executable
         self._keepalive = keepalive
         self._consts = list(consts)
+        self._jaxpr_text = jaxpr_text  # printed only if asked for
         self.signature: tuple | None = None  # (flatten(args) -> leaves, out_tree), set by the map
         self._compiled: Compiled | None = None
 
@@ -66,8 +67,29 @@ class Lowered:
         """The imported pxla form, before the pipeline ran."""
         return self._imported.get_asm(enable_debug_info=debug_info)
 
+    def jaxpr_text(self) -> str | None:
+        """The traced jaxpr, when the map recorded it."""
+        return self._jaxpr_text() if self._jaxpr_text is not None else None
+
     def mhlo(self) -> ir.Module:
         return self._module
+
+    def explore(self, path: str | None = None, **options) -> str:
+        """Writes the explore page (every stage, collectives, shardings) to
+        ``path`` and returns the path; with no path, returns the HTML."""
+        from .explore import explore_html
+
+        html = explore_html(self, **options)
+        if path is None:
+            return html
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(html)
+        return path
+
+    def _repr_html_(self) -> str:
+        from .explore import notebook_html
+
+        return notebook_html(self)
 
     @property
     def devices(self) -> list:

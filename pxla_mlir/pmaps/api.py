@@ -244,7 +244,8 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
                  for av, a in zip(jaxpr.out_avals, out_axes)]
     make = functools.partial(pmap_executable, axis_size=axis_size, label=mesh_axis_label(axis_name),
                              in_axes=in_axes, out_axes=out_axes, in_avals=global_avals, out_avals=out_avals)
-    return Lowered(imported.module, options.pipeline(), devs, make, keepalive=imported.keepalive, consts=consts)
+    return Lowered(imported.module, options.pipeline(), devs, make, keepalive=imported.keepalive, consts=consts,
+                   jaxpr_text=jaxpr.pretty_print)
 
 
 def pmap_executable(module, devices, *, axis_size: int, label: str, in_axes, out_axes, in_avals,

@@ -252,7 +252,7 @@ def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backen
                                  in_avals=t.global_in, out_avals=t.global_out)
 
     result = Lowered(module, xmap_pipeline(lowering if mesh is not None else "vectorize"), devices, make,
-                     keepalive=keepalive)
+                     keepalive=keepalive, jaxpr_text=t.user.pretty_print)
     result.signature = (functools.partial(_flatten_like, t.in_tree), t.out_tree)
     result.plan = plan
     return result
