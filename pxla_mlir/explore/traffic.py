@@ -78,10 +78,9 @@ def device_groups(mode: str, groups: Sequence[Sequence[int]], num_replicas: int,
 def permute_pairs(mode: str, pairs: Sequence[Sequence[int]], num_replicas: int,
                   num_partitions: int) -> tuple[tuple[int, int], ...]:
     """(source, target) device indices of a collective_permute."""
-    out = []
-    for src, dst in pairs:
-        out.extend((g[0], g[1]) for g in device_groups(mode, [[src, dst]], num_replicas, num_partitions))
-    return tuple(out)
+    if not len(pairs):
+        return ()
+    return tuple((g[0], g[1]) for g in device_groups(mode, pairs, num_replicas, num_partitions))
 
 
 def bytes_sent(op: str, groups: Groups, operand_bytes: int, result_bytes: int, num_devices: int) -> tuple[int, ...]:
