@@ -213,6 +213,30 @@ def test_train_step_pmean_of_gradients_by_hand():
     assert views["argument 3"].ranges[3] == ((3, 4), (0, 16), (0, 16))
 
 
+@pytest.mark.parametrize("mode, group_mode", [("replica", "cross-replica"), ("partition", "cross-partition")])
+def test_ppermute_and_all_to_all_by_hand(mode, group_mode):
+    import numpy as np
+    from jax import lax
+
+    import pxla_mlir
+    from pxla_mlir.explore import build_page, render
+
+    def f(x, y):
+        return (lax.ppermute(x, "i", perm=[(j, (j + 1) % 8) for j in range(8)]),
+                lax.all_to_all(y, "i", 0, 0, tiled=True))
+
+    lowered = pxla_mlir.pmap(f, "i", mode=mode).lower(np.zeros((8, 4), np.float32), np.zeros((8, 8, 2), np.float32))
+    page = build_page(lowered, compile=False)
+    permute, a2a = page.collectives
+    assert (permute.op, permute.mode) == ("collective_permute", group_mode)
+    assert permute.groups == tuple((j, (j + 1) % 8) for j in range(8))
+    assert permute.bytes_sent == (16,) * 8  # every device is a source of f32[4]
+    assert (a2a.op, a2a.groups, a2a.operand_bytes) == ("all_to_all", (tuple(range(8)),), 64)
+    assert a2a.bytes_sent == (56,) * 8  # keeps 1/8 of f32[8,2], sends 7/8
+    text = render(page)
+    assert text.count('class="arrow"') == 8 and text.count('<svg class="coll"') == 2
+
+
 def test_xmap_named_axes_shardings_and_collectives():
     from pxla_mlir.explore import build_page
 

@@ -214,9 +214,14 @@ def _collective_figure(c: Collective, page: Page, prefix: str) -> str:
     return (f'<figure class="coll-fig" id="{prefix}c-{c.index}"><figcaption><b>#{c.index} <code>{_e(c.value)}'
             f'</code> = {_e(c.op)}</b> {_e(_shape(c.dtype, c.operand_shape))} \u2192 '
             f'{_e(_shape(c.dtype, c.result_shape))}, {len(c.groups)} '
-            f'{"pairs" if c.op == "collective_permute" else f"groups of {sizes}"} ({_e(c.mode)}), '
+            f'{_plural(len(c.groups), "pair" if c.op == "collective_permute" else "group")}'
+            f'{"" if c.op == "collective_permute" else f" of {sizes}"} ({_e(c.mode)}), '
             f'{_e(_sent_text(c))} sent per device per call<div class="legend">{legend}</div></figcaption>'
             f'{collective_svg(c, page.mesh, prefix)}</figure>')
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def _groups_text_one(c: Collective, g: tuple[int, ...]) -> str:

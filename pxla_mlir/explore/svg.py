@@ -17,6 +17,7 @@ PALETTE = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#f
 NONE = "#eeeeee"
 _CHAR = 6.7  # width of one 11px monospace character
 _CELL_H, _GAP = 46, 8
+_ARC = 34  # room under the grid for permute arrows
 
 
 def color(k: int) -> str:
@@ -40,7 +41,7 @@ def _t(x: float, y: float, text: str, cls: str = "", anchor: str = "middle") -> 
 
 
 def _grid(mesh: MeshView, labels: dict[int, Sequence[str]], fills: dict[int, str], title: str,
-          extra: str = "", cls: str = "") -> tuple[str, dict[int, tuple[float, float]]]:
+          extra: str = "", cls: str = "", below: int = 0) -> tuple[str, dict[int, tuple[float, float]]]:
     """A device grid (last mesh axis across); returns the SVG and cell centres."""
     grid = mesh.grid()
     longest = max((len(s) for lines in labels.values() for s in lines), default=6)
@@ -49,7 +50,7 @@ def _grid(mesh: MeshView, labels: dict[int, Sequence[str]], fills: dict[int, str
     left = 70 if multi else 8
     top = 36
     width = left + len(grid[0]) * (w + _GAP)
-    height = top + len(grid) * (_CELL_H + _GAP)
+    height = top + len(grid) * (_CELL_H + _GAP) + below
     parts = [f'<svg class="{cls}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
              f'role="img"><title>{escape(title)}</title>']
     col_axis = mesh.names[-1]
@@ -100,10 +101,13 @@ def collective_svg(c: Collective, mesh: MeshView, prefix: str = "") -> str:
     for src, dst in c.groups:
         if src == dst or src not in centres or dst not in centres:
             continue
+        # an arc under the cells, deeper for longer hops, so arrows stay off the labels
         (x1, y1), (x2, y2) = centres[src], centres[dst]
-        arrows.append(f'<path class="arrow" d="M{x1:.0f},{y1 + 12:.0f} Q{(x1 + x2) / 2:.0f},{(y1 + y2) / 2 + 26:.0f} '
-                      f'{x2:.0f},{y2 + 12:.0f}" marker-end="url(#{marker})"/>')
-    svg, _ = _grid(mesh, labels, fills, title, extra="".join(arrows), cls="coll")
+        y1, y2 = y1 + _CELL_H / 2, y2 + _CELL_H / 2
+        dip = max(y1, y2) + 10 + min(30, abs(x2 - x1) / 12 + abs(y2 - y1) / 6)
+        arrows.append(f'<path class="arrow" d="M{x1 - 6:.0f},{y1:.0f} Q{(x1 + x2) / 2:.0f},{dip:.0f} '
+                      f'{x2 + 6:.0f},{y2:.0f}" marker-end="url(#{marker})"/>')
+    svg, _ = _grid(mesh, labels, fills, title, extra="".join(arrows), cls="coll", below=_ARC)
     return svg
 
 
@@ -145,9 +149,12 @@ def _array_view(v: ShardingView, pieces: dict[Range, list[int]], colors: dict[Ra
         parts.append(f'<g class="piece"><title>{escape(who)} {escape(fmt_range(r))}</title>'
                      f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{colors[r]}" '
                      f'stroke="#333" stroke-width="1"/>')
+        one_line = f"{who} {fmt_range(r)}"
         if w >= max(len(who), len(fmt_range(r))) * _CHAR and h >= 30:
             parts.append(_t(x + w / 2, y + h / 2 - 2, who, "b"))
             parts.append(_t(x + w / 2, y + h / 2 + 12, fmt_range(r)))
+        elif w >= len(one_line) * _CHAR and h >= 14:
+            parts.append(_t(x + w / 2, y + h / 2 + 4, one_line))
         parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)
