@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Sequence
-
 from ..mlir_diff import DiffError, normalize
 
 __all__ = ["keys", "diff_ops"]
@@ -69,7 +67,3 @@ def diff_ops(before: str, after: str) -> list[tuple[str, str]]:
         out.extend(("+", line) for line in b_lines[j1:j2])
     return out
 
-
-def counts(ops: Sequence[tuple[str, str]]) -> tuple[int, int]:
-    """(added, removed) lines."""
-    return sum(op == "+" for op, _ in ops), sum(op == "-" for op, _ in ops)

@@ -167,10 +167,12 @@ def build_page(lowered, *, title: str | None = None, compile: bool = True) -> Pa
     stages.append(Stage("mhlo", "final", "mlir", final))
     cost: tuple = ()
     if compile:
+        earlier = getattr(lowered, "_compiled", None) is not None  # then there is no compile time to show
         start = time.perf_counter()
         try:
             compiled = lowered.compile()
-            xla, seconds, note = compiled.as_text(), time.perf_counter() - start, ""
+            seconds = None if earlier else time.perf_counter() - start
+            xla, note = compiled.as_text(), ""
             cost = _cost(compiled.cost_analysis())
         except Exception as e:  # the page still shows every stage before XLA
             xla, seconds, note = None, None, f"(XLA failed: {type(e).__name__}: {e})"

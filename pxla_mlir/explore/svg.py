@@ -41,8 +41,8 @@ def _t(x: float, y: float, text: str, cls: str = "", anchor: str = "middle") -> 
 
 
 def _grid(mesh: MeshView, labels: dict[int, Sequence[str]], fills: dict[int, str], title: str,
-          extra: str = "", cls: str = "", below: int = 0) -> tuple[str, dict[int, tuple[float, float]]]:
-    """A device grid (last mesh axis across); returns the SVG and cell centres."""
+          extra=None, cls: str = "", below: int = 0) -> str:
+    """A device grid (last mesh axis across); ``extra(centres)`` draws on top."""
     grid = mesh.grid()
     longest = max((len(s) for lines in labels.values() for s in lines), default=6)
     w = max(76, int(longest * _CHAR) + 14)
@@ -76,9 +76,10 @@ def _grid(mesh: MeshView, labels: dict[int, Sequence[str]], fills: dict[int, str
     if multi:
         rows_axis = ",".join(mesh.names[:-1])
         parts.append(_t(8, 12, f"{rows_axis} \u2193", "axis", "start"))
-    parts.append(extra)
+    if extra is not None:
+        parts.append(extra(centres))
     parts.append("</svg>")
-    return "".join(parts), centres
+    return "".join(parts)
 
 
 def collective_svg(c: Collective, mesh: MeshView, prefix: str = "") -> str:
@@ -92,23 +93,24 @@ def collective_svg(c: Collective, mesh: MeshView, prefix: str = "") -> str:
     labels = {d: (f"dev {d}", f"sends {fmt_bytes(c.bytes_sent[d])}") for d in range(mesh.num_devices)}
     title = f"{c.value} = {c.op}: {len(c.groups)} groups"
     if c.op != "collective_permute":
-        svg, _ = _grid(mesh, labels, fills, title, cls="coll")
-        return svg
+        return _grid(mesh, labels, fills, title, cls="coll")
     marker = f"{prefix}arrow{c.index}"
-    _, centres = _grid(mesh, labels, fills, title)
-    arrows = [f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-              f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z"/></marker></defs>']
-    for src, dst in c.groups:
-        if src == dst or src not in centres or dst not in centres:
-            continue
-        # an arc under the cells, deeper for longer hops, so arrows stay off the labels
-        (x1, y1), (x2, y2) = centres[src], centres[dst]
-        y1, y2 = y1 + _CELL_H / 2, y2 + _CELL_H / 2
-        dip = max(y1, y2) + 10 + min(30, abs(x2 - x1) / 12 + abs(y2 - y1) / 6)
-        arrows.append(f'<path class="arrow" d="M{x1 - 6:.0f},{y1:.0f} Q{(x1 + x2) / 2:.0f},{dip:.0f} '
-                      f'{x2 + 6:.0f},{y2:.0f}" marker-end="url(#{marker})"/>')
-    svg, _ = _grid(mesh, labels, fills, title, extra="".join(arrows), cls="coll", below=_ARC)
-    return svg
+
+    def arrows(centres) -> str:
+        out = [f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+               f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z"/></marker></defs>']
+        for src, dst in c.groups:
+            if src == dst or src not in centres or dst not in centres:
+                continue
+            # an arc under the cells, deeper for longer hops, so arrows stay off the labels
+            (x1, y1), (x2, y2) = centres[src], centres[dst]
+            y1, y2 = y1 + _CELL_H / 2, y2 + _CELL_H / 2
+            dip = max(y1, y2) + 10 + min(30, abs(x2 - x1) / 12 + abs(y2 - y1) / 6)
+            out.append(f'<path class="arrow" d="M{x1 - 6:.0f},{y1:.0f} Q{(x1 + x2) / 2:.0f},{dip:.0f} '
+                       f'{x2 + 6:.0f},{y2:.0f}" marker-end="url(#{marker})"/>')
+        return "".join(out)
+
+    return _grid(mesh, labels, fills, title, extra=arrows, cls="coll", below=_ARC)
 
 
 def _pieces(v: ShardingView) -> dict[Range, list[int]]:
@@ -128,8 +130,7 @@ def sharding_svgs(v: ShardingView, mesh: MeshView) -> str:
         out.append(_array_view(v, pieces, colors))
     fills = {d: colors[r] for d, r in enumerate(v.ranges) if r is not None}
     labels = {d: (f"dev {d}", fmt_range(r)) for d, r in enumerate(v.ranges)}
-    svg, _ = _grid(mesh, labels, fills, f"{v.label}: which piece each device holds", cls="devview")
-    out.append(svg)
+    out.append(_grid(mesh, labels, fills, f"{v.label}: which piece each device holds", cls="devview"))
     return "".join(out)
 
 
