@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test pytest lit bench clean
+.PHONY: demo test pytest lit bench bench-explore screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "pxla-mlir needs Python 3.11, got " + sys.version'
@@ -28,6 +28,17 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
 	$(BIN)/python bench/bench_pmap.py
 	$(BIN)/python bench/bench_xmap.py
+	$(BIN)/python bench/bench_explore.py
+
+# Size of the explore page of the nested example and its open time in headless Chromium.
+bench-explore: $(STAMP)
+	$(BIN)/python bench/bench_explore.py
+
+# The README's picture of the explore page (needs Chromium: apt-get install chromium).
+screenshot: $(STAMP)
+	mkdir -p build/explore
+	$(BIN)/pxla-mlir explore examples/nested_reduction.py:two_level_sum -o build/explore/nested.html
+	$(BIN)/python -m pxla_mlir.explore.browser screenshot build/explore/nested.html docs/explore.png
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/lit/.lit_test_times.txt

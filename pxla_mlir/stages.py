@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import tempfile
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from jax import tree_util
 from jaxlib.mlir import ir
@@ -76,11 +76,13 @@ class Lowered:
 
     ``consts`` are values hoisted out of the body: the first flat inputs,
     supplied by ``Compiled`` itself (``in_avals``/``in_shardings`` include them).
+    ``plan`` is an xmap's plan (named axes, sizes, resources); None for pmap.
     """
 
     def __init__(self, module: ir.Module, *, pipeline: str, devices: Sequence, in_avals: Sequence,
                  out_avals: Sequence, in_shardings: Sequence, out_shardings: Sequence, signature: Signature,
-                 consts: Sequence = (), keepalive: Any = None):
+                 consts: Sequence = (), keepalive: Any = None, jaxpr_text: Callable[[], str] | None = None,
+                 plan: Any = None):
         STATS["lowerings"] += 1
         self.pipeline = pipeline
         self._imported = module.operation.clone()  # printed only if asked for
@@ -96,6 +98,8 @@ class Lowered:
         self.signature = signature
         self.consts = tuple(consts)
         self._keepalive = keepalive
+        self._jaxpr_text = jaxpr_text  # printed only if asked for
+        self.plan = plan
         self._compiled: Compiled | None = None
 
     def as_text(self, *, debug_info: bool = False) -> str:
@@ -106,8 +110,29 @@ class Lowered:
         """The imported pxla form, before the pipeline ran."""
         return self._imported.get_asm(enable_debug_info=debug_info)
 
+    def jaxpr_text(self) -> str | None:
+        """The traced jaxpr, when the map recorded it."""
+        return self._jaxpr_text() if self._jaxpr_text is not None else None
+
     def mhlo(self) -> ir.Module:
         return self._module
+
+    def explore(self, path: str | None = None, **options) -> str:
+        """Writes the explore page (every stage, collectives, shardings) to
+        ``path`` and returns the path; with no path, returns the HTML."""
+        from .explore import explore_html
+
+        html = explore_html(self, **options)
+        if path is None:
+            return html
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(html)
+        return path
+
+    def _repr_html_(self) -> str:
+        from .explore import notebook_html
+
+        return notebook_html(self)
 
     def compile(self) -> "Compiled":
         if self._compiled is None:

@@ -61,7 +61,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         in_shardings=[layout.sharding(a, av.ndim) for a, av in zip(in_axes, global_avals)],
         out_shardings=[layout.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)],
         signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
-        consts=consts, keepalive=imported.keepalive)
+        consts=consts, keepalive=imported.keepalive, jaxpr_text=jaxpr.pretty_print)
 
 
 # -- the primitive's impl: a pmap bound with concrete arguments ------------------------------

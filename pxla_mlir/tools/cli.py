@@ -4,6 +4,7 @@
     pxla-mlir emit TARGET [...]           print the MHLO (or another stage) of a pmap/xmap
     pxla-mlir diff A B [--ignore ATTR]    MLIR-aware diff of two modules or emit specs
     pxla-mlir run TARGET [...]            compile, run, time
+    pxla-mlir explore TARGET [-o page]    one HTML page: every stage, pass diffs, collectives, shardings
     pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
 
 Mistakes print one line (``pxla-mlir: error: ...``) and exit 1.
@@ -18,7 +19,7 @@ import sys
 
 from .. import __version__
 from ..pass_infra import registry
-from . import cmd_diff, cmd_emit, cmd_sharding
+from . import cmd_diff, cmd_emit, cmd_explore, cmd_sharding
 from .errors import CliError, user_error_types
 
 PROG = "pxla-mlir"
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_emit.add_parsers(sub)
     cmd_diff.add_parser(sub)
     cmd_sharding.add_parser(sub)
+    cmd_explore.add_parser(sub)
     return parser
 
 
