@@ -8,21 +8,29 @@ Other modules import the names below from here, never from ``jax._src``.
 
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+import threading
+from typing import Any, Callable, Sequence
 
 import numpy as np
-from jax._src import api_util, core, dispatch, sharding_impls, source_info_util, xla_bridge
+from jax._src import api_util, compiler, config, core, dispatch, dtypes, sharding_impls, source_info_util
 from jax._src import linear_util as lu
+from jax._src import tree_util as jax_tree_util
+from jax._src import xla_bridge
 from jax._src.interpreters import ad, batching
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.interpreters import partial_eval as pe
+from jax._src.interpreters import pxla
 from jax._src.lax import parallel as parallel_primitives
+from jax._src.lib import _jax
 from jax._src.lib import xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
-           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler"]
+           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
+           "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
+           "compile_or_get_cached", "shared_lowering_context", "LOWERING_LOCK"]
 
 
 def backend(platform: str | None = None):
@@ -43,6 +51,50 @@ def sharding_impls_mesh(axis_context):
     return None
 
 
+# -- one MLIR context for our lowerings ---------------------------------------------------
+
+#: Held while a lowering and its pass pipeline use the shared context (a
+#: context's diagnostic handlers and pass managers are not to be shared
+#: between threads).
+LOWERING_LOCK = threading.RLock()
+#: Lowerings before the shared context is replaced by a fresh one: uniqued
+#: attributes (constants) never leave a context, so its memory is bounded.
+CONTEXT_LOWERINGS = 256
+_shared = threading.local()
+_context_state: dict[str, Any] = {"ctx": None, "uses": 0}
+_jax_make_ir_context = jax_mlir.make_ir_context
+
+
+def _make_ir_context():
+    """jax's ``make_ir_context``, except inside :func:`shared_lowering_context`
+    on this thread, where every lowering reuses one context. Building a
+    context and loading its dialects is about half of jax's lowering time, and
+    jax 0.10.2 keeps every context it made alive (memory grows ~1 MiB per
+    lowering); one context removes both costs."""
+    if not getattr(_shared, "active", False):
+        return _jax_make_ir_context()
+    state = _context_state
+    if state["ctx"] is None or state["uses"] >= CONTEXT_LOWERINGS:
+        state["ctx"], state["uses"] = _jax_make_ir_context(), 0
+    state["uses"] += 1
+    return state["ctx"]
+
+
+jax_mlir.make_ir_context = _make_ir_context
+
+
+@contextlib.contextmanager
+def shared_lowering_context():
+    """Lowerings on this thread share one MLIR context (under LOWERING_LOCK)."""
+    with LOWERING_LOCK:
+        previous = getattr(_shared, "active", False)
+        _shared.active = True
+        try:
+            yield
+        finally:
+            _shared.active = previous
+
+
 def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_sizes: Sequence[int],
                      *, platform: str = "cpu", name: str = "pxla_fn", donated: Sequence[bool] | None = None):
     """Lowers a per-device jaxpr whose named axes are ``axis_names`` with jax's
@@ -53,24 +105,26 @@ def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_
     device ids.
     """
     n = int(np.prod(axis_sizes, dtype=np.int64))
-    return jax_mlir.lower_jaxpr_to_module(
-        name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=[],
-        platforms=(platform,), backend=backend(platform),
-        axis_context=spmd_axis_context(axis_names, axis_sizes),
-        donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
-        num_partitions=n, lowering_parameters=jax_mlir.LoweringParameters())
+    with shared_lowering_context():
+        return jax_mlir.lower_jaxpr_to_module(
+            name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=[],
+            platforms=(platform,), backend=backend(platform),
+            axis_context=spmd_axis_context(axis_names, axis_sizes),
+            donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
+            num_partitions=n, lowering_parameters=jax_mlir.LoweringParameters())
 
 
 def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: str = "cpu",
                  name: str = "pxla_fn", donated: Sequence[bool] | None = None):
     """Lowers a global-view jaxpr (no named axes left) for ``num_devices``
     SPMD partitions, without shardings: pxla passes annotate them."""
-    return jax_mlir.lower_jaxpr_to_module(
-        name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=[],
-        platforms=(platform,), backend=backend(platform),
-        axis_context=sharding_impls.ShardingContext(num_devices),
-        donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
-        num_partitions=num_devices, lowering_parameters=jax_mlir.LoweringParameters())
+    with shared_lowering_context():
+        return jax_mlir.lower_jaxpr_to_module(
+            name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=[],
+            platforms=(platform,), backend=backend(platform),
+            axis_context=sharding_impls.ShardingContext(num_devices),
+            donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
+            num_partitions=num_devices, lowering_parameters=jax_mlir.LoweringParameters())
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
@@ -111,3 +165,49 @@ def batched_device_put(aval, sharding, pieces, devices, *, force_copy: bool):
 
 def array_result_handler(aval, sharding):
     return xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+
+
+# -- C++ dispatch (the fast path jax.jit uses) -------------------------------------------
+
+ArrayImpl = xc.ArrayImpl
+_CPP_CACHE = _jax.PjitFunctionCache(capacity=4096)
+
+
+def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequence[int]) -> Callable:
+    """jaxlib's C++ ``PjitFunction``: calls with a signature it has seen run
+    from the fast-path data ``cache_miss`` returned for it, without Python;
+    ``fun`` runs under ``jax.disable_jit()``."""
+    return _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
+                     pxla.cc_shard_arg, _CPP_CACHE)
+
+
+def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequence, out_shardings: Sequence,
+                  out_avals: Sequence, const_args: Sequence):
+    """What the C++ callable needs to run ``xla_executable`` itself.
+    ``in_shardings`` covers ``const_args`` (device-resident, prepended by C++
+    on every call) and then the flat arguments."""
+    _, dispatch_tree = pxla.reflatten_outputs_for_dispatch(out_tree, list(outs))
+    n_in = len(in_shardings)
+    return pxla.MeshExecutableFastpathData(
+        xla_executable, dispatch_tree, list(in_shardings), list(out_shardings), list(out_avals),
+        [True] * len(out_avals), [True] * n_in, [None] * n_in, list(const_args))
+
+
+def is_extended(dtype) -> bool:
+    """PRNG keys and other extended dtypes (their buffers are physical arrays)."""
+    return dtypes.issubdtype(dtype, dtypes.extended)
+
+
+# -- the persistent compilation cache -------------------------------------------------------
+
+def persistent_cache_enabled() -> bool:
+    return bool(config.compilation_cache_dir.value)
+
+
+def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, options: xc.CompileOptions,
+                          platform: str | None = None, host_callbacks: Sequence = ()):
+    """Compile through jax's persistent cache (its key: the module, compile
+    options, devices, jaxlib version, flags); a hit loads the executable."""
+    grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
+    return compiler.compile_or_get_cached(backend(platform), module, grid, options, list(host_callbacks),
+                                          xc.DeviceList(tuple(devices)))

@@ -19,7 +19,7 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from .jax_internals import array_result_handler, batched_device_put, core
+from .jax_internals import ArrayImpl, array_result_handler, batched_device_put, core
 
 #: Un-completed launches allowed before the oldest is waited for.
 INFLIGHT_WINDOW = 8
@@ -27,21 +27,37 @@ _inflight: collections.deque = collections.deque()
 _inflight_lock = threading.Lock()
 
 
-def _remember_launch(token) -> None:
+def remember_launch(fence) -> None:
+    """Counts a launch against the window. ``fence`` tells when it completed:
+    its token (the Python path) or one of its output arrays (the C++ path:
+    all outputs of a launch complete together)."""
     with _inflight_lock:
-        _inflight.append(token)
+        _inflight.append(fence)
         oldest = _inflight.popleft() if len(_inflight) > INFLIGHT_WINDOW else None
-    if oldest is not None:
-        oldest.block_until_ready()
+    if oldest is not None and not _waited(oldest):
+        wait_for_launches()
+
+
+def _waited(fence) -> bool:
+    """Waits for ``fence``; False if it is an output since donated to a later
+    launch (a chain of donating calls), which can no longer be waited on."""
+    if type(fence) is ArrayImpl and fence.is_deleted():
+        return False
+    try:
+        fence.block_until_ready()
+    except RuntimeError:  # donated between the check and the wait
+        return False
+    return True
 
 
 def wait_for_launches() -> None:
-    """Blocks until every launch so far has completed."""
+    """Blocks until every remembered launch has completed. A launch whose
+    output was donated is covered by the later launch that consumed it."""
     with _inflight_lock:
         pending = list(_inflight)
         _inflight.clear()
-    for token in pending:
-        token.block_until_ready()
+    for fence in pending:
+        _waited(fence)
 
 
 class ShardedExecutable:
@@ -56,11 +72,13 @@ class ShardedExecutable:
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
         self.keepalive = keepalive  # what must outlive the executable (jax's lowering keepalive)
+        self.has_effects = False  # launches with host callbacks must not skip Python
         self._pieces = [_piece_indices(s, av.shape, self.devices) for s, av in zip(self.in_shardings, self.in_avals)]
         self._handlers = [array_result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
 
     # -- arguments -----------------------------------------------------------------
-    def _place(self, x, index: int):
+    def place(self, x, index: int):
+        """Argument ``index`` as a jax.Array laid out as the executable expects."""
         aval, sharding = self.in_avals[index], self.in_shardings[index]
         if isinstance(x, jax.Array):
             if x.shape != aval.shape or x.dtype != aval.dtype:
@@ -85,10 +103,10 @@ class ShardedExecutable:
     def __call__(self, flat_args: Sequence) -> list:
         if len(flat_args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} array arguments, got {len(flat_args)}")
-        args = [self._place(x, i) for i, x in enumerate(flat_args)]
+        args = [self.place(x, i) for i, x in enumerate(flat_args)]
         results = self.xla.execute_sharded(args, with_tokens=True)
         outs = results.consume_with_handlers(self._handlers)
-        _remember_launch(results.consume_token())
+        remember_launch(results.consume_token())
         return outs
 
     # -- introspection -------------------------------------------------------------

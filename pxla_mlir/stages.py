@@ -21,6 +21,7 @@ from jax import tree_util
 from jaxlib.mlir import ir
 
 from .compile import compile_module
+from .jax_internals import LOWERING_LOCK
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
 
@@ -87,7 +88,7 @@ class Lowered:
         self.pipeline = pipeline
         self._imported = module.operation.clone()  # printed only if asked for
         try:
-            with timed("passes"):
+            with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
                 run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
         except PipelineFailure as e:
             raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
@@ -158,14 +159,21 @@ class Compiled:
     def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
         self.executable = executable
         self.signature = signature
-        self._consts = list(consts)
+        self.consts = tuple(consts)
+        self._device_consts: list | None = None
 
     def __call__(self, *args):
         return self.signature.unflatten(self.call_flat(self.signature.flatten(args)))
 
     def call_flat(self, leaves: Sequence) -> list:
         """Runs on flat dynamic inputs (without the hoisted constants)."""
-        return self.executable(self._consts + list(leaves) if self._consts else leaves)
+        return self.executable([*self.consts, *leaves] if self.consts else leaves)
+
+    def device_consts(self) -> list:
+        """The hoisted constants placed on the devices once (for the C++ path)."""
+        if self._device_consts is None:
+            self._device_consts = [self.executable.place(c, i) for i, c in enumerate(self.consts)]
+        return self._device_consts
 
     def as_text(self) -> str:
         """XLA's optimized HLO."""

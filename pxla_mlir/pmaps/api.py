@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from jax import tree_util
 
+from ..dispatch import FastDispatch
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core
 from ..pipelines import PmapPipeline, configure
@@ -84,7 +85,12 @@ class PmapFunction:
         self._lowered: dict = {}
         self._compiled: dict = {}
         self._lock = threading.RLock()
+        self._dispatch = self._new_dispatch()
         functools.update_wrapper(self, fun, updated=())  # never merge fun.__dict__ into ours
+
+    def _new_dispatch(self) -> FastDispatch:
+        return FastDispatch(self.name, self._resolve, static_argnums=self.static_argnums,
+                            donate_argnums=self.donate_argnums)
 
     # -- signatures and tracing -------------------------------------------------------
     def _examine(self, args, kwargs) -> Call:
@@ -112,13 +118,17 @@ class PmapFunction:
 
     # -- calling -----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        return self._dispatch(*args, **kwargs)
+
+    def _resolve(self, args, kwargs):
+        """The Python path of a call (see :mod:`..dispatch`): output, Compiled, flat arguments."""
         call = self._examine(args, kwargs)
         if any(isinstance(x, core.Tracer) for x in call.flat_args):
-            return self._bind(call, len(args))
+            return self._bind(call, len(args)), None, None
         compiled = self._compiled.get(self._key(call))
         if compiled is None:
             compiled = self._compile(call, len(args))
-        return compiled.signature.unflatten(compiled.call_flat(call.flat_args))
+        return compiled.signature.unflatten(compiled.call_flat(call.flat_args)), compiled, call.flat_args
 
     def _bind(self, call: Call, nargs: int):
         traced = self._trace(call)
@@ -163,6 +173,7 @@ class PmapFunction:
         self._traces.clear()
         self._lowered.clear()
         self._compiled.clear()
+        self._dispatch = self._new_dispatch()  # forgets the C++ fast paths too
 
 
 def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),

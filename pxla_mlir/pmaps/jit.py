@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from ..dispatch import FastDispatch
 from ..jax_internals import api_util, core
 from ..pipelines import PmapPipeline, configure
 from ..stages import STATS, Lowered, timed
@@ -38,6 +39,8 @@ class JitFunction:
         self.options = configure(PmapPipeline, mode=mode, unshard=unshard)
         self.name = getattr(fun, "__name__", "fun")
         self._lowered: dict = {}
+        self._dispatch = FastDispatch(self.name, self._resolve, static_argnums=self.static_argnums,
+                                      donate_argnums=self.donate_argnums)
         functools.update_wrapper(self, fun, updated=())
 
     def _call(self, args, kwargs) -> Call:
@@ -52,12 +55,16 @@ class JitFunction:
         return self._lower(self._call(args, kwargs), len(args))
 
     def __call__(self, *args, **kwargs):
+        return self._dispatch(*args, **kwargs)
+
+    def _resolve(self, args, kwargs):
+        """The Python path of a call (see :mod:`..dispatch`): output, Compiled, flat arguments."""
         call = self._call(args, kwargs)
         if any(isinstance(x, core.Tracer) for x in call.flat_args):
             raise TypeError(f"pxla_mlir.jit function {self.name!r} was called on traced values; apply jax "
                             f"transformations inside it (pxla_mlir.jit(jax.grad(f))), not around it")
         compiled = self._lower(call, len(args)).compile()
-        return compiled(*args)
+        return compiled.signature.unflatten(compiled.call_flat(call.flat_args)), compiled, call.flat_args
 
     def _lower(self, call: Call, nargs: int) -> Lowered:
         key = self._key(call)

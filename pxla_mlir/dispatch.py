@@ -1,0 +1,131 @@
+"""Calling a map at C++ speed: jax.jit's dispatch in front of our executables.
+
+A map's ``__call__`` goes to jaxlib's C++ ``PjitFunction``. A call whose
+signature it has seen (pytree, and per leaf: dtype, shape, weak type,
+sharding, committed; static arguments by hash) is placed and launched
+without Python. Any other call is a *cache miss*: the map's Python path runs
+it (trace, lower, compile once; validate, place, execute), and hands the C++
+side fast-path data for that signature only if C++ would feed the
+executable exactly the buffers the Python path checked (:func:`_safe`):
+jaxlib itself checks nothing, and a wrong device order or byte size
+segfaults. Other signatures keep taking the validating Python path.
+
+What stays in Python per call is O(1): the in-flight window (one output
+array per launch, see :mod:`.runtime`) and, for donating maps only, a check
+that no donated array was already consumed (jaxlib 0.10.2 segfaults on a
+reused donated multi-device array, in jax.pmap and jax.jit too).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from jax import tree_util
+
+from .jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, is_extended
+from .runtime import remember_launch
+from .stages import STATS
+
+__all__ = ["FastDispatch"]
+
+#: resolve(args, kwargs) -> (output pytree, the Compiled that ran, its flat dynamic arguments);
+#: Compiled None when the call was not run by an executable (traced, bound).
+Resolve = Callable[[tuple, dict], tuple]
+
+
+class FastDispatch:
+    """A map's callable: C++ dispatch, the in-flight window, the donation check."""
+
+    def __init__(self, name: str, resolve: Resolve, *, static_argnums: Sequence[int] = (),
+                 donate_argnums: Sequence[int] = ()):
+        self._resolve = resolve
+        self._name = name
+        self._donate = tuple(donate_argnums)
+        if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
+            self._cpp = self._python
+        else:
+            self._cpp = cpp_dispatch(name, self._python, self._cache_miss, static_argnums)
+
+    def __call__(self, *args, **kwargs):
+        if self._donate:
+            _check_donated(args, self._donate, self._name)
+        out = self._cpp(*args, **kwargs)
+        fence = out if type(out) is ArrayImpl else _any_array(out)
+        if fence is not None:
+            remember_launch(fence)
+        return out
+
+    def _python(self, *args, **kwargs):
+        return self._resolve(args, kwargs)[0]
+
+    def _cache_miss(self, *args, **kwargs):
+        STATS["python_calls"] += 1
+        out, compiled, flat_args = self._resolve(args, kwargs)
+        data = None
+        if compiled is not None and not kwargs:
+            data = _fast_path(compiled, flat_args, out)
+        return out, data, False
+
+
+def _fast_path(compiled, flat_args: Sequence, out):
+    exe = compiled.executable
+    n_const = len(compiled.consts)
+    avals, shardings = exe.in_avals[n_const:], exe.in_shardings[n_const:]
+    outs, out_tree = tree_util.tree_flatten(out)
+    if (exe.has_effects or not outs or not all(type(o) is ArrayImpl for o in outs)
+            or len(flat_args) != len(avals)
+            or not all(_safe(x, a, s) for x, a, s in zip(flat_args, avals, shardings))):
+        return None
+    return fastpath_data(exe.xla, outs, out_tree, exe.in_shardings, exe.out_shardings, exe.out_avals,
+                         compiled.device_consts())
+
+
+def _safe(x, aval, sharding) -> bool:
+    """Will C++ give the executable exactly what it expects for every future
+    call with ``x``'s signature?"""
+    if is_extended(aval.dtype):
+        return False  # keys etc. are placed as their physical buffers by the Python path
+    if type(x) is ArrayImpl:
+        if x.shape != aval.shape or x.dtype != aval.dtype:
+            return False
+        if x.sharding.num_devices != sharding.num_devices:
+            return True  # C++ reshards it through jax's shard_args
+        # Passed as is, buffer by buffer: same pieces, same devices, same order.
+        return x.sharding == sharding or x.sharding.is_equivalent_to(sharding, x.ndim)
+    if isinstance(x, core.Tracer) or hasattr(x, "__jax_array__"):
+        return False
+    try:  # host values: C++ places them with jax's shard_args on every call
+        host = core.shaped_abstractify(x)
+    except TypeError:
+        return False
+    return host.shape == aval.shape and host.dtype == aval.dtype
+
+
+def _any_array(out):
+    """One output array of a launch, in O(depth) for the usual containers."""
+    while True:
+        if type(out) is ArrayImpl:
+            return out
+        if type(out) in (tuple, list) and out:
+            out = out[0]
+        elif type(out) is dict and out:
+            out = next(iter(out.values()))
+        else:
+            return next((x for x in tree_util.tree_leaves(out) if type(x) is ArrayImpl), None)
+
+
+def _check_donated(args: tuple, donate: Sequence[int], name: str) -> None:
+    seen: set[int] = set()
+    for i in donate:
+        if not -len(args) <= i < len(args):
+            continue
+        for leaf in tree_util.tree_leaves(args[i]):
+            if type(leaf) is not ArrayImpl:
+                continue
+            if leaf.is_deleted():
+                raise RuntimeError(f"Array has been deleted with shape={leaf.aval.str_short()}: argument {i} of "
+                                   f"{name!r} was donated to (or deleted by) an earlier call; pass a fresh array")
+            if id(leaf) in seen:
+                raise ValueError(f"argument {i} of {name!r}: the same array is passed in two donated positions; "
+                                 f"a buffer can be donated once per call (pass a copy)")
+            seen.add(id(leaf))
