@@ -18,6 +18,7 @@ _LAZY = {
     "jit": ("pxla_mlir.pmaps.jit", "jit"),
     "PmapInsideJitWarning": ("pxla_mlir.pmaps", "PmapInsideJitWarning"),
     "example_args": ("pxla_mlir.targets", "example_args"),
+    "enable_compilation_cache": ("pxla_mlir.compile", "enable_compilation_cache"),
     "Mesh": ("pxla_mlir.sharding", "Mesh"),
     "AbstractMesh": ("pxla_mlir.sharding", "AbstractMesh"),
     "ShardingSpec": ("pxla_mlir.sharding", "ShardingSpec"),

@@ -1,8 +1,16 @@
 """Compile a final MHLO module through jaxlib: replica/partition counts come
-from the module's own attributes, devices from the caller."""
+from the module's own attributes, devices from the caller.
+
+Warm starts: with jax's persistent compilation cache on (jax's
+``jax_compilation_cache_dir``, or :func:`enable_compilation_cache`, or the
+``PXLA_MLIR_CACHE_DIR`` environment variable), a process compiling a module
+another process compiled before loads the executable from the cache instead.
+It is off by default, as in jax.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import numpy as np
@@ -10,6 +18,30 @@ from jaxlib.mlir import ir
 
 from . import jax_internals
 from .ir.pxla_attrs import device_counts
+
+__all__ = ["compile_module", "enable_compilation_cache", "CACHE_DIR_ENV"]
+
+#: Environment variable that turns the persistent cache on (its value: the directory).
+CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
+_env_applied = False
+
+
+def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -> None:
+    """Keeps compiled executables in ``path`` (jax's persistent compilation
+    cache, shared with jax.jit) and loads them from there in later processes.
+    ``min_compile_time_secs``: only programs that took at least this long to
+    compile are written (jax's default is 1 s; 0 keeps every program)."""
+    os.makedirs(path, exist_ok=True)
+    jax_internals.enable_persistent_cache(os.path.abspath(path), min_compile_time_secs)
+
+
+def _apply_env() -> None:
+    global _env_applied
+    if not _env_applied:
+        _env_applied = True
+        path = os.environ.get(CACHE_DIR_ENV)
+        if path and not jax_internals.persistent_cache_enabled():
+            enable_compilation_cache(path)
 
 
 def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None):
@@ -24,5 +56,15 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
                          f"num_partitions = {partitions}), got {len(devices)}")
     ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
     opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1)
+    _apply_env()
+    if jax_internals.persistent_cache_enabled():
+        # jax's cache keys on the module (without locations), the options and
+        # the devices; it compiles the module object itself: give it a copy.
+        return jax_internals.compile_or_get_cached(_copy(module), devices, ids, opts, platform)
     text = module.operation.get_asm(enable_debug_info=False)
     return jax_internals.compile_and_load(text, devices, opts, platform)
+
+
+def _copy(module: ir.Module) -> ir.Module:
+    with module.context:
+        return ir.Module.parse(module.operation.get_asm(enable_debug_info=False))

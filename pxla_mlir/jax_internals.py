@@ -13,7 +13,8 @@ import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from jax._src import api_util, compiler, config, core, dispatch, dtypes, sharding_impls, source_info_util
+from jax._src import api_util, compilation_cache, compiler, config, core, dispatch, dtypes, sharding_impls
+from jax._src import source_info_util
 from jax._src import linear_util as lu
 from jax._src import tree_util as jax_tree_util
 from jax._src import xla_bridge
@@ -30,7 +31,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
            "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
-           "compile_or_get_cached", "shared_lowering_context", "LOWERING_LOCK"]
+           "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK"]
 
 
 def backend(platform: str | None = None):
@@ -202,6 +203,14 @@ def is_extended(dtype) -> bool:
 
 def persistent_cache_enabled() -> bool:
     return bool(config.compilation_cache_dir.value)
+
+
+def enable_persistent_cache(path: str, min_compile_time_secs: float) -> None:
+    """Points jax's persistent compilation cache at ``path``. jax decides once
+    per process whether the cache is used: reset that decision."""
+    config.update("jax_compilation_cache_dir", path)
+    config.update("jax_persistent_cache_min_compile_time_secs", min_compile_time_secs)
+    compilation_cache.reset_cache()
 
 
 def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, options: xc.CompileOptions,
