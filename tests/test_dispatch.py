@@ -1,0 +1,145 @@
+"""Calls at C++ speed: repeated calls skip Python, stay correct, and every
+input the C++ side would mishandle still takes the validating Python path."""
+
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import pxla_mlir
+from pxla_mlir.stages import STATS
+
+
+def python_calls(fn, *args, times=5):
+    """How many of ``times`` calls took the Python path."""
+    before = STATS["python_calls"]
+    for _ in range(times):
+        out = fn(*args)
+    jax.block_until_ready(out)
+    return STATS["python_calls"] - before, out
+
+
+def psum2(x):
+    return lax.psum(x * 2, "i")
+
+
+@pytest.mark.parametrize("mode", ["replica", "partition"])
+def test_repeated_device_and_host_calls_skip_python(mode):
+    f = pxla_mlir.pmap(psum2, "i", mode=mode)
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    y = f(x)
+    misses, out = python_calls(f, x)
+    assert misses == 0
+    np.testing.assert_allclose(out, np.broadcast_to(2 * x.sum(0), (8, 3)))
+    f(y)  # a new signature: device-resident input
+    misses, out = python_calls(f, y)
+    assert misses == 0
+    np.testing.assert_allclose(out, np.broadcast_to(16 * 2 * x.sum(0), (8, 3)))
+
+
+def test_many_arguments_and_pytrees_of_500_leaves():
+    f = pxla_mlir.pmap(lambda *xs: [lax.psum(x, "i") + k for k, x in enumerate(xs)], "i")
+    xs = [np.full((8, 2), k, np.float32) for k in range(100)]
+    dev = f(*xs)  # dev[k] = 8k + k
+    f(*dev)
+    misses, out = python_calls(f, *dev)
+    assert misses == 0 and [float(o[0, 0]) for o in out[:3]] == [0.0, 73.0, 146.0]
+    tree = {f"w{k}": np.full((8,), k, np.float32) for k in range(500)}
+    g = pxla_mlir.pmap(lambda t: jax.tree.map(lambda v: v * 3, t), "i")
+    dev = g(tree)
+    g(dev)
+    misses, out = python_calls(g, dev)
+    assert misses == 0 and float(out["w7"][0]) == 7 * 9
+
+
+def test_static_arguments_and_broadcast_scalars():
+    f = pxla_mlir.pmap(lambda x, s, c: x * s + c, "i", in_axes=(0, None, None), static_broadcasted_argnums=1)
+    x = np.ones((8,), np.float32)
+    assert float(f(x, 3, 1.0)[0]) == 4.0
+    misses, out = python_calls(f, x, 3, 2.0)
+    assert misses == 0 and float(out[0]) == 5.0
+    misses, out = python_calls(f, x, 5, 2.0, times=1)
+    assert misses == 1 and float(out[0]) == 7.0  # another static value: another program
+
+
+def test_inputs_the_fast_path_must_not_take_are_still_correct():
+    f = pxla_mlir.pmap(psum2, "i")
+    x = np.arange(8, dtype=np.float32)
+    y = f(x)
+    f(y)  # warm: the signature of y now has a fast path
+    devices = list(y.sharding.mesh.devices.flat)
+    reversed_mesh = jax.sharding.Mesh(np.array(devices[::-1]).reshape(8, 1), y.sharding.mesh.axis_names)
+    flipped = jax.device_put(y, jax.sharding.NamedSharding(reversed_mesh, y.sharding.spec))
+    np.testing.assert_allclose(f(flipped), f(y))
+    replicated = jax.device_put(y, jax.sharding.NamedSharding(y.sharding.mesh, jax.sharding.PartitionSpec()))
+    np.testing.assert_allclose(f(replicated), f(y))
+    single = jax.device_put(np.asarray(y), jax.devices()[0])
+    np.testing.assert_allclose(f(single), f(y))
+    as_int = y.astype(jnp.int32)  # same byte size, another dtype: another program
+    np.testing.assert_array_equal(f(as_int), np.full(8, int(np.asarray(f(y))[0])))
+
+
+def test_jit_of_pmaps_takes_the_fast_path():
+    inner = pxla_mlir.pmap(psum2, "i")
+    step = pxla_mlir.jit(lambda w: inner(w) + 1)
+    w = np.ones((8,), np.float32)
+    first = step(w)
+    misses, out = python_calls(step, w)
+    assert misses == 0
+    np.testing.assert_allclose(out, first)
+
+
+def run_isolated(code: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    """Code that could abort the process runs in its own interpreter."""
+    prelude = ("import os\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=8 "
+               "--xla_cpu_collective_call_terminate_timeout_seconds=20'\n")
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_donated_arrays_cannot_be_reused_on_the_fast_path():
+    p = run_isolated("""
+        import jax, numpy as np, pxla_mlir
+        g = pxla_mlir.pmap(lambda a: a + 1, "i", donate_argnums=0)
+        a = g(np.zeros(8, np.float32))
+        b = g(a)        # warm the fast path for a's signature; a is consumed
+        c = g(b)
+        for bad in ((a,), (b,)):
+            try:
+                g(*bad)
+            except RuntimeError as e:
+                print("refused:", str(e).split(":")[0])
+        h = pxla_mlir.pmap(lambda a, b: a + b, "i", donate_argnums=(0, 1))
+        x = g(c)
+        try:
+            h(x, x)
+        except ValueError as e:
+            print("twice:", "two donated positions" in str(e))
+        print("value", float(np.asarray(g(x))[0]))
+    """)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.count("refused: Array has been deleted with shape=float32[8]") == 2
+    assert "twice: True" in p.stdout and "value 5.0" in p.stdout
+
+
+def test_a_thousand_unblocked_calls_on_the_fast_path_do_not_deadlock():
+    p = run_isolated("""
+        import numpy as np, pxla_mlir
+        from jax import lax
+        f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") / 8, "i")
+        y = f(np.ones((8, 16), np.float32))
+        for _ in range(1000):
+            y = f(y)
+        g = pxla_mlir.pmap(lambda v: lax.psum(v, "i") / 8, "i", donate_argnums=0)
+        z = g(np.ones((8, 16), np.float32))
+        for _ in range(1000):
+            z = g(z)
+        print(float(np.asarray(y)[0, 0]), float(np.asarray(z)[0, 0]))
+    """)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["1.0", "1.0"]

@@ -1,0 +1,56 @@
+"""Warm starts and repeated lowerings: a second process loads the compiled
+executable from the persistent cache; lowering many maps does not keep an
+MLIR context per lowering alive."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from jaxlib.mlir import ir
+
+import pxla_mlir
+
+PROGRAM = textwrap.dedent("""
+    import os, sys
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    import jax, numpy as np, pxla_mlir
+    from jax import lax
+    if sys.argv[1] == "python":
+        pxla_mlir.enable_compilation_cache(sys.argv[2])
+    hits = []
+    jax.monitoring.register_event_listener(lambda name, **kw: hits.append(name) if name.endswith("cache_hits") else 0)
+    def step(x):
+        return lax.psum(jax.numpy.tanh(x @ x.T), "i")
+    for mode in ("replica", "partition"):
+        out = pxla_mlir.pmap(step, "i", mode=mode)(np.arange(8 * 9, dtype=np.float32).reshape(8, 3, 3) / 50)
+        print(mode, len(hits), float(np.asarray(out).sum()))
+""")
+
+
+def run(how: str, cache_dir) -> list[str]:
+    env = {"PATH": "/usr/bin:/bin", "PXLA_MLIR_CACHE_DIR": str(cache_dir)} if how == "env" else {"PATH": "/usr/bin"}
+    p = subprocess.run([sys.executable, "-c", PROGRAM, how, str(cache_dir)], capture_output=True, text=True,
+                       timeout=240, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.split()
+
+
+def test_second_process_loads_from_the_cache(tmp_path):
+    for how in ("env", "python"):
+        cache = tmp_path / how
+        cold = run(how, cache)
+        assert cold[1] == "0" and cold[4] == "0", "nothing to load in a fresh cache"
+        assert len(list(cache.iterdir())) >= 2, "both executables were written"
+        warm = run(how, cache)
+        assert warm[1] == "1" and warm[4] == "2", "both executables came from the cache"
+        assert warm[2] == cold[2] and warm[5] == cold[5] and cold[2] == cold[5]
+
+
+def test_lowerings_share_an_mlir_context():
+    x = np.ones((8, 2), np.float32)
+    pxla_mlir.pmap(lambda v: v + 1, "i").lower(x)
+    before = ir.Context._get_live_count()
+    for k in range(30):
+        pxla_mlir.pmap(lambda v, k=k: v * k, "i").lower(x)  # a new function each time: no cache hit
+    assert ir.Context._get_live_count() - before <= 2
