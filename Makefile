@@ -27,6 +27,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
 	$(BIN)/python bench/bench_pmap.py
+	$(BIN)/python bench/bench_dispatch.py
+	$(BIN)/python bench/bench_lowering.py
 	$(BIN)/python bench/bench_xmap.py
 	$(BIN)/python bench/bench_explore.py
 
