@@ -22,7 +22,8 @@ from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
-           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler"]
+           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
+           "distributed_client", "concrete_value", "is_differentiated"]
 
 
 def backend(platform: str | None = None):
@@ -111,3 +112,33 @@ def batched_device_put(aval, sharding, pieces, devices, *, force_copy: bool):
 
 def array_result_handler(aval, sharding):
     return xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+
+
+def distributed_client():
+    """jax.distributed's client of the coordination service (key-value store), or None."""
+    from jax._src import distributed
+
+    return distributed.global_state.client
+
+
+def concrete_value(x):
+    """The concrete value a JVP, linearize or batching tracer was built from
+    (looking through nested ones), or None for staged tracers (jit, partial eval)."""
+    while isinstance(x, core.Tracer):
+        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
+            x = x.primal
+        elif isinstance(x, batching.BatchTracer):
+            x = x.val
+        else:
+            return None
+    return x
+
+
+def is_differentiated(x) -> bool:
+    """Whether a tracer is being differentiated in reverse mode (its value
+    needs a cotangent of its own shape)."""
+    while isinstance(x, core.Tracer):
+        if isinstance(x, ad.LinearizeTracer):
+            return True
+        x = x.primal if isinstance(x, ad.JVPTracer) else x.val if isinstance(x, batching.BatchTracer) else None
+    return False

@@ -21,6 +21,7 @@ from jax import tree_util
 from jaxlib.mlir import ir
 
 from .compile import compile_module
+from .distributed.program_check import program_check
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
 
@@ -142,7 +143,8 @@ class Lowered:
             exe = ShardedExecutable(xla, self.devices, in_shardings=self.in_shardings,
                                     out_shardings=self.out_shardings, in_avals=self.in_avals,
                                     out_avals=self.out_avals, keepalive=self._keepalive)
-            self._compiled = Compiled(exe, self.consts, self.signature)
+            # Multi-process: every process must launch the same program (distributed/program_check.py).
+            self._compiled = Compiled(exe, self.consts, self.signature, before_first_call=program_check(self))
         return self._compiled
 
 
@@ -155,16 +157,21 @@ def _save(text: str) -> str:
 class Compiled:
     """A compiled map; call it with arguments like those it was lowered for."""
 
-    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
+    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature,
+                 before_first_call: Callable[[], None] | None = None):
         self.executable = executable
         self.signature = signature
         self._consts = list(consts)
+        self._before_first_call = before_first_call  # raises instead of launching; cleared once it passed
 
     def __call__(self, *args):
         return self.signature.unflatten(self.call_flat(self.signature.flatten(args)))
 
     def call_flat(self, leaves: Sequence) -> list:
         """Runs on flat dynamic inputs (without the hoisted constants)."""
+        if self._before_first_call is not None:
+            self._before_first_call()
+            self._before_first_call = None
         return self.executable(self._consts + list(leaves) if self._consts else leaves)
 
     def as_text(self) -> str:

@@ -16,9 +16,10 @@ def user_error_types() -> tuple:
     try:  # jax-facing errors (only importable with jax)
         from ..pmaps.arguments import PmapUsageError
         from ..tracing import UnboundAxisError
+        from ..distributed.processes import MultiProcessError
         from ..xmaps import XmapError
 
-        types += [PmapUsageError, UnboundAxisError, XmapError]
+        types += [PmapUsageError, UnboundAxisError, XmapError, MultiProcessError]
     except ImportError:  # pragma: no cover
         pass
     return tuple(types)
