@@ -40,3 +40,10 @@ def summary(finished: Sequence[Finished], tail: int = 25) -> str:
         lines = [line for line in f.output.splitlines() if "[Gloo]" not in line]
         parts.append(f"--- process {f.index}: {f.describe()}\n" + "\n".join(lines[-tail:]))
     return "\n".join(parts)
+
+
+def env(**extra) -> dict:
+    """The test environment plus ``extra`` variables."""
+    import os
+
+    return {**os.environ, **extra}
