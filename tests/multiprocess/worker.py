@@ -28,6 +28,7 @@ from jax import lax  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 from pxla_mlir.distributed import MultiProcessError, ProgramMismatchError, process_local  # noqa: E402
+from pxla_mlir.sharding import MeshError  # noqa: E402
 from pxla_mlir.stages import STATS  # noqa: E402
 
 NPROC, ME, K = jax.process_count(), jax.process_index(), jax.local_device_count()
@@ -282,6 +283,9 @@ def devices_cover_processes_unevenly():
 def too_many_devices_hint():
     text = raises(lambda: pxla_mlir.pmap(flat, "i")(np.ones((K + 1, 3), np.float32)), MultiProcessError,
                   f"{(K + 1) * NPROC} devices", "jax_num_cpu_devices")
+    assert "before importing jax" not in text, text
+    text = raises(lambda: pxla_mlir.Mesh.create({"x": 2, "y": N}), MeshError,
+                  f"start every process with {K * 2} devices")
     assert "before importing jax" not in text, text
 
 
