@@ -86,44 +86,46 @@ def worker(args) -> int:
     yb = rng.normal(size=(n, 8, 4)).astype(np.float32)
 
     def placed(values, shardings):
-        return [jax.make_array_from_callback(v.shape, s, lambda index, v=v: v[index]) for v, s in zip(values, shardings)]
+        return [jax.make_array_from_callback(v.shape, s, lambda index, v=v: v[index])
+                for v, s in zip(values, shardings)]
 
-    programs = {}
-    f = pxla_mlir.pmap(tiny, "i")
-    lowered = f.lower(*placed([x_tiny], [NamedSharding(mesh, P("i"))]))
-    g = jax.jit(jax.shard_map(lambda b: tiny(b[0])[None], mesh=mesh, in_specs=P("i"), out_specs=P("i")))
-    programs["tiny"] = (f, placed([x_tiny], lowered.in_shardings), g, placed([x_tiny], [NamedSharding(mesh, P("i"))]),
-                        None)
-    f = pxla_mlir.pmap(step, "i", in_axes=(None, None, 0, 0), out_axes=None)
-    values = [w1, w2, xb, yb]
-    lowered = f.lower(*placed(values, [NamedSharding(mesh, P())] * 2 + [NamedSharding(mesh, P("i"))] * 2))
-    g = jax.jit(jax.shard_map(lambda a, b, c, d: step(a, b, c[0], d[0]), mesh=mesh,
-                              in_specs=(P(), P(), P("i"), P("i")), out_specs=(P(), P()),
-                              check_vma=False))  # as pmap: grad of a replicated parameter is per device
-    jax_shardings = [NamedSharding(mesh, P())] * 2 + [NamedSharding(mesh, P("i"))] * 2
-    programs["train step"] = (f, placed(values, lowered.in_shardings[len(lowered.consts):]), g,
-                              placed(values, jax_shardings), 2)
+    def both(pmapped, shard_mapped, values, specs, chained):
+        """The two functions with their inputs, each already laid out as its program wants them."""
+        jax_inputs = placed(values, [NamedSharding(mesh, spec) for spec in specs])
+        lowered = pmapped.lower(*jax_inputs)
+        return pmapped, placed(values, lowered.in_shardings[len(lowered.consts):]), shard_mapped, jax_inputs, chained
 
-    def run(fn, args, chained, calls, window):
+    programs = {
+        "tiny": both(pxla_mlir.pmap(tiny, "i"),
+                     jax.jit(jax.shard_map(lambda b: tiny(b[0])[None], mesh=mesh, in_specs=P("i"),
+                                           out_specs=P("i"))),
+                     [x_tiny], [P("i")], None),
+        "train step": both(pxla_mlir.pmap(step, "i", in_axes=(None, None, 0, 0), out_axes=None),
+                           jax.jit(jax.shard_map(lambda a, b, c, d: step(a, b, c[0], d[0]), mesh=mesh,
+                                                 in_specs=(P(), P(), P("i"), P("i")), out_specs=(P(), P()),
+                                                 check_vma=False)),  # as pmap: per-device grad of parameters
+                           [w1, w2, xb, yb], [P(), P(), P("i"), P("i")], 2),
+    }
+
+    def run(fn, inputs, chained, calls, window):
         out = None
         for k in range(calls):
-            out = fn(*args)
+            out = fn(*inputs)
             if chained:  # the step's new parameters feed the next call
-                args = list(out) + list(args[chained:])
+                inputs = list(out) + list(inputs[chained:])
             if window and (k + 1) % window == 0:
                 jax.block_until_ready(out)
         jax.block_until_ready(out)
         return out
 
-    def per_call(fn, args, chained, calls, window):
+    def per_call(fn, inputs, chained, calls, window):
         times = []
-        for _ in range(args_rounds):
+        for _ in range(args.rounds):
             t = time.perf_counter()
-            run(fn, args, chained, calls, window)
+            run(fn, inputs, chained, calls, window)
             times.append((time.perf_counter() - t) / calls)
         return statistics.median(times)
 
-    args_rounds = args.rounds
     rows = []
     for name, (ours, our_args, theirs, their_args, chained) in programs.items():
         a, b = run(ours, our_args, chained, 3, 1), run(theirs, their_args, chained, 3, 1)

@@ -21,7 +21,7 @@ from jax import tree_util
 from jaxlib.mlir import ir
 
 from .compile import compile_module
-from .distributed.program_check import program_check
+from .distributed.program_check import check_before_launch
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
 
@@ -144,7 +144,7 @@ class Lowered:
                                     out_shardings=self.out_shardings, in_avals=self.in_avals,
                                     out_avals=self.out_avals, keepalive=self._keepalive)
             # Multi-process: every process must launch the same program (distributed/program_check.py).
-            self._compiled = Compiled(exe, self.consts, self.signature, before_first_call=program_check(self))
+            self._compiled = Compiled(exe, self.consts, self.signature, before_first_call=check_before_launch(self))
         return self._compiled
 
 

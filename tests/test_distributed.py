@@ -8,7 +8,7 @@ import pytest
 
 import pxla_mlir
 from pxla_mlir.distributed import MultiProcessError, check_devices, global_avals, is_process_local, process_local
-from pxla_mlir.distributed.program_check import describe_difference, program_check
+from pxla_mlir.distributed.program_check import check_before_launch, describe_difference
 from pxla_mlir.distributed.shares import Share, bound_avals
 from pxla_mlir.pmaps.arguments import plain_aval
 
@@ -56,7 +56,7 @@ def test_single_process_runs_are_unchanged():
     devices = jax.devices()[:3]
     assert check_devices(devices, "pmap 'f'") == devices
     f = pxla_mlir.pmap(lambda v: jax.lax.psum(v, "i"), "i")
-    assert program_check(f.lower(x)) is None
+    assert check_before_launch(f.lower(x)) is None
     y = f(x)
     np.testing.assert_array_equal(pxla_mlir.process_local({"y": y})["y"], np.asarray(y))
 
@@ -86,3 +86,60 @@ def test_program_records_name_their_difference():
     assert "device order [0, 1, 2048, 2049] here, [0, 2048, 1, 2049] on process 1" in text
     assert "-  %0 = add\n+  %0 = sub" in text
     assert "sha256 aaaaaaaaaaaa here" in describe_difference(mine, {**theirs, "text": None}, 0, 1)
+
+
+class FakeClient:
+    """The key-value store of a coordination service, with process 1's entries given."""
+
+    def __init__(self, theirs):
+        self.store, self.theirs = {}, theirs
+
+    def key_value_set(self, key, value, allow_overwrite=False):
+        self.store[key] = value
+        if key.endswith("/0") and self.theirs is not None:
+            self.store[key[:-1] + "1"] = self.theirs(value)
+
+    def blocking_key_value_get(self, key, timeout_in_ms):
+        if key not in self.store:
+            raise RuntimeError(f"DEADLINE_EXCEEDED: {key} not found within {timeout_in_ms} ms")
+        return self.store[key]
+
+
+def _check_with(monkeypatch, theirs):
+    import json
+
+    from pxla_mlir.distributed import program_check as pc
+
+    x = np.ones((8, 3), np.float32)
+    check = pc.ProgramCheck(pxla_mlir.pmap(lambda v: jax.lax.psum(v, "i"), "i").lower(x))
+    client = FakeClient(None if theirs is None else lambda mine: json.dumps(theirs(json.loads(mine))))
+    monkeypatch.setattr(pc, "distributed_client", lambda: client)
+    monkeypatch.setattr(pc.jax, "process_count", lambda: 2)
+    monkeypatch.setattr(pc, "CHECK_TIMEOUT_S", 0.01)
+    return check, client
+
+
+def test_program_check_passes_for_the_same_program(monkeypatch):
+    check, client = _check_with(monkeypatch, lambda record: record)
+    check()
+    check()  # once only
+    assert len(client.store) == 2
+
+
+def test_program_check_names_the_difference_and_stays_failed(monkeypatch):
+    from pxla_mlir.distributed import ProgramMismatchError
+
+    check, client = _check_with(monkeypatch, lambda r: {**r, "text": r["text"].replace("psum", "x"), "sha256": "0"})
+    with pytest.raises(ProgramMismatchError, match="(?s)about to launch different programs.*the MHLO differs"):
+        check()
+    with pytest.raises(ProgramMismatchError):  # the same error again, no new exchange
+        check()
+    assert len(client.store) == 2
+
+
+def test_program_check_times_out_with_a_message(monkeypatch):
+    from pxla_mlir.distributed import ProgramMismatchError
+
+    check, _ = _check_with(monkeypatch, None)
+    with pytest.raises(ProgramMismatchError, match="process 1 did not reach its launch #\\d+ .* within 0.01 s"):
+        check()

@@ -27,7 +27,7 @@ import jax
 from ..jax_internals import distributed_client
 from .processes import MultiProcessError, spans_processes
 
-__all__ = ["ProgramMismatchError", "ProgramCheck", "program_check", "CHECK_TIMEOUT_S"]
+__all__ = ["ProgramMismatchError", "ProgramCheck", "check_before_launch", "CHECK_TIMEOUT_S"]
 
 #: Seconds to wait for another process to reach the same launch
 #: (PXLA_MP_CHECK_TIMEOUT overrides it).
@@ -42,7 +42,7 @@ class ProgramMismatchError(MultiProcessError):
     """The processes of a run are about to launch different programs."""
 
 
-def program_check(lowered) -> "ProgramCheck | None":
+def check_before_launch(lowered) -> "ProgramCheck | None":
     """A check to run before the first launch of ``lowered``'s executable, or
     None when its devices belong to this process alone."""
     if not spans_processes(lowered.devices):
