@@ -41,7 +41,7 @@ def spans_processes(devices: Sequence) -> bool:
 def _cpu_hint(per_process: int, platform: str) -> str:
     if platform != "cpu":
         return ""
-    return (f" (on CPU, start every process with {per_process} devices: jax.config.update('jax_num_cpu_devices', "
+    return (f"; or start every process with {per_process} CPU devices (jax.config.update('jax_num_cpu_devices', "
             f"{per_process}) before jax.distributed.initialize, or XLA_FLAGS="
             f"--xla_force_host_platform_device_count={per_process})")
 
@@ -51,20 +51,20 @@ def default_devices(n: int, backend, what: str) -> list:
     count = process_count(backend)
     local = {p: jax.local_devices(process_index=p, backend=backend) for p in range(count)}
     platform = local[0][0].platform
-    total = sum(len(v) for v in local.values())
+    shares = (f"host inputs are this process's share of the mapped axis (the global axis is the local size "
+              f"times {count}): pass each process its own rows, or a global jax.Array")
     if n % count:
         raise MultiProcessError(
             f"{what} needs {n} devices, but a multi-process run spreads a map evenly over its {count} processes and "
-            f"{n} is not a multiple of {count}. Host inputs are this process's share of the mapped axis (the "
-            f"global axis is the local size times {count}); pass devices= explicitly, or change the mapped size")
+            f"{n} is not a multiple of {count}; {shares}, or pass devices= explicitly")
     per = n // count
     short = [p for p, devs in local.items() if len(devs) < per]
     if short:
         p = short[0]
         raise MultiProcessError(
             f"{what} needs {n} devices, {per} on each of the {count} processes, but process {p} has only "
-            f"{len(local[p])} {platform.upper()} devices ({total} in all)" + _cpu_hint(per, platform)
-            + f". Host inputs are this process's share: the global mapped axis is the local size times {count}")
+            f"{len(local[p])} {platform.upper()} devices. In a multi-process run {shares}"
+            + _cpu_hint(per, platform))
     return [d for p in range(count) for d in local[p][:per]]
 
 

@@ -8,17 +8,18 @@ takes. With the default process-major devices, process ``p``'s share of a
 mapped axis of global size ``L * P`` is rows ``[p * L, (p + 1) * L)``.
 
 A host input (numpy, Python scalars, a jax.Array held by this process
-alone) given to a top-level pmap is this process's share: its mapped axis
-is multiplied by the process count. jax.Arrays spanning processes, and
-traced values (inside jax.jit, linearize, ...), are global as they are. The
-runtime then reads a host value by its shape: the whole global value or
-this process's share; nothing is gathered between hosts.
+alone) given to a pmap is this process's share: its mapped axis is
+multiplied by the process count. jax.Arrays spanning processes are global
+as they are. A value traced by jax.vmap, jax.jvp or jax.grad keeps the
+locality of the value it was made from; values staged by jax.jit have none
+and are global. The runtime then reads a host value by its shape (the whole
+global value, or this process's share); nothing is gathered between hosts.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jax
 import numpy as np
@@ -49,7 +50,8 @@ def is_process_local(x) -> bool:
     return not is_global(x)
 
 
-def global_avals(leaves: Sequence, avals: Sequence, axes: Sequence, paths: Sequence[str] = ()) -> list:
+def global_avals(leaves: Sequence, avals: Sequence, axes: Sequence,
+                 name_of: Callable[[int], str] = lambda i: f"argument {i}") -> list:
     """The global avals of a pmap call's flat arguments: in a multi-process run
     a process-local mapped argument's axis counts every process's share."""
     count = process_count()
@@ -59,9 +61,8 @@ def global_avals(leaves: Sequence, avals: Sequence, axes: Sequence, paths: Seque
     for i, (x, aval, axis) in enumerate(zip(leaves, avals, axes)):
         if axis is not None and is_process_local(x):
             if is_differentiated(x):
-                where = paths[i] if i < len(paths) else f"argument {i}"
                 raise MultiProcessError(
-                    f"pmap argument {where} is differentiated in reverse mode (jax.grad, jax.vjp) and is this "
+                    f"pmap argument {name_of(i)} is differentiated in reverse mode (jax.grad, jax.vjp) and is this "
                     f"process's share of the mapped axis: jax wants its cotangent in the share's shape "
                     f"{tuple(aval.shape)}, but the pmap's is global. Make it a global jax.Array first, e.g. "
                     f"jax.make_array_from_process_local_data(NamedSharding(Mesh(jax.devices(), ('i',)), "

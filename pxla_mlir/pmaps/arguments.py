@@ -120,7 +120,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
                                  + (" (a scalar cannot be mapped; use in_axes None for it)" if aval.ndim == 0
                                     else ""))
         norm_axes.append(int(a) % aval.ndim)
-    avals = global_avals(flat, avals, norm_axes, [_keystr(p) for p, _ in paths_and_leaves])  # multi-process
+    avals = global_avals(flat, avals, norm_axes, lambda i: _keystr(paths_and_leaves[i][0]))  # multi-process
     size = _axis_size(paths_and_leaves, avals, norm_axes, axis_size)
     return Call(tuple(static), in_tree, flat, tuple(norm_axes), tuple(avals), size)
 
