@@ -74,7 +74,7 @@ _impl_lock = threading.Lock()
 
 
 def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options):
-    avals = distributed.bound_avals(args, in_axes, axis_size)  # multi-process: host values may be this process's share
+    avals = distributed.bound_avals(args, in_axes, axis_size)  # multi-process: a host value may be a share
     params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
     with _impl_lock:
         # Transformation rules reuse their bodies (see rules._memo): try identity
