@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test pytest lit bench bench-explore screenshot clean
+.PHONY: demo test pytest lit bench bench-explore bench-multiprocess screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "pxla-mlir needs Python 3.11, got " + sys.version'
@@ -31,6 +31,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_lowering.py
 	$(BIN)/python bench/bench_xmap.py
 	$(BIN)/python bench/bench_explore.py
+	$(BIN)/python bench/bench_multiprocess.py
+
+# A pmap across 2 processes x 4 CPU devices against jax.jit(shard_map) in the same run.
+bench-multiprocess: $(STAMP)
+	$(BIN)/python bench/bench_multiprocess.py
 
 # Size of the explore page of the nested example and its open time in headless Chromium.
 bench-explore: $(STAMP)

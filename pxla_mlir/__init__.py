@@ -22,6 +22,8 @@ _LAZY = {
     "Mesh": ("pxla_mlir.sharding", "Mesh"),
     "AbstractMesh": ("pxla_mlir.sharding", "AbstractMesh"),
     "ShardingSpec": ("pxla_mlir.sharding", "ShardingSpec"),
+    "process_local": ("pxla_mlir.distributed", "process_local"),
+    "distributed": ("pxla_mlir.distributed", None),
 }
 
 
@@ -30,7 +32,8 @@ def __getattr__(name):
         import importlib
 
         module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = importlib.import_module(module)
+        value = getattr(value, attr) if attr else value
         globals()[name] = value
         return value
     raise AttributeError(f"module 'pxla_mlir' has no attribute {name!r}")

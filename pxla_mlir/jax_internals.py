@@ -31,7 +31,8 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
            "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
-           "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK"]
+           "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
+           "distributed_client", "concrete_value", "is_differentiated"]
 
 
 def backend(platform: str | None = None):
@@ -220,3 +221,33 @@ def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, opt
     grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
     return compiler.compile_or_get_cached(backend(platform), module, grid, options, list(host_callbacks),
                                           xc.DeviceList(tuple(devices)))
+
+
+def distributed_client():
+    """jax.distributed's client of the coordination service (key-value store), or None."""
+    from jax._src import distributed
+
+    return distributed.global_state.client
+
+
+def concrete_value(x):
+    """The concrete value a JVP, linearize or batching tracer was built from
+    (looking through nested ones), or None for staged tracers (jit, partial eval)."""
+    while isinstance(x, core.Tracer):
+        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
+            x = x.primal
+        elif isinstance(x, batching.BatchTracer):
+            x = x.val
+        else:
+            return None
+    return x
+
+
+def is_differentiated(x) -> bool:
+    """Whether a tracer is being differentiated in reverse mode (its value
+    needs a cotangent of its own shape)."""
+    while isinstance(x, core.Tracer):
+        if isinstance(x, ad.LinearizeTracer):
+            return True
+        x = x.primal if isinstance(x, ad.JVPTracer) else x.val if isinstance(x, batching.BatchTracer) else None
+    return False

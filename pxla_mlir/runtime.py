@@ -19,6 +19,8 @@ from typing import Sequence
 import jax
 import numpy as np
 
+from .distributed.processes import spans_processes
+from .distributed.shares import LocalPlacement, is_global
 from .jax_internals import ArrayImpl, array_result_handler, batched_device_put, core
 
 #: Un-completed launches allowed before the oldest is waited for.
@@ -74,12 +76,16 @@ class ShardedExecutable:
         self.keepalive = keepalive  # what must outlive the executable (jax's lowering keepalive)
         self.has_effects = False  # launches with host callbacks must not skip Python
         self._pieces = [_piece_indices(s, av.shape, self.devices) for s, av in zip(self.in_shardings, self.in_avals)]
+        self._local = LocalPlacement(self.devices, self.in_shardings, self.in_avals) \
+            if spans_processes(self.devices) else None  # multi-process: host values are placed per process
         self._handlers = [array_result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
 
     # -- arguments -----------------------------------------------------------------
     def place(self, x, index: int):
         """Argument ``index`` as a jax.Array laid out as the executable expects."""
         aval, sharding = self.in_avals[index], self.in_shardings[index]
+        if self._local is not None and not is_global(x):  # multi-process: this process's share (distributed/)
+            return self._local.place(x, index, aval, sharding)
         if isinstance(x, jax.Array):
             if x.shape != aval.shape or x.dtype != aval.dtype:
                 raise TypeError(f"argument of shape {x.shape} and dtype {x.dtype} does not match the compiled "
@@ -90,15 +96,7 @@ class ShardedExecutable:
         host = np.asarray(x, dtype=aval.dtype)
         if host.shape != aval.shape:
             raise TypeError(f"argument of shape {host.shape} does not match the compiled {aval.str_short()}")
-        indices, distinct = self._pieces[index]
-        if distinct:
-            pieces, force_copy = [host[i] for i in indices], True
-        else:  # one private copy per distinct piece, shared by the devices that hold it
-            copies: dict = {}
-            pieces = [copies.setdefault(repr(i), np.array(host[i])) for i in indices]
-            force_copy = False
-        return batched_device_put(core.ShapedArray(aval.shape, aval.dtype), sharding, pieces, self.devices,
-                                  force_copy=force_copy)
+        return put_pieces(host, self._pieces[index], aval, sharding, self.devices)
 
     def __call__(self, flat_args: Sequence) -> list:
         if len(flat_args) != len(self.in_avals):
@@ -120,5 +118,23 @@ class ShardedExecutable:
 def _piece_indices(sharding, shape, devices) -> tuple[list, bool]:
     """The index each device holds, in device order, and whether all differ."""
     by_device = sharding.devices_indices_map(tuple(shape))
-    indices = [by_device[d] for d in devices]
+    return piece_plan([by_device[d] for d in devices])
+
+
+def piece_plan(indices: Sequence) -> tuple[list, bool]:
+    """Indices of the pieces to put, and whether they all differ."""
+    indices = list(indices)
     return indices, len({repr(i) for i in indices}) == len(indices)
+
+
+def put_pieces(host: np.ndarray, plan: tuple[list, bool], aval, sharding, devices: Sequence) -> jax.Array:
+    """One jax.Array from ``host[index]`` for each of ``devices`` (``plan`` from :func:`piece_plan`)."""
+    indices, distinct = plan
+    if distinct:
+        pieces, force_copy = [host[i] for i in indices], True
+    else:  # one private copy per distinct piece, shared by the devices that hold it
+        copies: dict = {}
+        pieces = [copies.setdefault(repr(i), np.array(host[i])) for i in indices]
+        force_copy = False
+    return batched_device_put(core.ShapedArray(aval.shape, aval.dtype), sharding, pieces, devices,
+                              force_copy=force_copy)

@@ -21,6 +21,7 @@ from jax import tree_util
 from jaxlib.mlir import ir
 
 from .compile import compile_module
+from .distributed.program_check import check_before_launch
 from .jax_internals import LOWERING_LOCK
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
@@ -143,7 +144,8 @@ class Lowered:
             exe = ShardedExecutable(xla, self.devices, in_shardings=self.in_shardings,
                                     out_shardings=self.out_shardings, in_avals=self.in_avals,
                                     out_avals=self.out_avals, keepalive=self._keepalive)
-            self._compiled = Compiled(exe, self.consts, self.signature)
+            # Multi-process: every process must launch the same program (distributed/program_check.py).
+            self._compiled = Compiled(exe, self.consts, self.signature, before_first_call=check_before_launch(self))
         return self._compiled
 
 
@@ -156,17 +158,22 @@ def _save(text: str) -> str:
 class Compiled:
     """A compiled map; call it with arguments like those it was lowered for."""
 
-    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
+    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature,
+                 before_first_call: Callable[[], None] | None = None):
         self.executable = executable
         self.signature = signature
         self.consts = tuple(consts)
         self._device_consts: list | None = None
+        self._before_first_call = before_first_call  # raises instead of launching; cleared once it passed
 
     def __call__(self, *args):
         return self.signature.unflatten(self.call_flat(self.signature.flatten(args)))
 
     def call_flat(self, leaves: Sequence) -> list:
         """Runs on flat dynamic inputs (without the hoisted constants)."""
+        if self._before_first_call is not None:
+            self._before_first_call()
+            self._before_first_call = None
         return self.executable([*self.consts, *leaves] if self.consts else leaves)
 
     def device_consts(self) -> list:

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 from jax import tree_util
 
+from ..distributed.shares import global_avals, share_note
 from ..jax_internals import api_util, core
 from ..stages import Signature
 
@@ -119,6 +120,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
                                  + (" (a scalar cannot be mapped; use in_axes None for it)" if aval.ndim == 0
                                     else ""))
         norm_axes.append(int(a) % aval.ndim)
+    avals = global_avals(flat, avals, norm_axes, lambda i: _keystr(paths_and_leaves[i][0]))  # multi-process
     size = _axis_size(paths_and_leaves, avals, norm_axes, axis_size)
     return Call(tuple(static), in_tree, flat, tuple(norm_axes), tuple(avals), size)
 
@@ -134,7 +136,8 @@ def _axis_size(paths_and_leaves, avals, axes, given: int | None) -> int:
         lines = [f"  * {_keystr(p)} has shape {av.shape} and axis {a} is to be mapped" for p, av, a in mapped]
         if given is not None:
             lines.append(f"  * axis_size={given} was given")
-        raise PmapUsageError("pmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
+        raise PmapUsageError("pmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines)
+                             + share_note())
     return sizes.pop()
 
 

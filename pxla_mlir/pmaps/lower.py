@@ -7,6 +7,7 @@ import threading
 
 import jax
 
+from .. import distributed
 from ..jax_internals import core, pe
 from ..lru import LRU
 from ..pipelines import PmapPipeline
@@ -19,12 +20,14 @@ from .primitive import pxla_pmap_p, replicas_needed
 __all__ = ["lower_traced", "register_impl"]
 
 
-def devices_for(n: int, devices, backend) -> list:
+def devices_for(n: int, devices, backend, what: str = "pmap") -> list:
     if devices is not None:
         if len(devices) != n:
             raise PmapUsageError(f"pmap was given {len(devices)} devices, but the computation needs {n} "
                                  f"(the product of the pmap axis sizes); pass exactly {n} devices")
-        return list(devices)
+        return distributed.check_devices(devices, what)  # multi-process: every process, evenly
+    if distributed.is_multi_process(backend):  # all processes' devices, process-major
+        return distributed.default_devices(n, backend, what)
     available = jax.local_devices(backend=backend)
     if n > len(available):
         raise PmapUsageError(f"the computation needs {n} devices (the product of the pmap axis sizes), but "
@@ -49,7 +52,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         in_axes = (None,) * n + tuple(in_axes)
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
         donated = (False,) * n + tuple(donated)
-    devs = devices_for(axis_size * replicas_needed(jaxpr), devices, backend)
+    devs = devices_for(axis_size * replicas_needed(jaxpr), devices, backend, what=f"{kind} {name!r}")
     with timed("import"):
         imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                                out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind)
@@ -71,8 +74,7 @@ _impl_lock = threading.Lock()
 
 
 def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options):
-    avals = tuple(core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type)
-                  for a in map(core.shaped_abstractify, args))
+    avals = distributed.bound_avals(args, in_axes, axis_size)  # multi-process: a host value may be a share
     params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
     with _impl_lock:
         # Transformation rules reuse their bodies (see rules._memo): try identity

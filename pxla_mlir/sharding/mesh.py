@@ -222,8 +222,7 @@ class Mesh(AbstractMesh):
         n = int(np.prod(sizes, dtype=np.int64))
         if n > len(devices):
             raise MeshError(f"a mesh of shape {dict(zip(axis_names, sizes))} needs {n} devices, but only "
-                            f"{len(devices)} exist (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} "
-                            f"before importing jax)")
+                            f"{len(devices)} exist{_cpu_hint(n, devices)}")
         return cls(np.array(list(devices[:n]), dtype=object).reshape(sizes), axis_names)
 
     @property
@@ -284,6 +283,17 @@ class Mesh(AbstractMesh):
     def __exit__(self, *exc) -> bool:
         _stack().pop()
         return False
+
+
+def _cpu_hint(n: int, devices: Sequence) -> str:
+    if not devices or getattr(devices[0], "platform", None) != "cpu":
+        return ""
+    processes = len({getattr(d, "process_index", 0) for d in devices})
+    if processes == 1:
+        return f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} before importing jax)"
+    per = -(-n // processes)
+    return (f" in the {processes} processes (on CPU, start every process with {per} devices: "
+            f"jax.config.update('jax_num_cpu_devices', {per}) before jax.distributed.initialize)")
 
 
 class _ThreadMeshes(threading.local):

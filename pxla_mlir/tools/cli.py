@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # run --processes starts copies of this command
         if not getattr(args, "func", None):
             parser.print_help()
             return 1

@@ -59,6 +59,10 @@ def add_parsers(sub) -> None:
                    help="argument N from a .npy file (others are random)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--calls", type=int, default=20, help="steady-state calls to time")
+    r.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="run as N local processes of one jax.distributed run (--cpu-devices split between them)")
+    r.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                   help="with --processes: kill every process after this long (default 600)")
     r.set_defaults(func=run_run)
 
 
@@ -113,36 +117,63 @@ def _inputs(prepared, given: list[str], seed: int) -> list:
 
 
 def run_run(args) -> int:
+    from . import cmd_run_processes
+
+    if args.processes != 1:
+        return cmd_run_processes.run(args)
+    prepared = prepare(args.target, map_options(args))
+    values = _inputs(prepared, args.input, args.seed)
+    with prepared.context():
+        lowered, outs, timings = measure(prepared.fn, values, values, args.calls)
+    devices = lowered.devices
+    print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}")
+    for name, seconds in timings.items():
+        print(timing_line(name, seconds, args.calls))
+    print_outputs(outs)
+    return 0
+
+
+def measure(fn, lower_args, call_args, calls: int, prepare_args=None):
+    """Lowers, compiles and times ``fn``: the ``Lowered``, the first call's
+    outputs, and seconds per step (trace, import, passes, compile, first
+    call, steady-state call). ``prepare_args(lowered)`` may replace
+    ``call_args`` once the layout is known."""
     import jax
 
     from ..stages import TIMINGS
 
-    prepared = prepare(args.target, map_options(args))
-    values = _inputs(prepared, args.input, args.seed)
     TIMINGS.clear()
-    with prepared.context():
-        lowered = prepared.fn.lower(*values)
-        with _status(f"compiling for {len(lowered.devices)} devices"):
-            compiled = lowered.compile()
-        t = time.perf_counter()
-        outs = jax.block_until_ready(compiled(*values))
-        first = time.perf_counter() - t
-        t = time.perf_counter()
-        for _ in range(max(args.calls, 1)):
-            jax.block_until_ready(compiled(*values))
-        steady = (time.perf_counter() - t) / max(args.calls, 1)
-    devices = lowered.devices
-    print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}")
-    for name in ("trace", "import", "passes", "compile"):
-        print(f"  {name:<22} {TIMINGS[name] * 1e3:9.2f} ms")
-    print(f"  {'first call':<22} {first * 1e3:9.2f} ms")
-    print(f"  {'steady-state call':<22} {steady * 1e3:9.3f} ms  (mean of {args.calls})")
+    lowered = fn.lower(*lower_args)
+    with _status(f"compiling for {len(lowered.devices)} devices"):
+        compiled = lowered.compile()
+    if prepare_args is not None:
+        call_args = prepare_args(lowered)
+    t = time.perf_counter()
+    outs = jax.block_until_ready(compiled(*call_args))
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    for _ in range(max(calls, 1)):
+        jax.block_until_ready(compiled(*call_args))
+    steady = (time.perf_counter() - t) / max(calls, 1)
+    timings = {name: TIMINGS[name] for name in ("trace", "import", "passes", "compile")}
+    timings.update({"first call": first, "steady-state call": steady})
+    return lowered, outs, timings
+
+
+def timing_line(name: str, seconds: float, calls: int) -> str:
+    if name == "steady-state call":
+        return f"  {name:<22} {seconds * 1e3:9.3f} ms  (mean of {calls})"
+    return f"  {name:<22} {seconds * 1e3:9.2f} ms"
+
+
+def print_outputs(outs) -> None:
+    import jax
+
     for path, leaf in jax.tree_util.tree_flatten_with_path(outs)[0]:
         arr = np.asarray(leaf)
         print(f"output{jax.tree_util.keystr(path)}: {arr.dtype}{list(arr.shape)}")
         with np.printoptions(precision=4, threshold=24, edgeitems=3, linewidth=100):
             print(arr)
-    return 0
 
 
 class _status:

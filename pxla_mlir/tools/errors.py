@@ -14,11 +14,12 @@ def user_error_types() -> tuple:
 
     types = [CliError, DiffError, PipelineFailure, MeshError, ShardingSpecError, TargetError]
     try:  # jax-facing errors (only importable with jax)
+        from ..distributed.processes import MultiProcessError
         from ..pmaps.arguments import PmapUsageError
         from ..tracing import UnboundAxisError
         from ..xmaps import XmapError
 
-        types += [PmapUsageError, UnboundAxisError, XmapError]
+        types += [PmapUsageError, UnboundAxisError, XmapError, MultiProcessError]
     except ImportError:  # pragma: no cover
         pass
     return tuple(types)

@@ -27,6 +27,7 @@ import numpy as np
 from jax import tree_util
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
+from ..distributed.processes import check_devices
 from ..invariance import named_shapes
 from ..jax_internals import api_util, core, source_info_util
 from ..pipelines import XmapPipeline, choices, configure
@@ -221,6 +222,8 @@ def _unmapped(aval, mapping: Mapping[int, str], plan: Plan) -> core.ShapedArray:
 def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backend) -> Lowered:
     plan = t.plan
     devices = list(mesh.devices.flat) if mesh is not None else jax.local_devices(backend=backend)[:1]
+    if mesh is not None:  # multi-process: the mesh must cover every process evenly
+        check_devices(devices, f"xmap {name!r} (its mesh)")
     with timed("import"):
         imported = import_xmap(t, mesh, lowering, len(devices), devices[0].platform, name)
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None

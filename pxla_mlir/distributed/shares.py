@@ -1,0 +1,206 @@
+"""This process's share of a global value: host inputs in, numpy out.
+
+In a multi-process run each process holds some pieces of every global
+value: the pieces its devices hold. Its *share* is those pieces put side by
+side in global order (per dimension, the distinct index ranges its devices
+hold, sorted), which is what ``jax.make_array_from_process_local_data``
+takes. With the default process-major devices, process ``p``'s share of a
+mapped axis of global size ``L * P`` is rows ``[p * L, (p + 1) * L)``.
+
+A host input (numpy, Python scalars, a jax.Array held by this process
+alone) given to a pmap is this process's share: its mapped axis is
+multiplied by the process count. jax.Arrays spanning processes are global
+as they are. A value traced by jax.vmap, jax.jvp or jax.grad keeps the
+locality of the value it was made from; values staged by jax.jit have none
+and are global. The runtime then reads a host value by its shape (the whole
+global value, or this process's share); nothing is gathered between hosts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import jax
+import numpy as np
+
+from ..jax_internals import concrete_value, core, is_differentiated
+from .processes import MultiProcessError, process_count
+
+__all__ = ["Share", "LocalPlacement", "is_global", "is_process_local", "global_avals", "bound_avals",
+           "process_local", "share_note"]
+
+
+def is_global(x) -> bool:
+    """A jax.Array (or ShapeDtypeStruct) whose sharding spans several processes."""
+    sharding = getattr(x, "sharding", None)
+    return isinstance(sharding, jax.sharding.Sharding) and not sharding.is_fully_addressable
+
+
+def is_process_local(x) -> bool:
+    """Whether a pmap argument is this process's share rather than a global value.
+
+    A traced value is looked through to the concrete value it was made from
+    (jax.jvp, jax.vmap, jax.grad keep it); staged values have none and are global.
+    """
+    if isinstance(x, core.Tracer):
+        x = concrete_value(x)
+        if x is None:
+            return False
+    return not is_global(x)
+
+
+def global_avals(leaves: Sequence, avals: Sequence, axes: Sequence,
+                 name_of: Callable[[int], str] = lambda i: f"argument {i}") -> list:
+    """The global avals of a pmap call's flat arguments: in a multi-process run
+    a process-local mapped argument's axis counts every process's share."""
+    count = process_count()
+    if count == 1:
+        return list(avals)
+    out = []
+    for i, (x, aval, axis) in enumerate(zip(leaves, avals, axes)):
+        if axis is not None and is_process_local(x):
+            if is_differentiated(x):
+                raise MultiProcessError(
+                    f"pmap argument {name_of(i)} is differentiated in reverse mode (jax.grad, jax.vjp) and is this "
+                    f"process's share of the mapped axis: jax wants its cotangent in the share's shape "
+                    f"{tuple(aval.shape)}, but the pmap's is global. Make it a global jax.Array first, e.g. "
+                    f"jax.make_array_from_process_local_data(NamedSharding(Mesh(jax.devices(), ('i',)), "
+                    f"PartitionSpec('i')), x_local); its gradient is then global too (pxla_mlir.process_local "
+                    f"gives this process's rows)")
+            shape = list(aval.shape)
+            shape[axis] *= count
+            aval = core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
+        out.append(aval)
+    return out
+
+
+def bound_avals(args: Sequence, in_axes: Sequence, axis_size: int) -> tuple:
+    """The global avals of a bound pmap's concrete arguments (its impl): a
+    mapped argument whose axis is ``axis_size / P`` long is this process's share."""
+    count = process_count()
+    out = []
+    for x, axis in zip(args, in_axes):
+        aval = core.shaped_abstractify(x)
+        shape = list(aval.shape)
+        if count > 1 and axis is not None and shape[axis] != axis_size and shape[axis] * count == axis_size:
+            shape[axis] = axis_size
+        out.append(core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type))
+    return tuple(out)
+
+
+def share_note() -> str:
+    """A hint for size errors in a multi-process run ('' in a single process)."""
+    count = process_count()
+    if count == 1:
+        return ""
+    return (f"\n(this run has {count} processes: a host array is this process's share, so its mapped axis is "
+            f"counted {count} times; jax.Arrays spanning processes and traced values are global)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Share:
+    """Where each local piece of a global value sits in this process's share."""
+
+    global_shape: tuple
+    shape: tuple
+    local_index: tuple  # per local piece: slices into the share
+
+    @classmethod
+    def of(cls, global_shape: Sequence[int], indices: Sequence[tuple]) -> "Share":
+        global_shape = tuple(int(s) for s in global_shape)
+        spans = [[_span(index[d], size) for index in indices] for d, size in enumerate(global_shape)]
+        offsets, shape = [], []
+        for d, dim_spans in enumerate(spans):
+            at, total, end = {}, 0, None
+            for start, stop in sorted(set(dim_spans)):
+                if end is not None and start < end:
+                    raise MultiProcessError(
+                        f"this process's pieces overlap along dimension {d} ({start}:{stop} and an earlier piece "
+                        f"ending at {end}), so they do not form one local block; pass a global jax.Array")
+                at[(start, stop)] = total
+                total, end = total + stop - start, stop
+            offsets.append(at)
+            shape.append(total)
+        local = tuple(tuple(slice(offsets[d][s], offsets[d][s] + s[1] - s[0]) for d, s in enumerate(piece))
+                      for piece in zip(*spans)) if spans else tuple(() for _ in indices)
+        boxes = {tuple((i.start, i.stop) for i in piece) for piece in local}
+        if sum(int(np.prod([b - a for a, b in box])) for box in boxes) != int(np.prod(shape)):
+            raise MultiProcessError("this process's pieces leave holes in the block they span (its devices do not "
+                                    "form a sub-grid of the mesh); pass a global jax.Array")
+        return cls(global_shape, tuple(shape), local)
+
+
+def _span(index: slice, size: int) -> tuple[int, int]:
+    start, stop, step = index.indices(size)
+    if step != 1:
+        raise MultiProcessError(f"strided piece {index} cannot be part of a local block")
+    return start, stop
+
+
+class LocalPlacement:
+    """Puts host values of a multi-process executable's inputs on this process's devices."""
+
+    def __init__(self, devices: Sequence, in_shardings: Sequence, in_avals: Sequence):
+        from ..runtime import piece_plan
+
+        me = jax.process_index()
+        self.devices = [d for d in devices if d.process_index == me]
+        self._plans: list = []  # per input: the whole value's plan, the share's plan, the share's shape (or error)
+        for sharding, aval in zip(in_shardings, in_avals):
+            by_device = sharding.devices_indices_map(tuple(aval.shape))
+            whole = piece_plan([by_device[d] for d in self.devices])
+            try:
+                share = Share.of(aval.shape, whole[0])
+                self._plans.append((whole, piece_plan(share.local_index), share.shape))
+            except MultiProcessError as e:
+                self._plans.append((whole, None, e))
+
+    def place(self, x, index: int, aval, sharding) -> jax.Array:
+        from ..runtime import put_pieces
+
+        host = np.asarray(x, dtype=aval.dtype)
+        whole, local, share_shape = self._plans[index]
+        if host.shape == tuple(aval.shape):
+            plan = whole
+        elif local is not None and host.shape == share_shape:
+            plan = local
+        else:
+            raise TypeError(_shape_message(host.shape, aval, share_shape))
+        return put_pieces(host, plan, aval, sharding, self.devices)
+
+
+def _shape_message(shape, aval, share_shape) -> str:
+    text = f"argument of shape {shape} does not match the compiled {aval.str_short()}: "
+    if isinstance(share_shape, Exception):
+        return text + f"give the whole value {tuple(aval.shape)} or a global jax.Array ({share_shape})"
+    text += (f"a host value on process {jax.process_index()} is either its share {share_shape} (the pieces its "
+             f"devices hold) or the whole value {tuple(aval.shape)}")
+    if share_shape == tuple(aval.shape):
+        text += ("; here this process's devices hold every index of the value (its rows also live on other "
+                 "processes' devices), so pass the whole value or a global jax.Array built with "
+                 "jax.make_array_from_callback and the Lowered's in_shardings")
+    return text
+
+
+def process_local(tree):
+    """This process's part of every array in ``tree``, as numpy: for a global
+    jax.Array the pieces its devices hold, side by side in global order (for
+    a pmap output with the default devices, rows ``[p*L, (p+1)*L)``); a
+    replicated value whole; anything else ``np.asarray`` of it."""
+    return jax.tree_util.tree_map(_local_value, tree)
+
+
+def _local_value(y):
+    if not (isinstance(y, jax.Array) and not y.is_fully_addressable):
+        return np.asarray(y)
+    shards = y.addressable_shards
+    share = Share.of(y.shape, [s.index for s in shards])
+    out = np.empty(share.shape, dtype=y.dtype)
+    done = set()
+    for shard, index in zip(shards, share.local_index):
+        key = tuple((s.start, s.stop) for s in index)
+        if key not in done:
+            done.add(key)
+            out[index] = np.asarray(shard.data)
+    return out

@@ -1,0 +1,120 @@
+"""``pxla-mlir run --processes N``: one jax.distributed run of N local processes.
+
+The command starts N copies of itself (:mod:`pxla_mlir.distributed.launch`:
+127.0.0.1 and a free port, the run's CPU devices split evenly, a hard
+deadline). Every process draws the same inputs (same seed), lowers the
+target for the whole (global) inputs, places them as global jax.Arrays
+laid out as the compiled program wants them (each process only its own
+pieces), and times its calls; process 0 gathers the outputs. The launching
+command prints every process's timings side by side, then the outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+from ..distributed.launch import ENV_PROCESS_ID, launch
+from ..emit import prepare
+from .cmd_emit import _inputs, map_options, measure, print_outputs, timing_line
+from .errors import CliError
+
+_RESULT = "PXLA_MP_RESULT "
+_NOISE = re.compile(r"\[Gloo\]|sharding_propagation\.cc")
+
+
+def run(args) -> int:
+    if args.processes < 1:
+        raise CliError(f"--processes must be at least 1, got {args.processes}")
+    if os.environ.get(ENV_PROCESS_ID) is None:
+        return _launch(args)
+    return _worker(args)
+
+
+def _devices_per_process(count: int) -> int:
+    match = re.search(r"xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    total = int(match[1]) if match else 8
+    if total % count:
+        raise CliError(f"{total} CPU devices cannot be split evenly between {count} processes; pass --cpu-devices "
+                       f"with a multiple of {count}")
+    return total // count
+
+
+def _launch(args) -> int:
+    per = _devices_per_process(args.processes)
+    finished = launch([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
+                      timeout_s=args.timeout, cpu_devices=per)
+    results = [_result(f.output) for f in finished]
+    if any(f.returncode != 0 for f in finished) or None in results:
+        for f in finished:
+            lines = [line for line in f.output.splitlines() if not _NOISE.search(line)]
+            print(f"--- process {f.index}: {f.describe()}\n" + "\n".join(lines[-15:]), file=sys.stderr)
+        raise CliError(f"the {args.processes}-process run failed: "
+                       + "; ".join(f"process {f.index} {f.describe()}" for f in finished))
+    first = results[0]
+    print(f"ran on {first['devices']} {first['platform'].upper()} devices in {args.processes} processes "
+          f"({per} each); pipeline {first['pipeline']}")
+    header = "".join(f"{'process ' + str(r['process']):>13}" for r in results)
+    print(f"  {'':<22}{header}")
+    for name in first["timings"]:
+        cells = "".join(_cell(name, r["timings"][name]) for r in results)
+        note = f"  (mean of {args.calls})" if name == "steady-state call" else ""
+        print(f"  {name:<22}{cells}{note}")
+    sys.stdout.write(first["outputs"])
+    return 0
+
+
+def _cell(name: str, seconds: float) -> str:
+    return f"{seconds * 1e3:10.3f} ms" if name == "steady-state call" else f"{seconds * 1e3:10.2f} ms"
+
+
+def _result(output: str) -> dict | None:
+    for line in output.splitlines():
+        if line.startswith(_RESULT):
+            return json.loads(line[len(_RESULT):])
+    return None
+
+
+def _worker(args) -> int:
+    from .. import distributed
+
+    distributed.initialize()
+    import jax
+    from jax.experimental import multihost_utils
+
+    prepared = prepare(args.target, map_options(args))
+    values = _inputs(prepared, args.input, args.seed)
+    everywhere = jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(jax.devices()), ("all",)),
+                                            jax.sharding.PartitionSpec())
+    structs = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=everywhere) for v in values]  # global values
+    with prepared.context():
+        lowered, outs, timings = measure(prepared.fn, structs, None, args.calls,
+                                         prepare_args=lambda lo: _global_inputs(lo, values))
+        gathered = multihost_utils.process_allgather(outs, tiled=True)
+    printed = io.StringIO()
+    if jax.process_index() == 0:
+        with contextlib.redirect_stdout(printed):
+            print_outputs(gathered)
+    devices = lowered.devices
+    print(_RESULT + json.dumps({"process": jax.process_index(), "devices": len(devices),
+                                "platform": devices[0].platform, "pipeline": lowered.pipeline,
+                                "timings": timings, "outputs": printed.getvalue()}), flush=True)
+    for name, seconds in timings.items():  # also readable in the process's own log
+        print(timing_line(name, seconds, args.calls))
+    return 0
+
+
+def _global_inputs(lowered, values) -> list:
+    """The whole host values as global jax.Arrays laid out as ``lowered``'s inputs."""
+    import jax
+
+    shardings = lowered.in_shardings[len(lowered.consts):]
+    arrays = [jax.make_array_from_callback(np.shape(v), s, lambda index, v=v: v[index])
+              for v, s in zip(lowered.signature.flatten(values), shardings)]
+    return list(jax.tree_util.tree_unflatten(lowered.signature.in_tree, arrays))
