@@ -231,7 +231,7 @@ def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backen
         in_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.in_maps, t.global_in)],
         out_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.out_maps, t.global_out)],
         signature=Signature(t.in_tree, t.out_tree), keepalive=imported.keepalive, jaxpr_text=t.user.pretty_print,
-        plan=plan)
+        plan=plan, donated=t.donated, host_callbacks=imported.host_callbacks)
 
 
 def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
