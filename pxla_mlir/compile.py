@@ -35,7 +35,7 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
         return jax_internals.compile_and_load(program, devices, opts, platform, host_callbacks=host_callbacks)
     except jax_internals.JaxRuntimeError as e:
         if options and ("compile option" in str(e) or "While setting option" in str(e)):
-            raise ValueError(f"compiler_options: {str(e).removeprefix('INVALID_ARGUMENT: ')}. Keys are XLA "
+            raise ValueError(f"compiler_options: {str(e).removeprefix('INVALID_ARGUMENT: ').rstrip('.')}. Keys are XLA "
                              f"debug option names as in XLA_FLAGS without the leading '--' (e.g. "
                              f"'xla_cpu_enable_fast_math'), values bool, int, float or str") from None
         raise

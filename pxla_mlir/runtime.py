@@ -65,6 +65,7 @@ class ShardedExecutable:
         self._donated_args = [i for i, d in enumerate(self.donated) if d]
         self._callback_devices = xla.local_devices() if host_callbacks else None
         self._physical = [physical(av, s) for av, s in zip(self.in_avals, self.in_shardings)]
+        self._logical = [is_extended(av.dtype) or av.dtype == float0 for av in self.in_avals]
         self._pieces = [_piece_indices(s, av.shape, self.devices) for av, s in self._physical]
         self._handlers = [result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
 
@@ -72,12 +73,12 @@ class ShardedExecutable:
     def _place(self, x, index: int):
         logical = self.in_avals[index]
         aval, sharding = self._physical[index]
-        if is_extended(logical.dtype):
+        if self._logical[index]:  # stored as another array
             _check_type(x, logical, index)
-            x = jax.random.key_data(x)  # the uint32 data, no copy
-        elif logical.dtype == float0:
-            _check_type(x, logical, index)
-            x = np.zeros(logical.shape, np.bool_)  # as jax: float0 travels as bool zeros
+            if logical.dtype == float0:
+                x = np.zeros(logical.shape, np.bool_)  # as jax: float0 travels as bool zeros
+            else:
+                x = jax.random.key_data(x)  # a key array's uint32 data, no copy
         if isinstance(x, jax.Array):
             if x.is_deleted():
                 raise RuntimeError(f"Array has been deleted with shape={logical.str_short()}: argument {index} "

@@ -148,7 +148,7 @@ class Call:
 
     def signature(self, out_tree) -> Signature:
         positional, kwargs = self.in_tree.children()
-        return Signature(positional, out_tree, tuple(n for n, _ in self.static_args), kwargs_tree=kwargs)
+        return Signature(positional, out_tree, self.static_args, kwargs_tree=kwargs)
 
     def donated(self, donate_argnums: tuple) -> tuple:
         """One donation flag per flat argument, as jax.pmap: argnums out of
@@ -200,6 +200,8 @@ _KWARGS_NOTE = ("\n\nWhen some arguments are passed by keyword to the pmapped fu
 
 
 def _static_args(args: Sequence, static_argnums: tuple, fn_name: str) -> list:
+    if not static_argnums:
+        return []
     n = len(args)
     for s in static_argnums:
         if not -n <= s < n:
@@ -231,10 +233,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
         in_axes = tuple(in_axes)
     paths_and_leaves, in_tree = tree_util.tree_flatten_with_path((dyn_args, dict(kwargs)))
     positional_tree, kwargs_tree = in_tree.children()
-    try:
-        axes = api_util.flatten_axes("pmap in_axes", in_tree, (in_axes, kwargs_axis), kws=False)
-    except ValueError as e:
-        raise ValueError(str(e) + (_KWARGS_NOTE if kwargs else "")) from None
+    axes = _flat_in_axes(in_tree, in_axes, kwargs_axis, bool(kwargs))
     norm_axes, avals = [], []
     for (path, x), a in zip(paths_and_leaves, axes):
         _check_array_like(x, _keystr(path))
@@ -253,6 +252,15 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
     size = _axis_size(paths_and_leaves, avals, norm_axes, axis_size)
     return Call(tuple(static), in_tree, [x for _, x in paths_and_leaves], tuple(norm_axes), tuple(avals), size,
                 len(args))
+
+
+def _flat_in_axes(in_tree, in_axes, kwargs_axis, has_kwargs: bool) -> list:
+    if (in_axes is None or _is_int(in_axes)) and (not has_kwargs or in_axes == kwargs_axis):
+        return [in_axes] * in_tree.num_leaves  # the common case, without building prefix trees
+    try:
+        return api_util.flatten_axes("pmap in_axes", in_tree, (in_axes, kwargs_axis), kws=False)
+    except ValueError as e:
+        raise ValueError(str(e) + (_KWARGS_NOTE if has_kwargs else "")) from None
 
 
 def _axis_size(paths_and_leaves, avals, axes, given: int | None) -> int:
