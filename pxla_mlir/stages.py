@@ -22,7 +22,7 @@ from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
 from .compile import compile_module, to_stablehlo, to_xla_computation
-from .jax_internals import core, hlo_cost_analysis, pytree_equality_errors
+from .jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
 
@@ -107,17 +107,24 @@ def pytree_mismatch(got, expected) -> str:
     return "\n".join(lines)
 
 
-def check_avals(expected: Sequence, leaves: Sequence, paths: Sequence[str]) -> None:
+def check_avals(expected: Sequence, leaves: Sequence, args_tree) -> None:
     """jax's TypeError for arguments of other shapes or dtypes than compiled for."""
     errors = []
-    for want, x, path in zip(expected, leaves, paths):
+    for i, (want, x) in enumerate(zip(expected, leaves)):
         got = core.shaped_abstractify(x)
         if (got.shape, got.dtype) != (want.shape, want.dtype):
-            errors.append(f"Argument {path} compiled with {want.str_short()} and called with {got.str_short()}")
+            errors.append(f"Argument {_arg_path(args_tree, i)} compiled with {want.str_short()} and called with "
+                          f"{got.str_short()}")
     if errors:
         count = f"The first 5 of {len(errors)}" if len(errors) > 5 else "The"
         raise TypeError("Argument types differ from the types for which this computation was compiled. "
                         f"{count} mismatches are:\n" + "\n".join(errors[:5]))
+
+
+def _arg_path(args_tree, index: int) -> str:
+    """``args[0]['w']`` / ``kwargs['y']``: where flat argument ``index`` is."""
+    path, _ = tree_util.tree_flatten_with_path(args_tree.unflatten(range(args_tree.num_leaves)))[0][index]
+    return ("args", "kwargs")[path[0].idx] + tree_util.keystr(tuple(path[1:]))
 
 
 class Lowered:
@@ -166,7 +173,7 @@ class Lowered:
         XLA's "hlo" (before XLA's optimizations; ``Compiled.as_text()`` gives
         the optimized HLO)."""
         if _dialect(dialect) == "hlo":
-            return self.compiler_ir("hlo").as_hlo_text(debug_info)
+            return hlo_text(self.compiler_ir("hlo"), debug_info=debug_info)
         return self.compiler_ir(dialect).operation.get_asm(enable_debug_info=debug_info)
 
     def compiler_ir(self, dialect: str | None = None):
@@ -281,23 +288,19 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         leaves = self.signature.flatten(args, kwargs)
-        check_avals(self.executable.in_avals[len(self._consts):], leaves, self._arg_paths())
+        check_avals(self.executable.in_avals[len(self._consts):], leaves, self.in_tree)
         return self.signature.unflatten(self.call_flat(leaves))
 
     def call_flat(self, leaves: Sequence) -> list:
         """Runs on flat dynamic inputs (without the hoisted constants)."""
         return self.executable(self._consts + list(leaves) if self._consts else leaves)
 
-    def _arg_paths(self) -> list[str]:
-        paths = tree_util.tree_flatten_with_path(self.in_tree.unflatten([0] * self.in_tree.num_leaves))[0]
-        return [("args", "kwargs")[p[0].idx] + tree_util.keystr(tuple(p[1:])) for p, _ in paths]
-
     def as_text(self) -> str:
         """XLA's optimized HLO."""
         return self.executable.hlo_text()
 
     def cost_analysis(self):
-        return self.executable.xla.cost_analysis()
+        return self.executable.cost_analysis()
 
     def memory_analysis(self):
         """XLA's ``CompiledMemoryStats`` (argument, output, temp and code sizes in bytes)."""

@@ -1,11 +1,13 @@
-"""Tracing a map body with named axes bound, with a clear error for an
-unbound axis name (jax's own message points at shard_map)."""
+"""Tracing a map body with named axes bound, with clear errors for an
+unbound axis name (jax's own message points at shard_map) and for
+``jax.debug.inspect_array_sharding``, which needs devices the per-device
+lowering does not have yet."""
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .jax_internals import core, lu, pe
+from .jax_internals import core, lu, pe, source_info_util
 
 
 class UnboundAxisError(NameError):
@@ -28,4 +30,17 @@ def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], d
                 f"unbound axis name: {name}. A collective (psum, axis_index, ...) refers to an axis name that no "
                 f"enclosing map binds (bound: {', '.join(bound) or 'none'}); bind it with an enclosing "
                 f"pxla_mlir.pmap(..., axis_name={name!r}) or fix the name") from None
+    _refuse_sharding_inspection(jaxpr)
     return core.ClosedJaxpr(jaxpr, consts)
+
+
+def _refuse_sharding_inspection(jaxpr: core.Jaxpr) -> None:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "inspect_sharding":
+            raise NotImplementedError(
+                f"jax.debug.inspect_array_sharding/visualize_array_sharding at "
+                f"{source_info_util.summarize(eqn.source_info)} cannot run inside a pxla_mlir map: maps are lowered "
+                f"per device before devices are chosen. Inside a pmap every value is one device's shard; inspect "
+                f"the map's results instead (result.sharding)")
+        for sub in core.jaxprs_in_params(eqn.params):
+            _refuse_sharding_inspection(sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub)

@@ -48,6 +48,7 @@ def test_lowered_text_in_every_dialect(case):
     assert "stablehlo.all_reduce" in stable and "mhlo.all_reduce" not in stable
     hlo = lowered.as_text("hlo")
     assert hlo.startswith("HloModule ") and "all-reduce(" in hlo
+    assert "metadata=" not in hlo and "metadata=" in lowered.as_text("hlo", debug_info=True)
     assert isinstance(lowered.compiler_ir(), ir.Module) and lowered.compiler_ir() is lowered.compiler_ir("mhlo")
     assert str(lowered.compiler_ir("stablehlo")) == stable
     assert "all-reduce(" in lowered.compiler_ir("hlo").as_hlo_text()

@@ -178,3 +178,16 @@ def test_lowered_module_carries_the_callback_for_every_device():
                                mode="partition").lower(X).as_text()
     assert 'mhlo.sharding = "{manual}"' in partition.split("xla_ffi_python_cpu_callback")[1].split("\n")[0]
     assert "!mhlo.token" not in partition.split("func.func public @main(")[1].split("{")[0]  # tokens stay inside
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_partitioned_debug_callback(mode):
+    rec = Recorder()
+    pxla_mlir.pmap(lambda v: (jax.debug.callback(rec, v, partitioned=True), v)[1], mode=mode)(X)
+    assert rec.sorted() == [(float(v),) for v in X]
+
+
+def test_sharding_inspection_inside_a_map_is_a_clear_error():
+    with pytest.raises(NotImplementedError, match=r"jax.debug.inspect_array_sharding/visualize_array_sharding at "
+                                                  r".*test_pmap_callbacks.py:\d+.*cannot run inside a pxla_mlir map"):
+        pxla_mlir.pmap(lambda v: (jax.debug.inspect_array_sharding(v, callback=print), v)[1])(X)

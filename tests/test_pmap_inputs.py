@@ -204,6 +204,18 @@ def test_static_and_donated_argnums_must_be_ints():
         pxla_mlir.pmap(lambda x, s: x, static_broadcasted_argnums=1, donate_argnums=1)
     with pytest.raises(TypeError, match="pmap requires a callable to map, got 3"):
         pxla_mlir.pmap(3)
+    with pytest.raises(TypeError, match=r"xmap donate_argnums must be an int or a sequence of ints"):
+        pxla_mlir.xmap(lambda x: x, in_axes=["m", ...], out_axes=["m", ...], donate_argnums="a")
+
+
+def test_out_of_range_donate_argnums_are_ignored_not_wrapped():
+    x = np.ones((8, 2), np.float32)
+    for argnum, donated in ((3, False), (-1, True), (-2, False)):
+        assert pxla_mlir.pmap(lambda a: a, donate_argnums=argnum).lower(x).args_info[0][0].donated is donated
+        with pxla_mlir.Mesh.create({"x": 8}):
+            xm = pxla_mlir.xmap(lambda a: a, in_axes=["m", ...], out_axes=["m", ...], axis_resources={"m": "x"},
+                                donate_argnums=argnum)
+            assert xm.lower(x).args_info[0][0].donated is donated
 
 
 # -- devices and axis sizes ------------------------------------------------------------------------------
