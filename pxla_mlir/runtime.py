@@ -79,6 +79,9 @@ class ShardedExecutable:
                 x = np.zeros(logical.shape, np.bool_)  # as jax: float0 travels as bool zeros
             else:
                 x = jax.random.key_data(x)  # a key array's uint32 data, no copy
+        if isinstance(x, core.Tracer):
+            raise TypeError(f"argument {index} is a traced value ({x.aval.str_short()}); a compiled map runs on "
+                            f"concrete arrays: call the map itself under the transformation")
         if isinstance(x, jax.Array):
             if x.is_deleted():
                 raise RuntimeError(f"Array has been deleted with shape={logical.str_short()}: argument {index} "
@@ -90,9 +93,6 @@ class ShardedExecutable:
             if x.sharding == sharding or x.sharding.is_equivalent_to(sharding, x.ndim):
                 return x  # same pieces on the same devices, in the same order
             return jax.device_put(x, sharding)
-        if isinstance(x, core.Tracer):
-            raise TypeError(f"argument {index} is a traced value ({x.aval.str_short()}); a compiled map runs on "
-                            f"concrete arrays: call the map itself under the transformation")
         host = np.asarray(x, dtype=aval.dtype)
         if host.shape != aval.shape:
             raise TypeError(f"argument {index} of shape {host.shape} does not match the compiled {aval.str_short()}")

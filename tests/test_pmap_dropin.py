@@ -99,6 +99,15 @@ def test_pmap_bodies_closing_over_outer_tracers():
     np.testing.assert_array_equal(f(X), 2 * X)
 
 
+def test_pxla_mlir_jit_closing_over_outer_tracers_is_a_clear_error():
+    with pytest.raises(TypeError, match=r"pxla_mlir.jit function '<lambda>' closes over values traced by an outer "
+                                        r"transformation"):
+        jax.grad(lambda w: pxla_mlir.jit(lambda a: (a * w).sum())(X))(2.0)
+    # Concrete values under a transformation are fine: the program runs as it is.
+    out = jax.vmap(lambda v: pxla_mlir.jit(lambda a: pxla_mlir.pmap(lambda r: r * 2)(a))(X) * v)(np.ones(3, np.float32))
+    np.testing.assert_array_equal(out, np.broadcast_to(2 * X, (3, 8)))
+
+
 # -- errors users grep for: jax's words first, our detail after ----------------------------------------
 
 def test_unbound_axis_name_starts_with_jax_words():

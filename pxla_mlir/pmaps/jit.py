@@ -75,6 +75,10 @@ class JitFunction:
         debug = api_util.debug_info("pxla_mlir.jit", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
             jaxpr = trace_flat(flat_fun, call.global_avals, [], debug)
+        if any(isinstance(c, core.Tracer) for c in jaxpr.consts):
+            raise TypeError(f"pxla_mlir.jit function {self.name!r} closes over values traced by an outer "
+                            f"transformation (grad, vmap, ...); pass them as arguments and apply the "
+                            f"transformation inside it (pxla_mlir.jit(jax.grad(f)))")
         lowered = lower_traced(jaxpr, axis_name=_JIT_AXIS, axis_size=1, in_axes=(None,) * len(call.flat_args),
                                out_axes=(None,) * len(jaxpr.out_avals), name=self.name,
                                global_avals=call.global_avals, donated=call.donated(self.donate_argnums),
