@@ -191,3 +191,13 @@ def test_sharding_inspection_inside_a_map_is_a_clear_error():
     with pytest.raises(NotImplementedError, match=r"jax.debug.inspect_array_sharding/visualize_array_sharding at "
                                                   r".*test_pmap_callbacks.py:\d+.*cannot run inside a pxla_mlir map"):
         pxla_mlir.pmap(lambda v: (jax.debug.inspect_array_sharding(v, callback=print), v)[1])(X)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ordered_io_callback_in_nested_pmap(mode):
+    rec = Recorder()
+    inner = pxla_mlir.pmap(lambda v: io_callback(lambda a: (rec(a), np.float32(a + 1))[1], SCALAR, v, ordered=True),
+                           "j")
+    out = pxla_mlir.pmap(inner, "i", mode=mode)(X.reshape(2, 4))
+    np.testing.assert_array_equal(out, X.reshape(2, 4) + 1)
+    assert rec.sorted() == [(float(v),) for v in X]

@@ -79,11 +79,9 @@ def check_devices(devices) -> tuple | None:
                          "(e.g. jax.devices()[:4]), or None for the first local devices")
     for i, d in enumerate(devs):
         if not isinstance(d, jax.Device):
+            hint = f"; use e.g. jax.devices({d!r})[:{len(devs)}]" if isinstance(d, str) else ""
             raise ValueError(f"'devices' argument to pmap must hold jax devices (from jax.devices()), but "
-                             f"devices[{i}] is {d!r} of type {type(d).__name__}; use e.g. "
-                             f"jax.devices({d!r})[:{len(devs)}]" if isinstance(d, str) else
-                             f"'devices' argument to pmap must hold jax devices (from jax.devices()), but "
-                             f"devices[{i}] is {d!r} of type {type(d).__name__}")
+                             f"devices[{i}] is {d!r} of type {type(d).__name__}{hint}")
     seen: dict = {}
     for i, d in enumerate(devs):
         if d in seen:
