@@ -8,9 +8,12 @@ error at the offending op, when:
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` are missing, not positive,
   or differ from the expected counts given as options;
 * a collective's device ids do not fit the module: in every mode (see
-  :mod:`pxla_mlir.collectives`) the groups must all have the same size, use
-  ids in range, be disjoint and together cover every id; a collective
-  permute's sources and targets must be in range and distinct.
+  :mod:`pxla_mlir.collectives`) the groups must use ids in range, be
+  disjoint and together cover every id, and have the same size (except for
+  ``all_reduce``, whose groups XLA lets differ in size: shorter groups are
+  padded with -1, as jax lowers ``psum(..., axis_index_groups=...)`` with
+  groups of different sizes); a collective permute's sources and targets
+  must be in range and distinct.
 
 It warns when ``replica_id`` is used in a module with one replica (it is then
 always 0), and likewise for ``partition_id``.
@@ -109,11 +112,11 @@ class VerifyHandoffPass(ModulePass):
             return
         if ids.size == 0:
             return  # one group of every id (the op verifier rejects it where invalid)
-        if (ids < 0).any():
-            self.error(op, f"{what}: replica groups have different sizes (padded with -1): "
-                           f"{ids.tolist()}")
+        if (ids < 0).any() and (op.name != "mhlo.all_reduce" or not _padded_rows(ids)):
+            self.error(op, f"{what}: replica groups have different sizes (padded with -1): {ids.tolist()}; only "
+                           f"all_reduce may have groups of different sizes (-1 only after a group's ids)")
             return
-        flat = ids.ravel()
+        flat = ids[ids >= 0]
         bad = sorted({int(i) for i in flat if i >= n})
         if bad:
             self.error(op, f"{what}: ids {bad} are out of range for "
@@ -141,3 +144,12 @@ class VerifyHandoffPass(ModulePass):
             vals, counts = np.unique(pairs[:, col], return_counts=True)
             if (counts > 1).any():
                 self.error(op, f"{what}: {role} ids {vals[counts > 1].tolist()} appear more than once")
+
+
+def _padded_rows(ids) -> bool:
+    """Each group is one or more ids, then only -1 padding."""
+    for row in ids:
+        k = int((row >= 0).sum())
+        if k == 0 or (row[:k] < 0).any() or (row[k:] != -1).any():
+            return False
+    return True

@@ -18,8 +18,9 @@ from jaxlib.mlir import ir
 
 from . import jax_internals
 from .ir.pxla_attrs import device_counts
+from .pass_infra import Pipeline, run_pipeline
 
-__all__ = ["compile_module", "enable_compilation_cache", "CACHE_DIR_ENV"]
+__all__ = ["compile_module", "enable_compilation_cache", "CACHE_DIR_ENV", "to_stablehlo", "to_xla_computation"]
 
 #: Environment variable that turns the persistent cache on (its value: the directory).
 CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
@@ -44,25 +45,63 @@ def _apply_env() -> None:
             enable_compilation_cache(path)
 
 
-def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None):
+def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None,
+                   compiler_options: dict | None = None, host_callbacks: Sequence = ()):
     """A LoadedExecutable of ``module`` on ``devices`` (replica-major order).
 
     Partition-mode modules compile with XLA's SPMD partitioner (on CPU a
-    multi-partition program always needs it).
+    multi-partition program always needs it). ``compiler_options`` are XLA
+    debug options by name; ``host_callbacks`` the callables the module's
+    host callbacks call.
     """
     replicas, partitions = device_counts(module.operation)
     if len(devices) != replicas * partitions:
         raise ValueError(f"the module needs {replicas * partitions} devices (num_replicas = {replicas}, "
                          f"num_partitions = {partitions}), got {len(devices)}")
     ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
-    opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1)
+    options = _checked_options(compiler_options)
+    opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1, overrides=options)
     _apply_env()
-    if jax_internals.persistent_cache_enabled():
-        # jax's cache keys on the module (without locations), the options and
-        # the devices; it compiles the module object itself: give it a copy.
-        return jax_internals.compile_or_get_cached(_copy(module), devices, ids, opts, platform)
-    text = module.operation.get_asm(enable_debug_info=False)
-    return jax_internals.compile_and_load(text, devices, opts, platform)
+    try:
+        if jax_internals.persistent_cache_enabled():
+            # jax's cache keys on the module (without locations), the options and
+            # the devices; it compiles the module object itself: give it a copy.
+            return jax_internals.compile_or_get_cached(_copy(module), devices, ids, opts, platform, host_callbacks)
+        # Only the ir.Module overload of compile_and_load takes host callbacks.
+        program = module if host_callbacks else module.operation.get_asm(enable_debug_info=False)
+        return jax_internals.compile_and_load(program, devices, opts, platform, host_callbacks=host_callbacks)
+    except jax_internals.JaxRuntimeError as e:
+        if options and ("compile option" in str(e) or "While setting option" in str(e)):
+            raise ValueError(f"compiler_options: {str(e).removeprefix('INVALID_ARGUMENT: ').rstrip('.')}. Keys are XLA "
+                             f"debug option names as in XLA_FLAGS without the leading '--' (e.g. "
+                             f"'xla_cpu_enable_fast_math'), values bool, int, float or str") from None
+        raise
+
+
+def _checked_options(options) -> dict | None:
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise TypeError(f"compiler_options must be a dict of XLA option names to values, got {options!r}")
+    for name, value in options.items():
+        if not isinstance(name, str):
+            raise TypeError(f"compiler_options keys must be XLA option names (str), got {name!r}")
+        if not isinstance(value, (bool, int, float, str)):
+            raise TypeError(f"compiler_options[{name!r}] must be a bool, int, float or str, got {value!r}")
+    return dict(options)
+
+
+def to_stablehlo(module: ir.Module) -> ir.Module:
+    """A StableHLO copy of an MHLO module."""
+    with module.context:
+        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+    run_pipeline(copy, Pipeline.cached("builtin.module(hlo-legalize-to-stablehlo)"), reproducer=False)
+    return copy
+
+
+def to_xla_computation(module: ir.Module):
+    """XLA's HLO (``XlaComputation``) of a final MHLO module."""
+    return jax_internals.xla_computation(module.operation.get_asm(enable_debug_info=True))
 
 
 def _copy(module: ir.Module) -> ir.Module:

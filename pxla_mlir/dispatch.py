@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from .jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, is_extended
+from .jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, float0, is_extended
 from .runtime import remember_launch
 from .stages import STATS
 
@@ -47,9 +47,16 @@ class FastDispatch:
             self._cpp = cpp_dispatch(name, self._python, self._cache_miss, static_argnums)
 
     def __call__(self, *args, **kwargs):
+        if not core.trace_state_clean():  # under a transformation the map is staged, never launched here
+            return self._python(*args, **kwargs)
         if self._donate:
-            _check_donated(args, self._donate, self._name)
-        out = self._cpp(*args, **kwargs)
+            _check_donated(args, kwargs, self._donate)
+        try:
+            out = self._cpp(*args, **kwargs)
+        except ValueError as e:  # C++ hashes static arguments first; say it in jax.pmap's words
+            if not str(e).startswith("Non-hashable static arguments"):
+                raise
+            return self._python(*args, **kwargs)
         fence = out if type(out) is ArrayImpl else _any_array(out)
         if fence is not None:
             remember_launch(fence)
@@ -83,8 +90,8 @@ def _fast_path(compiled, flat_args: Sequence, out):
 def _safe(x, aval, sharding) -> bool:
     """Will C++ give the executable exactly what it expects for every future
     call with ``x``'s signature?"""
-    if is_extended(aval.dtype):
-        return False  # keys etc. are placed as their physical buffers by the Python path
+    if is_extended(aval.dtype) or aval.dtype == float0:
+        return False  # keys and float0 travel as other arrays: the Python path converts them
     if type(x) is ArrayImpl:
         if x.shape != aval.shape or x.dtype != aval.dtype:
             return False
@@ -114,18 +121,37 @@ def _any_array(out):
             return next((x for x in tree_util.tree_leaves(out) if type(x) is ArrayImpl), None)
 
 
-def _check_donated(args: tuple, donate: Sequence[int], name: str) -> None:
-    seen: set[int] = set()
-    for i in donate:
-        if not -len(args) <= i < len(args):
-            continue
+def _check_donated(args: tuple, kwargs: dict, donate: Sequence[int]) -> None:
+    """jaxlib segfaults on a donated array that is deleted (consumed by an
+    earlier call) or that appears a second time in the same call."""
+    n = len(args)
+    positions = {i % n for i in donate if -n <= i < n}
+    donated: dict[int, int] = {}
+    for i in sorted(positions):
         for leaf in tree_util.tree_leaves(args[i]):
             if type(leaf) is not ArrayImpl:
                 continue
             if leaf.is_deleted():
-                raise RuntimeError(f"Array has been deleted with shape={leaf.aval.str_short()}: argument {i} of "
-                                   f"{name!r} was donated to (or deleted by) an earlier call; pass a fresh array")
-            if id(leaf) in seen:
-                raise ValueError(f"argument {i} of {name!r}: the same array is passed in two donated positions; "
-                                 f"a buffer can be donated once per call (pass a copy)")
-            seen.add(id(leaf))
+                raise RuntimeError(f"Array has been deleted with shape={leaf.aval.str_short()}: argument {i} was "
+                                   f"donated to an earlier call (donate_argnums) or deleted; pass a live array (a "
+                                   f"donated array cannot be used again)")
+            if id(leaf) in donated:
+                _raise_donated_twice(donated[id(leaf)], i)
+            donated[id(leaf)] = i
+    if not donated:
+        return
+    for j in range(n):
+        if j not in positions:
+            for leaf in tree_util.tree_leaves(args[j]):
+                if id(leaf) in donated:
+                    _raise_donated_twice(donated[id(leaf)], j)
+    for key, value in kwargs.items():
+        for leaf in tree_util.tree_leaves(value):
+            if id(leaf) in donated:
+                _raise_donated_twice(donated[id(leaf)], repr(key))
+
+
+def _raise_donated_twice(donated_at: int, used_at):
+    raise RuntimeError(f"Attempt to use a buffer that was previously donated in the same call: the array donated "
+                       f"as argument {donated_at} is also argument {used_at} (`f(donate(a), a)`); pass a copy "
+                       f"(jnp.copy(a)) in one of the places, or do not donate it")

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from jaxlib.mlir import ir
 
+from .compile import to_stablehlo
 from .ir.context import make_context
 from .pass_infra import Pipeline, PipelineSyntaxError, run_pipeline
 from .pass_infra.options import split_top_level
@@ -170,11 +171,6 @@ def _dump(directory: str, index: int, name: str, module: ir.Module) -> None:
         f.write(module.operation.get_asm(enable_debug_info=False))
 
 
-def to_stablehlo(module: ir.Module) -> ir.Module:
-    run_pipeline(module, Pipeline.cached("builtin.module(hlo-legalize-to-stablehlo)"), reproducer=False)
-    return module
-
-
 def stage_text(lowered, stage: str = "mhlo", *, pipeline: str | None = None, dump_dir: str | None = None,
                dialect: str = "mhlo") -> str:
     """The text of one stage of a lowering (see the module docs)."""
@@ -190,13 +186,9 @@ def stage_text(lowered, stage: str = "mhlo", *, pipeline: str | None = None, dum
         return lowered.compile().as_text()
     stop = stage.split(":", 1)[1] if stage.startswith("after:") else None
     if pipeline is None and stop is None and dump_dir is None:
-        module_text = lowered.as_text()
-        if dialect == "mhlo":
-            return module_text
-        with make_context():
-            return to_stablehlo(ir.Module.parse(module_text)).operation.get_asm(enable_debug_info=False)
+        return lowered.as_text(dialect)
     module = run_stepwise(lowered.pxla_text(debug_info=True), pipeline or lowered.pipeline, stop_after=stop,
                           dump_dir=dump_dir)
     if dialect == "stablehlo":
-        to_stablehlo(module)
+        module = to_stablehlo(module)
     return module.operation.get_asm(enable_debug_info=False)

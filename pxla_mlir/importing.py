@@ -19,6 +19,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func, stablehlo
 
 from .ir import ir_utils, pxla_attrs
 
@@ -32,9 +33,71 @@ class Imported:
     host_callbacks: Sequence
 
 
-def imported(lowering) -> Imported:
-    """An Imported from jax's ``LoweringResult`` (worked on in place: no print/parse round trip)."""
-    return Imported(lowering.module, lowering.keepalive, lowering.host_callbacks)
+def imported(lowering, *, per_device: bool = True) -> Imported:
+    """An Imported from jax's ``LoweringResult`` (worked on in place: no
+    print/parse round trip), with a channel per collective. Host callbacks stay in the module: their ordering
+    tokens become internal to @main, and each gets the sharding jax's ordered
+    form forgets ({manual}: every device calls back, for a per-device
+    program; {maximal device=0} for a global one)."""
+    module = lowering.module
+    with module.context, module.operation.location:
+        _unique_channels(module)
+        if lowering.host_callbacks:
+            _internalize_tokens(main_function(module))
+            _shard_callbacks(module, "{manual}" if per_device else "{maximal device=0}")
+    return Imported(module, lowering.keepalive, lowering.host_callbacks)
+
+
+def _unique_channels(module: ir.Module) -> None:
+    """jax gives the collectives of one psum of several values one channel;
+    XLA without its SPMD partitioner (a one-device program) needs a channel
+    per op, so every op gets its own, numbered in order."""
+    count = 0
+    for op in ir_utils.walk(module.operation):
+        if "channel_handle" in op.attributes:
+            count += 1
+            old = stablehlo.ChannelHandle(op.attributes["channel_handle"])
+            op.attributes["channel_handle"] = stablehlo.ChannelHandle.get(count, old.channel_type)
+
+
+_CALLBACK_TARGET = re.compile(r"xla_ffi(_partitioned)?_python_\w+_callback")
+
+
+def _shard_callbacks(module: ir.Module, sharding: str) -> None:
+    for op in ir_utils.walk(module.operation):
+        if op.name.endswith(".custom_call") and "mhlo.sharding" not in op.attributes:
+            target = op.attributes["call_target_name"] if "call_target_name" in op.attributes else None
+            if isinstance(target, ir.StringAttr) and _CALLBACK_TARGET.fullmatch(target.value):
+                op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
+
+
+def _internalize_tokens(main: ir.Operation) -> None:
+    """jax threads ordered effects (``io_callback(ordered=True)``) through
+    token arguments and results of @main (marked ``jax.token``); ours are made
+    inside (``after_all()``) and dropped at the end: order holds within one
+    execution, and each device runs its launches in order."""
+    args = ir_utils.boundary_attrs(main, "arg_attrs")
+    results = ir_utils.boundary_attrs(main, "res_attrs")
+    token_args = [i for i, a in enumerate(args) if "jax.token" in a]
+    token_results = {i for i, a in enumerate(results) if "jax.token" in a}
+    if not token_args and not token_results:
+        return
+    block = main.regions[0].blocks[0]
+    with ir.InsertionPoint.at_block_begin(block):
+        for i in reversed(token_args):
+            block.arguments[i].replace_all_uses_with(stablehlo.AfterAllOp([]).result)
+            block.erase_argument(i)
+    ret = block.operations[len(block.operations) - 1]
+    kept = [v for i, v in enumerate(ret.operands) if i not in token_results]
+    with ir.InsertionPoint(ret):
+        func.ReturnOp(kept)
+    ret.erase()
+    ftype = ir_utils.function_type(main)
+    inputs = [t for i, t in enumerate(ftype.inputs) if i not in token_args]
+    outputs = [t for i, t in enumerate(ftype.results) if i not in token_results]
+    main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, outputs))
+    ir_utils.set_boundary_attrs(main, "arg_attrs", [a for i, a in enumerate(args) if i not in token_args])
+    ir_utils.set_boundary_attrs(main, "res_attrs", [r for i, r in enumerate(results) if i not in token_results])
 
 
 def module_name(kind: str, name: str) -> str:

@@ -13,8 +13,8 @@ import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from jax._src import api_util, compilation_cache, compiler, config, core, dispatch, dtypes, sharding_impls
-from jax._src import source_info_util
+from jax._src import api_util, compilation_cache, compiler, config, core, dispatch, dtypes, effects
+from jax._src import sharding_impls, source_info_util
 from jax._src import linear_util as lu
 from jax._src import tree_util as jax_tree_util
 from jax._src import xla_bridge
@@ -23,16 +23,21 @@ from jax._src.interpreters import mlir as jax_mlir
 from jax._src.interpreters import partial_eval as pe
 from jax._src.interpreters import pxla
 from jax._src.lax import parallel as parallel_primitives
-from jax._src.lib import _jax
+from jax._src.lib import _jax, hlo
 from jax._src.lib import xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
+from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
 
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
            "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
            "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
-           "distributed_client", "concrete_value", "is_differentiated"]
+           "distributed_client", "concrete_value", "is_differentiated",
+           "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
+           "physical", "result_handler", "float0", "set_runtime_tokens"]
+
+JaxRuntimeError = _jax.JaxRuntimeError
 
 
 def backend(platform: str | None = None):
@@ -104,36 +109,39 @@ def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_
 
     Returns jax's ``LoweringResult``; its StableHLO module lives in jax's own
     MLIR context. Collectives use partition ids, channel handles and global
-    device ids.
+    device ids; host callbacks carry ``{manual}`` (every device calls back).
     """
     n = int(np.prod(axis_sizes, dtype=np.int64))
-    with shared_lowering_context():
-        return jax_mlir.lower_jaxpr_to_module(
-            name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=[],
-            platforms=(platform,), backend=backend(platform),
-            axis_context=spmd_axis_context(axis_names, axis_sizes),
-            donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
-            num_partitions=n, lowering_parameters=jax_mlir.LoweringParameters())
+    return _lower(closed_jaxpr, spmd_axis_context(axis_names, axis_sizes), n, platform, name, donated)
 
 
 def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: str = "cpu",
                  name: str = "pxla_fn", donated: Sequence[bool] | None = None):
     """Lowers a global-view jaxpr (no named axes left) for ``num_devices``
     SPMD partitions, without shardings: pxla passes annotate them."""
-    with shared_lowering_context():
+    return _lower(closed_jaxpr, sharding_impls.ShardingContext(num_devices), num_devices, platform, name, donated)
+
+
+def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name: str, donated):
+    # Ordered effects (io_callback(ordered=True), ...) get token arguments and
+    # results on @main (importing makes them internal). With Shardy off, host
+    # callbacks carry GSPMD shardings like the rest of our modules.
+    ordered = list(effects.ordered_effects.filter_in(closed_jaxpr.effects))
+    with config.use_shardy_partitioner(False), shared_lowering_context():
         return jax_mlir.lower_jaxpr_to_module(
-            name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=[],
-            platforms=(platform,), backend=backend(platform),
-            axis_context=sharding_impls.ShardingContext(num_devices),
+            name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=ordered,
+            platforms=(platform,), backend=backend(platform), axis_context=axis_context,
             donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
-            num_partitions=num_devices, lowering_parameters=jax_mlir.LoweringParameters())
+            num_partitions=num_partitions, lowering_parameters=jax_mlir.LoweringParameters())
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
-                    spmd: bool = False) -> xc.CompileOptions:
+                    spmd: bool = False, overrides: dict | None = None) -> xc.CompileOptions:
     """CompileOptions for a replica- or partition-mode module on given devices.
 
-    ``device_ids`` has shape (num_replicas, num_partitions).
+    ``device_ids`` has shape (num_replicas, num_partitions); ``overrides`` are
+    XLA debug options by name (jax's ``compiler_options``), checked by XLA
+    when compiling.
     """
     opts = xc.CompileOptions()
     opts.num_replicas = num_replicas
@@ -144,7 +152,24 @@ def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarr
     build.use_spmd_partitioning = spmd
     build.use_shardy_partitioner = False  # our modules carry GSPMD (mhlo.sharding) annotations
     opts.device_assignment = xc.DeviceAssignment.create(np.asarray(device_ids).reshape(num_replicas, num_partitions))
+    if overrides:
+        opts.env_option_overrides = list(overrides.items())
     return opts
+
+
+def xla_computation(module_text: str):
+    """XLA's HLO (an ``XlaComputation``) of a final MHLO module."""
+    return _jax.mlir.mlir_module_to_xla_computation(module_text, use_tuple_args=False)
+
+
+def hlo_text(computation, *, debug_info: bool = False) -> str:
+    options = hlo.HloPrintOptions.short_parsable()
+    options.print_metadata = debug_info
+    return computation.as_hlo_module().to_string(options)
+
+
+def hlo_cost_analysis(platform: str, computation) -> dict:
+    return _jax.hlo_module_cost_analysis(backend(platform), computation.as_hlo_module())
 
 
 def compile_and_load(module_or_text, devices: Sequence, options: xc.CompileOptions, platform: str | None = None,
@@ -251,3 +276,32 @@ def is_differentiated(x) -> bool:
             return True
         x = x.primal if isinstance(x, ad.JVPTracer) else x.val if isinstance(x, batching.BatchTracer) else None
     return False
+
+
+float0 = dtypes.float0
+
+
+def physical(aval, sharding):
+    """The aval and sharding of the buffers an argument really is: a key
+    array's uint32 data (the key dims replicated), float0 as bool."""
+    if aval.dtype == dtypes.float0:
+        return core.ShapedArray(aval.shape, np.dtype(np.bool_)), sharding
+    if is_extended(aval.dtype):
+        phys = core.physical_aval(aval)
+        return core.ShapedArray(phys.shape, phys.dtype), sharding_impls.physical_sharding(aval, sharding)
+    return aval, sharding
+
+
+def result_handler(aval, sharding):
+    """jax's own handler: plain arrays, float0 (host zeros, as jax returns
+    them) and extended dtypes (key arrays over the physical buffers)."""
+    if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
+        return pxla.global_aval_to_result_handler(aval, sharding, True)
+    return array_result_handler(aval, sharding)
+
+
+def set_runtime_tokens(devices, token) -> None:
+    """Registers a launch's completion token per device, so that
+    ``jax.effects_barrier()`` and jax's exit hook wait for its host callbacks."""
+    for i, device in enumerate(devices):
+        dispatch.runtime_tokens.set_output_runtime_token(device, token.get_token(i))

@@ -1,11 +1,13 @@
-"""Running a compiled pmap: place inputs, execute, wrap outputs as jax.Arrays.
+"""Running a compiled map: place inputs, execute, wrap outputs as jax.Arrays.
 
 ``execute_sharded`` checks almost nothing (a wrong byte size or device order
-segfaults the process, a wrong dtype of equal size computes garbage), so
-every argument is brought to exactly the expected shape, dtype and sharding
-first. Host arrays go to the devices through jaxlib's batched C++ path;
-results become ``jax.Array`` s through result handlers, without a host round
-trip. XLA:CPU deadlocks when more than 32 launches with collectives are
+segfaults the process, a wrong dtype of equal size computes garbage, a
+deleted or donated buffer segfaults), so every argument is checked and
+brought to exactly the expected shape, dtype and sharding first. Host arrays
+go to the devices through jaxlib's batched C++ path; results become
+``jax.Array`` s through result handlers, without a host round trip. PRNG key
+arrays travel as their uint32 data and float0 values as bool zeros, as in
+jax. XLA:CPU deadlocks when more than 32 launches with collectives are
 un-completed on a device, so at most ``INFLIGHT_WINDOW`` launches are left
 un-completed (process-wide).
 """
@@ -21,7 +23,8 @@ import numpy as np
 
 from .distributed.processes import spans_processes
 from .distributed.shares import LocalPlacement, is_global
-from .jax_internals import ArrayImpl, array_result_handler, batched_device_put, core
+from .jax_internals import (ArrayImpl, batched_device_put, core, float0, is_extended, physical, result_handler,
+                            set_runtime_tokens)
 
 #: Un-completed launches allowed before the oldest is waited for.
 INFLIGHT_WINDOW = 8
@@ -65,46 +68,84 @@ def wait_for_launches() -> None:
 class ShardedExecutable:
     """An XLA executable and everything needed to call it with global arrays
     laid out by ``in_shardings`` (shardings over ``devices``, in the
-    executable's device order)."""
+    executable's device order). ``donated`` flags the inputs whose buffers
+    the executable consumes; ``host_callbacks`` says the program calls back
+    to Python (its launches are then registered with jax's runtime tokens)."""
 
     def __init__(self, xla, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals,
-                 keepalive=None):
+                 keepalive=None, donated: Sequence[bool] = (), host_callbacks: bool = False):
         self.xla = xla
         self.devices = list(devices)
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
         self.keepalive = keepalive  # what must outlive the executable (jax's lowering keepalive)
-        self.has_effects = False  # launches with host callbacks must not skip Python
-        self._pieces = [_piece_indices(s, av.shape, self.devices) for s, av in zip(self.in_shardings, self.in_avals)]
-        self._local = LocalPlacement(self.devices, self.in_shardings, self.in_avals) \
+        self.has_effects = bool(host_callbacks)  # launches with host callbacks must not skip Python
+        self.donated = tuple(donated) or (False,) * len(self.in_avals)
+        self._donated_args = [i for i, d in enumerate(self.donated) if d]
+        self._callback_devices = xla.local_devices() if host_callbacks else None
+        self._physical = [physical(av, s) for av, s in zip(self.in_avals, self.in_shardings)]
+        self._logical = [is_extended(av.dtype) or av.dtype == float0 for av in self.in_avals]
+        self._pieces = [_piece_indices(s, av.shape, self.devices) for av, s in self._physical]
+        self._local = LocalPlacement(self.devices, [s for _, s in self._physical], [av for av, _ in self._physical]) \
             if spans_processes(self.devices) else None  # multi-process: host values are placed per process
-        self._handlers = [array_result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
+        self._handlers = [result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
 
     # -- arguments -----------------------------------------------------------------
     def place(self, x, index: int):
         """Argument ``index`` as a jax.Array laid out as the executable expects."""
-        aval, sharding = self.in_avals[index], self.in_shardings[index]
+        logical = self.in_avals[index]
+        aval, sharding = self._physical[index]
+        if self._logical[index]:  # stored as another array
+            _check_type(x, logical, index)
+            if logical.dtype == float0:
+                x = np.zeros(logical.shape, np.bool_)  # as jax: float0 travels as bool zeros
+            else:
+                x = jax.random.key_data(x)  # a key array's uint32 data, no copy
+        if isinstance(x, core.Tracer):
+            raise TypeError(f"argument {index} is a traced value ({x.aval.str_short()}); a compiled map runs on "
+                            f"concrete arrays: call the map itself under the transformation")
         if self._local is not None and not is_global(x):  # multi-process: this process's share (distributed/)
             return self._local.place(x, index, aval, sharding)
         if isinstance(x, jax.Array):
+            if x.is_deleted():
+                raise RuntimeError(f"Array has been deleted with shape={logical.str_short()}: argument {index} "
+                                   f"was donated to an earlier call (donate_argnums) or deleted; pass a live array "
+                                   f"(a donated array cannot be used again)")
             if x.shape != aval.shape or x.dtype != aval.dtype:
-                raise TypeError(f"argument of shape {x.shape} and dtype {x.dtype} does not match the compiled "
-                                f"{aval.str_short()}")
+                raise TypeError(f"argument {index} of shape {x.shape} and dtype {x.dtype} does not match the "
+                                f"compiled {aval.str_short()}")
             if x.sharding == sharding or x.sharding.is_equivalent_to(sharding, x.ndim):
                 return x  # same pieces on the same devices, in the same order
             return jax.device_put(x, sharding)
         host = np.asarray(x, dtype=aval.dtype)
         if host.shape != aval.shape:
-            raise TypeError(f"argument of shape {host.shape} does not match the compiled {aval.str_short()}")
+            raise TypeError(f"argument {index} of shape {host.shape} does not match the compiled {aval.str_short()}")
         return put_pieces(host, self._pieces[index], aval, sharding, self.devices)
+
+    def _check_donations(self, flat_args: Sequence) -> None:
+        """XLA segfaults on a buffer donated and used again in one call."""
+        for i in self._donated_args:
+            x = flat_args[i]
+            if not isinstance(x, jax.Array):
+                continue
+            for j, y in enumerate(flat_args):
+                if j != i and y is x:
+                    raise RuntimeError(f"Attempt to use a buffer that was previously donated in the same call: "
+                                       f"the array donated as argument {i} is also argument {j} (`f(donate(a), a)`); "
+                                       f"pass a copy (jnp.copy(a)) in one of the places, or do not donate it")
 
     def __call__(self, flat_args: Sequence) -> list:
         if len(flat_args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} array arguments, got {len(flat_args)}")
+        if self._donated_args:
+            self._check_donations(flat_args)
         args = [self.place(x, i) for i, x in enumerate(flat_args)]
         results = self.xla.execute_sharded(args, with_tokens=True)
         outs = results.consume_with_handlers(self._handlers)
-        remember_launch(results.consume_token())
+        token = results.consume_token()
+        if self._callback_devices is not None:
+            set_runtime_tokens(self._callback_devices, token)
+        remember_launch(token)
         return outs
 
     # -- introspection -------------------------------------------------------------
@@ -113,6 +154,12 @@ class ShardedExecutable:
 
     def cost_analysis(self):
         return self.xla.cost_analysis()
+
+
+def _check_type(x, aval, index: int) -> None:
+    if getattr(x, "dtype", None) != aval.dtype or tuple(getattr(x, "shape", ())) != aval.shape:
+        raise TypeError(f"argument {index} of shape {getattr(x, 'shape', None)} and dtype {getattr(x, 'dtype', None)} "
+                        f"does not match the compiled {aval.str_short()}")
 
 
 def _piece_indices(sharding, shape, devices) -> tuple[list, bool]:
@@ -130,7 +177,9 @@ def piece_plan(indices: Sequence) -> tuple[list, bool]:
 def put_pieces(host: np.ndarray, plan: tuple[list, bool], aval, sharding, devices: Sequence) -> jax.Array:
     """One jax.Array from ``host[index]`` for each of ``devices`` (``plan`` from :func:`piece_plan`)."""
     indices, distinct = plan
-    if distinct:
+    if host.size == 0:  # nothing to copy (jaxlib cannot force a copy of zero bytes)
+        pieces, force_copy = [np.zeros(host[i].shape, host.dtype) for i in indices], False
+    elif distinct:
         pieces, force_copy = [host[i] for i in indices], True
     else:  # one private copy per distinct piece, shared by the devices that hold it
         copies: dict = {}

@@ -18,11 +18,12 @@ import time
 from typing import Any, Callable, Sequence
 
 from jax import tree_util
+from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
-from .compile import compile_module
+from .compile import compile_module, to_stablehlo, to_xla_computation
 from .distributed.program_check import check_before_launch
-from .jax_internals import LOWERING_LOCK
+from .jax_internals import LOWERING_LOCK, core, hlo_cost_analysis, hlo_text, pytree_equality_errors
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .runtime import ShardedExecutable
 
@@ -48,28 +49,83 @@ def timed(step: str):
 class Signature:
     """How a call's arguments become the flat inputs, and flat outputs a pytree.
 
-    ``in_tree`` is the pytree of the dynamic arguments (the positional
-    arguments without ``static_argnums``).
+    ``in_tree`` is the pytree of the dynamic positional arguments (those not
+    in ``static_args``, (argnum, value) pairs), ``kwargs_tree`` that of the
+    keyword arguments (None: no keyword arguments).
     """
 
     in_tree: Any
     out_tree: Any
-    static_argnums: tuple[int, ...] = ()
+    static_args: tuple = ()
+    kwargs_tree: Any = None
 
     @classmethod
     def flat(cls, n_in: int, n_out: int) -> "Signature":
         """Flat leaves in, a list of leaves out."""
         return cls(tree_util.tree_structure((0,) * n_in), tree_util.tree_structure([0] * n_out))
 
-    def flatten(self, args: Sequence) -> list:
-        static = set(self.static_argnums)
-        leaves, tree = tree_util.tree_flatten(tuple(a for i, a in enumerate(args) if i not in static))
-        if tree != self.in_tree:
-            raise TypeError(f"compiled for arguments with structure {self.in_tree}, got {tree}")
+    @property
+    def args_tree(self):
+        """The pytree of (positional arguments, keyword arguments), as jax's ``in_tree``."""
+        return tree_util.treedef_tuple([self.in_tree, self.kwargs_tree or tree_util.tree_structure({})])
+
+    def flatten(self, args: Sequence, kwargs: dict | None = None) -> list:
+        """Flat leaves of a call. Static arguments may be left out (as jax's
+        ``Compiled`` expects) or passed with the values compiled for."""
+        args = tuple(args)
+        if self.static_args and len(args) == len(self.in_tree.children()) + len(self.static_args):
+            for i, value in self.static_args:
+                if not _same(args[i], value):
+                    raise TypeError(f"compiled for static argument {i} = {value!r}, called with {args[i]!r}; "
+                                    f"lower and compile again for other static values")
+            static = {i for i, _ in self.static_args}
+            args = tuple(a for i, a in enumerate(args) if i not in static)
+        leaves, tree = tree_util.tree_flatten((args, dict(kwargs or {})))
+        if tree != self.args_tree:
+            raise TypeError(pytree_mismatch(tree, self.args_tree))
         return leaves
 
     def unflatten(self, outs: Sequence):
         return tree_util.tree_unflatten(self.out_tree, outs)
+
+
+def _same(a, b) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # an == that does not give a bool
+        return False
+
+
+def pytree_mismatch(got, expected) -> str:
+    """jax's message for a call whose arguments are another pytree."""
+    errors = list(pytree_equality_errors(got, expected))
+    lines = [f"Function compiled with input pytree does not match the input pytree it was called with. There "
+             f"are {len(errors)} mismatches, including:"]
+    for path, now, seen, why in errors:
+        head, *rest = path
+        lines.append(f"    * at {('args', 'kwargs')[head.idx]}{tree_util.keystr(tuple(rest))}, seen {seen} but now "
+                     f"given {now}, so {why}")
+    return "\n".join(lines)
+
+
+def check_avals(expected: Sequence, leaves: Sequence, args_tree) -> None:
+    """jax's TypeError for arguments of other shapes or dtypes than compiled for."""
+    errors = []
+    for i, (want, x) in enumerate(zip(expected, leaves)):
+        got = core.shaped_abstractify(x)
+        if (got.shape, got.dtype) != (want.shape, want.dtype):
+            errors.append(f"Argument {_arg_path(args_tree, i)} compiled with {want.str_short()} and called with "
+                          f"{got.str_short()}")
+    if errors:
+        count = f"The first 5 of {len(errors)}" if len(errors) > 5 else "The"
+        raise TypeError("Argument types differ from the types for which this computation was compiled. "
+                        f"{count} mismatches are:\n" + "\n".join(errors[:5]))
+
+
+def _arg_path(args_tree, index: int) -> str:
+    """``args[0]['w']`` / ``kwargs['y']``: where flat argument ``index`` is."""
+    path, _ = tree_util.tree_flatten_with_path(args_tree.unflatten(range(args_tree.num_leaves)))[0][index]
+    return ("args", "kwargs")[path[0].idx] + tree_util.keystr(tuple(path[1:]))
 
 
 class Lowered:
@@ -77,14 +133,20 @@ class Lowered:
     the layout of its flat inputs and outputs on ``devices``.
 
     ``consts`` are values hoisted out of the body: the first flat inputs,
-    supplied by ``Compiled`` itself (``in_avals``/``in_shardings`` include them).
-    ``plan`` is an xmap's plan (named axes, sizes, resources); None for pmap.
+    supplied by ``Compiled`` itself (``in_avals``/``in_shardings``/``donated``
+    include them). ``plan`` is an xmap's plan (named axes, sizes, resources);
+    None for pmap. ``host_callbacks`` are the Python callables the module's
+    host callbacks call (by index), handed to XLA at compile time.
+
+    jax's AOT API: ``as_text(dialect=)``, ``compiler_ir(dialect=)``,
+    ``cost_analysis()``, ``args_info``, ``in_tree``/``out_tree``,
+    ``compile(compiler_options=)``.
     """
 
     def __init__(self, module: ir.Module, *, pipeline: str, devices: Sequence, in_avals: Sequence,
                  out_avals: Sequence, in_shardings: Sequence, out_shardings: Sequence, signature: Signature,
                  consts: Sequence = (), keepalive: Any = None, jaxpr_text: Callable[[], str] | None = None,
-                 plan: Any = None):
+                 plan: Any = None, donated: Sequence[bool] = (), host_callbacks: Sequence = ()):
         STATS["lowerings"] += 1
         self.pipeline = pipeline
         self._imported = module.operation.clone()  # printed only if asked for
@@ -99,14 +161,52 @@ class Lowered:
         self.in_shardings, self.out_shardings = tuple(in_shardings), tuple(out_shardings)
         self.signature = signature
         self.consts = tuple(consts)
+        self.donated = tuple(donated) or (False,) * len(self.in_avals)
+        self.host_callbacks = tuple(host_callbacks)
         self._keepalive = keepalive
         self._jaxpr_text = jaxpr_text  # printed only if asked for
         self.plan = plan
         self._compiled: Compiled | None = None
 
-    def as_text(self, *, debug_info: bool = False) -> str:
-        """The final MHLO (deterministic: no locations unless ``debug_info``)."""
-        return self._module.operation.get_asm(enable_debug_info=debug_info)
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """The final module as text: MHLO (``dialect`` None or "mhlo";
+        deterministic, no locations unless ``debug_info``), "stablehlo", or
+        XLA's "hlo" (before XLA's optimizations; ``Compiled.as_text()`` gives
+        the optimized HLO)."""
+        if _dialect(dialect) == "hlo":
+            return hlo_text(self.compiler_ir("hlo"), debug_info=debug_info)
+        return self.compiler_ir(dialect).operation.get_asm(enable_debug_info=debug_info)
+
+    def compiler_ir(self, dialect: str | None = None):
+        """The final module: an ``ir.Module`` for "mhlo" (the default; the
+        module itself) and "stablehlo" (a converted copy), XLA's
+        ``XlaComputation`` for "hlo"."""
+        dialect = _dialect(dialect)
+        if dialect == "mhlo":
+            return self._module
+        if dialect == "stablehlo":
+            return to_stablehlo(self._module)
+        return to_xla_computation(self._module)
+
+    def cost_analysis(self) -> dict:
+        """XLA's cost estimate of the module before optimization (``Compiled.cost_analysis()``: after)."""
+        return hlo_cost_analysis(self.devices[0].platform, self.compiler_ir("hlo"))
+
+    @property
+    def args_info(self):
+        """The (args, kwargs) pytree of ``jax.stages.ArgInfo`` (``shape``, ``dtype``, ``donated``)."""
+        n = len(self.consts)
+        return self.signature.args_tree.unflatten(
+            [ArgInfo(av, d) for av, d in zip(self.in_avals[n:], self.donated[n:])])
+
+    @property
+    def in_tree(self):
+        """The pytree of (positional arguments, keyword arguments)."""
+        return self.signature.args_tree
+
+    @property
+    def out_tree(self):
+        return self.signature.out_tree
 
     def pxla_text(self, *, debug_info: bool = False) -> str:
         """The imported pxla form, before the pipeline ran."""
@@ -136,17 +236,36 @@ class Lowered:
 
         return notebook_html(self)
 
-    def compile(self) -> "Compiled":
-        if self._compiled is None:
-            STATS["compiles"] += 1
-            with timed("compile"):
-                xla = compile_module(self._module, self.devices)
-            exe = ShardedExecutable(xla, self.devices, in_shardings=self.in_shardings,
-                                    out_shardings=self.out_shardings, in_avals=self.in_avals,
-                                    out_avals=self.out_avals, keepalive=self._keepalive)
-            # Multi-process: every process must launch the same program (distributed/program_check.py).
-            self._compiled = Compiled(exe, self.consts, self.signature, before_first_call=check_before_launch(self))
-        return self._compiled
+    def compile(self, compiler_options: dict | None = None) -> "Compiled":
+        """Compiles with XLA (once; with ``compiler_options``, XLA debug
+        options by name such as ``{"xla_cpu_enable_fast_math": True}``, anew)."""
+        if compiler_options is None and self._compiled is not None:
+            return self._compiled
+        STATS["compiles"] += 1
+        with timed("compile"):
+            xla = compile_module(self._module, self.devices, compiler_options=compiler_options,
+                                 host_callbacks=self.host_callbacks)
+        exe = ShardedExecutable(xla, self.devices, in_shardings=self.in_shardings,
+                                out_shardings=self.out_shardings, in_avals=self.in_avals,
+                                out_avals=self.out_avals, keepalive=(self._keepalive, self.host_callbacks),
+                                donated=self.donated, host_callbacks=bool(self.host_callbacks))
+        # Multi-process: every process must launch the same program (distributed/program_check.py).
+        compiled = Compiled(exe, self.consts, self.signature, before_first_call=check_before_launch(self))
+        if compiler_options is None:
+            self._compiled = compiled
+        return compiled
+
+
+_DIALECTS = ("mhlo", "stablehlo", "hlo")
+
+
+def _dialect(dialect: str | None) -> str:
+    if dialect is None:
+        return "mhlo"
+    if dialect not in _DIALECTS:
+        raise ValueError(f"unknown dialect: {dialect!r}; use one of {', '.join(map(repr, _DIALECTS))} (or None "
+                         f"for mhlo)")
+    return dialect
 
 
 def _save(text: str) -> str:
@@ -156,7 +275,13 @@ def _save(text: str) -> str:
 
 
 class Compiled:
-    """A compiled map; call it with arguments like those it was lowered for."""
+    """A compiled map; call it with arguments like those it was lowered for
+    (static arguments may be left out, as for jax's ``Compiled``).
+
+    jax's AOT API: ``as_text()``, ``cost_analysis()``, ``memory_analysis()``,
+    ``runtime_executable()``, ``input_shardings``/``output_shardings``,
+    ``args_info``, ``in_tree``/``out_tree``.
+    """
 
     def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature,
                  before_first_call: Callable[[], None] | None = None):
@@ -166,8 +291,10 @@ class Compiled:
         self._device_consts: list | None = None
         self._before_first_call = before_first_call  # raises instead of launching; cleared once it passed
 
-    def __call__(self, *args):
-        return self.signature.unflatten(self.call_flat(self.signature.flatten(args)))
+    def __call__(self, *args, **kwargs):
+        leaves = self.signature.flatten(args, kwargs)
+        check_avals(self.executable.in_avals[len(self.consts):], leaves, self.in_tree)
+        return self.signature.unflatten(self.call_flat(leaves))
 
     def call_flat(self, leaves: Sequence) -> list:
         """Runs on flat dynamic inputs (without the hoisted constants)."""
@@ -188,3 +315,34 @@ class Compiled:
 
     def cost_analysis(self):
         return self.executable.cost_analysis()
+
+    def memory_analysis(self):
+        """XLA's ``CompiledMemoryStats`` (argument, output, temp and code sizes in bytes)."""
+        return self.executable.xla.get_compiled_memory_stats()
+
+    def runtime_executable(self):
+        """jaxlib's ``LoadedExecutable``."""
+        return self.executable.xla
+
+    @property
+    def in_tree(self):
+        return self.signature.args_tree
+
+    @property
+    def out_tree(self):
+        return self.signature.out_tree
+
+    @property
+    def args_info(self):
+        n = len(self.consts)
+        exe = self.executable
+        return self.in_tree.unflatten([ArgInfo(av, d) for av, d in zip(exe.in_avals[n:], exe.donated[n:])])
+
+    @property
+    def input_shardings(self):
+        """The (args, kwargs) pytree of the shardings the arguments are placed with."""
+        return self.in_tree.unflatten(self.executable.in_shardings[len(self.consts):])
+
+    @property
+    def output_shardings(self):
+        return self.out_tree.unflatten(self.executable.out_shardings)

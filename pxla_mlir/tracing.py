@@ -1,6 +1,7 @@
 """Tracing a map body with named axes bound, with clear errors for an
-unbound axis name (jax's own message points at shard_map) and for host
-callbacks, which the per-device programs cannot carry."""
+unbound axis name (jax's own message points at shard_map) and for
+``jax.debug.inspect_array_sharding``, which needs devices the per-device
+lowering does not have yet."""
 
 from __future__ import annotations
 
@@ -13,38 +14,33 @@ class UnboundAxisError(NameError):
     """A collective names an axis that no enclosing map binds."""
 
 
-class HostCallbackError(NotImplementedError):
-    """jax.debug.print/callback, pure_callback or io_callback inside a map."""
-
-
-_CALLBACKS = {"debug_print": "jax.debug.print", "debug_callback": "jax.debug.callback",
-              "pure_callback": "jax.pure_callback", "io_callback": "io_callback"}
-
-
 def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], debug_info) -> core.ClosedJaxpr:
     """Traces ``flat_fun`` on ``avals`` with ``axis_env`` ((name, size) pairs) bound."""
     with core.extend_axis_env_nd(list(axis_env)):
         try:
             jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(flat_fun, debug_info=debug_info), list(avals))
+        except UnboundAxisError:
+            raise  # from a nested map's trace, which knows its own bound names
         except NameError as e:
             if "unbound axis name" not in str(e):
                 raise
             bound = [repr(n) for n in core.get_axis_env().axis_sizes]
             name = str(e).split(":", 1)[-1].split(".")[0].strip()
             raise UnboundAxisError(
-                f"{name!r} is not bound here: a collective (psum, axis_index, ...) refers to an axis name that no "
-                f"enclosing map binds (bound: {', '.join(bound) or 'none'})") from None
-    _reject_host_callbacks(jaxpr)
+                f"unbound axis name: {name}. A collective (psum, axis_index, ...) refers to an axis name that no "
+                f"enclosing map binds (bound: {', '.join(bound) or 'none'}); bind it with an enclosing "
+                f"pxla_mlir.pmap(..., axis_name={name!r}) or fix the name") from None
+    _refuse_sharding_inspection(jaxpr)
     return core.ClosedJaxpr(jaxpr, consts)
 
 
-def _reject_host_callbacks(jaxpr: core.Jaxpr) -> None:
+def _refuse_sharding_inspection(jaxpr: core.Jaxpr) -> None:
     for eqn in jaxpr.eqns:
-        what = _CALLBACKS.get(eqn.primitive.name)
-        if what is not None:
-            where = source_info_util.summarize(eqn.source_info)
-            raise HostCallbackError(
-                f"{what} at {where}: host callbacks are not supported inside pxla_mlir maps (their per-device "
-                f"programs cannot call back to the host); return the values and use or print them after the call")
+        if eqn.primitive.name == "inspect_sharding":
+            raise NotImplementedError(
+                f"jax.debug.inspect_array_sharding/visualize_array_sharding at "
+                f"{source_info_util.summarize(eqn.source_info)} cannot run inside a pxla_mlir map: maps are lowered "
+                f"per device before devices are chosen. Inside a pmap every value is one device's shard; inspect "
+                f"the map's results instead (result.sharding)")
         for sub in core.jaxprs_in_params(eqn.params):
-            _reject_host_callbacks(sub)
+            _refuse_sharding_inspection(sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub)

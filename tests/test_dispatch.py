@@ -118,13 +118,23 @@ def test_donated_arrays_cannot_be_reused_on_the_fast_path():
         x = g(c)
         try:
             h(x, x)
-        except ValueError as e:
-            print("twice:", "two donated positions" in str(e))
+        except RuntimeError as e:
+            print("twice:", "previously donated in the same call" in str(e))
+        fresh = pxla_mlir.pmap(lambda a: a * 1, "i")
+        one = pxla_mlir.pmap(lambda a, b: a + b, "i", donate_argnums=0)
+        one(fresh(np.ones(8, np.float32)), fresh(np.ones(8, np.float32)))  # warm: two different arrays
+        w = fresh(np.ones(8, np.float32))
+        for call in (lambda: one(w, w), lambda: one(w, b=w)):
+            try:
+                call()
+            except RuntimeError as e:
+                print("donated-and-plain:", "previously donated in the same call" in str(e))
         print("value", float(np.asarray(g(x))[0]))
     """)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.count("refused: Array has been deleted with shape=float32[8]") == 2
     assert "twice: True" in p.stdout and "value 5.0" in p.stdout
+    assert p.stdout.count("donated-and-plain: True") == 2
 
 
 def test_a_thousand_unblocked_calls_on_the_fast_path_do_not_deadlock():

@@ -6,7 +6,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.tracing import HostCallbackError, UnboundAxisError
+from pxla_mlir.tracing import UnboundAxisError
 
 
 def raises(exc, match, fn, *args):
@@ -16,24 +16,32 @@ def raises(exc, match, fn, *args):
 
 def test_devices_of_the_wrong_length():
     f = pxla_mlir.pmap(lambda x: x, devices=jax.devices()[:4])
-    raises(ValueError, r"pmap was given 4 devices, but the computation needs 8 \(the product of the pmap axis "
-                       r"sizes\); pass exactly 8 devices", f, np.zeros((8, 2)))
+    raises(ValueError, r"^Leading axis size of input to pmapped function must equal the number of local devices "
+                       r"passed to pmap. Got axis_size=8, num_local_devices=4.\n\(Local devices available to pmap: "
+                       r"cpu:0, cpu:1, cpu:2, cpu:3\). Pass exactly 8 devices", f, np.zeros((8, 2)))
+    nested = pxla_mlir.pmap(pxla_mlir.pmap(lambda y: y, "j"), "i", devices=jax.devices()[:4])
+    raises(ValueError, r"^pmapped function requires 8 local devices to run due to nested pmapped or other parallel "
+                       r"functions, but only 4 are available.\n\(outer axis size: 2, ", nested, np.zeros((2, 4)))
 
 
 def test_more_devices_than_exist():
-    raises(ValueError, r"the computation needs 16 devices .* but only 8 CPU devices are available \(on CPU, set "
-                       r"XLA_FLAGS=--xla_force_host_platform_device_count=16",
+    raises(ValueError, r"^compiling computation that requires 16 logical devices, but only 8 XLA devices are "
+                       r"available: .* \(on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count=16",
            pxla_mlir.pmap(lambda x: x), np.zeros((16, 2)))
 
 
 def test_nested_pmaps_needing_too_many_devices():
     inner = pxla_mlir.pmap(lambda y: y, "j")
-    raises(ValueError, r"needs 16 devices", pxla_mlir.pmap(inner, "i"), np.zeros((4, 4)))
+    raises(ValueError, r"requires 16 logical devices", pxla_mlir.pmap(inner, "i"), np.zeros((4, 4)))
 
 
 def test_in_axes_not_a_tree_prefix():
-    raises(ValueError, r"pmap in_axes specification must be a tree prefix of the corresponding value",
+    raises(ValueError, r"^pmap in_axes specification must be a tree prefix of the corresponding value(.|\n)*"
+                       r"pmap in_axes\[0\]\n",
            pxla_mlir.pmap(lambda a, b: a, in_axes=(0, 0, 0)), np.zeros((8,)), np.zeros((8,)))
+    # jax's key path into (args, kwargs): in_axes[0][0] is the first positional argument.
+    raises(ValueError, r"^pmap in_axes specification must be a tree prefix(.|\n)*key path\n +pmap in_axes\[0\]\[0\]\n",
+           pxla_mlir.pmap(lambda a: a, in_axes=((0, 0),)), (np.zeros(8),))
 
 
 def test_inconsistent_mapped_sizes():
@@ -47,7 +55,7 @@ def test_axis_size_disagrees_with_arguments():
 
 
 def test_nothing_mapped():
-    raises(ValueError, r"pmap needs at least one mapped argument \(in_axes not None\) or axis_size=",
+    raises(ValueError, r"^pmap requires at least one argument with a mapped axis \(in_axes not None\), or axis_size=",
            pxla_mlir.pmap(lambda a: a, in_axes=None), np.zeros(3))
 
 
@@ -58,9 +66,9 @@ def test_non_array_argument():
 
 
 def test_unhashable_static_argument():
-    # jax's own message (its C++ dispatch hashes static arguments first)
-    raises(ValueError, r"Non-hashable static arguments are not supported",
-           pxla_mlir.pmap(lambda a, b: a, static_broadcasted_argnums=1), np.zeros(8), [1])
+    raises(ValueError, r"^Non-hashable static arguments are not supported, as this can lead to unexpected "
+                       r"cache-misses. Static argument \(index 1\) of type <class 'list'> for function <lambda> is "
+                       r"non-hashable.$", pxla_mlir.pmap(lambda a, b: a, static_broadcasted_argnums=1), np.zeros(8), [1])
 
 
 def test_in_axis_out_of_range_and_scalar():
@@ -75,7 +83,7 @@ def test_out_axis_out_of_range():
 
 
 def test_unbound_axis_name():
-    raises(UnboundAxisError, r"'j' is not bound here: a collective \(psum, axis_index, \.\.\.\) refers to an axis "
+    raises(UnboundAxisError, r"^unbound axis name: j. A collective \(psum, axis_index, \.\.\.\) refers to an axis "
                              r"name that no enclosing map binds \(bound: 'i'\)",
            pxla_mlir.pmap(lambda a: lax.psum(a, "j"), "i"), np.zeros((8, 3)))
 
@@ -101,11 +109,6 @@ def test_nested_pmap_with_devices():
            np.zeros((2, 4)))
 
 
-def test_keyword_arguments():
-    with pytest.raises(TypeError, match=r"takes positional arguments only, got keywords \['y'\]"):
-        pxla_mlir.pmap(lambda x, y: x)(np.zeros(8), y=np.zeros(8))
-
-
 def test_bad_options():
     with pytest.raises(ValueError, match="mode must be 'replica' or 'partition', got 'spmd'"):
         pxla_mlir.pmap(lambda x: x, mode="spmd")
@@ -115,22 +118,8 @@ def test_bad_options():
 
 def test_compiled_with_other_arguments():
     compiled = pxla_mlir.pmap(lambda x: x * 2).lower(np.zeros((8, 3), np.float32)).compile()
-    raises(TypeError, r"argument of shape \(8, 4\) does not match the compiled float32\[8,3\]", compiled, np.zeros((8, 4), np.float32))
-    raises(TypeError, r"compiled for arguments with structure", compiled, (np.zeros((8, 3)),))
-
-
-@pytest.mark.parametrize("callback", ["print", "pure", "in_cond"])
-def test_host_callbacks_are_refused_where_they_are_written(callback):
-    def body(x):
-        if callback == "print":
-            jax.debug.print("x={x}", x=x)
-        elif callback == "pure":
-            x = jax.pure_callback(lambda v: np.asarray(v), jax.ShapeDtypeStruct(x.shape, x.dtype), x)
-        else:
-            x = lax.cond(x[0] > 0, lambda v: jax.pure_callback(lambda u: np.asarray(u), jax.ShapeDtypeStruct(
-                v.shape, v.dtype), v), lambda v: v, x)
-        return x * 2
-
-    with pytest.raises(HostCallbackError, match=r"(jax\.debug\.print|jax\.pure_callback) at .*test_pmap_errors\.py:"
-                                                r"\d+.*host callbacks are not supported inside pxla_mlir maps"):
-        pxla_mlir.pmap(body, "i")(np.ones((8, 2), np.float32))
+    raises(TypeError, r"^Argument types differ from the types for which this computation was compiled. The "
+                      r"mismatches are:\nArgument args\[0\] compiled with float32\[8,3\] and called with "
+                      r"float32\[8,4\]$", compiled, np.zeros((8, 4), np.float32))
+    raises(TypeError, r"^Function compiled with input pytree does not match the input pytree it was called with",
+           compiled, (np.zeros((8, 3)),))

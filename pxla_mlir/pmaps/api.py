@@ -27,7 +27,8 @@ from ..jax_internals import api_util, core
 from ..pipelines import PmapPipeline, configure
 from ..stages import STATS, Compiled, Lowered, timed
 from ..tracing import trace_flat
-from .arguments import Call, PmapUsageError, examine_call, flatten_out_axes
+from .arguments import (BoundMethod, Call, PmapUsageError, argnums, check_axis_size, check_devices, check_donation, examine_call,
+                        flatten_out_axes)
 from .lower import lower_traced
 from .primitive import bind
 
@@ -67,6 +68,8 @@ class PmapFunction:
 
     def __init__(self, fun: Callable, axis_name, *, in_axes, out_axes, static_broadcasted_argnums, devices,
                  backend, axis_size, donate_argnums, mode, unshard):
+        if not callable(fun):
+            raise TypeError(f"pmap requires a callable to map, got {fun!r} of type {type(fun).__name__}")
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
                           devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
                           mode=mode, unshard=unshard)
@@ -74,12 +77,12 @@ class PmapFunction:
         self.fun = fun
         self.axis_name = axis_name if axis_name is not None else f"_pxla_unnamed{next(_unnamed)}"
         self.in_axes, self.out_axes = in_axes, out_axes
-        self.static_argnums = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
-            else tuple(static_broadcasted_argnums)
-        self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
-        self.devices = tuple(devices) if devices is not None else None
+        self.static_argnums = argnums(static_broadcasted_argnums, "pmap static_broadcasted_argnums")
+        self.donate_argnums = argnums(donate_argnums, "pmap donate_argnums")
+        check_donation(self.donate_argnums, self.static_argnums)
+        self.devices = check_devices(devices)
         self.backend = backend
-        self.axis_size = axis_size
+        self.axis_size = check_axis_size(axis_size)
         self.name = getattr(fun, "__name__", "fun")
         self._traces: dict = {}
         self._lowered: dict = {}
@@ -91,6 +94,11 @@ class PmapFunction:
     def _new_dispatch(self) -> FastDispatch:
         return FastDispatch(self.name, self._resolve, static_argnums=self.static_argnums,
                             donate_argnums=self.donate_argnums)
+
+    def __get__(self, obj, objtype=None):
+        """A pmap decorating a method binds like the function it wraps (``self``
+        is then argument 0, so it can be static: static_broadcasted_argnums=0)."""
+        return self if obj is None else BoundMethod(self, obj)
 
     # -- signatures and tracing -------------------------------------------------------
     def _examine(self, args, kwargs) -> Call:
@@ -106,14 +114,15 @@ class PmapFunction:
         if traced is not None:
             return traced
         STATS["traces"] += 1
-        flat_fun, store = call.flat_function(self.fun)
+        flat_fun, store = call.flat_function(self.fun, self.name)
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name)
         check_out_axes_none(traced, [a is not None for a in call.in_axes], self.axis_name)
-        self._traces[key] = traced
+        if not any(isinstance(c, core.Tracer) for c in jaxpr.consts):  # closed over an outer transformation's
+            self._traces[key] = traced                                  # values: valid for this call only
         return traced
 
     # -- calling -----------------------------------------------------------------------
@@ -123,35 +132,35 @@ class PmapFunction:
     def _resolve(self, args, kwargs):
         """The Python path of a call (see :mod:`..dispatch`): output, Compiled, flat arguments."""
         call = self._examine(args, kwargs)
-        if any(isinstance(x, core.Tracer) for x in call.flat_args):
-            return self._bind(call, len(args)), None, None
+        if not core.trace_state_clean():  # under a transformation (grad, vmap, jit, an outer map)
+            return self._bind(call), None, None
         compiled = self._compiled.get(self._key(call))
         if compiled is None:
-            compiled = self._compile(call, len(args))
+            compiled = self._compile(call)
         return compiled.signature.unflatten(compiled.call_flat(call.flat_args)), compiled, call.flat_args
 
-    def _bind(self, call: Call, nargs: int):
+    def _bind(self, call: Call):
         traced = self._trace(call)
         outs = bind(traced.jaxpr, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
                     in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name, devices=self.devices,
-                    backend=self.backend, donated=call.donated(self.donate_argnums, nargs), options=self.options)
+                    backend=self.backend, donated=call.donated(self.donate_argnums), options=self.options)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
-    def _compile(self, call: Call, nargs: int) -> Compiled:
+    def _compile(self, call: Call) -> Compiled:
         with self._lock:
             key = self._key(call)
             if key not in self._compiled:
-                self._compiled[key] = self._lower(call, nargs).compile()
+                self._compiled[key] = self._lower(call).compile()
             return self._compiled[key]
 
-    def _lower(self, call: Call, nargs: int) -> "Lowered":
+    def _lower(self, call: Call) -> "Lowered":
         key = self._key(call)
         lowered = self._lowered.get(key)
         if lowered is None:
             traced = self._trace(call)
             lowered = lower_traced(traced.jaxpr, axis_name=self.axis_name, axis_size=call.axis_size,
                                    in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name,
-                                   global_avals=call.global_avals, donated=call.donated(self.donate_argnums, nargs),
+                                   global_avals=call.global_avals, donated=call.donated(self.donate_argnums),
                                    devices=self.devices, backend=self.backend, options=self.options,
                                    signature=call.signature(traced.out_tree))
             self._lowered[key] = lowered
@@ -160,7 +169,7 @@ class PmapFunction:
     def lower(self, *args, **kwargs) -> "Lowered":
         call = self._examine(args, kwargs)
         with self._lock:
-            return self._lower(call, len(args))
+            return self._lower(call)
 
     def with_options(self, **options) -> "PmapFunction":
         """The same pmap with other options (e.g. ``mode``, ``unshard``), fresh caches."""

@@ -20,20 +20,31 @@ from .primitive import pxla_pmap_p, replicas_needed
 __all__ = ["lower_traced", "register_impl"]
 
 
-def devices_for(n: int, devices, backend, what: str = "pmap") -> list:
+def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") -> list:
+    """The ``n`` devices a pmap over ``axis_size`` (times nested pmaps) runs on."""
     if devices is not None:
         if len(devices) != n:
-            raise PmapUsageError(f"pmap was given {len(devices)} devices, but the computation needs {n} "
-                                 f"(the product of the pmap axis sizes); pass exactly {n} devices")
+            listed = ", ".join(map(str, devices))
+            if n == axis_size:
+                raise PmapUsageError(
+                    f"Leading axis size of input to pmapped function must equal the number of local devices passed "
+                    f"to pmap. Got axis_size={axis_size}, num_local_devices={len(devices)}.\n(Local devices available "
+                    f"to pmap: {listed}). Pass exactly {n} devices, or map an axis of size {len(devices)}")
+            raise PmapUsageError(
+                f"pmapped function requires {n} local devices to run due to nested pmapped or other parallel "
+                f"functions, but only {len(devices)} are available.\n(outer axis size: {axis_size}, local devices "
+                f"available to pmap: {listed}). Pass exactly {n} devices (the product of the pmap axis sizes)")
         return distributed.check_devices(devices, what)  # multi-process: every process, evenly
     if distributed.is_multi_process(backend):  # all processes' devices, process-major
         return distributed.default_devices(n, backend, what)
     available = jax.local_devices(backend=backend)
     if n > len(available):
-        raise PmapUsageError(f"the computation needs {n} devices (the product of the pmap axis sizes), but "
-                             f"only {len(available)} {available[0].platform.upper()} devices are available"
-                             + (f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} before "
-                                f"importing jax)" if available[0].platform == "cpu" else ""))
+        platform = available[0].platform
+        raise PmapUsageError(
+            f"compiling computation that requires {n} logical devices, but only {len(available)} XLA devices are "
+            f"available: the product of the pmap axis sizes is {n}, and {len(available)} {platform.upper()} "
+            f"devices exist" + (f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} before "
+                                f"importing jax)" if platform == "cpu" else ""))
     return available[:n]
 
 
@@ -52,7 +63,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         in_axes = (None,) * n + tuple(in_axes)
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
         donated = (False,) * n + tuple(donated)
-    devs = devices_for(axis_size * replicas_needed(jaxpr), devices, backend, what=f"{kind} {name!r}")
+    devs = devices_for(axis_size * replicas_needed(jaxpr), axis_size, devices, backend, what=f"{kind} {name!r}")
     with timed("import"):
         imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                                out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind)
@@ -64,7 +75,8 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         in_shardings=[layout.sharding(a, av.ndim) for a, av in zip(in_axes, global_avals)],
         out_shardings=[layout.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)],
         signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
-        consts=consts, keepalive=imported.keepalive, jaxpr_text=jaxpr.pretty_print)
+        consts=consts, keepalive=imported.keepalive, jaxpr_text=jaxpr.pretty_print, donated=donated,
+        host_callbacks=imported.host_callbacks)
 
 
 # -- the primitive's impl: a pmap bound with concrete arguments ------------------------------

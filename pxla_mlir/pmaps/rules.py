@@ -247,6 +247,25 @@ def _partial_eval_custom(saveable, unks_in, inst_in, eqn):
     return eqn_known, eqn_staged, unks_out, inst_out, new_inst + res
 
 
+# -- dead-code elimination (jax.checkpoint's policies rely on it) ---------------------------------
+
+def _dce(used_outputs, eqn):
+    """Drop unused outputs, then what the body no longer needs: without it a
+    rematerialized pmap would recompute (and keep) everything its policy
+    saved or did not need."""
+    p = eqn.params
+    if not any(used_outputs) and not pe.has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    with _axis_env(p):
+        body, used_inputs = pe.dce_jaxpr(p["jaxpr"].jaxpr, used_outputs)
+    params = _derived(p, core.ClosedJaxpr(body, ()), name=p["name"], in_axes=_sel(p["in_axes"], used_inputs),
+                      out_axes=_sel(p["out_axes"], used_outputs))
+    params["donated"] = _sel(p["donated"], used_inputs)
+    new_eqn = pe.new_jaxpr_eqn(_sel(eqn.invars, used_inputs), _sel(eqn.outvars, used_outputs), pxla_pmap_p,
+                               params, abstract_eval(**params)[1], eqn.source_info, eqn.ctx)
+    return used_inputs, new_eqn
+
+
 def register() -> None:
     ad.primitive_jvps[pxla_pmap_p] = _jvp
     ad.primitive_linearizations[pxla_pmap_p] = _linearize
@@ -254,3 +273,4 @@ def register() -> None:
     batching.fancy_primitive_batchers[pxla_pmap_p] = _batcher
     pe.custom_partial_eval_rules[pxla_pmap_p] = _partial_eval
     pe.partial_eval_jaxpr_custom_rules[pxla_pmap_p] = _partial_eval_custom
+    pe.dce_rules[pxla_pmap_p] = _dce

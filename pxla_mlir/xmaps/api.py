@@ -31,6 +31,7 @@ from ..distributed.processes import check_devices
 from ..invariance import named_shapes
 from ..jax_internals import api_util, core, source_info_util
 from ..pipelines import XmapPipeline, choices, configure
+from ..pmaps.arguments import argnums
 from ..sharding.mesh import Mesh, current_mesh
 from ..stages import STATS, Lowered, Signature, timed
 from ..tracing import trace_flat
@@ -98,7 +99,7 @@ class XmapFunction:
                           backend=backend, lowering=lowering)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self.axis_sizes, self.axis_resources = dict(axis_sizes), dict(axis_resources)
-        self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        self.donate_argnums = argnums(donate_argnums, "xmap donate_argnums")
         self.backend, self.lowering = backend, lowering
         self.name = getattr(fun, "__name__", "fun")
         self._cache: dict = {}
@@ -170,7 +171,8 @@ class XmapFunction:
                          for i, (e, av) in enumerate(zip(out_entries, user.out_avals)))
         self._check_outputs(plan, user, in_maps, out_maps)
         global_out = tuple(_unmapped(av, m, plan) for av, m in zip(user.out_avals, out_maps))
-        donate = {n % len(in_tree.children()) for n in self.donate_argnums} if in_tree.children() else set()
+        nargs = len(in_tree.children())
+        donate = {n % nargs for n in self.donate_argnums if -nargs <= n < nargs}  # others ignored, as jax does
         donated = tuple(i in donate for i, child in enumerate(in_tree.children()) for _ in range(child.num_leaves))
         return _Traced(plan, user, in_tree, out_tree, in_maps, out_maps, tuple(avals), global_out, donated)
 
@@ -234,7 +236,7 @@ def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backen
         in_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.in_maps, t.global_in)],
         out_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.out_maps, t.global_out)],
         signature=Signature(t.in_tree, t.out_tree), keepalive=imported.keepalive, jaxpr_text=t.user.pretty_print,
-        plan=plan)
+        plan=plan, donated=t.donated, host_callbacks=imported.host_callbacks)
 
 
 def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:

@@ -54,7 +54,7 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
             lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
                                        name=module_name, donated=t.donated)
         key = "pxla.tile_dims"  # per-device tile types
-    result = importing.imported(lowered)
+    result = importing.imported(lowered, per_device=key == "pxla.tile_dims")
     if mesh is not None:
         labels = mesh_labels(dict(mesh.shape))
 

@@ -21,6 +21,25 @@ module @replicas attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 
 
 // -----
 
+// all_reduce groups may differ in size (-1 pads the shorter ones), as jax
+// lowers psum(..., axis_index_groups=[[0, 1, 2], [3]]).
+
+// CHECK-LABEL: module @uneven_all_reduce_groups
+// CHECK: replica_groups = dense<{{\[\[}}0, 1, 2], [3, -1, -1]]> : tensor<2x3xi64>
+// EXPECT-LABEL: module @uneven_all_reduce_groups
+module @uneven_all_reduce_groups attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%x: tensor<f32>) -> tensor<f32> {
+    %0 = "mhlo.all_reduce"(%x) <{replica_groups = dense<[[0, 1, 2], [3, -1, -1]]> : tensor<2x3xi64>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = mhlo.add %a, %b : tensor<f32>
+      mhlo.return %s : tensor<f32>
+    }) : (tensor<f32>) -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}
+
+// -----
+
 // Flattened ids range over replicas x partitions; empty groups mean "all".
 
 // CHECK-LABEL: module @partitions

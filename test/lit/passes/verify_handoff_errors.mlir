@@ -59,10 +59,12 @@ module @ids_out_of_range attributes {mhlo.num_partitions = 1 : i32, mhlo.num_rep
 
 // -----
 
-module @uneven_groups attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+// Groups of different sizes: -1 may only pad the end of a group.
+
+module @misplaced_padding attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
   func.func public @main(%x: tensor<f32>) -> tensor<f32> {
-    // expected-error @+1 {{replica groups have different sizes (padded with -1)}}
-    %0 = "mhlo.all_reduce"(%x) <{replica_groups = dense<[[0, 1, 2], [3, -1, -1]]> : tensor<2x3xi64>}> ({
+    // expected-error @+1 {{replica groups have different sizes (padded with -1): [[0, 1, 2], [-1, 3, -1]]; only all_reduce may have groups of different sizes (-1 only after a group's ids)}}
+    %0 = "mhlo.all_reduce"(%x) <{replica_groups = dense<[[0, 1, 2], [-1, 3, -1]]> : tensor<2x3xi64>}> ({
     ^bb0(%a: tensor<f32>, %b: tensor<f32>):
       %s = mhlo.add %a, %b : tensor<f32>
       mhlo.return %s : tensor<f32>
