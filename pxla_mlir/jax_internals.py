@@ -8,6 +8,7 @@ Other modules import the names below from here, never from ``jax._src``.
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import numpy as np
@@ -18,11 +19,17 @@ from jax._src.interpreters import mlir as jax_mlir
 from jax._src.interpreters import partial_eval as pe
 from jax._src.lax import parallel as parallel_primitives
 from jax._src.lib import xla_client as xc
+from jax._src import mesh as _jax_mesh
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
+
+# Source locations in jaxprs and error messages name the user's line, not ours
+# (a nested map is bound from inside pxla_mlir).
+source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
-           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler"]
+           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
+           "jax_mesh_context", "jit_device_assignment"]
 
 
 def backend(platform: str | None = None):
@@ -40,6 +47,22 @@ def sharding_impls_mesh(axis_context):
     (jax.jit's ShardingContext)."""
     if isinstance(axis_context, sharding_impls.SPMDAxisContext):
         return axis_context.mesh
+    return None
+
+
+def jax_mesh_context():
+    """jax's current mesh (``with jax.sharding.Mesh(...)`` or ``jax.set_mesh``),
+    or None when there is none or it is empty."""
+    mesh = _jax_mesh.thread_resources.env.physical_mesh
+    if mesh.empty:
+        mesh = _jax_mesh.get_concrete_mesh()
+    return None if mesh is None or mesh.empty else mesh
+
+
+def jit_device_assignment(axis_context):
+    """The devices of jax.jit's lowering context (a ShardingContext), or None."""
+    if isinstance(axis_context, sharding_impls.ShardingContext):
+        return axis_context.device_assignment
     return None
 
 

@@ -69,7 +69,12 @@ class JitFunction:
         debug = api_util.debug_info("pxla_mlir.jit", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
             jaxpr = trace_flat(flat_fun, call.global_avals, [], debug)
-        lowered = lower_traced(jaxpr, axis_name=_JIT_AXIS, axis_size=1, in_axes=(None,) * len(call.flat_args),
+        from ..xmaps.jit import lower_in_jit  # xmaps make the program one over their mesh
+
+        lowered = lower_in_jit(jaxpr, name=self.name, global_avals=call.global_avals,
+                               donated=call.donated(self.donate_argnums, nargs), devices=self.devices,
+                               backend=self.backend, signature=call.signature(store["tree"]))
+        lowered = lowered or lower_traced(jaxpr, axis_name=_JIT_AXIS, axis_size=1, in_axes=(None,) * len(call.flat_args),
                                out_axes=(None,) * len(jaxpr.out_avals), name=self.name,
                                global_avals=call.global_avals, donated=call.donated(self.donate_argnums, nargs),
                                devices=self.devices, backend=self.backend, options=self.options,
