@@ -80,9 +80,10 @@ class MapKind:
         """The global aval of a body value ``aval`` mapped by ``spec``."""
         raise NotImplementedError
 
-    def copies(self, p, out_spec) -> int:
+    def copies(self, p, out_spec) -> int | None:
         """How many body elements share one value of an output (the elements
-        along every axis ``out_spec`` does not map)."""
+        along every axis ``out_spec`` does not map); None if it is mapped
+        along every axis."""
         raise NotImplementedError
 
     def sum_cotangent(self, p, ct, in_spec):
@@ -179,7 +180,7 @@ def transpose(kind: MapKind, cts, *args, **p):
     # An output not mapped along some axis reaches every element along it;
     # the body's psum transposes to psum, which would count it that often.
     divisors = [kind.copies(p, a) for a in out_axes]
-    cts = [c if n == 1 or type(c) is ad.Zero else c / n for c, n in zip(cts, divisors)]
+    cts = [c if n is None or type(c) is ad.Zero else c / n for c, n in zip(cts, divisors)]
     linear = tuple(ad.is_undefined_primal(x) for x in args)
     ct_nz = tuple(type(c) is not ad.Zero for c in cts)
     residuals = [x for x, lin in zip(args, linear) if not lin]

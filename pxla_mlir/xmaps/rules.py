@@ -49,7 +49,8 @@ class XmapKind(MapKind):
 
     def copies(self, p, out_spec):
         mapped = names_of(out_spec)
-        return math.prod(s for n, s in p["axis_sizes"] if n not in mapped)
+        unmapped = [s for n, s in p["axis_sizes"] if n not in mapped]
+        return math.prod(unmapped) if unmapped else None
 
     def sum_cotangent(self, p, ct, in_spec):
         mapped = names_of(in_spec)
