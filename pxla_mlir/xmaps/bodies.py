@@ -191,7 +191,7 @@ def _mesh_split(plan: Plan, mapping: Mapping[int, str], ndim: int) -> tuple[list
 def _vtile_by_mesh(plan: Plan, tile_fn: Callable, in_maps: Maps, out_maps: Maps, in_ranks, out_ranks) -> Callable:
     in_split = [_mesh_split(plan, m, r) for m, r in zip(in_maps, in_ranks)]
     out_split = [_mesh_split(plan, m, r) for m, r in zip(out_maps, out_ranks)]
-    axes = [a for a in plan.mesh_shape if any(a in s[1].values() for s in in_split + out_split)]
+    axes = list(plan.mesh_shape)  # nested xmaps may use the mesh axes this one does not
     vmapped = nested_vmap(_as_tuple(tile_fn), axes, [s[1] for s in in_split], [s[1] for s in out_split],
                           plan.mesh_shape, lambda a: a)
 

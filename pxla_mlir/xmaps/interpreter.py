@@ -51,6 +51,12 @@ class Substitution:
     def with_loop_index(self, loop_index: dict | None) -> "Substitution":
         return Substitution(self.plan, self.global_view, self.parent, loop_index, self.mesh_vmapped)
 
+    def scope(self) -> list:
+        """(name, global size) of every named axis this substitution and its
+        parents rewrite: the axis environment a body of theirs is traced in."""
+        outer = self.parent.scope() if self.parent is not None else []
+        return outer + [(n, self.plan.sizes[n]) for n in self.plan.names]
+
     def owns(self, name) -> bool:
         return name in self.plan.sizes or (self.parent is not None and self.parent.owns(name))
 

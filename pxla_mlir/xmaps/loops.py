@@ -117,7 +117,7 @@ def looped_body(sub: Substitution, jaxpr: core.ClosedJaxpr, in_loops: Sequence[d
     loops = plan.used_loops
     lengths = [plan.loops[loop] for loop in loops]
     looped = {n for n in plan.names if plan.loop_resources(n)}
-    flat = _inline_calls(jaxpr, [(n, plan.sizes[n]) for n in plan.names])
+    flat = _inline_calls(jaxpr, sub.scope())
     names = value_names(flat.jaxpr, list(in_names))
     stages = _stages(flat.jaxpr, looped)
 

@@ -141,4 +141,6 @@ def flatten_specs(what: str, value_tree, spec_tree) -> list[AxisSpec]:
     except ValueError as e:
         hint = (" Note that xmap in_axes that are non-trivial pytrees should always be wrapped in a tuple "
                 "representing the argument list.") if what.endswith("in_axes") else ""
-        raise XmapError(f"{e}{hint}") from None
+        detail = str(e).split(";", 1)[-1].strip()
+        raise XmapError(f"{what} specification must be a tree prefix of the corresponding value, got specification "
+                        f"{spec_tree!r} for value tree {value_tree}. {detail}{hint}") from None
