@@ -236,11 +236,26 @@ def nested_xmap(sub: Substitution, params: dict, ins) -> list:
     inner = Substitution(plan, global_view=False, parent=sub, mesh_vmapped=sub.mesh_vmapped)
     tiles = [_tile(inner, x, m) for x, m in zip(ins, in_maps)]
     outs = tile_function(plan, body, in_maps, out_maps, parent=sub, mesh_vmapped=sub.mesh_vmapped)(*tiles)
-    return [_untile(inner, y, m) for y, m in zip(outs, out_maps)]
+    results = []
+    for y, m in zip(outs, out_maps):
+        full = _untile(inner, y, m)
+        if full is not y:  # a later nested xmap tiling it the same way takes this tile directly
+            sub.untiled[id(full)] = (full, y, _layout(inner, m))
+        results.append(full)
+    return results
+
+
+def _layout(sub: Substitution, mapping: Mapping[int, str]) -> tuple:
+    return tuple((d, sub.plan.mesh_resources(n), sub.plan.tile(n)) for d, n in sorted(mapping.items())
+                 if sub.plan.mesh_resources(n))
 
 
 def _tile(sub: Substitution, x, mapping: Mapping[int, str]):
-    """This device's tile of an operand along the mesh axes of its named dims."""
+    """This device's tile of an operand along the mesh axes of its named dims
+    (residuals passed from one nested xmap to the next skip the round trip)."""
+    known = sub.parent.untiled.get(id(x)) if sub.parent is not None else None
+    if known is not None and known[0] is x and known[2] == _layout(sub, mapping):
+        return known[1]
     for d, n in sorted(mapping.items()):
         mesh = sub.plan.mesh_resources(n)
         if mesh:

@@ -19,7 +19,7 @@ from typing import Mapping
 import jax
 
 from .. import importing
-from ..jax_internals import api_util, core, lower_global, lower_per_device
+from ..jax_internals import api_util, core, lower_global, lower_per_device, pe
 from ..sharding.mesh import Mesh
 from ..tracing import trace_flat
 from .bodies import global_function, tile_function
@@ -50,6 +50,8 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
         body = tile_function(plan, t.jaxpr, t.in_maps, t.out_maps)
         debug = api_util.debug_info("pxla_mlir.xmap", body, tuple(range(len(tiles))), {})
         closed = trace_flat(body, tiles, mesh_env, debug)
+        # Results of nested xmaps that the next one takes as tiles leave dead gathers.
+        closed = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr, True, instantiate=True)[0], closed.consts)
         with core.extend_axis_env_nd(mesh_env):
             lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
                                        name=module_name, donated=t.donated)

@@ -47,6 +47,7 @@ class Substitution:
                  loop_index: dict | None = None, mesh_vmapped: bool = False):
         self.plan, self.global_view, self.parent = plan, global_view, parent
         self.loop_index, self.mesh_vmapped = loop_index, mesh_vmapped
+        self.untiled: dict = {}  # id(value gathered from a nested xmap) -> (value, its tile, layout)
 
     def with_loop_index(self, loop_index: dict | None) -> "Substitution":
         return Substitution(self.plan, self.global_view, self.parent, loop_index, self.mesh_vmapped)
