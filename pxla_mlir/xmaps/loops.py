@@ -137,16 +137,21 @@ def _scan(sub, stage: Stage, env: dict, loops, lengths, names, looped) -> None:
     stacked = [v for v in stage.outputs if names.get(v, Names()) & looped]
     outside = {v: env[v] for v in stage.inputs}
 
-    def step(carry, i):
+    def step(carry, _):
+        i = carry[0]  # the iteration; the rest carries values that do not vary along a looped axis
         index, rest = {}, i
         for loop, length in reversed(list(zip(loops, lengths))):
-            index[loop], rest = rest % length, rest // length
+            if len(loops) == 1:
+                index[loop] = rest
+            else:
+                index[loop], rest = lax.rem(rest, jnp.int32(length)), lax.div(rest, jnp.int32(length))
         values = {v: (x.at(index) if isinstance(x, Looped) else x) for v, x in outside.items()}
         run_eqns(sub.with_loop_index(index), stage.eqns, values)
-        return [values[v] for v in carried], [values[v] for v in stacked]
+        return [i + 1, *(values[v] for v in carried)], [values[v] for v in stacked]
 
-    init = [jnp.zeros(v.aval.shape, v.aval.dtype) for v in carried]
-    final, ys = lax.scan(step, init, jnp.arange(math.prod(lengths), dtype=jnp.int32))
+    init = [jnp.int32(0), *(jnp.zeros(v.aval.shape, v.aval.dtype) for v in carried)]
+    final, ys = lax.scan(step, init, None, length=math.prod(lengths))
+    final = final[1:]
     env.update(zip(carried, final))
     for v, y in zip(stacked, ys):
         env[v] = Looped(y.reshape(tuple(lengths) + y.shape[1:]), tuple(loops))
