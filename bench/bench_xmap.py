@@ -92,7 +92,7 @@ def training(mesh, jmesh, rounds: int, calls: int) -> None:
     theirs_step, theirs_params = steps(lambda: jax.jit(shard_map_step(jmesh)))
     print("\ndata-parallel training step (2-layer MLP, 128 examples over 8 devices), grad of the xmapped loss "
           "against jax.jit of the same step with jax.shard_map:")
-    print(f"{'variant':<22} {'measure':<22} {'pxla_mlir':>12} {'shard_map':>12} {'ratio':>7}")
+    print(f"{'variant':<26} {'measure':<22} {'pxla_mlir':>12} {'shard_map':>12} {'ratio':>7}")
     variants = [(f"jit(grad(xmap)) {lowering}", lambda lowering=lowering: pxla_mlir.jit(xmap_step(lowering)))
                 for lowering in ("replica", "manual", "vectorize")]
     variants.append(("grad(xmap), eager", lambda: xmap_step("replica")))
@@ -102,9 +102,9 @@ def training(mesh, jmesh, rounds: int, calls: int) -> None:
             step, ours_params = steps(make)
             drift = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
                         for a, b in zip(jax.tree.leaves(ours_params), jax.tree.leaves(theirs_params)))
-            print(f"{name:<22} {'first call (cold)':<22} {cold * 1e3:>9.1f} ms {theirs_cold * 1e3:>9.1f} ms "
+            print(f"{name:<26} {'first call (cold)':<22} {cold * 1e3:>9.1f} ms {theirs_cold * 1e3:>9.1f} ms "
                   f"{cold / theirs_cold:>7.2f}")
-            print(f"{'':<22} {'step, params on device':<22} {step * 1e6:>9.1f} us {theirs_step * 1e6:>9.1f} us "
+            print(f"{'':<26} {'step, params on device':<22} {step * 1e6:>9.1f} us {theirs_step * 1e6:>9.1f} us "
                   f"{step / theirs_step:>7.2f}   (params after {rounds * calls + 1} steps differ by {drift:.1e})")
 
 
