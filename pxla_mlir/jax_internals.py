@@ -29,7 +29,7 @@ source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
-           "jax_mesh_context", "jit_device_assignment"]
+           "jax_mesh_context"]
 
 
 def backend(platform: str | None = None):
@@ -57,13 +57,6 @@ def jax_mesh_context():
     if mesh.empty:
         mesh = _jax_mesh.get_concrete_mesh()
     return None if mesh is None or mesh.empty else mesh
-
-
-def jit_device_assignment(axis_context):
-    """The devices of jax.jit's lowering context (a ShardingContext), or None."""
-    if isinstance(axis_context, sharding_impls.ShardingContext):
-        return axis_context.device_assignment
-    return None
 
 
 def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_sizes: Sequence[int],

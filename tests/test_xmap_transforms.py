@@ -164,3 +164,20 @@ def test_the_forward_and_backward_programs_are_xmaps_with_residuals_on_their_axe
     assert backward.params["in_axes"][:len(residuals)] == residuals
     # the cotangent of the broadcast weight leaves unmapped (a psum inside the backward xmap)
     assert backward.params["out_axes"] == (((0, "batch"),), ())
+
+
+def test_a_staged_xmap_with_constants_evaluates_again():
+    """2022's test_can_stage_and_interpret_xmap_with_constants: the body's
+    constants are operands of the staged equation; evaluating it runs the
+    primitive's compiled program."""
+    from jax.extend.core import jaxpr_as_fun
+
+    def outer(x):
+        return pxla_mlir.xmap(lambda v: v + np.ones(v.shape, v.dtype), in_axes=({0: "batch"},),
+                              out_axes={0: "batch"})(x)
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    jaxpr = jax.make_jaxpr(outer)(x)
+    [eqn] = jaxpr.eqns
+    assert eqn.primitive.name == "pxla_xmap" and eqn.params["in_axes"] == ((), ((0, "batch"),))
+    np.testing.assert_array_equal(np.asarray(jaxpr_as_fun(jaxpr)(x)[0]), x + 1)
