@@ -46,8 +46,9 @@ COLLECTIVES: dict[str, Collective] = {c.primitive: c for c in (
     Collective("ppermute", "axis_name", False, rewrites.ppermute, ("mhlo.collective_permute",)),
     Collective("all_to_all", "axis_name", False, rewrites.all_to_all, ("mhlo.all_to_all",)),
     Collective("reduce_scatter", "axis_name", False, rewrites.psum_scatter, ("mhlo.reduce_scatter",)),
+    # Every element gets element `source`'s value (jax lowers it on GPU only).
+    Collective("pbroadcast", "axis_name", True, rewrites.pbroadcast, ("mhlo.collective_broadcast",)),
     # Varying-manual-axes bookkeeping of jax's shard_map; treated as varying.
-    Collective("pbroadcast", "axis_name", False, None),
     Collective("psum_invariant", "axes", False, None, ("mhlo.all_reduce",)),
     Collective("pvary", "axes", False, None),
     Collective("all_gather_invariant", "axis_name", False, None, ("mhlo.all_gather",)),

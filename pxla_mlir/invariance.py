@@ -9,7 +9,8 @@ in ``impure``). ``psum``/``pmax``/``pmin``
 and ``all_gather`` over an axis make a value invariant along it. Calls (jit,
 custom derivatives, checkpoint) are analysed inside; other higher-order
 primitives (control flow, nested maps) are conservative: their outputs vary
-over every axis an input varies over and every axis their body uses.
+over every axis an input varies over and every axis their body uses, unless
+:data:`MAP_RULES` has a rule for them (xmap registers its own).
 
 pmap uses it to accept ``out_axes=None`` only for provably invariant outputs
 (2022 pmap silently returned device 0's value: jax issue #21671); xmap to
@@ -28,6 +29,10 @@ Names = frozenset
 
 #: Host calls whose results may differ from call to call (device to device).
 IMPURE = ("io_callback",)
+#: Precise rules for map primitives: ``rule(eqn, input names, on_value)`` ->
+#: output names (registered by the maps themselves, to keep this module
+#: free of them).
+MAP_RULES: dict[str, Callable] = {}
 
 
 def _jaxpr(sub):
@@ -53,6 +58,13 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
     """The names each output of ``jaxpr`` may vary over, given the inputs'.
     ``on_value(eqn, names)`` is called for every value an equation produces;
     the results of impure host calls vary over ``impure``."""
+    env = value_names(jaxpr, inputs, on_value, impure)
+    return [Names() if isinstance(v, core.Literal) else env.get(v, Names()) for v in jaxpr.outvars]
+
+
+def value_names(jaxpr: core.Jaxpr, inputs: list[Names],
+                on_value: Callable[[object, Names], None] | None = None, impure: Names = Names()) -> dict:
+    """The names every variable of ``jaxpr`` may vary over (var -> names)."""
     env: dict = dict(zip(jaxpr.invars, inputs))
 
     def names_of(atom) -> Names:
@@ -73,6 +85,8 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
             outs = [union | impure] * len(eqn.outvars)
         elif name in _CONTROL_FLOW:
             outs = _CONTROL_FLOW[name](eqn, ins, on_value, impure)
+        elif name in MAP_RULES:
+            outs = MAP_RULES[name](eqn, ins, on_value)
         elif name in CALL_JAXPR_PARAMS and CALL_JAXPR_PARAMS[name] in eqn.params:
             sub = _jaxpr(eqn.params[CALL_JAXPR_PARAMS[name]])
             outs = named_shapes(sub, ins, on_value, impure) if len(sub.invars) == len(ins) \
@@ -86,7 +100,7 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
             env[v] = Names(names)
             if on_value is not None:
                 on_value(eqn, env[v])
-    return [names_of(v) for v in jaxpr.outvars]
+    return env
 
 
 def _cond(eqn, ins, on_value, impure):

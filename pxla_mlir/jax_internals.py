@@ -9,6 +9,7 @@ Other modules import the names below from here, never from ``jax._src``.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import Any, Callable, Sequence
 
@@ -25,8 +26,13 @@ from jax._src.interpreters import pxla
 from jax._src.lax import parallel as parallel_primitives
 from jax._src.lib import _jax, hlo
 from jax._src.lib import xla_client as xc
+from jax._src import mesh as _jax_mesh
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
+
+# Source locations in jaxprs and error messages name the user's line, not ours
+# (a nested map is bound from inside pxla_mlir).
+source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
@@ -35,7 +41,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
            "distributed_client", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
-           "physical", "result_handler", "float0", "set_runtime_tokens"]
+           "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 
@@ -100,6 +106,15 @@ def shared_lowering_context():
             yield
         finally:
             _shared.active = previous
+
+
+def jax_mesh_context():
+    """jax's current mesh (``with jax.sharding.Mesh(...)`` or ``jax.set_mesh``),
+    or None when there is none or it is empty."""
+    mesh = _jax_mesh.thread_resources.env.physical_mesh
+    if mesh.empty:
+        mesh = _jax_mesh.get_concrete_mesh()
+    return None if mesh is None or mesh.empty else mesh
 
 
 def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_sizes: Sequence[int],

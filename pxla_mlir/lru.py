@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import collections
+import weakref
+
+_ALL: "weakref.WeakSet[LRU]" = weakref.WeakSet()
 
 
 class LRU(collections.OrderedDict):
@@ -11,6 +14,10 @@ class LRU(collections.OrderedDict):
     def __init__(self, size: int):
         super().__init__()
         self.size = size
+        _ALL.add(self)
+
+    def __hash__(self):  # by identity, so instances can live in a WeakSet
+        return id(self)
 
     def get(self, key, default=None):
         if key in self:
@@ -23,3 +30,10 @@ class LRU(collections.OrderedDict):
         self.move_to_end(key)
         if len(self) > self.size:
             self.popitem(last=False)
+
+
+def clear_all() -> None:
+    """Empties every LRU cache (transformed bodies, traced and compiled
+    programs): the next call traces, lowers and compiles again (benchmarks)."""
+    for cache in list(_ALL):
+        cache.clear()

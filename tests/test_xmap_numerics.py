@@ -183,3 +183,76 @@ def test_donated_argument(lowering):
         second = g(first)
     assert first.is_deleted()
     check(second, x * 4)
+
+
+ODD_EVEN = [list(range(0, 16, 2)), list(range(1, 16, 2))]
+
+
+def grouped(a):
+    return {
+        "scatter": lax.psum_scatter(a, "b", scatter_dimension=0, tiled=True),
+        "scatter_untiled": lax.psum_scatter(a[:16], "b", scatter_dimension=0, tiled=False),
+        "scatter_groups": lax.psum_scatter(a, "b", scatter_dimension=0, tiled=True, axis_index_groups=ODD_EVEN),
+        "pbroadcast": lax.pbroadcast(a, "b", 3),
+        "psum_groups": lax.psum(a, "b", axis_index_groups=[list(range(8)), list(range(8, 16))]),
+        "pmax_groups": lax.pmax(a, "b", axis_index_groups=ODD_EVEN),
+        "pmin_groups": lax.pmin(a, "b", axis_index_groups=ODD_EVEN),
+        "all_gather_groups": lax.all_gather(a, "b", axis_index_groups=ODD_EVEN),
+    }
+
+
+def grouped_reference(x):
+    """NumPy: vmap cannot run collectives with axis_index_groups."""
+    total, halves = x.sum(0), [x[i % 2::2] for i in range(2)]
+    return {
+        "scatter": total.reshape(16, 2), "scatter_untiled": total[:16],
+        "scatter_groups": np.stack([halves[i % 2].sum(0).reshape(8, 4)[i // 2] for i in range(16)]),
+        "pbroadcast": np.broadcast_to(x[3], x.shape),
+        "psum_groups": np.repeat(np.stack([x[:8].sum(0), x[8:].sum(0)]), 8, axis=0),
+        "pmax_groups": np.stack([halves[i % 2].max(0) for i in range(16)]),
+        "pmin_groups": np.stack([halves[i % 2].min(0) for i in range(16)]),
+        "all_gather_groups": np.stack([halves[i % 2] for i in range(16)]),
+    }
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("resources", [("y", "x"), "x", ()], ids=["yx", "x-and-local", "vectorized"])
+def test_psum_scatter_pbroadcast_and_axis_index_groups(lowering, resources):
+    x = data(16, 32)
+    got = run(grouped, ["b", ...], {k: ["b", ...] for k in grouped_reference(x)}, (x,), mesh(x=2, y=4), lowering,
+              axis_resources={"b": resources} if resources else {})
+    check(got, grouped_reference(x))
+
+
+def control_flow_tables(a):
+    """Collectives whose rewrites need constant tables, inside scan, cond and while."""
+    def step(c, _):
+        return (lax.ppermute(c, "b", [(i, (i + 3) % 16) for i in range(16)])
+                + lax.psum(c, "b", axis_index_groups=ODD_EVEN) * 0.01,
+                lax.all_to_all(c.reshape(16, 2), "b", 0, 0, tiled=True))
+
+    c, ys = lax.scan(step, a, None, length=2)
+    d = lax.cond(a.sum() > 0, lambda v: lax.all_gather(v, "b", axis_index_groups=ODD_EVEN)[1], lambda v: v, a)
+    e = lax.while_loop(lambda t: t[1] < 2, lambda t: (lax.pbroadcast(t[0], "b", 5) + 1, t[1] + 1), (a, 0))[0]
+    return c, ys, d, e
+
+
+def control_flow_reference(x):
+    c, ys = x, []
+    for _ in range(2):
+        ys.append(np.stack([c.reshape(16, 16, 2)[:, g, :] for g in range(16)]))
+        c = c[[(i - 3) % 16 for i in range(16)]] + np.stack([c[i % 2::2].sum(0) for i in range(16)]) * 0.01
+    d = np.stack([x[i % 2::2][1] if x[i].sum() > 0 else x[i] for i in range(16)])
+    e = x
+    for _ in range(2):
+        e = np.broadcast_to(e[5], e.shape) + 1
+    return c, np.stack(ys, 1), d, e
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("resources", [("x", "y"), "x"], ids=["xy", "x-and-local"])
+def test_collectives_needing_constant_tables_inside_control_flow(lowering, resources):
+    x = data(16, 32)
+    got = run(control_flow_tables, ["b", ...], ["b", ...], (x,), mesh(x=2, y=4), lowering,
+              axis_resources={"b": resources})
+    check(got, control_flow_reference(x), tol=1e-4)

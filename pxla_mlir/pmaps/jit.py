@@ -86,7 +86,12 @@ class JitFunction:
             raise TypeError(f"pxla_mlir.jit function {self.name!r} closes over values traced by an outer "
                             f"transformation (grad, vmap, ...); pass them as arguments and apply the "
                             f"transformation inside it (pxla_mlir.jit(jax.grad(f)))")
-        lowered = lower_traced(jaxpr, axis_name=_JIT_AXIS, axis_size=1, in_axes=(None,) * len(call.flat_args),
+        from ..xmaps.jit import lower_in_jit  # xmaps make the program one over their mesh
+
+        lowered = lower_in_jit(jaxpr, name=self.name, global_avals=call.global_avals,
+                               donated=call.donated(self.donate_argnums), devices=self.devices,
+                               backend=self.backend, signature=call.signature(store["tree"]))
+        lowered = lowered or lower_traced(jaxpr, axis_name=_JIT_AXIS, axis_size=1, in_axes=(None,) * len(call.flat_args),
                                out_axes=(None,) * len(jaxpr.out_avals), name=self.name,
                                global_avals=call.global_avals, donated=call.donated(self.donate_argnums),
                                devices=self.devices, backend=self.backend, options=self.options,

@@ -3,13 +3,11 @@ pmap bound with concrete arguments: lower, compile once, run)."""
 
 from __future__ import annotations
 
-import threading
-
 import jax
 
 from .. import distributed
 from ..jax_internals import core, pe
-from ..lru import LRU
+from ..maps.impl import ImplCache
 from ..pipelines import PmapPipeline
 from ..stages import Lowered, Signature, timed
 from .arguments import PmapUsageError
@@ -81,29 +79,19 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
 
 # -- the primitive's impl: a pmap bound with concrete arguments ------------------------------
 
-_impl_cache = LRU(256)  # compiled programs of bound (transformed) pmaps
-_impl_lock = threading.Lock()
+_impl_cache = ImplCache(256)  # compiled programs of bound (transformed) pmaps
 
 
 def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options):
     avals = distributed.bound_avals(args, in_axes, axis_size)  # multi-process: a host value may be a share
+
+    def build():
+        return lower_traced(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes,
+                            name=name, global_avals=avals, donated=donated, devices=devices, backend=backend,
+                            options=options).compile()
+
     params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
-    with _impl_lock:
-        # Transformation rules reuse their bodies (see rules._memo): try identity
-        # first; rebuilt bodies fall back to their text.
-        fast = (id(jaxpr), params)
-        hit = _impl_cache.get(fast)
-        compiled = hit[1] if hit is not None and hit[0] is jaxpr else None
-        if compiled is None:
-            key = (str(jaxpr), params)
-            compiled = _impl_cache.get(key)
-            if compiled is None:
-                lowered = lower_traced(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                                       out_axes=out_axes, name=name, global_avals=avals, donated=donated,
-                                       devices=devices, backend=backend, options=options)
-                compiled = _impl_cache[key] = lowered.compile()
-            _impl_cache[fast] = (jaxpr, compiled)
-    return compiled.call_flat(args)
+    return _impl_cache.compiled(jaxpr, params, build).call_flat(args)
 
 
 def register_impl() -> None:

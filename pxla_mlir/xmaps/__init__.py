@@ -4,7 +4,9 @@ Loaded lazily: the collective table (:mod:`pxla_mlir.collectives`) imports
 :mod:`.rewrites` without pulling in the whole xmap machinery.
 """
 
-_LAZY = {"xmap": "api", "XmapFunction": "api", "LOWERINGS": "api", "XmapError": "plan"}
+_LAZY = {"xmap": "api", "XmapFunction": "api", "LOWERINGS": "api", "XmapError": "plan", "XmapTypeError": "plan",
+         "XmapMeshError": "plan", "serial_loop": "resources", "SerialLoop": "resources",
+         "XmapInsideJitWarning": "lowering"}
 
 
 def __getattr__(name):

@@ -1,6 +1,6 @@
 """``pxla_mlir.xmap``: named axes mapped onto a device mesh (2022 xmap).
 
-    with pxla_mlir.Mesh(devices, ("x", "y")):
+    with pxla_mlir.Mesh(devices, ("x", "y")):        # or a jax.sharding.Mesh
         f = pxla_mlir.xmap(fn, in_axes=["batch", ...], out_axes=["batch", ...],
                            axis_resources={"batch": "x"})
         f(x)  # jax.Arrays sharded over the mesh as out_axes and axis_resources say
@@ -14,145 +14,185 @@ Three lowerings (``lowering=``), all giving the same numbers:
   (``@SPMDFullToShardShape`` / ``@SPMDShardToFullShape``);
 * ``"vectorize"``: the global view (every named axis vmapped), arguments and
   results annotated with ``mhlo.sharding``; XLA's SPMD partitioner splits it.
+
+A call with concrete arguments finds its compiled program by (function,
+options, argument avals, mesh, loops): a new xmap object around the same
+function does not trace or compile again. Called on tracers (under grad,
+vmap, jit, inside another map) or closing over them, the xmap is bound as
+the ``pxla_xmap`` primitive instead (:mod:`.primitive`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import Any, Callable, Mapping
 
-import jax
 import numpy as np
 from jax import tree_util
-from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from ..distributed.processes import check_devices
 from ..invariance import named_shapes
-from ..jax_internals import api_util, core, source_info_util
+from ..jax_internals import api_util, core, pe
+from ..lru import LRU
 from ..pipelines import XmapPipeline, choices, configure
 from ..pmaps.arguments import argnums
-from ..sharding.mesh import Mesh, current_mesh
+from ..sharding.mesh import Mesh
 from ..stages import STATS, Lowered, Signature, timed
 from ..tracing import trace_flat
-from .importer import import_xmap
-from .plan import Plan, XmapError, check_resource_clash, make_plan, out_entry_rank, parse_entry
+from . import wiring  # noqa: F401  (the primitive's rules)
+from .checks import ResourceTyping, check_outputs
+from .lower import XmapCall, lower
+from .plan import XmapError, XmapMeshError, XmapTypeError, check_resource_clash, make_plan
+from .primitive import bind, spec_of
+from .resources import active_loops, active_mesh, normalize_resources
+from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
 LOWERINGS = choices(XmapPipeline, "lowering")
 
-
-class _Axes:
-    """One in_axes/out_axes entry, opaque to pytree flattening (lists are specs here)."""
-
-    def __init__(self, spec):
-        self.spec = spec
-
-    def __repr__(self):
-        return repr(self.spec)
+_traces = LRU(256)  # traced calls by (function, options, avals, mesh, loops)
+_compiled = LRU(128)
+_lock = threading.RLock()
 
 
-def _is_spec(x) -> bool:
-    """An axes entry: {dim: name} (int keys; {} = no named axes) or a list of
-    names / None / ...; dicts with other keys are pytree containers."""
-    if isinstance(x, Mapping):
-        return all(isinstance(k, (int, np.integer)) for k in x)
-    return isinstance(x, list) and all(e is None or e is Ellipsis or isinstance(e, str) for e in x)
+class _Enclosing(threading.local):
+    def __init__(self):
+        self.meshes: list = []  # the mesh of each xmap whose body is being traced
 
 
-def _wrap_specs(tree):
-    return tree_util.tree_map(_Axes, tree, is_leaf=_is_spec)
-
-
-def _flatten_specs(what: str, value_tree, spec_tree) -> list:
-    if _is_spec(spec_tree):  # one spec for every value
-        return [spec_tree] * value_tree.num_leaves
-    wrapped = _wrap_specs(spec_tree)
-    if value_tree.num_leaves and isinstance(wrapped, _Axes):
-        return [wrapped.spec] * value_tree.num_leaves
-    try:
-        return [a.spec if isinstance(a, _Axes) else ({} if a is None else a)
-                for a in api_util.flatten_axes(what, value_tree, wrapped)]
-    except ValueError as e:
-        raise XmapError(str(e).replace("specification must be a tree prefix", "must be a tree prefix")) from None
+_enclosing = _Enclosing()
 
 
 @dataclasses.dataclass(frozen=True)
 class _Traced:
-    plan: Plan
-    user: core.ClosedJaxpr
+    call: XmapCall
+    consts: tuple  # values of the leading (hoisted) operands
     in_tree: Any
     out_tree: Any
-    in_maps: tuple
-    out_maps: tuple
-    global_in: tuple
-    global_out: tuple
-    donated: tuple
+    closes_over_tracers: bool
 
 
 class XmapFunction:
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
                  donate_argnums, backend, lowering: str):
+        if not callable(fun):
+            raise TypeError(f"xmap needs a callable, got {fun!r}")
         configure(XmapPipeline, lowering=lowering)
         self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
                           backend=backend, lowering=lowering)
+        if isinstance(in_axes, list) and not is_entry(in_axes):
+            in_axes = tuple(in_axes)  # a list of per-argument entries is the argument tuple (as 2022)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
-        self.axis_sizes, self.axis_resources = dict(axis_sizes), dict(axis_resources)
+        self._in_specs, self._out_specs = parse_tree(in_axes, "in_axes"), parse_tree(out_axes, "out_axes")
+        for n, size in dict(axis_sizes).items():
+            if not isinstance(size, (int, np.integer)) or size < 1:
+                raise XmapError(f"axis_sizes gives {n!r} size {size!r}; sizes must be positive integers")
+        self.axis_sizes = {n: int(s) for n, s in dict(axis_sizes).items()}
+        self.axis_resources = dict(axis_resources)
+        self._resources, self._anonymous_loops = normalize_resources(axis_resources)
+        declared = spec_names(self._in_specs)
+        defined = set(declared) | set(self.axis_sizes)
+        missing = sorted(set(self._resources) - defined, key=str)
+        if missing:
+            raise XmapError(f"axis_resources maps {missing[0]!r}, but all axes that were assigned resources have "
+                            f"to appear in in_axes or axis_sizes")
+        missing = sorted(set(spec_names(self._out_specs)) - defined, key=str)
+        if missing:
+            raise XmapError(f"out_axes names {missing[0]!r}, but all axis names appearing in out_axes must also "
+                            f"appear in in_axes or axis_sizes")
+        self._declared = tuple(declared)
         self.donate_argnums = argnums(donate_argnums, "xmap donate_argnums")
         self.backend, self.lowering = backend, lowering
         self.name = getattr(fun, "__name__", "fun")
-        self._cache: dict = {}
+        self._key = (fun, tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
+                     tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())),
+                     self.donate_argnums, backend, lowering)
         functools.update_wrapper(self, fun, updated=())
 
     def with_options(self, **options) -> "XmapFunction":
-        """The same xmap with other options (e.g. ``lowering``), fresh caches."""
+        """The same xmap with other options (e.g. ``lowering``)."""
         unknown = set(options) - set(self._init)
         if unknown:
             raise TypeError(f"xmap has no option {sorted(unknown)[0]!r}")
         return XmapFunction(self.fun, self.in_axes, self.out_axes, **{**self._init, **options})
 
-    # -- signature ---------------------------------------------------------------------
-    def _signature(self, args, kwargs):
+    # -- a call's signature --------------------------------------------------------------
+    def _environment(self) -> tuple:
+        mesh = active_mesh()
+        if _enclosing.meshes and mesh != _enclosing.meshes[-1]:
+            raise XmapMeshError(f"xmap {self.name!r} is called under mesh {mesh!r} inside an xmap running on "
+                                f"{_enclosing.meshes[-1]!r}: changing the physical mesh is not allowed inside xmap")
+        bound = set(core.get_axis_env().axis_sizes)
+        shadowed = sorted((set(self._declared) | set(self.axis_sizes)) & bound, key=str)
+        if shadowed:
+            raise XmapTypeError(f"xmap {self.name!r} names axis {shadowed[0]!r}, which an enclosing map already "
+                                f"binds (disallowed shadowing); rename one of them")
+        scope = active_loops()
+        wanted = {r for rs in self._resources.values() for r in rs}
+        loops = {**{k: v for k, v in scope.items() if k in wanted}, **self._anonymous_loops}
+        return mesh, tuple(sorted(loops.items()))
+
+    def _signature(self, args, kwargs) -> tuple:
         if kwargs:
             raise TypeError(f"xmap-ed function {self.name!r} takes positional arguments only")
         leaves, in_tree = tree_util.tree_flatten(args)
-        for x in leaves:
-            if isinstance(x, core.Tracer):
-                raise XmapError("xmap cannot be called on traced values (inside jit, grad, vmap or a map); "
-                                "call it with concrete arrays")
         avals = tuple(_aval(x, i) for i, x in enumerate(leaves))
-        mesh = current_mesh()
-        return leaves, (in_tree, avals, mesh)
+        mesh, loops = self._environment()
+        return leaves, (self._key, in_tree, avals, mesh, loops)
 
+    # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         leaves, key = self._signature(args, kwargs)
-        compiled = self._cache.get(key)
+        traced = self._traced(key)
+        if traced.closes_over_tracers or any(isinstance(x, core.Tracer) for x in leaves):
+            outs = bind(traced.call.jaxpr, [*traced.consts, *leaves], **traced.call.params())
+            return tree_util.tree_unflatten(traced.out_tree, outs)
+        compiled = _compiled.get(key)
         if compiled is None:
-            compiled = self._cache[key] = self._lower(key).compile()
+            with _lock:
+                compiled = _compiled.get(key)
+                if compiled is None:
+                    compiled = _compiled[key] = self._lower(traced).compile()
         return compiled.signature.unflatten(compiled.call_flat(leaves))
 
     def lower(self, *args, **kwargs) -> Lowered:
-        _, key = self._signature(args, kwargs)
-        return self._lower(key)
+        leaves, key = self._signature(args, kwargs)
+        if any(isinstance(x, core.Tracer) for x in leaves):
+            raise XmapError(f"xmap {self.name!r}.lower() was given traced values; lower with concrete arrays or "
+                            f"jax.ShapeDtypeStruct")
+        traced = self._traced(key)
+        if traced.closes_over_tracers:
+            raise XmapError(f"xmap {self.name!r} closes over traced values of an enclosing transformation; it "
+                            f"can only be lowered on its own when its function closes over concrete values")
+        return self._lower(traced)
 
-    def _lower(self, key) -> Lowered:
-        in_tree, avals, mesh = key
-        traced = self._trace(in_tree, avals, mesh)
-        return lower_traced(traced, mesh, self.lowering, self.name, self.backend)
+    def _lower(self, traced: _Traced) -> Lowered:
+        return lower(traced.call, signature=Signature(traced.in_tree, traced.out_tree), consts=traced.consts)
 
     # -- tracing -------------------------------------------------------------------------
-    def _trace(self, in_tree, avals, mesh: Mesh | None) -> _Traced:
+    def _traced(self, key) -> _Traced:
+        traced = _traces.get(key)
+        if traced is None:
+            _, in_tree, avals, mesh, loops = key
+            traced = self._trace(in_tree, avals, mesh, dict(loops))
+            if not traced.closes_over_tracers:  # those tracers die with their transformation
+                _traces[key] = traced
+        return traced
+
+    def _trace(self, in_tree, avals, mesh: Mesh | None, loops: dict) -> _Traced:
         STATS["traces"] += 1
         paths = ["args" + tree_util.keystr(p) for p, _ in
                  tree_util.tree_flatten_with_path(tree_util.tree_unflatten(in_tree, list(avals)))[0]]
-        entries = _flatten_specs("xmap in_axes", in_tree, _single_arg(self.in_axes, in_tree))
-        in_maps = tuple(parse_entry(e, av.ndim, f"in_axes of {p}") for e, av, p in zip(entries, avals, paths))
+        specs = flatten_specs("xmap in_axes", in_tree, self._in_specs)
+        in_maps = tuple(s.resolve(av.ndim, p) for s, av, p in zip(specs, avals, paths))
         mesh_shape = dict(mesh.shape) if mesh is not None else {}
-        plan = make_plan(in_maps, [av.shape for av in avals], self.axis_sizes, self.axis_resources, mesh_shape,
-                         paths)
+        plan = make_plan(in_maps, [av.shape for av in avals], self.axis_sizes, self._resources, mesh_shape, paths,
+                         loops, declared=self._declared)
         for m, p in zip(in_maps, paths):
-            check_resource_clash(plan, set(m.values()), f"the input {p}")
+            check_resource_clash(plan.resources, set(m.values()),
+                                 f"the input {p} to the xmapped function {self.name!r}", plan.loops)
         elem = [core.ShapedArray(tuple(s for d, s in enumerate(av.shape) if d not in m), av.dtype,
                                  weak_type=av.weak_type) for av, m in zip(avals, in_maps)]
         store = {}
@@ -162,90 +202,57 @@ class XmapFunction:
             flat, store["tree"] = tree_util.tree_flatten(out)
             return flat
 
+        env = [(n, plan.sizes[n]) for n in plan.names]
         debug = api_util.debug_info("pxla_mlir.xmap", self.fun, tuple(range(len(elem))), {})
-        with timed("trace"):
-            user = trace_flat(flat_fun, elem, [(n, plan.sizes[n]) for n in plan.names], debug)
+        _enclosing.meshes.append(mesh)
+        try:
+            with timed("trace"):
+                user = trace_flat(flat_fun, elem, env, debug)
+        finally:
+            _enclosing.meshes.pop()
         out_tree = store["tree"]
-        out_entries = _flatten_specs("xmap out_axes", out_tree, self.out_axes)
-        out_maps = tuple(parse_entry(e, out_entry_rank(e, av.ndim), f"out_axes of output {i}")
-                         for i, (e, av) in enumerate(zip(out_entries, user.out_avals)))
-        self._check_outputs(plan, user, in_maps, out_maps)
-        global_out = tuple(_unmapped(av, m, plan) for av, m in zip(user.out_avals, out_maps))
-        nargs = len(in_tree.children())
+        out_paths = [tree_util.keystr(p) or "0" for p, _ in tree_util.tree_flatten_with_path(
+            tree_util.tree_unflatten(out_tree, list(user.out_avals)))[0]]
+        out_specs = flatten_specs("xmap out_axes", out_tree, self._out_specs)
+        out_maps = tuple(s.resolve(s.result_rank(av.ndim), p, kind="output")
+                         for s, av, p in zip(out_specs, user.out_avals, out_paths))
+        varies = named_shapes(user.jaxpr, [frozenset(m.values()) for m in in_maps],
+                              ResourceTyping(plan.resources, plan.loops))
+        check_outputs(plan.resources, plan.loops, varies, [spec_of(m) for m in out_maps], out_paths, self.name)
+        return self._hoisted(plan, user, in_tree, out_tree, in_maps, out_maps, avals, mesh)
+
+    def _hoisted(self, plan, user, in_tree, out_tree, in_maps, out_maps, avals, mesh) -> _Traced:
+        """Constants of the body become leading broadcast operands."""
+        consts = tuple(user.consts)
+        with core.extend_axis_env_nd([(n, plan.sizes[n]) for n in plan.names]):
+            jaxpr = core.ClosedJaxpr(pe.convert_constvars_jaxpr(user.jaxpr), ())
+        children = in_tree.children()
+        nargs = len(children)
         donate = {n % nargs for n in self.donate_argnums if -nargs <= n < nargs}  # others ignored, as jax does
-        donated = tuple(i in donate for i, child in enumerate(in_tree.children()) for _ in range(child.num_leaves))
-        return _Traced(plan, user, in_tree, out_tree, in_maps, out_maps, tuple(avals), global_out, donated)
-
-    def _check_outputs(self, plan: Plan, user, in_maps, out_maps) -> None:
-        known = set(plan.names)
-        for i, m in enumerate(out_maps):
-            unknown = sorted(set(m.values()) - known)
-            if unknown:
-                raise XmapError(f"out_axes of output {i} names {unknown[0]!r}, which is not a named axis of this "
-                                f"xmap (named axes: {', '.join(plan.names) or 'none'})")
-
-        def typecheck(eqn, names):
-            check_resource_clash(plan, set(names) & known, lambda: (
-                f"a value computed by {eqn.primitive.name} at {source_info_util.summarize(eqn.source_info)}"))
-
-        sets = named_shapes(user.jaxpr, [frozenset(m.values()) for m in in_maps], typecheck)
-        for i, (varies, m) in enumerate(zip(sets, out_maps)):
-            missing = sorted((varies & known) - set(m.values()))
-            if missing:
-                raise XmapError(f"output {i} varies along named axis {missing[0]!r}, but out_axes does not place "
-                                f"{missing[0]!r} in it; reduce over {missing[0]!r} first (lax.psum, pmean, "
-                                f"all_gather, ...) or add it to out_axes")
-
-
-def _single_arg(in_axes, in_tree):
-    # xmap(f, in_axes=['batch', ...]) with one argument means that argument's axes.
-    if _is_spec(in_axes) and len(in_tree.children()) == 1:
-        return (in_axes,)
-    return in_axes
+        donated = tuple(i in donate for i, child in enumerate(children) for _ in range(child.num_leaves))
+        const_avals = tuple(_aval(c, i) for i, c in enumerate(consts))
+        call = XmapCall(plan, jaxpr, ({},) * len(consts) + in_maps, out_maps, const_avals + tuple(avals),
+                        tuple(_unmapped(av, m, plan) for av, m in zip(user.out_avals, out_maps)),
+                        (False,) * len(consts) + donated, mesh, self.lowering, self.name, self.backend)
+        return _Traced(call, consts, in_tree, out_tree, any(isinstance(c, core.Tracer) for c in consts))
 
 
 def _aval(x, index: int) -> core.ShapedArray:
-    if not (isinstance(x, (np.ndarray, np.generic, jax.Array, bool, int, float, complex))
-            or (hasattr(x, "shape") and hasattr(x, "dtype"))):
+    if isinstance(x, core.Tracer):
+        aval = x.aval
+    elif isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or hasattr(x, "__jax_array__") \
+            or (hasattr(x, "shape") and hasattr(x, "dtype")):
+        aval = core.shaped_abstractify(x)
+    else:
         raise TypeError(f"xmap argument {index} of type {type(x).__name__} is not an array")
-    aval = core.shaped_abstractify(x)
     return core.ShapedArray(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
-def _unmapped(aval, mapping: Mapping[int, str], plan: Plan) -> core.ShapedArray:
+def _unmapped(aval, mapping: Mapping[int, str], plan) -> core.ShapedArray:
     shape = list(aval.shape)
     for d in sorted(mapping):
         shape.insert(d, plan.sizes[mapping[d]])
-    return core.ShapedArray(tuple(shape), aval.dtype)
-
-
-# -- lowering ------------------------------------------------------------------------------
-
-def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backend) -> Lowered:
-    plan = t.plan
-    devices = list(mesh.devices.flat) if mesh is not None else jax.local_devices(backend=backend)[:1]
-    if mesh is not None:  # multi-process: the mesh must cover every process evenly
-        check_devices(devices, f"xmap {name!r} (its mesh)")
-    with timed("import"):
-        imported = import_xmap(t, mesh, lowering, len(devices), devices[0].platform, name)
-    jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
-    options = XmapPipeline(lowering=lowering if mesh is not None else "vectorize")
-    return Lowered(
-        imported.module, pipeline=options.anchored(), devices=devices, in_avals=t.global_in,
-        out_avals=t.global_out,
-        in_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.in_maps, t.global_in)],
-        out_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(t.out_maps, t.global_out)],
-        signature=Signature(t.in_tree, t.out_tree), keepalive=imported.keepalive, jaxpr_text=t.user.pretty_print,
-        plan=plan, donated=t.donated, host_callbacks=imported.host_callbacks)
-
-
-def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
-    if jmesh is None:
-        return jax.sharding.SingleDeviceSharding(devices[0])
-    spec = []
-    for axes in plan.spec_dims(mapping, ndim):
-        spec.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
-    return NamedSharding(jmesh, PartitionSpec(*spec))
+    return core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
 
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
@@ -254,8 +261,9 @@ def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_res
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
     prefixes); inside ``fun`` those dimensions are gone and collectives refer
     to them by name. ``axis_resources`` spreads named axes over the axes of
-    the mesh active in ``with pxla_mlir.Mesh(...)``; the rest are vectorized
-    on each device. ``lowering`` picks replica, manual or vectorize (see the
-    module docs)."""
+    the current mesh (``with pxla_mlir.Mesh(...)`` or a jax mesh) and serial
+    loops (``serial_loop``, ``SerialLoop``); the rest are vectorized on each
+    device. ``lowering`` picks replica, manual or vectorize (see the module
+    docs). xmap composes with jax transformations and nests."""
     return XmapFunction(fun, in_axes, out_axes, axis_sizes=axis_sizes, axis_resources=axis_resources,
                         donate_argnums=donate_argnums, backend=backend, lowering=lowering)

@@ -1,6 +1,6 @@
 """Import: a traced xmap to a module in "pxla form".
 
-* ``vectorize`` (and an xmap without a mesh): the *global view*, every named
+* ``vectorize`` (and an xmap on one device): the *global view*, every named
   axis a ``jax.vmap`` (:func:`.bodies.global_function`), lowered for all mesh
   devices; @main has global types and ``pxla.dims`` says which mesh axes
   split each argument and result.
@@ -19,7 +19,7 @@ from typing import Mapping
 import jax
 
 from .. import importing
-from ..jax_internals import api_util, core, lower_global, lower_per_device
+from ..jax_internals import api_util, core, lower_global, lower_per_device, pe
 from ..sharding.mesh import Mesh
 from ..tracing import trace_flat
 from .bodies import global_function, tile_function
@@ -37,19 +37,21 @@ def tile_aval(aval, mapping, plan: Plan) -> core.ShapedArray:
 
 def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform: str,
                 name: str) -> importing.Imported:
-    """``t``: the traced xmap (plan, user jaxpr, in/out maps, global avals, donation)."""
+    """``t``: the xmap call (plan, body jaxpr, in/out maps, global avals, donation)."""
     plan = t.plan
     module_name = importing.module_name("xmap", name)
     if mesh is None or lowering == "vectorize":
-        closed = jax.make_jaxpr(global_function(plan, t.user, t.in_maps, t.out_maps))(*t.global_in)
+        closed = jax.make_jaxpr(global_function(plan, t.jaxpr, t.in_maps, t.out_maps))(*t.global_in)
         lowered = lower_global(closed, num_devices, platform=platform, name=module_name, donated=t.donated)
         key = "pxla.dims"  # global types
     else:
         mesh_env = list(mesh.shape.items())
         tiles = [tile_aval(av, m, plan) for av, m in zip(t.global_in, t.in_maps)]
-        body = tile_function(plan, t.user, t.in_maps, t.out_maps)
+        body = tile_function(plan, t.jaxpr, t.in_maps, t.out_maps)
         debug = api_util.debug_info("pxla_mlir.xmap", body, tuple(range(len(tiles))), {})
         closed = trace_flat(body, tiles, mesh_env, debug)
+        # Results of nested xmaps that the next one takes as tiles leave dead gathers.
+        closed = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr, True, instantiate=True)[0], closed.consts)
         with core.extend_axis_env_nd(mesh_env):
             lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
                                        name=module_name, donated=t.donated)

@@ -2,49 +2,111 @@
 
 The user's function is traced once per element, with every named axis at its
 global size. To run it on tiles, each named-axis collective is re-bound over
-the substituted axes ``plan.subst(name)`` (mesh axes, then the local vmap
-axis), inside ``jax.vmap`` over the local axes and under an axis environment
-of the mesh axes, by the rule the collective table gives it
+the substituted axes ``plan.subst(name)`` (mesh axes, serial loops, then the
+local vmap axis), inside ``jax.vmap`` over the local axes and under an axis
+environment of the mesh axes, by the rule the collective table gives it
 (:mod:`pxla_mlir.collectives`, rules in :mod:`.rewrites`). Calls are inlined;
-control flow that mentions a named axis is re-traced through the interpreter.
-In the global view (``global_view``) every named axis is a vmap axis under its
-own name and the rules only decompose what vmap cannot batch (several names,
-partial permutations).
+control flow that mentions a named axis is re-traced through the interpreter
+with jax's own ``lax.scan``/``while_loop``/``switch`` (so constant tables the
+rules need become ordinary closures); a nested xmap is evaluated in place
+(:mod:`.bodies`). In the global view (``global_view``) every named axis is a
+vmap axis under its own name and the rules only decompose what vmap cannot
+batch (several names, partial permutations).
+
+A nested xmap's body also names the axes of the xmaps around it: its
+substitution falls back to theirs (``parent``).
 """
 
 from __future__ import annotations
 
+import functools
+import math
+
 import jax
+import jax.numpy as jnp
+from jax import lax
 
 from ..collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
 from ..jax_internals import core
 from .plan import Plan, XmapError
 
 _FORBIDDEN = {"pxla_pmap": "pxla_mlir.pmap", "xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}
+XMAP_PRIMITIVE = "pxla_xmap"
 
 
 class Substitution:
-    """Where each named axis of the body runs."""
+    """Where each named axis of the body runs.
 
-    def __init__(self, plan: Plan, global_view: bool):
-        self.plan, self.global_view = plan, global_view
+    ``loop_index``: inside one iteration of the serial loops, the iteration
+    of each loop (loops are then not axes, only axis_index may name them);
+    ``mesh_vmapped``: the mesh axes are vmap axes too (the global view of a
+    looped xmap), so collectives over them must be decomposed like local ones.
+    """
+
+    def __init__(self, plan: Plan, global_view: bool, parent: "Substitution | None" = None,
+                 loop_index: dict | None = None, mesh_vmapped: bool = False):
+        self.plan, self.global_view, self.parent = plan, global_view, parent
+        self.loop_index, self.mesh_vmapped = loop_index, mesh_vmapped
+        self.untiled: dict = {}  # id(value gathered from a nested xmap) -> (value, its tile, layout)
+
+    def with_loop_index(self, loop_index: dict | None) -> "Substitution":
+        return Substitution(self.plan, self.global_view, self.parent, loop_index, self.mesh_vmapped)
+
+    def scope(self) -> list:
+        """(name, global size) of every named axis this substitution and its
+        parents rewrite: the axis environment a body of theirs is traced in."""
+        outer = self.parent.scope() if self.parent is not None else []
+        return outer + [(n, self.plan.sizes[n]) for n in self.plan.names]
+
+    def owns(self, name) -> bool:
+        return name in self.plan.sizes or (self.parent is not None and self.parent.owns(name))
 
     def axes(self, names) -> tuple:
         names = names if isinstance(names, (tuple, list)) else (names,)
         out: list = []
         for n in names:
-            if n not in self.plan.sizes:
-                out.append(n)  # not ours (e.g. an axis of an enclosing map)
-            else:
+            if n in self.plan.sizes:
                 out.extend((n,) if self.global_view else self.plan.subst(n))
+            elif self.parent is not None:
+                out.extend(self.parent.axes(n))
+            else:
+                out.append(n)  # not ours (e.g. an axis of an enclosing pmap or vmap)
         return tuple(out)
 
     def is_local(self, axis) -> bool:
-        return axis in self.plan.sizes if self.global_view else self.plan.is_local(axis)
+        """Is ``axis`` a vmap axis (not a device axis)?"""
+        if self.global_view and axis in self.plan.sizes:
+            return True
+        if self.plan.is_local(axis) or axis in self.plan.loops:
+            return True
+        if self.mesh_vmapped and axis in self.plan.mesh_shape:
+            return True
+        return self.parent.is_local(axis) if self.parent is not None else False
+
+    def loop_value(self, axis):
+        """The current iteration of serial loop ``axis`` and its length, or None."""
+        if self.loop_index is not None and axis in self.loop_index:
+            return self.loop_index[axis], self.plan.loops[axis]
+        return self.parent.loop_value(axis) if self.parent is not None else None
+
+    def index(self, names):
+        """The linear index along ``names`` (major first), as axis_index."""
+        axes = self.axes(names)
+        loops = [self.loop_value(a) for a in axes]
+        if all(v is None for v in loops):
+            return lax.axis_index(axes[0] if len(axes) == 1 else axes)
+        index = jnp.int32(0)
+        for a, v in zip(axes, loops):
+            if v is None:
+                index = index * lax.axis_size(a) + lax.axis_index(a)
+            else:
+                index = index * v[1] + v[0]
+        return index
 
     def mentions(self, eqn) -> bool:
-        """Does the equation (or a jaxpr inside it) use one of our names?"""
-        if any(n in self.plan.sizes for n in axes_of(eqn)):
+        """Does the equation (or a jaxpr inside it) use an axis this
+        substitution rewrites, or hold a nested xmap?"""
+        if eqn.primitive.name == XMAP_PRIMITIVE or any(self.owns(n) for n in axes_of(eqn)):
             return True
         return any(self.mentions(e) for sub in core.jaxprs_in_params(eqn.params) for e in _jaxpr(sub).eqns)
 
@@ -55,40 +117,84 @@ def _jaxpr(sub):
 
 def interpret(sub: Substitution, jaxpr: core.Jaxpr, consts, *args) -> list:
     env: dict = {}
-
-    def read(v):
-        return v.val if isinstance(v, core.Literal) else env[v]
-
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        outs = _eval(sub, eqn, [read(v) for v in eqn.invars])
+    run_eqns(sub, jaxpr.eqns, env)
+    return [read(env, v) for v in jaxpr.outvars]
+
+
+def read(env: dict, v):
+    return v.val if isinstance(v, core.Literal) else env[v]
+
+
+def run_eqns(sub: Substitution, eqns, env: dict) -> None:
+    """Evaluates ``eqns`` in ``env`` (var -> value), adding their outputs."""
+    for eqn in eqns:
+        outs = _eval(sub, eqn, [read(env, v) for v in eqn.invars])
         if eqn.primitive.multiple_results:
             env.update(zip(eqn.outvars, outs))
         else:
             env[eqn.outvars[0]] = outs
-    return [read(v) for v in jaxpr.outvars]
 
 
 def _eval(sub: Substitution, eqn, ins):
     p, params = eqn.primitive, dict(eqn.params)
     if p.name in _FORBIDDEN:
         raise XmapError(f"{_FORBIDDEN[p.name]} cannot be nested inside xmap; use a named axis of the xmap instead")
-    if params.get("axis_index_groups") is not None and sub.mentions(eqn):
-        raise XmapError(f"{p.name} with axis_index_groups over an xmap named axis is not supported")
     entry = COLLECTIVES.get(p.name)
     if entry is not None and entry.xmap is not None:
         return entry.xmap(sub, p, params, ins)
+    if p.name == XMAP_PRIMITIVE:
+        from .bodies import nested_xmap
+
+        return nested_xmap(sub, params, ins)
     if p.name in CALL_JAXPR_PARAMS and CALL_JAXPR_PARAMS[p.name] in params:
         inner = params[CALL_JAXPR_PARAMS[p.name]]
         consts = inner.consts if isinstance(inner, core.ClosedJaxpr) else ()
         return interpret(sub, _jaxpr(inner), consts, *ins)  # inlined (forward evaluation)
     if core.jaxprs_in_params(params) and sub.mentions(eqn):
-        # Control flow: re-trace each body through the interpreter here (inside
-        # the vmaps and the mesh axis env), then bind with the new bodies.
+        rule = _CONTROL_FLOW.get(p.name)
+        if rule is not None:
+            return rule(sub, params, ins)
         new = {k: _retrace(sub, v) for k, v in params.items()}
         return p.bind(*ins, **p.get_bind_params(new))
     return p.bind(*ins, **p.get_bind_params(params))
+
+
+def _run(sub: Substitution, closed, *args) -> list:
+    closed = closed if isinstance(closed, core.ClosedJaxpr) else core.ClosedJaxpr(closed, ())
+    return interpret(sub, closed.jaxpr, closed.consts, *args)
+
+
+# Control flow is re-traced through jax's own API: the rules may close over
+# constant tables (ppermute/all_to_all over a tiled axis, axis_index_groups).
+
+def _scan(sub, p, ins):
+    nc, ncarry = p["num_consts"], p["num_carry"]
+    consts, init, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
+
+    def step(carry, x):
+        outs = _run(sub, p["jaxpr"], *consts, *carry, *x)
+        return outs[:ncarry], outs[ncarry:]
+
+    carry, ys = lax.scan(step, list(init), list(xs), length=p["length"], reverse=p["reverse"], unroll=p["unroll"])
+    return [*carry, *ys]
+
+
+def _while(sub, p, ins):
+    cc, bc = p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, init = ins[:cc], ins[cc:cc + bc], ins[cc + bc:]
+    out = lax.while_loop(lambda c: _run(sub, p["cond_jaxpr"], *cond_consts, *c)[0],
+                         lambda c: tuple(_run(sub, p["body_jaxpr"], *body_consts, *c)), tuple(init))
+    return list(out)
+
+
+def _cond(sub, p, ins):
+    branches = [functools.partial(lambda b, *a: tuple(_run(sub, b, *a)), b) for b in p["branches"]]
+    return list(lax.switch(ins[0], branches, *ins[1:]))
+
+
+_CONTROL_FLOW = {"scan": _scan, "while": _while, "cond": _cond}
 
 
 def _retrace(sub: Substitution, value):
@@ -101,7 +207,8 @@ def _retrace(sub: Substitution, value):
     closed = value if isinstance(value, core.ClosedJaxpr) else core.ClosedJaxpr(value, ())
     avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.invars]
     new = jax.make_jaxpr(lambda *a: interpret(sub, closed.jaxpr, closed.consts, *a))(*avals)
-    if new.consts:
-        raise XmapError("a collective over an xmap named axis inside control flow (cond/while/scan) needs "
-                        "constant tables here (ppermute/all_to_all over a tiled axis), which is not supported")
+    if new.consts and not isinstance(value, core.ClosedJaxpr):
+        raise XmapError(f"a collective over an xmap named axis inside a higher-order primitive needs constant "
+                        f"tables, which that primitive cannot carry ({math.prod(c.size for c in new.consts)} "
+                        f"constant elements)")
     return new if isinstance(value, core.ClosedJaxpr) else new.jaxpr

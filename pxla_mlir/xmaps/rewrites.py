@@ -1,14 +1,16 @@
 """How xmap re-binds each collective on the substituted axes of its names.
 
-Inside the tile program a named axis ``n`` is ``plan.subst(n)``: mesh axes
-and a local vmap axis (see :mod:`.plan`). jax's batching rules already split
-psum/pmax/pmin and axis_index over a vmapped and a device axis, so those are
-re-bound as they are (:func:`rebind`, :func:`axis_index`); the rewrites here
-do what vmap cannot: all_gather, ppermute, all_to_all and psum_scatter over
-a mix of local and device axes. In the global view every named axis is a vmap
-axis under its own name. Each rule is named by the collective table
-(:mod:`pxla_mlir.collectives`) and called as ``rule(sub, primitive, params,
-inputs)``, ``sub`` being the interpreter's ``Substitution``.
+Inside the tile program a named axis ``n`` is ``plan.subst(n)``: mesh axes,
+serial loops and a local vmap axis (see :mod:`.plan`). jax's batching rules
+already split psum/pmax/pmin and axis_index over a vmapped and a device axis,
+so those are re-bound as they are (:func:`rebind`, :func:`axis_index`); the
+rewrites here do what vmap cannot: all_gather, ppermute, all_to_all,
+psum_scatter and pbroadcast over a mix of local and device axes, and
+``axis_index_groups`` (gather the axis, reduce or pick within the group). In
+the global view every named axis is a vmap axis under its own name. Each rule
+is named by the collective table (:mod:`pxla_mlir.collectives`) and called as
+``rule(sub, primitive, params, inputs)``, ``sub`` being the interpreter's
+``Substitution``.
 
 Linear order along a substituted axis is major-to-minor: resources in their
 given order, the local axis last (the 2022 order).
@@ -22,23 +24,35 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["rebind", "axis_index", "all_gather", "ppermute", "all_to_all", "psum_scatter"]
+__all__ = ["rebind", "axis_index", "all_gather", "ppermute", "all_to_all", "psum_scatter", "pbroadcast"]
 
 
 def _one(axes: tuple):
     return axes[0] if len(axes) == 1 else axes
 
 
+def _names(params, key):
+    names = params[key]
+    return tuple(names) if isinstance(names, (tuple, list)) else (names,)
+
+
 def rebind(sub, prim, params, ins):
     """psum/pmax/pmin: the same primitive over the substituted axes."""
+    groups = params.get("axis_index_groups")
+    if groups is not None:
+        return _grouped_reduce(sub, prim, ins[0], _names(params, "axes"), groups)
     return prim.bind(*ins, axes=sub.axes(params["axes"]), axis_index_groups=None)
 
 
 def axis_index(sub, prim, params, ins):
-    return lax.axis_index(_one(sub.axes(params["axis_name"])))
+    return sub.index(params["axis_name"])
 
 
 def all_gather(sub, prim, params, ins):
+    groups = params.get("axis_index_groups")
+    if groups is not None:
+        return _grouped_gather(sub, ins[0], _names(params, "axis_name"), groups, params["all_gather_dimension"],
+                               params["tiled"])
     return _all_gather(sub, ins[0], sub.axes(params["axis_name"]), params["all_gather_dimension"], params["tiled"])
 
 
@@ -52,7 +66,33 @@ def all_to_all(sub, prim, params, ins):
 
 
 def psum_scatter(sub, prim, params, ins):
-    return _psum_scatter(sub, ins[0], sub.axes(params["axis_name"]), params["scatter_dimension"], params["tiled"])
+    names, groups = _names(params, "axis_name"), params.get("axis_index_groups")
+    axes = sub.axes(names)
+    dim, tiled = params["scatter_dimension"], params["tiled"]
+    if groups is None and len(axes) == 1 and not sub.is_local(axes[0]):
+        return lax.psum_scatter(ins[0], axes[0], scatter_dimension=dim, tiled=tiled)
+    if groups is None:
+        total, index, n = lax.psum(ins[0], _one(axes)), _linear_index(sub, names), math.prod(_sizes(axes))
+    else:
+        total = _grouped_reduce(sub, lax.psum_p, ins[0], names, groups)
+        position = np.zeros(math.prod(_sizes(axes)), np.int32)
+        for group in groups:
+            position[list(group)] = np.arange(len(group))
+        index, n = jnp.asarray(position)[_linear_index(sub, names)], len(groups[0])
+    if tiled:
+        size = ins[0].shape[dim] // n
+        return lax.dynamic_slice_in_dim(total, index * size, size, axis=dim)
+    return lax.dynamic_index_in_dim(total, index, axis=dim, keepdims=False)
+
+
+def pbroadcast(sub, prim, params, ins):
+    """Every element gets the value of element ``source``: a masked psum."""
+    x, names = ins[0], _names(params, "axis_name")
+    mine = _linear_index(sub, names) == params["source"]
+    as_int = x.dtype == jnp.bool_
+    y = x.astype(jnp.int32) if as_int else x
+    total = lax.psum(jnp.where(mine, y, jnp.zeros_like(y)), _one(sub.axes(names)))
+    return total.astype(jnp.bool_) if as_int else total
 
 
 # -- what vmap cannot split -----------------------------------------------------------------
@@ -87,7 +127,11 @@ def _all_gather(sub, x, axes: tuple, dim: int, tiled: bool):
     return y
 
 
-def _linear_index(axes: tuple):
+def _linear_index(sub, names: tuple):
+    return sub.index(names) if names else jnp.int32(0)
+
+
+def _local_index(axes: tuple):
     return lax.axis_index(_one(axes)) if axes else jnp.int32(0)
 
 
@@ -123,7 +167,7 @@ def _ppermute(sub, x, axes: tuple, perm):
         return linear(device), linear(local)
 
     everything = _gather(sub, x, loc_axes)  # every local element of this tile
-    my_local = _linear_index(loc_axes)
+    my_local = _local_index(loc_axes)
     if not device:  # all axes vectorized: one gather and a select
         source = np.zeros(math.prod(sizes), np.int32)
         receives = np.zeros(math.prod(sizes), bool)
@@ -142,7 +186,7 @@ def _ppermute(sub, x, axes: tuple, perm):
         if all(a == b for a, b in pairs):  # stays on its device: no communication
             keep = np.zeros(n_dev, bool)
             keep[[b for _, b in pairs]] = True
-            received = jnp.where(jnp.asarray(keep)[_linear_index(dev_axes)], piece, jnp.zeros_like(piece))
+            received = jnp.where(jnp.asarray(keep)[_local_index(dev_axes)], piece, jnp.zeros_like(piece))
         else:
             received = _device_ppermute(sub, piece, dev_axes, pairs)
         # Several groups may fill the same local slot from different devices;
@@ -160,7 +204,7 @@ def _all_to_all(sub, x, axes: tuple, split_axis: int, concat_axis: int, tiled: b
     shape = list(everything.shape)
     s = split_axis + 1
     chunks = everything.reshape(shape[:s] + [n, shape[s] // n] + shape[s + 1:])
-    mine = lax.dynamic_index_in_dim(chunks, _linear_index(axes), axis=s, keepdims=False)  # [n(k), ...chunk...]
+    mine = lax.dynamic_index_in_dim(chunks, _local_index(axes), axis=s, keepdims=False)  # [n(k), ...chunk...]
     if tiled:
         moved = jnp.moveaxis(mine, 0, concat_axis)
         shape = list(moved.shape)
@@ -170,11 +214,42 @@ def _all_to_all(sub, x, axes: tuple, split_axis: int, concat_axis: int, tiled: b
     return jnp.moveaxis(squeezed, 0, concat_axis)
 
 
-def _psum_scatter(sub, x, axes: tuple, dim: int, tiled: bool):
+# -- axis_index_groups: gather the axis, then reduce or pick within the group -------------------
+
+def _group_of(groups, n: int) -> np.ndarray:
+    member = np.full(n, -1, np.int32)
+    for g, group in enumerate(groups):
+        member[list(group)] = g
+    if (member < 0).any():
+        raise ValueError(f"axis_index_groups {groups} do not cover every index of the axis (size {n})")
+    return member
+
+
+def _grouped_reduce(sub, prim, x, names: tuple, groups):
+    axes = sub.axes(names)
     n = math.prod(_sizes(axes))
-    total = lax.psum(x, _one(axes))
-    index = _linear_index(axes)
+    member = jnp.asarray(_group_of(groups, n))
+    everything = _gather(sub, x, axes)  # [n, *x.shape]
+    mask = (member == member[_linear_index(sub, names)]).reshape((n,) + (1,) * x.ndim)
+    if prim.name == "psum":
+        return jnp.sum(jnp.where(mask, everything, jnp.zeros_like(everything)), axis=0).astype(x.dtype)
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        fill = -jnp.inf if prim.name == "pmax" else jnp.inf
+    else:
+        info = jnp.iinfo(x.dtype) if x.dtype != jnp.bool_ else None
+        fill = (info.min if prim.name == "pmax" else info.max) if info else prim.name != "pmax"
+    masked = jnp.where(mask, everything, jnp.full_like(everything, fill))
+    return (jnp.max if prim.name == "pmax" else jnp.min)(masked, axis=0)
+
+
+def _grouped_gather(sub, x, names: tuple, groups, dim: int, tiled: bool):
+    axes = sub.axes(names)
+    n = math.prod(_sizes(axes))
+    member = _group_of(groups, n)
+    table = jnp.asarray(np.array([groups[member[k]] for k in range(n)], np.int32))  # [n, group size]
+    picked = _gather(sub, x, axes)[table[_linear_index(sub, names)]]  # [group size, *x.shape]
+    y = jnp.moveaxis(picked, 0, dim)
     if tiled:
-        size = x.shape[dim] // n
-        return lax.dynamic_slice_in_dim(total, index * size, size, axis=dim)
-    return lax.dynamic_index_in_dim(total, index, axis=dim, keepdims=False)
+        shape = list(y.shape)
+        y = y.reshape(shape[:dim] + [shape[dim] * shape[dim + 1]] + shape[dim + 2:])
+    return y

@@ -1,0 +1,127 @@
+"""From an xmap call (traced by :mod:`.api` or bound as the primitive) to a
+``Lowered``, and the primitive's impl: an xmap bound with concrete arguments
+lowers, compiles once and runs.
+
+An xmap whose named axes (and those of xmaps nested in it) use no mesh axis
+runs on one device (the mesh's first, as 2022's xmap did); a mesh of zero
+dimensions is such a mesh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
+
+from ..distributed.processes import check_devices
+from ..jax_internals import core
+from ..maps.impl import ImplCache, plain_avals
+from ..pipelines import XmapPipeline
+from ..sharding.mesh import Mesh
+from ..stages import Lowered, Signature, timed
+from .importer import import_xmap
+from .plan import Plan
+from .primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
+
+__all__ = ["XmapCall", "lower", "register_impl", "uses_mesh"]
+
+
+@dataclasses.dataclass(frozen=True)
+class XmapCall:
+    """Everything a lowering needs. Operands are flat; hoisted constants are
+    ordinary leading operands (broadcast, ``{}``)."""
+
+    plan: Plan
+    jaxpr: core.ClosedJaxpr  # the per-element body, without consts
+    in_maps: tuple  # per operand: {dim: name}
+    out_maps: tuple  # per result
+    global_in: tuple  # avals
+    global_out: tuple
+    donated: tuple
+    mesh: Mesh | None
+    lowering: str
+    name: str
+    backend: Any = None
+
+    def params(self) -> dict:
+        plan = self.plan
+        return dict(in_axes=tuple(spec_of(m) for m in self.in_maps), out_axes=tuple(spec_of(m) for m in self.out_maps),
+                    axis_sizes=tuple((n, plan.sizes[n]) for n in plan.names),
+                    axis_resources=tuple((n, tuple(plan.resources[n])) for n in plan.names),
+                    loops=tuple(plan.loops.items()), mesh=self.mesh, lowering=self.lowering, name=self.name,
+                    donated=tuple(self.donated), backend=self.backend)
+
+    @classmethod
+    def from_params(cls, jaxpr: core.ClosedJaxpr, params: dict, avals) -> "XmapCall":
+        return cls(plan_of(params), jaxpr, tuple(mapping_of(s) for s in params["in_axes"]),
+                   tuple(mapping_of(s) for s in params["out_axes"]), tuple(avals),
+                   tuple(abstract_eval(jaxpr=jaxpr, **params)[0]), tuple(params["donated"]), params["mesh"],
+                   params["lowering"], params["name"], params["backend"])
+
+
+def uses_mesh(jaxpr) -> bool:
+    """Does an xmap nested (at any depth) in ``jaxpr`` use a mesh axis?"""
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is pxla_xmap_p and plan_of(eqn.params).uses_mesh:
+            return True
+        if any(uses_mesh(sub) for sub in core.jaxprs_in_params(eqn.params)):
+            return True
+    return False
+
+
+def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
+    """``consts``: values of the leading ``len(consts)`` operands, supplied by
+    the ``Compiled`` itself."""
+    plan = call.plan
+    spread = call.mesh is not None and call.mesh.axis_names and (plan.uses_mesh or uses_mesh(call.jaxpr))
+    mesh = call.mesh if spread else None
+    if mesh is not None:
+        devices = list(mesh.devices.flat)
+        check_devices(devices, f"xmap {call.name!r} (its mesh)")  # multi-process: every process, evenly
+    elif call.mesh is not None:
+        devices = [call.mesh.devices.flat[0]]
+    else:
+        devices = jax.local_devices(backend=call.backend)[:1]
+    with timed("import"):
+        imported = import_xmap(call, mesh, call.lowering, len(devices), devices[0].platform, call.name)
+    jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
+    options = XmapPipeline(lowering=call.lowering if mesh is not None else "vectorize")
+    return Lowered(
+        imported.module, pipeline=options.anchored(), devices=devices, in_avals=call.global_in,
+        out_avals=call.global_out,
+        in_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
+        out_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
+        signature=signature, consts=consts, keepalive=imported.keepalive, jaxpr_text=call.jaxpr.pretty_print,
+        plan=plan, donated=call.donated, host_callbacks=imported.host_callbacks)
+
+
+def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
+    if jmesh is None:
+        return jax.sharding.SingleDeviceSharding(devices[0])
+    spec = []
+    for axes in plan.spec_dims(mapping, ndim):
+        spec.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
+    return NamedSharding(jmesh, PartitionSpec(*spec))
+
+
+# -- the primitive's impl: an xmap bound with concrete arguments --------------------------------
+
+_impl_cache = ImplCache(256)
+
+
+def _impl(*args, jaxpr, **params):
+    avals = plain_avals(args)
+
+    def build():
+        call = XmapCall.from_params(jaxpr, params, avals)
+        return lower(call, signature=Signature.flat(len(avals), len(call.out_maps))).compile()
+
+    compiled = _impl_cache.compiled(jaxpr, (tuple(params.items()), avals), build)
+    return compiled.call_flat(args)
+
+
+def register_impl() -> None:
+    pxla_xmap_p.def_impl(_impl)

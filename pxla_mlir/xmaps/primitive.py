@@ -1,0 +1,112 @@
+"""The ``pxla_xmap`` primitive: an xmap as one equation of a jaxpr.
+
+Binding it with concrete arguments runs the compiled program (the impl, in
+:mod:`.lower`); under jax transformations its rules (:mod:`.rules`, shared
+with pmap through :mod:`pxla_mlir.maps.rules`) make new xmaps; inside an
+enclosing xmap it is evaluated in place by the interpreter (tiled over its
+own resources), inside a pmap body or ``jax.jit`` its lowering rule
+(:mod:`.lowering`) takes over.
+
+Params: ``jaxpr`` (the per-element body, a ClosedJaxpr without consts),
+``in_axes``/``out_axes`` (per operand/result, ``((dim, name), ...)``),
+``axis_sizes`` (``((name, global size), ...)`` in plan order),
+``axis_resources`` (``((name, resources), ...)``), ``loops`` (``((loop,
+length), ...)``), ``mesh`` (a pxla_mlir Mesh or None), ``lowering``,
+``name``, ``donated`` (tuple of bool) and ``backend``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Mapping
+
+from jax.extend.core import Primitive
+
+from ..jax_internals import core, pe
+from .plan import Plan
+
+__all__ = ["pxla_xmap_p", "bind", "abstract_eval", "plan_of", "spec_of", "mapping_of", "insert_axes"]
+
+pxla_xmap_p = Primitive("pxla_xmap")
+pxla_xmap_p.multiple_results = True
+
+
+def spec_of(mapping: Mapping[int, str]) -> tuple:
+    """A ``{dim: name}`` mapping as a hashable param."""
+    return tuple(sorted((int(d), n) for d, n in mapping.items()))
+
+
+def mapping_of(spec) -> dict[int, str]:
+    return dict(spec)
+
+
+def names_of(spec) -> frozenset:
+    return frozenset(n for _, n in spec)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(axis_sizes: tuple, axis_resources: tuple, loops: tuple, mesh_shape: tuple) -> Plan:
+    return Plan(tuple(n for n, _ in axis_sizes), dict(axis_sizes), dict(axis_resources), dict(mesh_shape),
+                dict(loops))
+
+
+def plan_of(p) -> Plan:
+    mesh = p["mesh"]
+    mesh_shape = tuple(mesh.shape.items()) if mesh is not None else ()
+    return _plan(p["axis_sizes"], p["axis_resources"], p["loops"], mesh_shape)
+
+
+def insert_axes(aval, spec, sizes: Mapping[str, int]) -> core.ShapedArray:
+    """A body aval with the named dimensions of ``spec`` put back (global sizes)."""
+    shape = list(aval.shape)
+    for d, n in sorted(spec):
+        shape.insert(d, sizes[n])
+    return core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
+
+
+def delete_axes(aval, spec) -> core.ShapedArray:
+    dims = {d for d, _ in spec}
+    return core.ShapedArray(tuple(s for d, s in enumerate(aval.shape) if d not in dims), aval.dtype,
+                            weak_type=aval.weak_type)
+
+
+def bind(closed: core.ClosedJaxpr, args, *, in_axes, out_axes, axis_sizes, axis_resources, loops, mesh, lowering,
+         name: str, donated=None, backend=None):
+    """Binds pxla_xmap_p; consts of ``closed`` become broadcast operands, so
+    no lowering sees constvars and closures over outer tracers are legal."""
+    args, in_axes = list(args), tuple(in_axes)
+    donated = tuple(donated) if donated is not None else (False,) * len(args)
+    if closed.consts:
+        with core.extend_axis_env_nd(list(axis_sizes)):
+            jaxpr = pe.convert_constvars_jaxpr(closed.jaxpr)
+        args = list(closed.consts) + args
+        in_axes = ((),) * len(closed.consts) + in_axes
+        donated = (False,) * len(closed.consts) + donated
+        closed = core.ClosedJaxpr(jaxpr, ())
+    return pxla_xmap_p.bind(*args, jaxpr=closed, in_axes=in_axes, out_axes=tuple(out_axes),
+                            axis_sizes=tuple(axis_sizes), axis_resources=tuple(axis_resources), loops=tuple(loops),
+                            mesh=mesh, lowering=lowering, name=name, donated=donated, backend=backend)
+
+
+def abstract_eval(*avals, jaxpr, out_axes, axis_sizes, **_):
+    sizes = dict(axis_sizes)
+    outs = [insert_axes(av, spec, sizes) for av, spec in zip(jaxpr.out_avals, out_axes)]
+    # The xmap binds its own names; names of enclosing maps used inside stay visible.
+    return outs, core.filter_named_axis_effects(jaxpr.effects, set(sizes))
+
+
+pxla_xmap_p.def_effectful_abstract_eval(abstract_eval)
+
+
+def _typecheck(_ctx_factory, *in_atoms, jaxpr, in_axes, axis_sizes, **params):
+    for v, x, spec in zip(jaxpr.jaxpr.invars, in_atoms, in_axes):
+        want = delete_axes(x.aval, spec)
+        if not core.typecompat(v.aval, want):
+            raise core.JaxprTypeError(f"pxla_xmap binder {v.aval} does not match the operand {x.aval} without "
+                                      f"its named dimensions {dict(spec)}")
+    with core.extend_axis_env_nd(list(axis_sizes)):
+        core.check_jaxpr(jaxpr.jaxpr)
+    return abstract_eval(jaxpr=jaxpr, axis_sizes=axis_sizes, **params)
+
+
+core.custom_typechecks[pxla_xmap_p] = _typecheck
