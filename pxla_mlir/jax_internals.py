@@ -74,10 +74,12 @@ def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: 
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
-                    spmd: bool = False) -> xc.CompileOptions:
+                    spmd: bool = False, shardy: bool = False) -> xc.CompileOptions:
     """CompileOptions for a replica- or partition-mode module on given devices.
 
-    ``device_ids`` has shape (num_replicas, num_partitions).
+    ``device_ids`` has shape (num_replicas, num_partitions). ``shardy`` must
+    follow the module's form: Shardy (sdy) modules fail to compile without it,
+    GSPMD (mhlo.sharding) modules fall back to GSPMD with a warning with it.
     """
     opts = xc.CompileOptions()
     opts.num_replicas = num_replicas
@@ -86,7 +88,7 @@ def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarr
     build.num_replicas = num_replicas
     build.num_partitions = num_partitions
     build.use_spmd_partitioning = spmd
-    build.use_shardy_partitioner = False  # our modules carry GSPMD (mhlo.sharding) annotations
+    build.use_shardy_partitioner = shardy
     opts.device_assignment = xc.DeviceAssignment.create(np.asarray(device_ids).reshape(num_replicas, num_partitions))
     return opts
 

@@ -29,13 +29,14 @@ _JIT_AXIS = "_pxla_jit"
 
 class JitFunction:
     def __init__(self, fun: Callable, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-                 mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard):
+                 mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+                 shardings: str = PmapPipeline.sharding_dialect):
         self.fun = fun
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self.devices = tuple(devices) if devices is not None else None
         self.backend = backend
-        self.options = configure(PmapPipeline, mode=mode, unshard=unshard)
+        self.options = configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings)
         self.name = getattr(fun, "__name__", "fun")
         self._lowered: dict = {}
         functools.update_wrapper(self, fun, updated=())
@@ -79,11 +80,12 @@ class JitFunction:
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard):
+        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+        shardings: str = PmapPipeline.sharding_dialect):
     """Compiles ``fun`` (which may call pxla_mlir.pmap, at any depth) into one
     program over the devices its pmaps need; see the module docs."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, donate_argnums=donate_argnums,
-                                 devices=devices, backend=backend, mode=mode, unshard=unshard)
+                                 devices=devices, backend=backend, mode=mode, unshard=unshard, shardings=shardings)
     return JitFunction(fun, static_argnums=static_argnums, donate_argnums=donate_argnums, devices=devices,
-                       backend=backend, mode=mode, unshard=unshard)
+                       backend=backend, mode=mode, unshard=unshard, shardings=shardings)

@@ -11,9 +11,11 @@ Three lowerings (``lowering=``), all giving the same numbers:
   body with cross-replica collectives (2022's non-SPMD path; no XLA
   partitioner involved, so nothing deprecated is relied on);
 * ``"manual"``: the same tiled body inside one SPMD manual region
-  (``@SPMDFullToShardShape`` / ``@SPMDShardToFullShape``);
+  (``sdy.manual_computation``, or with ``shardings="gspmd"``
+  ``@SPMDFullToShardShape`` / ``@SPMDShardToFullShape``);
 * ``"vectorize"``: the global view (every named axis vmapped), arguments and
-  results annotated with ``mhlo.sharding``; XLA's SPMD partitioner splits it.
+  results annotated with ``sdy.sharding`` (or ``mhlo.sharding``); XLA's SPMD
+  partitioner splits it.
 """
 
 from __future__ import annotations
@@ -91,10 +93,10 @@ class _Traced:
 
 class XmapFunction:
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
-                 donate_argnums, backend, lowering: str):
-        configure(XmapPipeline, lowering=lowering)
+                 donate_argnums, backend, lowering: str, shardings: str = XmapPipeline.sharding_dialect):
+        self.options = configure(XmapPipeline, lowering=lowering, shardings=shardings)
         self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
-                          backend=backend, lowering=lowering)
+                          backend=backend, lowering=lowering, shardings=shardings)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self.axis_sizes, self.axis_resources = dict(axis_sizes), dict(axis_resources)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
@@ -104,7 +106,7 @@ class XmapFunction:
         functools.update_wrapper(self, fun, updated=())
 
     def with_options(self, **options) -> "XmapFunction":
-        """The same xmap with other options (e.g. ``lowering``), fresh caches."""
+        """The same xmap with other options (e.g. ``lowering``, ``shardings``), fresh caches."""
         unknown = set(options) - set(self._init)
         if unknown:
             raise TypeError(f"xmap has no option {sorted(unknown)[0]!r}")
@@ -137,7 +139,7 @@ class XmapFunction:
     def _lower(self, key) -> Lowered:
         in_tree, avals, mesh = key
         traced = self._trace(in_tree, avals, mesh)
-        return lower_traced(traced, mesh, self.lowering, self.name, self.backend)
+        return lower_traced(traced, mesh, self.options, self.name, self.backend)
 
     # -- tracing -------------------------------------------------------------------------
     def _trace(self, in_tree, avals, mesh: Mesh | None) -> _Traced:
@@ -218,13 +220,14 @@ def _unmapped(aval, mapping: Mapping[int, str], plan: Plan) -> core.ShapedArray:
 
 # -- lowering ------------------------------------------------------------------------------
 
-def lower_traced(t: _Traced, mesh: Mesh | None, lowering: str, name: str, backend) -> Lowered:
+def lower_traced(t: _Traced, mesh: Mesh | None, options: XmapPipeline, name: str, backend) -> Lowered:
     plan = t.plan
     devices = list(mesh.devices.flat) if mesh is not None else jax.local_devices(backend=backend)[:1]
     with timed("import"):
-        imported = import_xmap(t, mesh, lowering, len(devices), devices[0].platform, name)
+        imported = import_xmap(t, mesh, options.lowering, len(devices), devices[0].platform, name)
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
-    options = XmapPipeline(lowering=lowering if mesh is not None else "vectorize")
+    if mesh is None:
+        options = dataclasses.replace(options, lowering="vectorize")
     return Lowered(
         imported.module, pipeline=options.anchored(), devices=devices, in_avals=t.global_in,
         out_avals=t.global_out,
@@ -244,13 +247,15 @@ def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
 
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
-         donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering) -> XmapFunction:
+         donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering,
+         shardings: str = XmapPipeline.sharding_dialect) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
     prefixes); inside ``fun`` those dimensions are gone and collectives refer
     to them by name. ``axis_resources`` spreads named axes over the axes of
     the mesh active in ``with pxla_mlir.Mesh(...)``; the rest are vectorized
     on each device. ``lowering`` picks replica, manual or vectorize (see the
-    module docs)."""
+    module docs); ``shardings`` ("sdy": Shardy, or "gspmd") how the manual
+    and vectorize lowerings state their layout to XLA."""
     return XmapFunction(fun, in_axes, out_axes, axis_sizes=axis_sizes, axis_resources=axis_resources,
-                        donate_argnums=donate_argnums, backend=backend, lowering=lowering)
+                        donate_argnums=donate_argnums, backend=backend, lowering=lowering, shardings=shardings)
