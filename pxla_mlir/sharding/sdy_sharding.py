@@ -26,15 +26,18 @@ from typing import Sequence
 
 __all__ = ["SdyMesh", "SdyDim", "SdySharding", "manual_axes", "per_value", "quote", "symbol_ref"]
 
-_BARE_SYMBOL = re.compile(r"[A-Za-z_][\w$.]*")
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 
 
 def quote(text: str) -> str:
-    """An MLIR string literal: ``"`` and ``\\`` and non-printable bytes as ``\\XX``."""
+    """An MLIR string literal as MLIR prints it: ``\\`` doubled, ``"`` and
+    non-printable bytes (UTF-8) as ``\\XX``."""
     out = []
     for byte in text.encode("utf-8"):
         ch = chr(byte)
-        if ch in "\"\\" or not 0x20 <= byte < 0x7F:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"' or not 0x20 <= byte < 0x7F:
             out.append(f"\\{byte:02X}")
         else:
             out.append(ch)
