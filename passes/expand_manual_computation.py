@@ -108,7 +108,8 @@ class _Region:
 
     def __init__(self, block: ir.Block, boundaries: list[ManualBoundary], module):
         self.block, self.module = block, module
-        self.order = {op.operation: i for i, op in enumerate(block.operations)}
+        self.ops = [op.operation for op in block.operations]
+        self.order = {op: i for i, op in enumerate(self.ops)}
         self.by_op = {b.op: b for b in boundaries}
         self._constant: dict[ir.Operation, bool] = {}
         self.body_ops, self.ins, self.outs = self._collect(boundaries[0])
@@ -144,7 +145,7 @@ class _Region:
                         user = self._in_block(use.owner.operation, "a user of a tile")
                         if user in boundaries or user in body:
                             continue
-                        if user == self.block.operations[len(self.block.operations) - 1].operation:
+                        if user == self.ops[-1]:  # the block's terminator
                             raise PassError(op, f"a tile ({result.type}) reaches {user.name} without "
                                                 f"pxla.shard_to_full; per-device values must leave the manual "
                                                 f"region through pxla.shard_to_full")
@@ -194,7 +195,7 @@ class _Region:
     def _anchor(self) -> ir.Operation:
         """The op to insert the region before: the first use of its results (or
         the terminator), which must come after every full value it reads."""
-        ops = [op.operation for op in self.block.operations]
+        ops = self.ops
         lo = max((self.order[_ancestor_in(self.block, d)] for b in self.ins
                   if (d := _defining_op(b.op.operands[0])) is not None and _ancestor_in(self.block, d) is not None),
                  default=-1)
@@ -217,7 +218,7 @@ class _Region:
                 [b.full_type for b in self.outs], [b.full_value for b in self.ins],
                 ir.Attribute.parse(shardy.per_value(in_sh)), ir.Attribute.parse(shardy.per_value(out_sh)),
                 ir.Attribute.parse(shardy.manual_axes(manual)))
-        body = region.regions[0].blocks.append(*[b.tile_type for b in self.ins])
+            body = region.regions[0].blocks.append(*[b.tile_type for b in self.ins])
         for b, arg in zip(self.ins, body.arguments):
             b.tile_value.replace_all_uses_with(arg)
         with ir.InsertionPoint(body), anchor.location:
