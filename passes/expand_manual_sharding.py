@@ -37,10 +37,10 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.ir import ir_utils
-from pxla_mlir.ir.pxla_attrs import (DIMS, FULL_TO_SHARD, MANUAL_AXES, SHARD_TO_FULL, mesh_of, parse_dims,
-                                     placeholder_target, string_list)
+from pxla_mlir.ir.pxla_attrs import FULL_TO_SHARD, SHARD_TO_FULL, manual_boundary, placeholder_target
 from pxla_mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.sharding.mesh import MeshError
+
 
 @dataclasses.dataclass(frozen=True)
 class ExpandManualShardingPass(ModulePass):
@@ -54,46 +54,21 @@ class ExpandManualShardingPass(ModulePass):
                 self._expand(op, module, to_shard=target == FULL_TO_SHARD)
 
     def _expand(self, op, module, *, to_shard: bool) -> None:
-        if len(op.operands) != 1 or len(op.results) != 1:
-            raise PassError(op, f"{ir_utils.custom_call_target(op)} takes one operand and has one result")
-        full_t, tile_t = (op.operands[0].type, op.results[0].type) if to_shard else \
-            (op.results[0].type, op.operands[0].type)
-        full_t, tile_t = _ranked(full_t, op), _ranked(tile_t, op)
-        mesh = mesh_of(op, module)
-        if DIMS not in op.attributes:
-            raise PassError(op, f"missing {DIMS} (mesh axes per dimension, e.g. [[\"x\"], []])")
-        spec = parse_dims(op.attributes[DIMS], full_t.rank, mesh, op, "full value")
-        manual = (string_list(op.attributes[MANUAL_AXES], MANUAL_AXES, op)
-                  if MANUAL_AXES in op.attributes else list(mesh.axis_names))
+        b = manual_boundary(op, module)
         try:
-            full_sharding = mesh.hlo_sharding(full_t.rank, spec.mapping)
-            manual_sharding = mesh.manual_sharding(full_t.rank, manual)
-            tile_shape = mesh.tile_shape(full_t.shape, spec.mapping, "full value")
+            full_sharding = b.mesh.hlo_sharding(b.full_type.rank, b.spec.mapping)
+            manual_sharding = b.mesh.manual_sharding(b.full_type.rank, b.manual)
         except MeshError as e:
             raise PassError(op, str(e)) from None
-        not_manual = [a for a in spec.mapping if a not in manual]
-        if not_manual:
-            raise PassError(op, f"mesh axis {not_manual[0]!r} splits dimension {spec.mapping[not_manual[0]]} but "
-                                f"is not manual; add it to pxla.manual_axes or drop it from pxla.dims")
-        if list(tile_shape) != list(tile_t.shape) or full_t.element_type != tile_t.element_type:
-            expected = ir.RankedTensorType.get(list(tile_shape), full_t.element_type)
-            raise PassError(op, f"the tile type must be {expected} (the full {full_t} split by "
-                                f"{spec.mapping}), got {tile_t}")
-        config = spec.backend_config()
+        config = b.spec.backend_config()
         with ir.InsertionPoint(op), op.location:
             if to_shard:
-                first = _call("Sharding", op.operands[0], full_t, full_sharding, config)
-                result = _call("SPMDFullToShardShape", first, tile_t, manual_sharding, config)
+                first = _call("Sharding", op.operands[0], b.full_type, full_sharding, config)
+                result = _call("SPMDFullToShardShape", first, b.tile_type, manual_sharding, config)
             else:
-                first = _call("Sharding", op.operands[0], tile_t, manual_sharding, config)
-                result = _call("SPMDShardToFullShape", first, full_t, full_sharding, config)
+                first = _call("Sharding", op.operands[0], b.tile_type, manual_sharding, config)
+                result = _call("SPMDShardToFullShape", first, b.full_type, full_sharding, config)
         ir_utils.replace_op(op, [result])
-
-
-def _ranked(t: ir.Type, op) -> ir.RankedTensorType:
-    if not isinstance(t, ir.RankedTensorType):
-        raise PassError(op, f"expected a ranked tensor, got {t}")
-    return ir.RankedTensorType(t)
 
 
 def _call(target: str, operand: ir.Value, result_type: ir.Type, sharding, backend_config: str | None) -> ir.Value:

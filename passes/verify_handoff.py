@@ -3,7 +3,16 @@
 The last pass of every pxla pipeline. It changes nothing; it fails, with an
 error at the offending op, when:
 
-* an op outside builtin/func/mhlo remains (stablehlo, chlo, sdy, ...);
+* an op outside builtin/func/mhlo remains (stablehlo, chlo, ...), except
+  the ``sdy`` dialect in a Shardy-form module;
+* sharding constructs of the other dialect remain: in the GSPMD form
+  (``sharding-dialect=gspmd``) any ``sdy`` op or ``sdy.sharding``; in the
+  Shardy form (``sharding-dialect=sdy``) any ``mhlo.sharding`` or
+  ``@Sharding``/``@SPMDFullToShardShape``/``@SPMDShardToFullShape`` custom
+  call (XLA ignores the first and rejects the others once Shardy is on), or
+  an ``sdy.mesh`` whose device count is not ``mhlo.num_partitions`` (with
+  one replica). ``sharding-dialect=auto`` (the default) reads the form from
+  the module: Shardy when it has any ``sdy`` op or ``sdy.sharding``;
 * a ``pxla.*`` placeholder (``mhlo.custom_call @pxla.shard`` etc.) survived;
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` are missing, not positive,
   or differ from the expected counts given as options;
@@ -35,52 +44,68 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
 
-from pxla_mlir.ir import collectives, ir_utils, pxla_attrs
+from pxla_mlir.ir import collectives, ir_utils, pxla_attrs, shardy
 from pxla_mlir.ir.pxla_attrs import NUM_PARTITIONS, NUM_REPLICAS
 from pxla_mlir.pass_infra import ModulePass, PassError, option
 
-ALLOWED_DIALECTS = ("builtin", "func", "mhlo")
-#: Which pass expands each placeholder.
+ALLOWED_DIALECTS = {"gspmd": ("builtin", "func", "mhlo"), "sdy": ("builtin", "func", "mhlo", "sdy")}
+#: Which pass expands each placeholder, per sharding dialect.
 EXPANDED_BY = {
-    "pxla.full_to_shard": "pxla-expand-manual-sharding",
-    "pxla.shard_to_full": "pxla-expand-manual-sharding",
+    "pxla.full_to_shard": {"gspmd": "pxla-expand-manual-sharding", "sdy": "pxla-expand-manual-computation"},
+    "pxla.shard_to_full": {"gspmd": "pxla-expand-manual-sharding", "sdy": "pxla-expand-manual-computation"},
     "pxla.shard": "pxla-expand-shard",
     "pxla.unshard": "pxla-expand-unshard",
 }
 _HOW_TO_REMOVE = {
     "stablehlo": "legalize it with stablehlo-legalize-to-hlo",
     "chlo": "legalize it with func.func(chlo-legalize-to-hlo)",
-    "sdy": "lower without Shardy (mhlo.sharding strings) instead",
+    "sdy": "this module is checked as GSPMD (sharding-dialect=gspmd): lower it with sharding-dialect=sdy, or "
+           "without Shardy",
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class VerifyHandoffPass(ModulePass):
     argument = "pxla-verify-handoff"
-    summary = "Check that only builtin/func/mhlo remain and device counts agree with every collective"
+    summary = "Check that only builtin/func/mhlo (and sdy in the Shardy form) remain and device counts agree"
 
     num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)")
     num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)")
+    sharding_dialect: Literal["auto", "gspmd", "sdy"] = option(
+        "auto", "the module's sharding constructs: GSPMD (no sdy), Shardy (sdy, no GSPMD), or auto (read the module)")
 
     def run(self, module):
         replicas, partitions = self._device_counts(module)
+        form = self.sharding_dialect
+        if form == "auto":
+            form = "sdy" if shardy.uses_shardy(module) else "gspmd"
+        allowed = ALLOWED_DIALECTS[form]
         unknown_dialect_seen: set[str] = set()
         for op in ir_utils.walk(module):
             dialect = op.name.split(".", 1)[0] if "." in op.name else "builtin"
             target = ir_utils.custom_call_target(op)
+            self._check_sharding_attrs(op, form)
             if target is not None and target.startswith("pxla."):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
+                expander = expander[form] if isinstance(expander, dict) else expander
                 self.error(op, f"placeholder @{target} was not expanded; run {expander} before handing "
                                f"the module to XLA")
             elif op.name.startswith("pxla."):
                 self.error(op, f"pxla placeholder op '{op.name}' was not expanded")
-            elif dialect not in ALLOWED_DIALECTS and op.name not in unknown_dialect_seen:
+            elif dialect not in allowed and op.name not in unknown_dialect_seen:
                 unknown_dialect_seen.add(op.name)
-                how = _HOW_TO_REMOVE.get(dialect, "only builtin, func and mhlo ops can be handed to XLA")
+                how = _HOW_TO_REMOVE.get(dialect, "only builtin, func and mhlo ops (and sdy in the Shardy form) can "
+                                                  "be handed to XLA")
                 self.error(op, f"'{op.name}' is not builtin/func/mhlo; {how}")
+            elif form == "sdy" and target in shardy.GSPMD_TARGETS:
+                self.error(op, f"GSPMD custom call @{target} in a Shardy module: XLA rejects it once Shardy "
+                               f"partitions the module; use sdy.manual_computation (pxla-expand-manual-computation)")
+            elif op.name == shardy.MESH_OP:
+                self._check_mesh(op, replicas, partitions)
             elif op.name in collectives.MHLO_COLLECTIVES:
                 self._check_collective(op, replicas, partitions)
             elif op.name == "mhlo.replica_id" and replicas == 1 and partitions > 1:
@@ -101,6 +126,30 @@ class VerifyHandoffPass(ModulePass):
             if expected and value != expected:
                 raise PassError(module, f"'{attr}' is {value} but {expected} was expected")
         return counts
+
+    def _check_sharding_attrs(self, op, form: str) -> None:
+        """No sharding attribute of the other dialect, on the op or its function boundary."""
+        foreign = shardy.GSPMD_SHARDING if form == "sdy" else shardy.SHARDING
+        places = [("", op.attributes)]
+        if op.name == "func.func":
+            for key, kind in (("arg_attrs", "argument"), ("res_attrs", "result")):
+                if key in op.attributes:
+                    places += [(f"{kind} {i} of ", d) for i, d in enumerate(ir_utils.boundary_attrs(op, key))]
+        for where, attrs in places:
+            if foreign in attrs:
+                if form == "sdy":
+                    self.error(op, f"{where}{op.name} has {foreign} in a Shardy module: XLA ignores it once "
+                                   f"Shardy partitions the module; write sdy.sharding instead")
+                else:
+                    self.error(op, f"{where}{op.name} has {foreign} in a GSPMD module (sharding-dialect=gspmd): "
+                                   f"XLA ignores it without Shardy; write mhlo.sharding instead")
+
+    def _check_mesh(self, op, replicas: int, partitions: int) -> None:
+        mesh = shardy.read_mesh(op)
+        if replicas != 1 or mesh.size != partitions:
+            self.error(op, f"sdy.mesh {mesh.body()} has {mesh.size} devices, but the module runs as {replicas} "
+                           f"replicas x {partitions} partitions; XLA needs mhlo.num_partitions = {mesh.size} and "
+                           f"mhlo.num_replicas = 1")
 
     def _check_collective(self, op, replicas: int, partitions: int) -> None:
         mode = collectives.group_mode(op)

@@ -18,6 +18,7 @@ from jaxlib.mlir import ir
 
 from . import jax_internals
 from .ir.pxla_attrs import device_counts
+from .ir.shardy import uses_shardy
 from .pass_infra import Pipeline, run_pipeline
 
 __all__ = ["compile_module", "enable_compilation_cache", "CACHE_DIR_ENV", "to_stablehlo", "to_xla_computation"]
@@ -50,9 +51,9 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     """A LoadedExecutable of ``module`` on ``devices`` (replica-major order).
 
     Partition-mode modules compile with XLA's SPMD partitioner (on CPU a
-    multi-partition program always needs it). ``compiler_options`` are XLA
-    debug options by name; ``host_callbacks`` the callables the module's
-    host callbacks call.
+    multi-partition program always needs it); Shardy partitions modules in
+    the sdy form, GSPMD the others. ``compiler_options`` are XLA debug options
+    by name; ``host_callbacks`` the callables the module's host callbacks call.
     """
     replicas, partitions = device_counts(module.operation)
     if len(devices) != replicas * partitions:
@@ -60,7 +61,9 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
                          f"num_partitions = {partitions}), got {len(devices)}")
     ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
     options = _checked_options(compiler_options)
-    opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1, overrides=options)
+    sdy = uses_shardy(module.operation)
+    opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1 or sdy, shardy=sdy,
+                                         overrides=options)
     _apply_env()
     try:
         if jax_internals.persistent_cache_enabled():

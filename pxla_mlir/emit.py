@@ -38,6 +38,7 @@ class MapOptions:
     mode: str | None = None
     unshard: str | None = None
     lowering: str | None = None
+    shardings: str | None = None  # "sdy" | "gspmd", both maps
     axis_resources: str | None = None
     axis_sizes: str | None = None
     mesh: str | None = None
@@ -45,8 +46,8 @@ class MapOptions:
 
     def overrides(self) -> dict:
         """pxla_mlir options to set on an already-mapped function."""
-        return {k: v for k, v in (("mode", self.mode), ("unshard", self.unshard), ("lowering", self.lowering))
-                if v is not None}
+        return {k: v for k, v in (("mode", self.mode), ("unshard", self.unshard), ("lowering", self.lowering),
+                                  ("shardings", self.shardings)) if v is not None}
 
 
 def _mapped(fn: Callable, opts: MapOptions) -> Any:
@@ -65,14 +66,16 @@ def _mapped(fn: Callable, opts: MapOptions) -> Any:
         if opts.out_axes is not None:
             kw["out_axes"] = literal(opts.out_axes, "--out-axes")
         return pmap(fn, opts.axis_name, mode=opts.mode or PmapPipeline.mode,
-                    unshard=opts.unshard or PmapPipeline.unshard, **kw)
+                    unshard=opts.unshard or PmapPipeline.unshard,
+                    shardings=opts.shardings or PmapPipeline.sharding_dialect, **kw)
     if opts.map == "xmap":
         if opts.in_axes is None or opts.out_axes is None:
             raise TargetError("--map xmap needs --in-axes and --out-axes (e.g. \"['batch', ...]\")")
         return xmap(fn, literal(opts.in_axes, "--in-axes"), literal(opts.out_axes, "--out-axes"),
                     axis_resources=literal(opts.axis_resources, "--axis-resources") if opts.axis_resources else {},
                     axis_sizes=literal(opts.axis_sizes, "--axis-sizes") if opts.axis_sizes else {},
-                    lowering=opts.lowering or XmapPipeline.lowering)
+                    lowering=opts.lowering or XmapPipeline.lowering,
+                    shardings=opts.shardings or XmapPipeline.sharding_dialect)
     raise TargetError(f"--map must be pmap or xmap, got {opts.map!r}")
 
 
@@ -82,7 +85,7 @@ def _with_overrides(fn, overrides: dict):
     try:
         return fn.with_options(**overrides)
     except TypeError as e:
-        raise TargetError(f"{e} (pmap takes --mode/--unshard, xmap takes --lowering)") from None
+        raise TargetError(f"{e} (pmap takes --mode/--unshard/--shardings, xmap takes --lowering/--shardings)") from None
 
 
 @dataclasses.dataclass

@@ -151,12 +151,14 @@ def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name:
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
-                    spmd: bool = False, overrides: dict | None = None) -> xc.CompileOptions:
+                    spmd: bool = False, shardy: bool = False, overrides: dict | None = None) -> xc.CompileOptions:
     """CompileOptions for a replica- or partition-mode module on given devices.
 
-    ``device_ids`` has shape (num_replicas, num_partitions); ``overrides`` are
-    XLA debug options by name (jax's ``compiler_options``), checked by XLA
-    when compiling.
+    ``device_ids`` has shape (num_replicas, num_partitions). ``shardy`` must
+    follow the module's form: Shardy (sdy) modules fail to compile without it,
+    GSPMD (mhlo.sharding) modules fall back to GSPMD with a warning with it.
+    ``overrides`` are XLA debug options by name (jax's ``compiler_options``),
+    checked by XLA when compiling.
     """
     opts = xc.CompileOptions()
     opts.num_replicas = num_replicas
@@ -165,7 +167,7 @@ def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarr
     build.num_replicas = num_replicas
     build.num_partitions = num_partitions
     build.use_spmd_partitioning = spmd
-    build.use_shardy_partitioner = False  # our modules carry GSPMD (mhlo.sharding) annotations
+    build.use_shardy_partitioner = shardy
     opts.device_assignment = xc.DeviceAssignment.create(np.asarray(device_ids).reshape(num_replicas, num_partitions))
     if overrides:
         opts.env_option_overrides = list(overrides.items())

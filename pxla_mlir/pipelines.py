@@ -4,9 +4,18 @@ A pipeline's ``elements()`` returns pipeline text; the comments say why the
 order is what it is. ``pxla-opt --dump-pass-pipeline`` shows the expansion.
 
 The pipelines' typed options are the single declaration of pmap's ``mode``
-and ``unshard`` and xmap's ``lowering``: the Python API validates against
-them (:func:`configure`), the command line takes its choices from them, and
-an instance is the options value itself (``PmapPipeline(mode="partition")``).
+and ``unshard``, xmap's ``lowering`` and both maps' ``sharding_dialect``
+(``shardings=`` in the API): the Python API validates against them
+(:func:`configure`), the command line takes its choices from them, and an
+instance is the options value itself (``PmapPipeline(mode="partition")``).
+
+``sharding-dialect`` picks how partition-mode modules describe their layout
+to XLA: ``sdy`` (Shardy: ``sdy.mesh``, ``sdy.sharding``,
+``sdy.manual_computation``; the default, as XLA in jaxlib 0.10.2 compiles it
+without warnings) or ``gspmd`` (``mhlo.sharding`` strings and the
+``@Sharding``/``@SPMDFullToShardShape``/``@SPMDShardToFullShape`` custom
+calls, which XLA warns are deprecated on every compile). Replica-mode
+modules have no shardings: the option does not change them.
 """
 
 from __future__ import annotations
@@ -17,10 +26,29 @@ from typing import Literal
 from .pass_infra import NamedPipeline, option
 from .pass_infra.options import choices, configure
 
-__all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "choices", "configure"]
+__all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "ShardingDialect", "choices",
+           "configure"]
 
 #: jaxlib's legalization of jax's StableHLO/CHLO output to MHLO.
 LEGALIZE_TO_MHLO = "func.func(chlo-legalize-to-hlo),stablehlo-legalize-to-hlo"
+
+ShardingDialect = Literal["gspmd", "sdy"]
+_SHARDING_HELP = "how partition-mode modules state shardings: Shardy (sdy) or GSPMD (mhlo.sharding)"
+
+
+def _sharding_steps(dialect: str, *, manual: bool) -> list[str]:
+    """The passes that write a global @main's layout (and its manual region) in one dialect."""
+    if dialect == "sdy":
+        return ["pxla-add-sdy-mesh", *(["pxla-expand-manual-computation"] if manual else []),
+                "pxla-annotate-sdy-shardings", "pxla-convert-op-shardings-to-sdy"]
+    return [*(["pxla-expand-manual-sharding"] if manual else []), "pxla-annotate-shardings"]
+
+
+def _finish(steps: list[str], dialect: str) -> str:
+    # Folding after the rewrites keeps the emitted MHLO small and stable; the
+    # verifier must see the final module, and knows which dialect to expect.
+    steps = steps + ["canonicalize", "cse", "symbol-dce", f"pxla-verify-handoff{{sharding-dialect={dialect}}}"]
+    return ",".join(steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +78,7 @@ class PmapPipeline(NamedPipeline):
 
     mode: Literal["replica", "partition"] = option("replica", "run devices as replicas (2022 pmap) or partitions")
     unshard: Literal["all-gather", "all-reduce"] = option("all-gather", "how nested pmap outputs are collected")
+    sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
 
     def elements(self) -> str:
         # Import leaves jax's StableHLO/CHLO: legalize first. Values passed
@@ -58,12 +87,9 @@ class PmapPipeline(NamedPipeline):
         # conversion below sees (and converts) their collectives too.
         steps = [LEGALIZE_TO_MHLO, "pxla-fold-shard-of-unshard", "pxla-expand-shard", f"pxla-expand-unshard{{strategy={self.unshard}}}"]
         if self.mode == "replica":
-            steps += ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
-        else:
-            steps += ["pxla-wrap-manual-main", "pxla-expand-manual-sharding", "pxla-annotate-shardings"]
-        # Folding after the rewrites keeps the emitted MHLO small and stable.
-        steps += ["canonicalize", "cse", "symbol-dce", "pxla-verify-handoff"]
-        return ",".join(steps)
+            return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
+        steps += ["pxla-wrap-manual-main", *_sharding_steps(self.sharding_dialect, manual=True)]
+        return _finish(steps, self.sharding_dialect)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,13 +101,14 @@ class XmapPipeline(NamedPipeline):
 
     lowering: Literal["replica", "manual", "vectorize"] = option(
         "replica", "devices as replicas, one SPMD manual region, or the global view for XLA's partitioner")
+    sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
 
     def elements(self) -> str:
         steps = [LEGALIZE_TO_MHLO]  # import leaves jax's StableHLO/CHLO
         if self.lowering == "replica":
-            steps += ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"]
-        elif self.lowering == "manual":
-            steps += ["pxla-wrap-manual-main", "pxla-expand-manual-sharding", "pxla-annotate-shardings"]
-        else:  # the global view only needs its boundary shardings
-            steps += ["pxla-annotate-shardings"]
-        return ",".join(steps + ["canonicalize", "cse", "symbol-dce", "pxla-verify-handoff"])
+            return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
+        if self.lowering == "manual":
+            steps.append("pxla-wrap-manual-main")
+        # the global view (vectorize) only needs its boundary shardings
+        return _finish(steps + _sharding_steps(self.sharding_dialect, manual=self.lowering == "manual"),
+                       self.sharding_dialect)

@@ -40,13 +40,17 @@ def test_diff_against_the_other_unshard_strategy_shows_only_unshard_ops(tmp_path
     assert any("dynamic_update_slice" in l for l in changed if l.startswith("+"))
 
 
-def test_diff_ignores_attributes_on_request(tmp_path):
-    a = cli("emit", XMAP, "--lowering", "vectorize").stdout
-    b = cli("emit", XMAP, "--lowering", "vectorize").stdout.replace("<=[8]", "0,1,2,3,4,5,6,7")
+@pytest.mark.parametrize("shardings, attr, old, new", [
+    ("gspmd", "mhlo.sharding", "<=[8]", "0,1,2,3,4,5,6,7"),
+    ("sdy", "sdy.sharding", '[{"x"}, {"y"}]>', '[{"x"}, {}]>'),
+])
+def test_diff_ignores_attributes_on_request(tmp_path, shardings, attr, old, new):
+    a = cli("emit", XMAP, "--lowering", "vectorize", "--shardings", shardings).stdout
+    assert old in a
     (tmp_path / "a.mlir").write_text(a)
-    (tmp_path / "b.mlir").write_text(b)
+    (tmp_path / "b.mlir").write_text(a.replace(old, new))
     assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir").returncode == 1
-    assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir", "--ignore", "mhlo.sharding").returncode == 0
+    assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir", "--ignore", attr).returncode == 0
 
 
 def test_stages_dumps_and_dialects(tmp_path):
@@ -74,10 +78,14 @@ def test_stages_dumps_and_dialects(tmp_path):
 def test_plain_function_with_map_flags(tmp_path):
     src = tmp_path / "prog.py"
     src.write_text("from jax import lax\ndef f(x, w):\n    return lax.psum(x * w, 'i')\n")
-    result = cli("emit", f"{src}:f", "--map", "pmap", "--axis-name", "i", "--in-axes", "(0, None)",
-                 "--arg", "f32[8,4]", "--arg", "f32[4]", "--mode", "partition")
+    flags = ("emit", f"{src}:f", "--map", "pmap", "--axis-name", "i", "--in-axes", "(0, None)",
+             "--arg", "f32[8,4]", "--arg", "f32[4]", "--mode", "partition")
+    result = cli(*flags)
     assert result.returncode == 0, result.stderr
-    assert 'mhlo.sharding = "{devices=[8,1]<=[8]}"' in result.stdout
+    assert 'sdy.sharding = #sdy.sharding<@mesh, [{"i"}, {}]>' in result.stdout
+    gspmd = cli(*flags, "--shardings", "gspmd")
+    assert gspmd.returncode == 0, gspmd.stderr
+    assert 'mhlo.sharding = "{devices=[8,1]<=[8]}"' in gspmd.stdout and "sdy" not in gspmd.stdout
 
 
 def test_run_prints_timings_and_outputs():

@@ -262,9 +262,10 @@ def test_compare_aligns_stages_and_diffs_them(nested_page):
     assert rows["jaxpr"].diff == "" and rows["pxla"].diff == "" and rows["pxla-expand-shard"].diff == ""
     assert "dynamic_update_slice" in rows["pxla-expand-unshard"].diff
     assert "dynamic_update_slice" in rows["mhlo"].diff and "-" in rows["mhlo"].diff
-    partition = build_page(lower(NESTED, mode="partition"), compile=False)
-    names = [r.name for r in compare_pages(nested_page, partition).rows]
-    assert "pxla-convert-to-replica-mode / pxla-wrap-manual-main" in names and "pxla-expand-manual-sharding" in names
+    for shardings, expand in (("sdy", "pxla-expand-manual-computation"), ("gspmd", "pxla-expand-manual-sharding")):
+        partition = build_page(lower(NESTED, mode="partition", shardings=shardings), compile=False)
+        names = [r.name for r in compare_pages(nested_page, partition).rows]
+        assert "pxla-convert-to-replica-mode / pxla-wrap-manual-main" in names and expand in names
 
 
 # -- the HTML -------------------------------------------------------------------------------------------
@@ -331,7 +332,7 @@ def test_cli_compare_with_the_other_unshard_strategy(tmp_path):
     result = cli("explore", NESTED, "--compare", "?unshard=all-reduce", "-o", out, "--no-compile")
     assert result.returncode == 0, result.stderr
     text = out.read_text()
-    assert f"{NESTED}?unshard=all-reduce" in text and "pxla-pmap-pipeline{mode=replica unshard=all-reduce}" in text
+    assert f"{NESTED}?unshard=all-reduce" in text and "pxla-pmap-pipeline{mode=replica unshard=all-reduce sharding-dialect=sdy}" in text
     assert "dynamic_update_slice" in text and 'class="row differs"' in text and 'class="row same"' in text
 
 

@@ -1,6 +1,7 @@
 """A hand-written manual body between pxla.full_to_shard / pxla.shard_to_full,
-expanded by the sharding passes, compiles with XLA's SPMD partitioner on 8
-CPU devices and computes what numpy computes."""
+expanded by the sharding passes of either dialect (GSPMD custom calls, or one
+sdy.manual_computation), compiles with XLA's SPMD partitioner on 8 CPU
+devices and computes what numpy computes."""
 
 import numpy as np
 import pytest
@@ -36,7 +37,12 @@ module @manual attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 
   }
 }
 """
-PIPELINE = "builtin.module(pxla-expand-manual-sharding,pxla-annotate-shardings,canonicalize,pxla-verify-handoff)"
+PIPELINES = {
+    "gspmd": "builtin.module(pxla-expand-manual-sharding,pxla-annotate-shardings,canonicalize,"
+             "pxla-verify-handoff{sharding-dialect=gspmd})",
+    "sdy": "builtin.module(pxla-add-sdy-mesh,pxla-expand-manual-computation,pxla-annotate-sdy-shardings,canonicalize,"
+           "pxla-verify-handoff{sharding-dialect=sdy})",
+}
 
 
 def numpy_reference(x):
@@ -47,12 +53,16 @@ def numpy_reference(x):
     return r, s[:, :, 0, :].reshape(8, 3)
 
 
-def test_manual_region_matches_numpy(parse):
+@pytest.mark.parametrize("dialect", list(PIPELINES))
+def test_manual_region_matches_numpy(parse, dialect):
     module = parse(MODULE)
-    run_pipeline(module, PIPELINE)
+    run_pipeline(module, PIPELINES[dialect])
     text = str(module)
     assert "pxla." not in text.replace("pxla.mesh", "")
-    assert text.count("@SPMDFullToShardShape") == 1 and text.count("@SPMDShardToFullShape") == 2
+    if dialect == "gspmd":
+        assert text.count("@SPMDFullToShardShape") == 1 and text.count("@SPMDShardToFullShape") == 2
+    else:
+        assert text.count("sdy.manual_computation") == 1 and "mhlo.sharding" not in text
     devices = jax.devices()[:8]
     exe = compile_module(module, devices)
     x = np.random.default_rng(0).normal(size=(8, 12)).astype(np.float32)

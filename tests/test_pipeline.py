@@ -32,7 +32,7 @@ def test_named_pipeline_expands_in_place(ctx):
     text = str(p)
     assert text.startswith("builtin.module(symbol-dce,func.func(chlo-legalize-to-hlo),stablehlo-legalize-to-hlo")
     assert "pxla-convert-to-replica-mode" in text
-    assert text.endswith("pxla-verify-handoff{num-replicas=0 num-partitions=0},cse)")
+    assert text.endswith("pxla-verify-handoff{num-replicas=0 num-partitions=0 sharding-dialect=auto},cse)")
 
 
 def test_pxla_and_jaxlib_passes_share_one_pass_manager(ctx, parse):

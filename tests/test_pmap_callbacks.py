@@ -174,10 +174,14 @@ def test_lowered_module_carries_the_callback_for_every_device():
     text = lowered.as_text()
     assert text.count("xla_ffi_python_cpu_callback") == 1 and "mhlo.num_replicas = 8" in text
     assert len(lowered.host_callbacks) == 1
-    partition = pxla_mlir.pmap(lambda v: (io_callback(lambda a: a, SCALAR, v, ordered=True), v)[1],
-                               mode="partition").lower(X).as_text()
-    assert 'mhlo.sharding = "{manual}"' in partition.split("xla_ffi_python_cpu_callback")[1].split("\n")[0]
+    body = lambda v: (io_callback(lambda a: a, SCALAR, v, ordered=True), v)[1]  # noqa: E731
+    partition = pxla_mlir.pmap(body, mode="partition").lower(X).as_text()
+    callback = partition.split("xla_ffi_python_cpu_callback")[1].split("\n")[0]
+    # every device calls back: replicated on no mesh, one entry per result (token, value)
+    assert "sdy.sharding = #sdy.sharding_per_value<[<mesh<[]>, []>, <mesh<[]>, []>]>" in callback
     assert "!mhlo.token" not in partition.split("func.func public @main(")[1].split("{")[0]  # tokens stay inside
+    gspmd = pxla_mlir.pmap(body, mode="partition", shardings="gspmd").lower(X).as_text()
+    assert 'mhlo.sharding = "{manual}"' in gspmd.split("xla_ffi_python_cpu_callback")[1].split("\n")[0]
 
 
 @pytest.mark.parametrize("mode", MODES)

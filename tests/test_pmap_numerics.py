@@ -1,7 +1,8 @@
 """pxla_mlir.pmap computes what jax.vmap(..., axis_name=...) computes, on 8
 virtual CPU devices: every collective, in/out axes (None and negative),
-nested pmaps 2 and 3 deep, both modes, both unshard strategies, dtypes,
-pytrees, static and donated arguments."""
+nested pmaps 2 and 3 deep, both modes (partition mode in both sharding
+dialects, Shardy and GSPMD), both unshard strategies, dtypes, pytrees, static
+and donated arguments."""
 
 import itertools
 
@@ -13,7 +14,9 @@ from jax import lax
 
 import pxla_mlir
 
-MODES = [("replica", "all-gather"), ("replica", "all-reduce"), ("partition", "all-gather"), ("partition", "all-reduce")]
+# Partition mode runs in both sharding dialects (replica mode has no shardings).
+FORMS = [("replica", "sdy"), ("partition", "sdy"), ("partition", "gspmd")]
+MODES = [(mode, unshard, shardings) for mode, shardings in FORMS for unshard in ("all-gather", "all-reduce")]
 RNG = np.random.default_rng(0)
 
 
@@ -57,10 +60,10 @@ def all_collectives(x):
     }
 
 
-@pytest.mark.parametrize("mode", ["replica", "partition"])
-def test_every_collective(mode):
+@pytest.mark.parametrize("mode, shardings", FORMS)
+def test_every_collective(mode, shardings):
     x = data(8, 8, 2)
-    got = pxla_mlir.pmap(all_collectives, "i", mode=mode)(x)
+    got = pxla_mlir.pmap(all_collectives, "i", mode=mode, shardings=shardings)(x)
     assert_tree_close(got, jax.vmap(all_collectives, axis_name="i")(x))
 
 
@@ -91,10 +94,10 @@ AXES_CASES = [
 
 
 @pytest.mark.parametrize("in_axes, out_axes, xs, ys", AXES_CASES)
-@pytest.mark.parametrize("mode", ["replica", "partition"])
-def test_in_and_out_axes(in_axes, out_axes, xs, ys, mode):
+@pytest.mark.parametrize("mode, shardings", FORMS)
+def test_in_and_out_axes(in_axes, out_axes, xs, ys, mode, shardings):
     x, y = data(*xs), data(*ys)
-    got = pxla_mlir.pmap(two_args, "i", in_axes=in_axes, out_axes=out_axes, mode=mode)(x, y)
+    got = pxla_mlir.pmap(two_args, "i", in_axes=in_axes, out_axes=out_axes, mode=mode, shardings=shardings)(x, y)
     want = jax.vmap(two_args, in_axes=in_axes, out_axes=out_axes, axis_name="i")(x, y)
     assert_tree_close(got, want)
 
@@ -164,10 +167,11 @@ def vmap_as_pmap(f, name, in_axes=0, out_axes=0):
     return jax.vmap(f, in_axes=in_axes, out_axes=out_axes, axis_name=name)
 
 
-@pytest.mark.parametrize("mode, unshard", MODES)
-def test_two_levels(mode, unshard):
+@pytest.mark.parametrize("mode, unshard, shardings", MODES)
+def test_two_levels(mode, unshard, shardings):
     x, w = data(2, 3, 4, 5), np.float32(2.0)
-    got = pxla_mlir.pmap(make_outer(pxla_mlir.pmap), "i", in_axes=(0, None), mode=mode, unshard=unshard)(x, w)
+    got = pxla_mlir.pmap(make_outer(pxla_mlir.pmap), "i", in_axes=(0, None), mode=mode, unshard=unshard,
+                         shardings=shardings)(x, w)
     want = jax.vmap(make_outer(vmap_as_pmap), in_axes=(0, None), axis_name="i")(x, w)
     assert_tree_close(got, want)
 
@@ -188,12 +192,15 @@ def three_levels(pmap_fn):
     return level1
 
 
-@pytest.mark.parametrize("mode, unshard", MODES)
-def test_three_levels(mode, unshard):
+@pytest.mark.parametrize("mode, unshard, shardings", MODES)
+def test_three_levels(mode, unshard, shardings):
     x = data(2, 2, 2, 3)
-    f = pxla_mlir.pmap(three_levels(pxla_mlir.pmap), "i", mode=mode, unshard=unshard)
+    f = pxla_mlir.pmap(three_levels(pxla_mlir.pmap), "i", mode=mode, unshard=unshard, shardings=shardings)
     got = f(x)
-    assert "mhlo.num_replicas = 8" in f.lower(x).as_text() or "mhlo.num_partitions = 8" in f.lower(x).as_text()
+    text = f.lower(x).as_text()
+    assert "mhlo.num_replicas = 8" in text or "mhlo.num_partitions = 8" in text
+    assert ("sdy.manual_computation" in text) == (mode == "partition" and shardings == "sdy")
+    assert ("@SPMDFullToShardShape" in text) == (mode == "partition" and shardings == "gspmd")
     want = jax.vmap(three_levels(vmap_as_pmap), axis_name="i")(x)
     assert_tree_close(got, want)
 

@@ -23,17 +23,20 @@ def f(a, w):
 ARGS = (np.ones((4, 8, 3), np.float32), np.ones(3, np.float32))
 
 
-def xm(lowering):
+def xm(lowering, shardings="sdy"):
     return pxla_mlir.xmap(f, ({0: "m", 1: "n"}, {}), ({0: "m", 1: "n"}, {}), axis_resources={"m": "x", "n": "y"},
-                          lowering=lowering)
+                          lowering=lowering, shardings=shardings)
 
 
 @pytest.mark.parametrize("lowering", ["replica", "manual", "vectorize"])
-def test_pure_mhlo_and_pipeline(lowering):
+@pytest.mark.parametrize("shardings", ["sdy", "gspmd"])
+def test_pure_mhlo_and_pipeline(lowering, shardings):
     with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
-        lowered = xm(lowering).lower(*ARGS)
-    assert {op.name.split(".")[0] for op in walk(lowered.mhlo().operation)} == {"builtin", "func", "mhlo"}
-    assert lowered.pipeline == f"builtin.module(pxla-xmap-pipeline{{lowering={lowering}}})"
+        lowered = xm(lowering, shardings).lower(*ARGS)
+    # builtin/func/mhlo, plus the sdy dialect in the Shardy form of the SPMD lowerings
+    sdy = {"sdy"} if shardings == "sdy" and lowering != "replica" else set()
+    assert {op.name.split(".")[0] for op in walk(lowered.mhlo().operation)} == {"builtin", "func", "mhlo"} | sdy
+    assert lowered.pipeline == f"builtin.module(pxla-xmap-pipeline{{lowering={lowering} sharding-dialect={shardings}}})"
     assert lowered.compile().cost_analysis() is not None
 
 

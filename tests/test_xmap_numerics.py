@@ -1,4 +1,5 @@
-"""xmap in all three lowerings computes what nested jax.vmap(axis_name=...)
+"""xmap in all three lowerings (manual and vectorize in both sharding
+dialects, Shardy and GSPMD) computes what nested jax.vmap(axis_name=...)
 computes in the global view (numpy where vmap cannot express the collective),
 on 8 CPU devices: meshes 8, 2x4, 4x2; named axes on one mesh axis, two mesh
 axes, or vectorized; several named axes per argument; broadcasts; every
@@ -12,7 +13,8 @@ from jax import lax
 
 import pxla_mlir
 
-LOWERINGS = ["replica", "manual", "vectorize"]
+# A lowering, with "-gspmd" for the GSPMD form of the SPMD lowerings (Shardy is the default).
+LOWERINGS = ["replica", "manual", "manual-gspmd", "vectorize", "vectorize-gspmd"]
 RNG = np.random.default_rng(0)
 
 
@@ -33,9 +35,15 @@ def check(got, want, tol=1e-5):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
+def form(lowering):
+    """xmap's options for an entry of LOWERINGS."""
+    name, _, shardings = lowering.partition("-")
+    return {"lowering": name, "shardings": shardings or "sdy"}
+
+
 def run(fun, in_axes, out_axes, args, m, lowering, **kw):
     with m:
-        return pxla_mlir.xmap(fun, in_axes, out_axes, lowering=lowering, **kw)(*args)
+        return pxla_mlir.xmap(fun, in_axes, out_axes, **form(lowering), **kw)(*args)
 
 
 @pytest.mark.parametrize("lowering", LOWERINGS)
@@ -177,7 +185,7 @@ def test_donated_argument(lowering):
     x = data(8, 4)
     with mesh(x=8):
         g = pxla_mlir.xmap(f, ["batch", ...], ["batch", ...], axis_resources={"batch": "x"}, donate_argnums=0,
-                           lowering=lowering)
+                           **form(lowering))
         assert "tf.aliasing_output = 0" in g.lower(x).as_text()
         first = g(x)
         second = g(first)

@@ -285,3 +285,64 @@ def placeholders(module: ir.Operation, target: str) -> list[Placeholder]:
                 f"{devices} devices (num_replicas * num_partitions)")
         out.append(p)
     return out
+
+
+@dataclasses.dataclass
+class ManualBoundary:
+    """A checked ``@pxla.full_to_shard`` or ``@pxla.shard_to_full``."""
+
+    op: ir.Operation
+    to_shard: bool  # full_to_shard (else shard_to_full)
+    full_type: ir.RankedTensorType
+    tile_type: ir.RankedTensorType
+    mesh: AbstractMesh
+    spec: DimsSpec  # pxla.dims of the full value
+    manual: tuple[str, ...]  # manual mesh axes, in mesh order
+
+    @property
+    def full_value(self) -> ir.Value:
+        return self.op.operands[0] if self.to_shard else self.op.results[0]
+
+    @property
+    def tile_value(self) -> ir.Value:
+        return self.op.results[0] if self.to_shard else self.op.operands[0]
+
+
+def manual_boundary(op: ir.Operation, module: ir.Operation) -> ManualBoundary:
+    """Reads a manual-region placeholder: its mesh, ``pxla.dims`` and
+    ``pxla.manual_axes``, checking that every axis in ``pxla.dims`` is manual
+    and that the tile is the full value divided by those axes."""
+    target = placeholder_target(op)
+    if len(op.operands) != 1 or len(op.results) != 1:
+        raise PassError(op, f"@{target} takes one operand and has one result")
+    to_shard = target == FULL_TO_SHARD
+    full_t, tile_t = (op.operands[0].type, op.results[0].type) if to_shard else (op.results[0].type,
+                                                                                 op.operands[0].type)
+    for t in (full_t, tile_t):
+        if not isinstance(t, ir.RankedTensorType):
+            raise PassError(op, f"expected a ranked tensor, got {t}")
+    full_t, tile_t = ir.RankedTensorType(full_t), ir.RankedTensorType(tile_t)
+    mesh = mesh_of(op, module)
+    if DIMS not in op.attributes:
+        raise PassError(op, f"missing {DIMS} (mesh axes per dimension, e.g. [[\"x\"], []])")
+    spec = parse_dims(op.attributes[DIMS], full_t.rank, mesh, op, "full value")
+    manual = (string_list(op.attributes[MANUAL_AXES], MANUAL_AXES, op) if MANUAL_AXES in op.attributes
+              else list(mesh.axis_names))
+    unknown = [a for a in manual if a not in mesh.axis_names]
+    if unknown:
+        raise PassError(op, f"manual axis {unknown[0]!r} is not in the mesh; its axes are "
+                            f"{', '.join(map(repr, mesh.axis_names))}")
+    not_manual = [a for a in spec.mapping if a not in manual]
+    if not_manual:
+        raise PassError(op, f"mesh axis {not_manual[0]!r} splits dimension {spec.mapping[not_manual[0]]} but "
+                            f"is not manual; add it to {MANUAL_AXES} or drop it from {DIMS}")
+    try:
+        tile_shape = mesh.tile_shape(full_t.shape, spec.mapping, "full value")
+    except MeshError as e:
+        raise PassError(op, str(e)) from None
+    if list(tile_shape) != list(tile_t.shape) or full_t.element_type != tile_t.element_type:
+        expected = ir.RankedTensorType.get(list(tile_shape), full_t.element_type)
+        raise PassError(op, f"the tile type must be {expected} (the full {full_t} split by "
+                            f"{spec.mapping}), got {tile_t}")
+    return ManualBoundary(op, to_shard, full_t, tile_t, mesh, spec,
+                          tuple(a for a in mesh.axis_names if a in manual))

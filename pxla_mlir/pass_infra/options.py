@@ -21,11 +21,12 @@ class OptionError(ValueError):
     """A malformed or unknown option; the message says which and what is valid."""
 
 
-def option(default: Any, help: str) -> Any:
-    """Declares a typed option with its default and one line of help."""
+def option(default: Any, help: str, *, api_name: str | None = None) -> Any:
+    """Declares a typed option with its default and one line of help;
+    ``api_name`` is the keyword the Python API calls it by, if not the field's name."""
     if isinstance(default, list):
         default = tuple(default)
-    return dataclasses.field(default=default, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help, "api_name": api_name})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,7 @@ class OptionInfo:
     type: Any
     default: Any
     help: str
+    api_name: str | None = None
 
     def type_name(self) -> str:
         t = self.type
@@ -51,7 +53,8 @@ def option_fields(cls) -> list[OptionInfo]:
     for f in dataclasses.fields(cls):
         if "help" not in f.metadata:
             continue
-        out.append(OptionInfo(f.name.replace("_", "-"), f.name, hints[f.name], f.default, f.metadata["help"]))
+        out.append(OptionInfo(f.name.replace("_", "-"), f.name, hints[f.name], f.default, f.metadata["help"],
+                              f.metadata.get("api_name")))
     return out
 
 
@@ -155,9 +158,13 @@ def format_options(obj) -> str:
     return "{" + " ".join(f"{i.name}={_format_value(getattr(obj, i.field))}" for i in infos) + "}"
 
 
+def _info(cls, name: str) -> OptionInfo | None:
+    return next((i for i in option_fields(cls) if name in (i.name, i.field, i.api_name)), None)
+
+
 def choices(cls, name: str) -> tuple[str, ...]:
-    """The values a ``Literal`` option of ``cls`` accepts (``name`` in kebab or snake case)."""
-    info = next((i for i in option_fields(cls) if name in (i.name, i.field)), None)
+    """The values a ``Literal`` option of ``cls`` accepts (``name`` in kebab or snake case, or its API name)."""
+    info = _info(cls, name)
     if info is None or typing.get_origin(info.type) is not Literal:
         raise KeyError(f"{cls.__name__} has no choice option {name!r}")
     return typing.get_args(info.type)
@@ -169,10 +176,12 @@ def _one_of(values: tuple) -> str:
 
 
 def configure(cls, **values):
-    """``cls(**values)`` for Python callers, with each choice checked:
-    ``ValueError("mode must be 'replica' or 'partition', got 'spmd'")``."""
-    for field, value in values.items():
-        allowed = choices(cls, field)
+    """``cls(**values)`` for Python callers (keywords: fields or API names), with
+    each choice checked: ``ValueError("mode must be 'replica' or 'partition', got 'spmd'")``."""
+    fields = {}
+    for name, value in values.items():
+        allowed = choices(cls, name)
         if value not in allowed:
-            raise ValueError(f"{field} must be {_one_of(allowed)}, got {value!r}")
-    return cls(**values)
+            raise ValueError(f"{name} must be {_one_of(allowed)}, got {value!r}")
+        fields[_info(cls, name).field] = value
+    return cls(**fields)

@@ -12,8 +12,12 @@ import functools
 import importlib
 
 PASSES: dict[str, str] = {
+    "pxla-add-sdy-mesh": "pxla_mlir.passes.add_sdy_mesh:AddSdyMeshPass",
+    "pxla-annotate-sdy-shardings": "pxla_mlir.passes.annotate_sdy_shardings:AnnotateSdyShardingsPass",
     "pxla-annotate-shardings": "pxla_mlir.passes.annotate_shardings:AnnotateShardingsPass",
+    "pxla-convert-op-shardings-to-sdy": "pxla_mlir.passes.convert_op_shardings_to_sdy:ConvertOpShardingsToSdyPass",
     "pxla-convert-to-replica-mode": "pxla_mlir.passes.convert_to_replica_mode:ConvertToReplicaModePass",
+    "pxla-expand-manual-computation": "pxla_mlir.passes.expand_manual_computation:ExpandManualComputationPass",
     "pxla-expand-manual-sharding": "pxla_mlir.passes.expand_manual_sharding:ExpandManualShardingPass",
     "pxla-expand-shard": "pxla_mlir.passes.expand_shard:ExpandShardPass",
     "pxla-expand-unshard": "pxla_mlir.passes.expand_unshard:ExpandUnshardPass",

@@ -67,13 +67,13 @@ class PmapFunction:
     """The object ``pmap`` returns."""
 
     def __init__(self, fun: Callable, axis_name, *, in_axes, out_axes, static_broadcasted_argnums, devices,
-                 backend, axis_size, donate_argnums, mode, unshard):
+                 backend, axis_size, donate_argnums, mode, unshard, shardings=PmapPipeline.sharding_dialect):
         if not callable(fun):
             raise TypeError(f"pmap requires a callable to map, got {fun!r} of type {type(fun).__name__}")
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
                           devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
-                          mode=mode, unshard=unshard)
-        self.options = configure(PmapPipeline, mode=mode, unshard=unshard)
+                          mode=mode, unshard=unshard, shardings=shardings)
+        self.options = configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings)
         self.fun = fun
         self.axis_name = axis_name if axis_name is not None else f"_pxla_unnamed{next(_unnamed)}"
         self.in_axes, self.out_axes = in_axes, out_axes
@@ -172,7 +172,7 @@ class PmapFunction:
             return self._lower(call)
 
     def with_options(self, **options) -> "PmapFunction":
-        """The same pmap with other options (e.g. ``mode``, ``unshard``), fresh caches."""
+        """The same pmap with other options (e.g. ``mode``, ``unshard``, ``shardings``), fresh caches."""
         unknown = set(options) - set(self._init)
         if unknown:
             raise TypeError(f"pmap has no option {sorted(unknown)[0]!r}")
@@ -187,7 +187,7 @@ class PmapFunction:
 
 def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
          devices=None, backend=None, axis_size=None, donate_argnums=(), mode: str = PmapPipeline.mode,
-         unshard: str = PmapPipeline.unshard):
+         unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect):
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
     device, like ``jax.pmap``; collectives over ``axis_name`` work inside, and
     pmaps nest.
@@ -195,14 +195,16 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
     pxla_mlir's own options: ``mode`` ("replica": the program runs as N
     replicas, as 2022 pmap did; "partition": as N SPMD partitions) and
     ``unshard`` ("all-gather" or the 2022 "all-reduce"), how nested pmaps
-    collect their outputs. ``out_axes=None`` is accepted only for outputs that
-    are provably the same on every device.
+    collect their outputs, and ``shardings`` ("sdy": Shardy, or "gspmd"), how
+    a partition-mode module states its layout to XLA. ``out_axes=None`` is
+    accepted only for outputs that are provably the same on every device.
     """
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
                                  static_broadcasted_argnums=static_broadcasted_argnums, devices=devices,
                                  backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
-                                 mode=mode, unshard=unshard)
+                                 mode=mode, unshard=unshard, shardings=shardings)
     return PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes,
                         static_broadcasted_argnums=static_broadcasted_argnums, devices=devices, backend=backend,
-                        axis_size=axis_size, donate_argnums=donate_argnums, mode=mode, unshard=unshard)
+                        axis_size=axis_size, donate_argnums=donate_argnums, mode=mode, unshard=unshard,
+                        shardings=shardings)

@@ -30,7 +30,8 @@ _JIT_AXIS = "_pxla_jit"
 
 class JitFunction:
     def __init__(self, fun: Callable, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-                 mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard):
+                 mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+                 shardings: str = PmapPipeline.sharding_dialect):
         if not callable(fun):
             raise TypeError(f"pxla_mlir.jit requires a callable, got {fun!r} of type {type(fun).__name__}")
         self.fun = fun
@@ -39,7 +40,7 @@ class JitFunction:
         check_donation(self.donate_argnums, self.static_argnums)
         self.devices = check_devices(devices)
         self.backend = backend
-        self.options = configure(PmapPipeline, mode=mode, unshard=unshard)
+        self.options = configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings)
         self.name = getattr(fun, "__name__", "fun")
         self._lowered: dict = {}
         self._dispatch = FastDispatch(self.name, self._resolve, static_argnums=self.static_argnums,
@@ -101,11 +102,12 @@ class JitFunction:
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard):
+        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+        shardings: str = PmapPipeline.sharding_dialect):
     """Compiles ``fun`` (which may call pxla_mlir.pmap, at any depth) into one
     program over the devices its pmaps need; see the module docs."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, donate_argnums=donate_argnums,
-                                 devices=devices, backend=backend, mode=mode, unshard=unshard)
+                                 devices=devices, backend=backend, mode=mode, unshard=unshard, shardings=shardings)
     return JitFunction(fun, static_argnums=static_argnums, donate_argnums=donate_argnums, devices=devices,
-                       backend=backend, mode=mode, unshard=unshard)
+                       backend=backend, mode=mode, unshard=unshard, shardings=shardings)

@@ -21,6 +21,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from .hlo_sharding import HloSharding
+from .sdy_sharding import SdyDim, SdyMesh, SdySharding
 from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
 
 __all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping"]
@@ -139,6 +140,23 @@ class AbstractMesh:
         manual = self._check_manual(manual_axes)
         special = {self._names.index(a): "manual" for a in manual if a not in mapping}
         return self.sharding_spec(ndim, mapping).to_hlo(special)
+
+    def sdy_mesh(self) -> SdyMesh:
+        """The Shardy mesh: these axes, in this order (``#sdy.mesh<["x"=2, "y"=4]>``)."""
+        return SdyMesh(zip(self._names, self._sizes))
+
+    def sdy_sharding(self, ndim: int, mapping: ArrayMapping, open_dims: Iterable[int] = (),
+                     mesh_name: str | None = "mesh") -> SdySharding:
+        """Shardy sharding of a global value split by ``mapping``: closed
+        dimensions, except ``open_dims`` (free for propagation, ``{?}``);
+        unmapped axes are replicated implicitly."""
+        self.check_mapping(mapping, ndim)
+        open_dims = set(open_dims)
+        bad = sorted(d for d in open_dims if not 0 <= d < ndim or d in mapping.values())
+        if bad:
+            raise MeshError(f"dimension {bad[0]} cannot be open: it is out of range or split by a mesh axis")
+        dims = tuple(SdyDim(tuple(axes), d not in open_dims) for d, axes in enumerate(dims_from_mapping(mapping, ndim)))
+        return SdySharding(self.sdy_mesh(), dims, (), mesh_name)
 
     def manual_sharding(self, ndim: int, manual_axes: Iterable[str]) -> HloSharding:
         """The sharding of a per-device tile inside a region that is manual over

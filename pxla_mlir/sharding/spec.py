@@ -28,6 +28,7 @@ from typing import Mapping, Sequence, Union
 import numpy as np
 
 from .hlo_sharding import HloSharding
+from .sdy_sharding import SdyDim, SdyMesh, SdySharding
 
 __all__ = ["NoSharding", "Chunked", "Unstacked", "ShardedAxis", "Replicated", "ShardingSpec",
            "ShardingSpecError", "spec_to_indices", "pmap_sharding_spec"]
@@ -236,6 +237,34 @@ class ShardingSpec:
 
     def hlo_sharding_string(self, special_axes: Mapping[int, str] | None = None) -> str:
         return str(self.to_hlo(special_axes))
+
+    # -- Shardy ----------------------------------------------------------------------
+    def to_sdy(self, axis_names: Sequence[str] | None = None, mesh_name: str | None = "mesh") -> SdySharding:
+        """The Shardy sharding of the *global* array on a mesh whose axes are
+        the spec's mesh dimensions (named ``axis_names``, default ``a0``,
+        ``a1``, ...): each dimension lists the mesh axes of its chunks, major
+        first, all closed; ``Replicated`` mesh dimensions are listed in
+        ``replicated={...}``. ``mesh_name=None`` inlines the mesh."""
+        shape = self.mesh_shape
+        names = tuple(axis_names) if axis_names is not None else tuple(f"a{i}" for i in range(len(shape)))
+        if len(names) != len(shape):
+            raise ShardingSpecError(f"{self!r} has {len(shape)} mesh dimensions but {len(names)} axis names "
+                                    f"were given: {names}")
+        if len(set(names)) != len(names):
+            raise ShardingSpecError(f"axis names {names} repeat a name")
+        sharded_to_mesh = {a.axis: m for m, a in enumerate(self.mesh_mapping) if isinstance(a, ShardedAxis)}
+        dims, next_axis = [], 0
+        for dim, s in enumerate(self.sharding):
+            if isinstance(s, Unstacked):
+                raise ShardingSpecError(f"dimension {dim} is {s!r}: a Shardy sharding cannot drop a dimension; "
+                                        f"use Chunked([{s.size}]) (each shard keeps a size-1 dimension)")
+            axes = []
+            for _ in (s.chunks if isinstance(s, Chunked) else ()):
+                axes.append(names[sharded_to_mesh[next_axis]])
+                next_axis += 1
+            dims.append(SdyDim(tuple(axes)))
+        replicated = tuple(n for n, a in zip(names, self.mesh_mapping) if isinstance(a, Replicated))
+        return SdySharding(SdyMesh(zip(names, shape)), tuple(dims), replicated, mesh_name)
 
     # -- text --------------------------------------------------------------------------
     def __repr__(self) -> str:

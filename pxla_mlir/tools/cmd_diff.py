@@ -1,7 +1,7 @@
 """pxla-mlir diff A B: an MLIR-aware diff of two modules (files or emit specs).
 
 An emit spec is ``TARGET?key=value&...`` with the keys of ``pxla-mlir emit``
-(``map``, ``unshard``, ``mode``, ``lowering``, ``stage``, ``dialect``, ``arg``,
+(``map``, ``unshard``, ``mode``, ``lowering``, ``shardings``, ``stage``, ``dialect``, ``arg``,
 ``mesh``, ``axis-name``, ``in-axes``, ...), e.g.
 ``examples/nested_reduction.py:two_level_sum?unshard=all-reduce``.
 Exit 0: the same; 1: different (the diff is printed) or an error.

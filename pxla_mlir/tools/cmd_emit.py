@@ -18,8 +18,8 @@ from ..emit import MapOptions, prepare, stage_text
 from ..pipelines import PmapPipeline, XmapPipeline, choices
 from .errors import CliError
 
-_MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "lowering", "axis_resources",
-              "axis_sizes", "mesh")
+_MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "lowering", "shardings",
+              "axis_resources", "axis_sizes", "mesh")
 
 
 def add_map_arguments(p) -> None:
@@ -35,6 +35,8 @@ def add_map_arguments(p) -> None:
     g.add_argument("--mode", choices=choices(PmapPipeline, "mode"), help="pmap: replica or partition mode")
     g.add_argument("--unshard", choices=choices(PmapPipeline, "unshard"), help="pmap: nested unshard strategy")
     g.add_argument("--lowering", choices=choices(XmapPipeline, "lowering"), help="xmap lowering")
+    g.add_argument("--shardings", choices=choices(PmapPipeline, "shardings"),
+                   help="partition mode, xmap manual/vectorize: Shardy (sdy, the default) or GSPMD shardings")
     g.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
                    help="argument shape, one per positional argument: f32[8,128], i32[], bool[4]")
 

@@ -11,9 +11,11 @@ Three lowerings (``lowering=``), all giving the same numbers:
   body with cross-replica collectives (2022's non-SPMD path; no XLA
   partitioner involved, so nothing deprecated is relied on);
 * ``"manual"``: the same tiled body inside one SPMD manual region
-  (``@SPMDFullToShardShape`` / ``@SPMDShardToFullShape``);
+  (``sdy.manual_computation``, or with ``shardings="gspmd"``
+  ``@SPMDFullToShardShape`` / ``@SPMDShardToFullShape``);
 * ``"vectorize"``: the global view (every named axis vmapped), arguments and
-  results annotated with ``mhlo.sharding``; XLA's SPMD partitioner splits it.
+  results annotated with ``sdy.sharding`` (or ``mhlo.sharding``); XLA's SPMD
+  partitioner splits it.
 
 A call with concrete arguments finds its compiled program by (function,
 options, argument avals, mesh, loops): a new xmap object around the same
@@ -76,12 +78,12 @@ class _Traced:
 
 class XmapFunction:
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
-                 donate_argnums, backend, lowering: str):
+                 donate_argnums, backend, lowering: str, shardings: str = XmapPipeline.sharding_dialect):
         if not callable(fun):
             raise TypeError(f"xmap needs a callable, got {fun!r}")
-        configure(XmapPipeline, lowering=lowering)
+        self.options = configure(XmapPipeline, lowering=lowering, shardings=shardings)
         self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
-                          backend=backend, lowering=lowering)
+                          backend=backend, lowering=lowering, shardings=shardings)
         if isinstance(in_axes, list) and not is_entry(in_axes):
             in_axes = tuple(in_axes)  # a list of per-argument entries is the argument tuple (as 2022)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
@@ -108,11 +110,11 @@ class XmapFunction:
         self.name = getattr(fun, "__name__", "fun")
         self._key = (fun, tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
                      tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())),
-                     self.donate_argnums, backend, lowering)
+                     self.donate_argnums, backend, self.options)
         functools.update_wrapper(self, fun, updated=())
 
     def with_options(self, **options) -> "XmapFunction":
-        """The same xmap with other options (e.g. ``lowering``)."""
+        """The same xmap with other options (e.g. ``lowering``, ``shardings``)."""
         unknown = set(options) - set(self._init)
         if unknown:
             raise TypeError(f"xmap has no option {sorted(unknown)[0]!r}")
@@ -233,7 +235,7 @@ class XmapFunction:
         const_avals = tuple(_aval(c, i) for i, c in enumerate(consts))
         call = XmapCall(plan, jaxpr, ({},) * len(consts) + in_maps, out_maps, const_avals + tuple(avals),
                         tuple(_unmapped(av, m, plan) for av, m in zip(user.out_avals, out_maps)),
-                        (False,) * len(consts) + donated, mesh, self.lowering, self.name, self.backend)
+                        (False,) * len(consts) + donated, mesh, self.options, self.name, self.backend)
         return _Traced(call, consts, in_tree, out_tree, any(isinstance(c, core.Tracer) for c in consts))
 
 
@@ -256,7 +258,8 @@ def _unmapped(aval, mapping: Mapping[int, str], plan) -> core.ShapedArray:
 
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
-         donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering) -> XmapFunction:
+         donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering,
+         shardings: str = XmapPipeline.sharding_dialect) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
     prefixes); inside ``fun`` those dimensions are gone and collectives refer
@@ -266,4 +269,4 @@ def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_res
     device. ``lowering`` picks replica, manual or vectorize (see the module
     docs). xmap composes with jax transformations and nests."""
     return XmapFunction(fun, in_axes, out_axes, axis_sizes=axis_sizes, axis_resources=axis_resources,
-                        donate_argnums=donate_argnums, backend=backend, lowering=lowering)
+                        donate_argnums=donate_argnums, backend=backend, lowering=lowering, shardings=shardings)

@@ -43,18 +43,18 @@ def lower_in_jit(jaxpr: core.ClosedJaxpr, *, name: str, global_avals, donated, s
     if devices is not None:
         raise XmapError(f"pxla_mlir.jit function {name!r} holds xmaps, whose devices are their mesh's; drop devices=")
     meshes = {e.params["mesh"] for e in xmaps if plan_of(e.params).uses_mesh} or {xmaps[0].params["mesh"]}
-    lowerings = {e.params["lowering"] for e in xmaps}
+    lowerings = {e.params["options"] for e in xmaps}
     if len(meshes) > 1:
         raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} use different meshes: "
                         f"{', '.join(sorted(map(repr, meshes)))}; one program runs on one mesh")
     if len(lowerings) > 1:
         raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} ask for different lowerings "
-                        f"({', '.join(sorted(lowerings))}); give them the same lowering=")
-    (mesh,), (lowering,) = meshes, lowerings
+                        f"({', '.join(sorted(map(str, lowerings)))}); give them the same lowering= and shardings=")
+    (mesh,), (options,) = meshes, lowerings
     consts = tuple(jaxpr.consts)
     body = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
     in_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
     plan = Plan((), {}, {}, dict(mesh.shape) if mesh is not None else {}, {})
     call = XmapCall(plan, body, ({},) * len(in_avals), ({},) * len(jaxpr.out_avals), in_avals,
-                    tuple(jaxpr.out_avals), (False,) * len(consts) + tuple(donated), mesh, lowering, name, backend)
+                    tuple(jaxpr.out_avals), (False,) * len(consts) + tuple(donated), mesh, options, name, backend)
     return lower(call, signature=signature, consts=consts)

@@ -41,7 +41,7 @@ class XmapCall:
     global_out: tuple
     donated: tuple
     mesh: Mesh | None
-    lowering: str
+    options: XmapPipeline  # lowering and sharding dialect
     name: str
     backend: Any = None
 
@@ -50,7 +50,7 @@ class XmapCall:
         return dict(in_axes=tuple(spec_of(m) for m in self.in_maps), out_axes=tuple(spec_of(m) for m in self.out_maps),
                     axis_sizes=tuple((n, plan.sizes[n]) for n in plan.names),
                     axis_resources=tuple((n, tuple(plan.resources[n])) for n in plan.names),
-                    loops=tuple(plan.loops.items()), mesh=self.mesh, lowering=self.lowering, name=self.name,
+                    loops=tuple(plan.loops.items()), mesh=self.mesh, options=self.options, name=self.name,
                     donated=tuple(self.donated), backend=self.backend)
 
     @classmethod
@@ -58,7 +58,7 @@ class XmapCall:
         return cls(plan_of(params), jaxpr, tuple(mapping_of(s) for s in params["in_axes"]),
                    tuple(mapping_of(s) for s in params["out_axes"]), tuple(avals),
                    tuple(abstract_eval(jaxpr=jaxpr, **params)[0]), tuple(params["donated"]), params["mesh"],
-                   params["lowering"], params["name"], params["backend"])
+                   params["options"], params["name"], params["backend"])
 
 
 def uses_mesh(jaxpr) -> bool:
@@ -86,9 +86,9 @@ def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
     else:
         devices = jax.local_devices(backend=call.backend)[:1]
     with timed("import"):
-        imported = import_xmap(call, mesh, call.lowering, len(devices), devices[0].platform, call.name)
+        imported = import_xmap(call, mesh, call.options.lowering, len(devices), devices[0].platform, call.name)
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
-    options = XmapPipeline(lowering=call.lowering if mesh is not None else "vectorize")
+    options = call.options if mesh is not None else dataclasses.replace(call.options, lowering="vectorize")
     return Lowered(
         imported.module, pipeline=options.anchored(), devices=devices, in_avals=call.global_in,
         out_avals=call.global_out,

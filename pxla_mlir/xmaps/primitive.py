@@ -11,7 +11,7 @@ Params: ``jaxpr`` (the per-element body, a ClosedJaxpr without consts),
 ``in_axes``/``out_axes`` (per operand/result, ``((dim, name), ...)``),
 ``axis_sizes`` (``((name, global size), ...)`` in plan order),
 ``axis_resources`` (``((name, resources), ...)``), ``loops`` (``((loop,
-length), ...)``), ``mesh`` (a pxla_mlir Mesh or None), ``lowering``,
+length), ...)``), ``mesh`` (a pxla_mlir Mesh or None), ``options`` (an ``XmapPipeline``: lowering and sharding dialect),
 ``name``, ``donated`` (tuple of bool) and ``backend``.
 """
 
@@ -70,7 +70,7 @@ def delete_axes(aval, spec) -> core.ShapedArray:
                             weak_type=aval.weak_type)
 
 
-def bind(closed: core.ClosedJaxpr, args, *, in_axes, out_axes, axis_sizes, axis_resources, loops, mesh, lowering,
+def bind(closed: core.ClosedJaxpr, args, *, in_axes, out_axes, axis_sizes, axis_resources, loops, mesh, options,
          name: str, donated=None, backend=None):
     """Binds pxla_xmap_p; consts of ``closed`` become broadcast operands, so
     no lowering sees constvars and closures over outer tracers are legal."""
@@ -85,7 +85,7 @@ def bind(closed: core.ClosedJaxpr, args, *, in_axes, out_axes, axis_sizes, axis_
         closed = core.ClosedJaxpr(jaxpr, ())
     return pxla_xmap_p.bind(*args, jaxpr=closed, in_axes=in_axes, out_axes=tuple(out_axes),
                             axis_sizes=tuple(axis_sizes), axis_resources=tuple(axis_resources), loops=tuple(loops),
-                            mesh=mesh, lowering=lowering, name=name, donated=donated, backend=backend)
+                            mesh=mesh, options=options, name=name, donated=donated, backend=backend)
 
 
 def abstract_eval(*avals, jaxpr, out_axes, axis_sizes, **_):

@@ -1,6 +1,7 @@
 # RUN: %python %s | filecheck %s
 # One pmap over 8 devices in replica mode: per-device signature with a unit
-# mapped dimension, cross-replica collectives, the device index from replica_id.
+# mapped dimension, cross-replica collectives, the device index from replica_id;
+# in partition mode one manual region, in Shardy's form and in GSPMD's.
 
 import numpy as np
 from jax import lax
@@ -30,8 +31,18 @@ print_lowering("out_axis_1", pxla_mlir.pmap(lambda v: lax.all_gather(v, "i")[0] 
 
 # CHECK-LABEL: TEST: partition_mode
 # CHECK: module @pmap__lambda attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32
+# CHECK-NEXT: sdy.mesh @mesh = <["i"=8]>
+# CHECK-NEXT: func.func public @main(%[[X:.*]]: tensor<8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"i"}, {}]>}) -> (tensor<8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"i"}, {}]>})
+# CHECK-NEXT: sdy.manual_computation(%[[X]]) in_shardings=[<@mesh, [{"i"}, {}]>] out_shardings=[<@mesh, [{"i"}, {}]>] manual_axes={"i"} (%{{.*}}: tensor<1x3xf32>)
+# CHECK: func.func private @main_per_device
+# CHECK: "mhlo.all_reduce"({{.*}}) <{channel_handle = #mhlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<{{\[\[}}0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, use_global_device_ids}>
+print_lowering("partition_mode", pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode="partition"), x)
+
+# CHECK-LABEL: TEST: partition_mode_gspmd
+# CHECK: module @pmap__lambda attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32
 # CHECK: func.func public @main(%{{.*}}: tensor<8x3xf32> {mhlo.sharding = "{devices=[8,1]<=[8]}"}) -> (tensor<8x3xf32> {mhlo.sharding = "{devices=[8,1]<=[8]}"})
 # CHECK: @SPMDFullToShardShape
 # CHECK: func.func private @main_per_device
 # CHECK: "mhlo.all_reduce"({{.*}}) <{channel_handle = #mhlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<{{\[\[}}0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>, use_global_device_ids}>
-print_lowering("partition_mode", pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode="partition"), x)
+print_lowering("partition_mode_gspmd", pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode="partition",
+                                                       shardings="gspmd"), x)

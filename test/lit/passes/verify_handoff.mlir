@@ -1,5 +1,11 @@
 // RUN: pxla-opt %s --split-input-file --pass-pipeline='builtin.module(pxla-verify-handoff)' | filecheck %s
 // RUN: pxla-opt %s --split-input-file --pass-pipeline='builtin.module(pxla-verify-handoff{num-replicas=4 num-partitions=1})' --verify-diagnostics | filecheck %s --check-prefix=EXPECT
+// The Shardy form passes as read from the module (auto) and as sdy.
+// RUN: pxla-opt %S/../Inputs/sdy_handoff.mlir --pass-pipeline='builtin.module(pxla-verify-handoff)' | filecheck %s --check-prefix=SDY
+// RUN: pxla-opt %S/../Inputs/sdy_handoff.mlir --pass-pipeline='builtin.module(pxla-verify-handoff{sharding-dialect=sdy num-partitions=8})' | filecheck %s --check-prefix=SDY
+// SDY: sdy.mesh @mesh = <["x"=2, "y"=4]>
+// SDY: sdy.manual_computation
+// SDY: "mhlo.all_reduce"
 
 // Valid modules pass through unchanged.
 

@@ -1,4 +1,10 @@
 // RUN: pxla-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(pxla-verify-handoff)'
+// The Shardy form checked as GSPMD: its sdy ops and attributes are errors.
+// RUN: not pxla-opt %S/../Inputs/sdy_handoff.mlir --pass-pipeline='builtin.module(pxla-verify-handoff{sharding-dialect=gspmd})' 2>&1 | filecheck %s --check-prefix=AS-GSPMD
+// AS-GSPMD: sdy_handoff.mlir:5:3: error: 'sdy.mesh' is not builtin/func/mhlo; this module is checked as GSPMD (sharding-dialect=gspmd): lower it with sharding-dialect=sdy, or without Shardy
+// AS-GSPMD: sdy_handoff.mlir:6:3: error: argument 0 of func.func has sdy.sharding in a GSPMD module (sharding-dialect=gspmd): XLA ignores it without Shardy; write mhlo.sharding instead
+// AS-GSPMD: error: result 0 of func.func has sdy.sharding in a GSPMD module
+// AS-GSPMD: sdy_handoff.mlir:7:10: error: 'sdy.manual_computation' is not builtin/func/mhlo
 
 // expected-error @+1 {{module has no 'mhlo.num_replicas' attribute}}
 module @no_counts {
@@ -123,5 +129,58 @@ module @manual_placeholder attributes {mhlo.num_partitions = 8 : i32, mhlo.num_r
     // expected-error @+1 {{placeholder @pxla.full_to_shard was not expanded; run pxla-expand-manual-sharding before handing the module to XLA}}
     %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["x"]]} : (tensor<8xf32>) -> tensor<1xf32>
     return %0 : tensor<1xf32>
+  }
+}
+
+// -----
+
+// The Shardy form (read from the module: it has sdy ops) holds GSPMD constructs.
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=8]>
+  // expected-error @+1 {{argument 0 of func.func has mhlo.sharding in a Shardy module: XLA ignores it once Shardy partitions the module; write sdy.sharding instead}}
+  func.func public @main(%x: tensor<8xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+    // expected-error @+2 {{mhlo.custom_call has mhlo.sharding in a Shardy module}}
+    // expected-error @+1 {{GSPMD custom call @Sharding in a Shardy module: XLA rejects it once Shardy partitions the module; use sdy.manual_computation (pxla-expand-manual-computation)}}
+    %0 = mhlo.custom_call @Sharding(%x) {mhlo.sharding = "{devices=[8]<=[8]}"} : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}
+
+// -----
+
+// A Shardy mesh must name exactly the module's partitions.
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  // expected-error @+1 {{sdy.mesh <["x"=2, "y"=2]> has 4 devices, but the module runs as 1 replicas x 8 partitions; XLA needs mhlo.num_partitions = 4 and mhlo.num_replicas = 1}}
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32} {
+  // expected-error @+1 {{sdy.mesh <["x"=8]> has 8 devices, but the module runs as 8 replicas x 1 partitions}}
+  sdy.mesh @mesh = <["x"=8]>
+}
+
+// -----
+
+// Inside a manual computation: placeholders and collectives are checked too.
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=8]>
+  func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = sdy.manual_computation(%x) in_shardings=[<@mesh, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={"x"} (%t: tensor<1xf32>) {
+      // expected-error @+1 {{placeholder @pxla.shard_to_full was not expanded; run pxla-expand-manual-computation before handing the module to XLA}}
+      %1 = mhlo.custom_call @pxla.shard_to_full(%t) {pxla.dims = [["x"]]} : (tensor<1xf32>) -> tensor<8xf32>
+      // expected-error @+1 {{mhlo.all_reduce (flattened-id, ids 0..7): groups do not cover ids [4, 5, 6, 7]}}
+      %2 = "mhlo.all_reduce"(%t) <{channel_handle = #mhlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids}> ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = mhlo.add %a, %b : tensor<f32>
+        mhlo.return %s : tensor<f32>
+      }) : (tensor<1xf32>) -> tensor<1xf32>
+      sdy.return %2 : tensor<1xf32>
+    } : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
   }
 }

@@ -4,17 +4,32 @@
 
 // RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline)' | filecheck %s --check-prefixes=CHECK,REPLICA,GATHER
 // RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{unshard=all-reduce})' | filecheck %s --check-prefixes=CHECK,REPLICA,REDUCE
-// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition})' | filecheck %s --check-prefixes=CHECK,PARTITION,GATHER
-// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition unshard=all-reduce})' | filecheck %s --check-prefixes=CHECK,PARTITION,REDUCE
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition})' | filecheck %s --check-prefixes=CHECK,PARTITION,SDY,GATHER
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition unshard=all-reduce})' | filecheck %s --check-prefixes=CHECK,PARTITION,SDY,REDUCE
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition sharding-dialect=gspmd})' | filecheck %s --check-prefixes=CHECK,PARTITION,GSPMD,GATHER
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{sharding-dialect=gspmd})' | filecheck %s --check-prefixes=CHECK,REPLICA,GATHER
+// Each form holds no construct of the other (the replica form neither).
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition})' | filecheck %s --check-prefix=NO-GSPMD
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline{mode=partition sharding-dialect=gspmd})' | filecheck %s --check-prefix=NO-SDY
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-pmap-pipeline)' | filecheck %s --check-prefixes=NO-SDY,NO-GSPMD
+// NO-GSPMD-NOT: {{mhlo.sharding|@Sharding|@SPMD}}
+// NO-SDY-NOT: sdy
 
 // REPLICA-LABEL: module @pmap_outer attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
 // REPLICA: func.func public @main(%{{.*}}: tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
 
+// Partition mode: the per-device program is one manual region, in Shardy's
+// form (the default) or GSPMD's.
 // PARTITION-LABEL: module @pmap_outer attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32
-// PARTITION: func.func public @main(%{{.*}}: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"}) -> (tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"})
-// PARTITION: @SPMDFullToShardShape({{.*}}) {mhlo.sharding = "{manual}"} : (tensor<2x3x4xf32>) -> tensor<1x3x4xf32>
-// PARTITION: call @main_per_device
-// PARTITION: @SPMDShardToFullShape({{.*}}) {{.*}} : (tensor<1x3x4xf32>) -> tensor<2x3x4xf32>
+// SDY-NEXT: sdy.mesh @mesh = <["i"=2, "_pxla_rep"=4]>
+// SDY-NEXT: func.func public @main(%[[X:.*]]: tensor<2x3x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"i"}, {}, {}]>}) -> (tensor<2x3x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"i"}, {}, {}]>})
+// SDY-NEXT: sdy.manual_computation(%[[X]]) in_shardings=[<@mesh, [{"i"}, {}, {}]>] out_shardings=[<@mesh, [{"i"}, {}, {}]>] manual_axes={"i", "_pxla_rep"} (%[[T:.*]]: tensor<1x3x4xf32>) {
+// SDY-NEXT: func.call @main_per_device(%[[T]])
+// SDY-NEXT: sdy.return
+// GSPMD: func.func public @main(%{{.*}}: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"}) -> (tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"})
+// GSPMD: @SPMDFullToShardShape({{.*}}) {mhlo.sharding = "{manual}"} : (tensor<2x3x4xf32>) -> tensor<1x3x4xf32>
+// GSPMD: call @main_per_device
+// GSPMD: @SPMDShardToFullShape({{.*}}) {{.*}} : (tensor<1x3x4xf32>) -> tensor<2x3x4xf32>
 // PARTITION: func.func private @main_per_device
 
 // Shard: this device's column j = id % 4 of the 3x4 block.

@@ -3,8 +3,18 @@
 // view (Inputs/xmap_global_view.mlir) through the vectorize lowering.
 
 // RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-xmap-pipeline)' | filecheck %s --check-prefix=REPLICA
-// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=manual})' | filecheck %s --check-prefix=MANUAL
-// RUN: pxla-opt %S/../Inputs/xmap_global_view.mlir --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=vectorize})' | filecheck %s --check-prefix=VECTORIZE
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=manual})' | filecheck %s --check-prefix=MANUAL-SDY
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=manual sharding-dialect=gspmd})' | filecheck %s --check-prefix=MANUAL
+// RUN: pxla-opt %S/../Inputs/xmap_global_view.mlir --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=vectorize})' | filecheck %s --check-prefix=VECTORIZE-SDY
+// RUN: pxla-opt %S/../Inputs/xmap_global_view.mlir --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=vectorize sharding-dialect=gspmd})' | filecheck %s --check-prefix=VECTORIZE
+// The Shardy forms hold no GSPMD construct, the GSPMD forms and the replica form no sdy.
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=manual})' | filecheck %s --check-prefix=NO-GSPMD
+// RUN: pxla-opt %S/../Inputs/xmap_global_view.mlir --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=vectorize})' | filecheck %s --check-prefix=NO-GSPMD
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=manual sharding-dialect=gspmd})' | filecheck %s --check-prefix=NO-SDY
+// RUN: pxla-opt %S/../Inputs/xmap_global_view.mlir --pass-pipeline='builtin.module(pxla-xmap-pipeline{lowering=vectorize sharding-dialect=gspmd})' | filecheck %s --check-prefix=NO-SDY
+// RUN: pxla-opt %s --pass-pipeline='builtin.module(pxla-xmap-pipeline{sharding-dialect=sdy})' | filecheck %s --check-prefixes=NO-SDY,NO-GSPMD
+// NO-GSPMD-NOT: {{mhlo.sharding|@Sharding|@SPMD}}
+// NO-SDY-NOT: sdy
 
 // REPLICA: mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
 // REPLICA: func.func public @main(%{{.*}}: tensor<2x2x3xf32>) -> tensor<2x2x3xf32>
@@ -16,6 +26,17 @@
 // MANUAL: @SPMDShardToFullShape({{.*}}) {{.*}} : (tensor<2x2x3xf32>) -> tensor<4x8x3xf32>
 // MANUAL: func.func private @main_per_device
 // MANUAL: mhlo.partition_id
+
+// MANUAL-SDY: sdy.mesh @mesh = <["x"=2, "y"=4]>
+// MANUAL-SDY-NEXT: func.func public @main(%[[A:.*]]: tensor<4x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}, {}]>}) -> (tensor<4x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}, {}]>})
+// MANUAL-SDY-NEXT: sdy.manual_computation(%[[A]]) in_shardings=[<@mesh, [{"x"}, {"y"}, {}]>] out_shardings=[<@mesh, [{"x"}, {"y"}, {}]>] manual_axes={"x", "y"} (%[[T:.*]]: tensor<2x2x3xf32>) {
+// MANUAL-SDY-NEXT: func.call @main_per_device(%[[T]])
+// MANUAL-SDY: func.func private @main_per_device
+// MANUAL-SDY: mhlo.partition_id
+
+// VECTORIZE-SDY: sdy.mesh @mesh = <["x"=2, "y"=4]>
+// VECTORIZE-SDY-NEXT: func.func public @main(%{{.*}}: tensor<4x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}, {}]>}) -> (tensor<4x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}, {}]>})
+// VECTORIZE-SDY-NOT: manual_computation
 
 // VECTORIZE: func.func public @main(%{{.*}}: tensor<4x8x3xf32> {mhlo.sharding = "{devices=[2,4,1]<=[8]}"}) -> (tensor<4x8x3xf32> {mhlo.sharding = "{devices=[2,4,1]<=[8]}"})
 // VECTORIZE-NOT: pxla.dims

@@ -1,7 +1,7 @@
 // RUN: pxla-opt --list-passes | filecheck %s
 // CHECK: Passes:
 // CHECK: pxla-convert-to-replica-mode {{ *}}Turn a partition-mode per-device MHLO module
-// CHECK: pxla-verify-handoff {{ *}}Check that only builtin/func/mhlo remain
+// CHECK: pxla-verify-handoff {{ *}}Check that only builtin/func/mhlo (and sdy in the Shardy form) remain
 // CHECK-NEXT: num-replicas=<int> (default 0): expected mhlo.num_replicas (0: any)
 // CHECK: Pass pipelines:
 // CHECK: pxla-handoff-pipeline

@@ -1,0 +1,111 @@
+"""pxla-annotate-sdy-shardings: pxla sharding attributes on function boundaries to Shardy's.
+
+The Shardy counterpart of pxla-annotate-shardings. Arguments and results of
+``func.func`` may carry ``pxla.dims`` (mesh axes per dimension of the
+*global* value, against ``pxla.mesh``) or ``pxla.sharding_spec`` (a
+serialized ShardingSpec over the mesh's dimensions, in order). Each becomes
+``sdy.sharding`` on the module's ``sdy.mesh`` symbol (pxla-add-sdy-mesh):
+
+* ``["x"]`` → ``{"x"}``, ``[]`` → ``{}``: closed dimensions, exactly these
+  axes; axes named nowhere are replicated (implicitly);
+* ``"?"`` (unspecified) → ``{?}``: an open dimension XLA's propagation may
+  shard (the GSPMD form needs a ``@Sharding`` custom call for this);
+* a ShardingSpec's ``Replicated`` mesh dimensions → ``replicated={...}``;
+  without ``pxla.mesh`` the spec brings its own mesh, inlined
+  (``#sdy.sharding<mesh<["a0"=4, "a1"=2]>, ...>``).
+
+Arguments that every device holds whole also get
+``mhlo.is_same_data_across_replicas``, as in the GSPMD form. The module must
+be in partition mode (one replica): a per-device signature
+(``pxla.tile_dims``) needs pxla-wrap-manual-main first.
+
+Before::
+
+    module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=2,y=4"} {
+      sdy.mesh @mesh = <["x"=2, "y"=4]>
+      func.func public @main(%a: tensor<8x4xf32> {pxla.dims = [["x"], ["y"]]},
+                             %b: tensor<3x5xf32> {pxla.dims = [[], "?"]}) -> (tensor<8x4xf32> {pxla.dims = [["x", "y"], []]})
+
+After::
+
+      func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>},
+                             %b: tensor<3x5xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {?}]>})
+          -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x", "y"}, {}]>})
+
+Example::
+
+    pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-add-sdy-mesh,pxla-annotate-sdy-shardings)'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxlib.mlir import ir
+
+from pxla_mlir.ir import ir_utils, pxla_attrs, shardy
+from pxla_mlir.ir.pxla_attrs import (DIMS, MESH, SHARDING_SPEC, TILE_DIMS, format_mesh, mesh_of, parse_dims,
+                                     string_value)
+from pxla_mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.sharding import ShardingSpec, ShardingSpecError
+from pxla_mlir.sharding.mesh import MeshError
+
+_PXLA_KEYS = (DIMS, SHARDING_SPEC, TILE_DIMS)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnnotateSdyShardingsPass(ModulePass):
+    argument = "pxla-annotate-sdy-shardings"
+    summary = "Turn pxla.dims / pxla.sharding_spec on function arguments and results into sdy.sharding"
+
+    def run(self, module):
+        for fn in ir_utils.functions(module):
+            ftype = ir_utils.function_type(fn)
+            for key, types in (("arg_attrs", ftype.inputs), ("res_attrs", ftype.results)):
+                if key not in fn.attributes:
+                    continue
+                dicts = ir_utils.boundary_attrs(fn, key)
+                for index, (entries, t) in enumerate(zip(dicts, types)):
+                    if any(k in entries for k in _PXLA_KEYS):
+                        what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"
+                        self._rewrite(fn, module, entries, t, what, key == "arg_attrs")
+                ir_utils.set_boundary_attrs(fn, key, dicts)
+
+    def _rewrite(self, fn, module, entries: dict, type_, what: str, is_arg: bool) -> None:
+        replicas, partitions = pxla_attrs.device_counts(module)
+        if replicas != 1:
+            raise PassError(fn, f"{what}: Shardy shardings describe partitions, but the module runs as {replicas} "
+                                f"replicas; use pxla-annotate-shardings for a replica-mode module")
+        if TILE_DIMS in entries:
+            raise PassError(fn, f"{what} is a per-device tile ({TILE_DIMS}); run pxla-wrap-manual-main first to "
+                                f"give @main global types")
+        if DIMS in entries and SHARDING_SPEC in entries:
+            raise PassError(fn, f"{what} has both {DIMS} and {SHARDING_SPEC}; keep one")
+        if not isinstance(type_, ir.RankedTensorType):
+            raise PassError(fn, f"{what}: pxla shardings need a ranked tensor, got {type_}")
+        shape = ir.RankedTensorType(type_).shape
+        has_mesh = MESH in fn.attributes or MESH in module.attributes
+        mesh = mesh_of(fn, module) if has_mesh or DIMS in entries else None
+        mesh_name = shardy.mesh_name_for(module, mesh, fn) if mesh is not None else None
+        try:
+            if DIMS in entries:
+                spec = parse_dims(entries.pop(DIMS), len(shape), mesh, fn, what)
+                mesh.tile_shape(shape, spec.mapping, what)
+                sharding = mesh.sdy_sharding(len(shape), spec.mapping, spec.unspecified, mesh_name)
+            else:
+                parsed = ShardingSpec.parse(string_value(entries.pop(SHARDING_SPEC), SHARDING_SPEC, fn))
+                if mesh is not None and parsed.mesh_shape != mesh.axis_sizes:
+                    raise PassError(fn, f"{what}: {parsed!r} lays the value on a mesh of shape {parsed.mesh_shape}, "
+                                        f"but pxla.mesh is \"{format_mesh(mesh.shape)}\"; the spec's mesh "
+                                        f"dimensions must be the mesh's axes, in order")
+                parsed.shard_shape(shape)
+                # Without pxla.mesh the spec brings its own mesh (axes a0, a1, ...), inlined.
+                sharding = parsed.to_sdy(mesh.axis_names if mesh is not None else None, mesh_name)
+        except (MeshError, ShardingSpecError) as e:
+            raise PassError(fn, f"{what}: {e}") from None
+        if partitions != sharding.mesh.size:
+            raise PassError(fn, f"{what}: the sharding spans {sharding.mesh.size} devices but the module has "
+                                f"mhlo.num_partitions = {partitions}")
+        entries[shardy.SHARDING] = shardy.attribute(sharding)
+        if is_arg and not sharding.open_dims and not any(d.axes for d in sharding.dims):
+            entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)

@@ -1,0 +1,84 @@
+"""Shardy (``sdy``) in modules: mesh symbols, sharding attributes, and which
+sharding dialect a module is written in (jax-free).
+
+The Shardy form of a partition-mode module carries ``sdy.mesh @mesh = <[...]>``
+symbols, ``sdy.sharding`` on function arguments and results, and
+``sdy.manual_computation`` regions; the GSPMD form carries ``mhlo.sharding``
+strings and the ``@Sharding`` / ``@SPMDFullToShardShape`` /
+``@SPMDShardToFullShape`` custom calls. XLA reads only one of the two per
+compile (``use_shardy_partitioner``): :func:`uses_shardy` tells which.
+"""
+
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
+
+from ..sharding.mesh import AbstractMesh
+from ..sharding.sdy_sharding import SdyMesh, SdySharding, manual_axes, per_value  # noqa: F401 (re-exported)
+from . import ir_utils
+from .diagnostics import PassError
+
+SHARDING = "sdy.sharding"
+MESH_OP = "sdy.mesh"
+MANUAL_COMPUTATION = "sdy.manual_computation"
+#: The first mesh symbol's name (jax's too).
+MESH_NAME = "mesh"
+#: What the GSPMD form writes (silently ignored or rejected by XLA in a Shardy module).
+GSPMD_SHARDING = "mhlo.sharding"
+GSPMD_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def attribute(sharding: SdySharding) -> ir.Attribute:
+    """The ``#sdy.sharding`` attribute of a sharding (needs a live context)."""
+    return ir.Attribute.parse(str(sharding))
+
+
+def mesh_ops(module: ir.Operation) -> list[ir.Operation]:
+    return [op.operation for op in module.regions[0].blocks[0].operations if op.operation.name == MESH_OP]
+
+
+def read_mesh(op: ir.Operation) -> SdyMesh:
+    axes = sdy.MeshAttr(op.attributes["mesh"]).axes
+    return SdyMesh([(sdy.MeshAxisAttr(a).name, sdy.MeshAxisAttr(a).size) for a in axes])
+
+
+def meshes(module: ir.Operation) -> dict[str, SdyMesh]:
+    """The module's ``sdy.mesh`` symbols by name, in module order."""
+    return {ir_utils.symbol_name(op): read_mesh(op) for op in mesh_ops(module)}
+
+
+def add_mesh(module: ir.Operation, mesh: SdyMesh, name: str) -> None:
+    """Adds ``sdy.mesh @name`` after the module's other meshes (at the top)."""
+    existing = mesh_ops(module)
+    block = module.regions[0].blocks[0]
+    point = ir.InsertionPoint(existing[-1]) if existing else ir.InsertionPoint.at_block_begin(block)
+    with point, module.location:
+        op = sdy.MeshOp(name, ir.Attribute.parse(str(mesh)))
+    if existing:
+        op.operation.move_after(existing[-1])
+
+
+def mesh_name_for(module: ir.Operation, mesh: AbstractMesh, where) -> str:
+    """The name of the ``sdy.mesh`` symbol with exactly ``mesh``'s axes."""
+    wanted = mesh.sdy_mesh()
+    for name, found in meshes(module).items():
+        if found == wanted:
+            return name
+    raise PassError(where, f"no sdy.mesh symbol with the axes of pxla.mesh {wanted.body()}; run pxla-add-sdy-mesh "
+                           f"first")
+
+
+def uses_shardy(module: ir.Operation) -> bool:
+    """True when the module is written for Shardy: it has an ``sdy`` op or an
+    ``sdy.sharding`` attribute (on an op or a function boundary)."""
+    for op in ir_utils.walk(module):
+        if op.name.startswith("sdy."):
+            return True
+        if SHARDING in op.attributes:
+            return True
+        if op.name == "func.func":
+            for key in ("arg_attrs", "res_attrs"):
+                if key in op.attributes and any(SHARDING in d for d in ir_utils.boundary_attrs(op, key)):
+                    return True
+    return False

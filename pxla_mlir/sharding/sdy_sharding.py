@@ -1,0 +1,148 @@
+"""Shardy (``sdy``) sharding text exactly as Shardy prints it.
+
+The Shardy form of a layout names mesh axes instead of tiling devices:
+
+* :class:`SdyMesh`: ``#sdy.mesh<["x"=2, "y"=4]>`` (in a module, the symbol
+  ``sdy.mesh @mesh = <["x"=2, "y"=4]>``); devices are the mesh in row-major
+  order, as in a ShardingSpec and an HLO ``<=[8]`` iota;
+* :class:`SdySharding`: ``#sdy.sharding<@mesh, [{"x"}, {}, {?}], replicated={"y"}>``:
+  per dimension the mesh axes splitting it, major first; a dimension is
+  *closed* (``{"x"}``, ``{}``: exactly these axes) or *open* (``{"x", ?}``,
+  ``{?}``: propagation may add more); ``replicated`` lists axes that must
+  stay replicated (axes named nowhere are replicated too, implicitly, unless
+  an open dimension takes them).
+
+``str()`` is Shardy's canonical text: its parser reads it and its printer
+prints it back unchanged (``tests/test_sdy_sharding.py`` checks this against
+Shardy's own parser/printer, as ``test_sharding_xla_oracle.py`` checks HLO
+strings against XLA). Pure Python: no MLIR context needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Sequence
+
+__all__ = ["SdyMesh", "SdyDim", "SdySharding", "manual_axes", "per_value", "quote", "symbol_ref"]
+
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def quote(text: str) -> str:
+    """An MLIR string literal as MLIR prints it: ``\\`` doubled, ``"`` and
+    non-printable bytes (UTF-8) as ``\\XX``."""
+    out = []
+    for byte in text.encode("utf-8"):
+        ch = chr(byte)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"' or not 0x20 <= byte < 0x7F:
+            out.append(f"\\{byte:02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def symbol_ref(name: str) -> str:
+    """``@mesh``, or ``@"my mesh"`` where the name is not an identifier."""
+    return "@" + (name if _BARE_SYMBOL.fullmatch(name) else quote(name))
+
+
+def _axes(names: Sequence[str], open_: bool = False) -> str:
+    items = [quote(a) for a in names] + (["?"] if open_ else [])
+    return "{" + ", ".join(items) + "}"
+
+
+@dataclasses.dataclass(frozen=True)
+class SdyMesh:
+    """Named mesh axes and their sizes, major first."""
+
+    axes: tuple[tuple[str, int], ...]
+
+    def __init__(self, axes: Sequence[tuple[str, int]]):
+        object.__setattr__(self, "axes", tuple((str(n), int(s)) for n, s in axes))
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.axes)
+
+    @property
+    def size(self) -> int:
+        out = 1
+        for _, s in self.axes:
+            out *= s
+        return out
+
+    def body(self) -> str:
+        return "<[" + ", ".join(f"{quote(n)}={s}" for n, s in self.axes) + "]>"
+
+    def symbol(self, name: str = "mesh") -> str:
+        """The module-level op: ``sdy.mesh @mesh = <["x"=2, "y"=4]>``."""
+        return f"sdy.mesh {symbol_ref(name)} = {self.body()}"
+
+    def __str__(self) -> str:
+        return "#sdy.mesh" + self.body()
+
+
+@dataclasses.dataclass(frozen=True)
+class SdyDim:
+    """One dimension's sharding: mesh axes (major first), closed or open."""
+
+    axes: tuple[str, ...] = ()
+    closed: bool = True
+
+    def __str__(self) -> str:
+        return _axes(self.axes, open_=not self.closed)
+
+
+@dataclasses.dataclass(frozen=True)
+class SdySharding:
+    """``#sdy.sharding<@mesh_name, [dims...], replicated={...}>``.
+
+    ``mesh`` is the mesh the axes belong to; ``mesh_name`` the symbol that
+    names it in a module, or None to inline the mesh
+    (``#sdy.sharding<mesh<["x"=2]>, [{"x"}]>``).
+    """
+
+    mesh: SdyMesh
+    dims: tuple[SdyDim, ...]
+    replicated: tuple[str, ...] = ()
+    mesh_name: str | None = "mesh"
+
+    def __post_init__(self):
+        names = self.mesh.axis_names
+        used = [a for d in self.dims for a in d.axes] + list(self.replicated)
+        unknown = [a for a in used if a not in names]
+        if unknown:
+            raise ValueError(f"mesh axis {unknown[0]!r} is not in the mesh {self.mesh}")
+        twice = sorted({a for a in used if used.count(a) > 1})
+        if twice:
+            raise ValueError(f"mesh axis {twice[0]!r} is used more than once in one sharding")
+        # Shardy orders replicated axes like the mesh (its verifier insists).
+        object.__setattr__(self, "replicated", tuple(a for a in names if a in self.replicated))
+
+    @property
+    def open_dims(self) -> tuple[int, ...]:
+        return tuple(i for i, d in enumerate(self.dims) if not d.closed)
+
+    def body(self) -> str:
+        """The part inside ``#sdy.sharding`` (also an entry of ``in_shardings=[...]``)."""
+        mesh = symbol_ref(self.mesh_name) if self.mesh_name is not None else "mesh" + self.mesh.body()
+        text = f"{mesh}, [" + ", ".join(map(str, self.dims)) + "]"
+        if self.replicated:
+            text += ", replicated=" + _axes(self.replicated)
+        return f"<{text}>"
+
+    def __str__(self) -> str:
+        return "#sdy.sharding" + self.body()
+
+
+def per_value(shardings: Sequence[SdySharding]) -> str:
+    """``#sdy.sharding_per_value<[<@mesh, ...>, ...]>`` (a manual computation's in/out shardings)."""
+    return "#sdy.sharding_per_value<[" + ", ".join(s.body() for s in shardings) + "]>"
+
+
+def manual_axes(axes: Sequence[str]) -> str:
+    """``#sdy<manual_axes{"x", "y"}>`` (a manual computation's manual axes)."""
+    return "#sdy<manual_axes" + _axes(axes) + ">"
