@@ -36,7 +36,7 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.ir import ir_utils
+from pxla_mlir.ir import ir_utils, pxla_attrs
 from pxla_mlir.ir.pxla_attrs import (DIMS, FULL_TO_SHARD, MANUAL_AXES, SHARD_TO_FULL, mesh_of, parse_dims,
                                      placeholder_target, string_list)
 from pxla_mlir.pass_infra import ModulePass, PassError
@@ -55,7 +55,7 @@ class ExpandManualShardingPass(ModulePass):
 
     def _expand(self, op, module, *, to_shard: bool) -> None:
         if len(op.operands) != 1 or len(op.results) != 1:
-            raise PassError(op, f"{ir_utils.custom_call_target(op)} takes one operand and has one result")
+            raise PassError(op, f"{pxla_attrs.custom_call_target(op)} takes one operand and has one result")
         full_t, tile_t = (op.operands[0].type, op.results[0].type) if to_shard else \
             (op.results[0].type, op.operands[0].type)
         full_t, tile_t = _ranked(full_t, op), _ranked(tile_t, op)

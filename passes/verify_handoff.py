@@ -59,15 +59,15 @@ class VerifyHandoffPass(ModulePass):
     argument = "pxla-verify-handoff"
     summary = "Check that only builtin/func/mhlo remain and device counts agree with every collective"
 
-    num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)")
-    num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)")
+    num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)", minimum=0, maximum=pxla_attrs.MAX_I32)
+    num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)", minimum=0, maximum=pxla_attrs.MAX_I32)
 
     def run(self, module):
         replicas, partitions = self._device_counts(module)
         unknown_dialect_seen: set[str] = set()
         for op in ir_utils.walk(module):
             dialect = op.name.split(".", 1)[0] if "." in op.name else "builtin"
-            target = ir_utils.custom_call_target(op)
+            target = pxla_attrs.custom_call_target(op)
             if target is not None and target.startswith("pxla."):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
                 self.error(op, f"placeholder @{target} was not expanded; run {expander} before handing "

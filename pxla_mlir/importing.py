@@ -65,7 +65,7 @@ def annotate(module: ir.Module, mesh: Mapping[str, int], key: str, in_dims: Sequ
         pxla_attrs.set_mesh(module.operation, mesh)
         main = main_function(module)
         for attrs_key, dims in (("arg_attrs", in_dims), ("res_attrs", out_dims)):
-            dicts = ir_utils.boundary_attrs(main, attrs_key)
+            dicts = pxla_attrs.boundary_attrs(main, attrs_key)
             for entries, value_dims in zip(dicts, dims):
                 entries[key] = pxla_attrs.dims_attr(value_dims)
             ir_utils.set_boundary_attrs(main, attrs_key, dicts)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import tempfile
 import time
 from typing import Any, Callable, Sequence
 
@@ -22,6 +21,7 @@ from jaxlib.mlir import ir
 
 from .compile import compile_module
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
+from .pass_infra.reproducer import save as _save
 from .runtime import ShardedExecutable
 
 __all__ = ["Signature", "Lowered", "Compiled", "STATS", "TIMINGS", "timed"]
@@ -144,12 +144,6 @@ class Lowered:
                                     out_avals=self.out_avals, keepalive=self._keepalive)
             self._compiled = Compiled(exe, self.consts, self.signature)
         return self._compiled
-
-
-def _save(text: str) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="pxla_repro_", delete=False) as f:
-        f.write(text)
-    return f.name
 
 
 class Compiled:

@@ -21,11 +21,12 @@ class OptionError(ValueError):
     """A malformed or unknown option; the message says which and what is valid."""
 
 
-def option(default: Any, help: str) -> Any:
-    """Declares a typed option with its default and one line of help."""
+def option(default: Any, help: str, *, minimum: int | None = None, maximum: int | None = None) -> Any:
+    """Declares a typed option with its default and one line of help
+    (integer options: optionally the range they accept)."""
     if isinstance(default, list):
         default = tuple(default)
-    return dataclasses.field(default=default, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help, "range": (minimum, maximum)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,7 @@ class OptionInfo:
     type: Any
     default: Any
     help: str
+    range: tuple[int | None, int | None] = (None, None)
 
     def type_name(self) -> str:
         t = self.type
@@ -51,7 +53,8 @@ def option_fields(cls) -> list[OptionInfo]:
     for f in dataclasses.fields(cls):
         if "help" not in f.metadata:
             continue
-        out.append(OptionInfo(f.name.replace("_", "-"), f.name, hints[f.name], f.default, f.metadata["help"]))
+        out.append(OptionInfo(f.name.replace("_", "-"), f.name, hints[f.name], f.default, f.metadata["help"],
+                              f.metadata.get("range", (None, None))))
     return out
 
 
@@ -95,9 +98,13 @@ def _convert(info: OptionInfo, raw: str, owner: str) -> Any:
         raise bad("true or false")
     if t is int:
         try:
-            return int(raw, 0)
+            value = int(raw, 0)
         except ValueError:
             raise bad("an integer") from None
+        low, high = info.range
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise bad(f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}")
+        return value
     if t is float:
         try:
             return float(raw)

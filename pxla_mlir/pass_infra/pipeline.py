@@ -15,20 +15,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import tempfile
 from typing import Union
 
 from jaxlib.mlir import ir, passmanager
 
 from ..ir.diagnostics import DiagnosticCollector
 from . import registry
+from . import reproducer as reproducer_file
 from .base import ModulePass
+from .guards import guards_for
 from .options import OptionError, option_fields
 
 __all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline"]
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 ROOT_ANCHOR = "builtin.module"
+#: Deepest nesting of anchors like ``func.func(...)`` (real pipelines use 2 or 3).
+MAX_PIPELINE_DEPTH = 64
 
 
 class PipelineSyntaxError(ValueError):
@@ -39,7 +42,12 @@ class PipelineSyntaxError(ValueError):
         super().__init__(self.format())
 
     def format(self) -> str:
-        return f"<pass-pipeline>:1:{self.col + 1}: error: {self.message}\n{self.text}\n{' ' * self.col}^"
+        text, col = self.text, self.col
+        if len(text) > 160:  # a window around the column, not the whole line
+            start = max(0, col - 80)
+            text = ("..." if start else "") + text[start:col + 80] + ("..." if col + 80 < len(text) else "")
+            col = col - start + (3 if start else 0)
+        return f"<pass-pipeline>:1:{self.col + 1}: error: {self.message}\n{text}\n{' ' * col}^"
 
 
 # -- syntax tree ---------------------------------------------------------------
@@ -54,7 +62,7 @@ class _Element:
 
 class _Parser:
     def __init__(self, text: str):
-        self.text, self.pos = text, 0
+        self.text, self.pos, self.depth = text, 0, 0
 
     def error(self, msg: str, col: int | None = None) -> PipelineSyntaxError:
         return PipelineSyntaxError(msg, self.text, self.pos if col is None else col)
@@ -92,9 +100,13 @@ class _Parser:
                     return _Element(m.group(0), col, options=self.text[start:self.pos - 1])
             raise self.error("unbalanced '{' in pass options", col)
         if self.peek() == "(":
+            self.depth += 1
+            if self.depth > MAX_PIPELINE_DEPTH:
+                raise self.error(f"the pipeline nests more than {MAX_PIPELINE_DEPTH} levels of '(...)'", col)
             self.pos += 1
             children = self.elements()
             self.expect(")")
+            self.depth -= 1
             return _Element(m.group(0), col, children=children)
         return _Element(m.group(0), col)
 
@@ -171,6 +183,8 @@ class Pipeline:
         pm = passmanager.PassManager(ROOT_ANCHOR, context=ctx)
         for step in self.steps:
             if isinstance(step, str):
+                for guard in guards_for(step):
+                    guard.add_to(pm)
                 pm.add(step)
             else:
                 step.add_to(pm)
@@ -256,7 +270,8 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
     """Runs ``pipeline`` on ``module`` in place (the library twin of pxla-opt).
 
     Raises :class:`PipelineFailure` with located diagnostics and, if
-    ``reproducer``, the path of the input saved for a ``pxla-opt`` rerun.
+    ``reproducer``, the path of the input saved for a ``pxla-opt`` rerun
+    (see :mod:`.reproducer` for where).
     ``verify_each=False`` verifies the module once at the end instead of
     after every pass (the verifier is a third of a short pipeline's time).
     """
@@ -275,12 +290,7 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
         except ir.MLIRError as e:
             diags.add_error(e)
             failure = diags.diagnostics
-    path = None
-    if before is not None:
-        with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="pxla_repro_", delete=False) as f:
-            f.write(before)
-            path = f.name
-    raise PipelineFailure(pipeline, failure, path)
+    raise PipelineFailure(pipeline, failure, None if before is None else reproducer_file.save(before))
 
 
 def describe_options(cls) -> list[str]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..emit import MapOptions, prepare, stage_text
 from ..pipelines import PmapPipeline, XmapPipeline, choices
-from .errors import CliError
+from .errors import CliError, positive_int
 
 _MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "lowering", "axis_resources",
               "axis_sizes", "mesh")
@@ -24,7 +24,8 @@ _MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "low
 
 def add_map_arguments(p) -> None:
     p.add_argument("target", help="module:function or path/to/file.py:function")
-    g = p.add_argument_group("mapping a plain function (ignored for pxla_mlir.pmap/xmap objects)")
+    g = p.add_argument_group("how to map a plain function (a pxla_mlir.pmap/xmap object takes only its pipeline "
+                             "options, and --mesh for an xmap)")
     g.add_argument("--map", choices=("pmap", "xmap"))
     g.add_argument("--axis-name", help="pmap axis name")
     g.add_argument("--in-axes", help="a Python literal: 0, (0, None), ['batch', ...], ...")
@@ -58,7 +59,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--input", action="append", default=[], metavar="N=FILE.npy",
                    help="argument N from a .npy file (others are random)")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--calls", type=int, default=20, help="steady-state calls to time")
+    r.add_argument("--calls", type=positive_int, default=20, help="steady-state calls to time (at least 1)")
     r.set_defaults(func=run_run)
 
 
@@ -128,9 +129,9 @@ def run_run(args) -> int:
         outs = jax.block_until_ready(compiled(*values))
         first = time.perf_counter() - t
         t = time.perf_counter()
-        for _ in range(max(args.calls, 1)):
+        for _ in range(args.calls):
             jax.block_until_ready(compiled(*values))
-        steady = (time.perf_counter() - t) / max(args.calls, 1)
+        steady = (time.perf_counter() - t) / args.calls
     devices = lowered.devices
     print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}")
     for name in ("trace", "import", "passes", "compile"):
