@@ -123,3 +123,9 @@ module @manual_placeholder attributes {mhlo.num_partitions = 8 : i32, mhlo.num_r
     return %0 : tensor<1xf32>
   }
 }
+
+// -----
+
+// expected-error @+1 {{mhlo.num_replicas must be an integer attribute (e.g. 4 : i64), got "4"}}
+module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = "4"} {
+}
