@@ -33,6 +33,13 @@ lit-llvm: $(STAMP)
 	@test -n "$(LLVM_FILECHECK)" || { echo "no LLVM FileCheck found; set LLVM_FILECHECK=/path/to/FileCheck"; exit 1; }
 	$(BIN)/lit -sv test/lit -DFILECHECK=$(LLVM_FILECHECK)
 
+# Long seeded fuzzing (the suite runs a bounded sample; FUZZ_SEED=n draws another):
+# pxla-opt on mutated .mlir files and bad pipelines, random pmap programs against jax.vmap.
+FUZZ_SEED ?= 1
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzzing/opt_fuzz.py --cases 5000 --seed $(FUZZ_SEED)
+	$(BIN)/python tests/fuzzing/program_fuzz.py --programs 2000 --seed $(FUZZ_SEED)
+
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
 	$(BIN)/python bench/bench_pmap.py

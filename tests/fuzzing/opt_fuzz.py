@@ -3,8 +3,8 @@
 Every case must end with exit status 0, or 1 with a located ``error:``
 (``file:line:col: error: ...``): never a signal, a hang, a Python traceback
 or an "internal error". Cases run in worker processes that call
-``pxla_opt.main`` in-process, many per process; a worker that dies is
-replaced and the case it was running is reported with the signal.
+``pxla_opt.main`` in-process, many per process (tests/fuzzing/workers.py); a
+worker that dies is replaced and the case it was running is reported.
 
     python tests/fuzzing/opt_fuzz.py --cases 5000 --seed 1      # what `make fuzz` runs
     python tests/fuzzing/opt_fuzz.py --replay 1:1234            # rerun one case, print it
@@ -16,8 +16,8 @@ import argparse
 import collections
 import contextlib
 import dataclasses
+import functools
 import io
-import json
 import os
 import pathlib
 import random
@@ -25,7 +25,10 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
+
+if __package__ in (None, ""):  # run as a script: make `fuzzing` importable
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from fuzzing import workers  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 LOCATED_ERROR = re.compile(r"^\S.*:\d+:\d+: error: ", re.M)
@@ -224,35 +227,28 @@ _PIPELINE_MUTATORS = (_pipe_char, _pipe_nest, _pipe_option, _pipe_garbage)
 
 @dataclasses.dataclass
 class Case:
-    seed: int
-    index: int
     text: str
     argv: list[str]  # pxla-opt arguments after the input file
 
-    @property
-    def name(self) -> str:
-        return f"{self.seed}:{self.index}"
+
+@functools.cache
+def _chunks() -> tuple[str, ...]:
+    return tuple(corpus())
 
 
-def make_case(seed: int, index: int, chunks: list[str]) -> Case:
+def make_case(seed: int, index: int) -> Case:
     rng = random.Random(f"{seed}:{index}")
-    text = mutate_text(rng, rng.choice(chunks))
+    text = mutate_text(rng, rng.choice(_chunks()))
     argv = [f"--pass-pipeline={pipeline(rng)}"]
-    if rng.random() < 0.3:
-        argv.append("--split-input-file")
-    if rng.random() < 0.2:
-        argv.append("--verify-diagnostics")
-    if rng.random() < 0.1:
-        argv.append("--allow-unregistered-dialect")
-    if rng.random() < 0.1:
-        argv.append("--mlir-print-op-generic")
-    return Case(seed, index, text, argv)
+    for flag, p in (("--split-input-file", 0.3), ("--verify-diagnostics", 0.2), ("--allow-unregistered-dialect", 0.1),
+                    ("--mlir-print-op-generic", 0.1)):
+        if rng.random() < p:
+            argv.append(flag)
+    return Case(text, argv)
 
 
-def problem(rc: int | None, err: str) -> str | None:
-    """What is wrong with a finished case, or None."""
-    if rc is None:
-        return "hang"
+def problem(rc: int, err: str) -> str | None:
+    """What is wrong with a finished run of pxla-opt, or None."""
     if rc < 0:
         return f"killed by signal {-rc}"
     if rc not in (0, 1):
@@ -265,127 +261,36 @@ def problem(rc: int | None, err: str) -> str | None:
     return None
 
 
-# -- worker: runs cases in-process ------------------------------------------------------
-
-def worker(path: str, start: int) -> None:
-    """Runs the cases of a JSON-lines file from ``start``; prints a line per case."""
+def check(seed: int, index: int) -> tuple[str, str | None, str]:
+    """Runs one case with ``pxla_opt.main`` in this process (see workers.py)."""
     from pxla_mlir.tools import pxla_opt
 
-    cases = [json.loads(line) for line in open(path)]
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="pxla_fuzz_"))
-    for i in range(start, len(cases)):
-        case = cases[i]
-        src = tmp / "input.mlir"
-        src.write_bytes(case["text"].encode("utf-8", "surrogateescape"))
-        print(f"START {i}", flush=True)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = pxla_opt.main([str(src), *case["argv"], "-o", os.devnull])
-        text = err.getvalue()
-        print("DONE " + json.dumps({"i": i, "rc": rc, "problem": problem(rc, text), "err": text[-4000:]}), flush=True)
+    case = make_case(seed, index)
+    src = pathlib.Path(tempfile.gettempdir()) / f"pxla_fuzz_{os.getpid()}.mlir"
+    src.write_bytes(case.text.encode("utf-8", "surrogateescape"))
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = pxla_opt.main([str(src), *case.argv, "-o", os.devnull])
+    finally:
+        src.unlink(missing_ok=True)
+    text = err.getvalue()
+    return ("exit 0" if rc == 0 else f"exit {rc}, located error"), problem(rc, text), text
 
 
-# -- driver ------------------------------------------------------------------------------
-
-@dataclasses.dataclass
-class Report:
-    cases: int = 0
-    outcomes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    failures: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (case, problem, stderr)
-    errors: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # first error messages
-    seconds: float = 0.0
-
-    def summary(self) -> str:
-        kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.outcomes.items()))
-        return f"{self.cases} cases in {self.seconds:.1f} s ({kinds}); {len(self.failures)} failures"
+def first_errors(report: workers.Report) -> collections.Counter:
+    """The first error message of each case, numbers and quoted names blanked."""
+    counts: collections.Counter = collections.Counter()
+    for detail in report.details:
+        m = re.search(r"error: (?:unexpected error: )?(.{0,60})", detail)
+        if m:
+            counts[re.sub(r"\d+|'[^']*'|\"[^\"]*\"", "_", m.group(1))] += 1
+    return counts
 
 
-def run(seed: int, count: int, *, workers: int = 2, case_timeout: float = 60.0, first: int = 0) -> Report:
-    """Runs ``count`` cases of ``seed`` in ``workers`` processes."""
-    chunks = corpus()
-    cases = [make_case(seed, i, chunks) for i in range(first, first + count)]
-    report = Report(cases=len(cases))
-    start = time.monotonic()
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="pxla_fuzz_"))
-    shards = [cases[w::workers] for w in range(workers)]
-    procs = []
-    for w, shard in enumerate(shards):
-        path = tmp / f"cases_{w}.jsonl"
-        path.write_text("".join(json.dumps(dataclasses.asdict(c)) + "\n" for c in shard))
-        procs.append(_Shard(path, shard, case_timeout))
-    while any(not p.finished for p in procs):
-        for p in procs:
-            p.step(report)
-        time.sleep(0.01)
-    report.seconds = time.monotonic() - start
-    return report
-
-
-class _Shard:
-    """One worker process over a list of cases, restarted after a crash or hang."""
-
-    def __init__(self, path: pathlib.Path, cases: list[Case], timeout: float):
-        self.path, self.cases, self.timeout = path, cases, timeout
-        self.next = 0
-        self.current: int | None = None
-        self.finished = not cases
-        self.proc = None
-        if cases:
-            self._spawn()
-
-    def _spawn(self) -> None:
-        code = f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); from fuzzing import opt_fuzz; " \
-               f"opt_fuzz.worker({str(self.path)!r}, {self.next})"
-        env = {**os.environ, "PXLA_DEBUG": ""}
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env)
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        self.buffer, self.since = "", time.monotonic()
-
-    def step(self, report: Report) -> None:
-        if self.finished:
-            return
-        try:
-            self.buffer += os.read(self.proc.stdout.fileno(), 1 << 20).decode("utf-8", "replace")
-        except BlockingIOError:
-            pass
-        *lines, self.buffer = self.buffer.split("\n")
-        for line in lines:
-            if line.startswith("START "):
-                self.current, self.since = int(line.split()[1]), time.monotonic()
-            elif line.startswith("DONE "):
-                done = json.loads(line[5:])
-                self._record(report, done["i"], done["rc"], done["problem"], done["err"])
-                self.current, self.next = None, done["i"] + 1
-        if self.next >= len(self.cases):
-            self.proc.wait()
-            self.finished = True
-            return
-        rc = self.proc.poll()
-        hung = self.current is not None and time.monotonic() - self.since > self.timeout
-        if rc is None and not hung:
-            return
-        if hung:
-            self.proc.kill()
-            self.proc.wait()
-        if self.current is None:  # died between cases: rerun from the next one
-            self.current = self.next
-        rc = None if hung else self.proc.returncode
-        self._record(report, self.current, rc, problem(rc, ""), "")
-        self.next, self.current = self.current + 1, None
-        if self.next >= len(self.cases):
-            self.finished = True
-        else:
-            self._spawn()
-
-    def _record(self, report: Report, i: int, rc: int | None, what: str | None, err: str) -> None:
-        report.outcomes["ok (exit 0)" if what is None and rc == 0 else
-                        "ok (exit 1, located error)" if what is None else what] += 1
-        if what is not None:
-            report.failures.append((self.cases[i].name, what, err))
-        first = re.search(r"error: (?:unexpected error: )?(.{0,60})", err)
-        if first:
-            report.errors[re.sub(r"\d+|'[^']*'|\"[^\"]*\"", "_", first.group(1))] += 1
+def run(seed: int, count: int, *, workers_count: int = 2) -> workers.Report:
+    return workers.run("fuzzing.opt_fuzz", seed, list(range(count)), workers=workers_count, timeout=120,
+                       env={"PXLA_DEBUG": ""})
 
 
 def main(argv=None) -> int:
@@ -398,7 +303,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.replay:
         seed, index = map(int, a.replay.split(":"))
-        case = make_case(seed, index, corpus())
+        case = make_case(seed, index)
         path = pathlib.Path(tempfile.mkdtemp(prefix="pxla_fuzz_")) / "case.mlir"
         path.write_text(case.text)
         cmd = [sys.executable, "-m", "pxla_mlir.tools.pxla_opt", str(path), *case.argv]
@@ -407,13 +312,13 @@ def main(argv=None) -> int:
         print(proc.stderr, file=sys.stderr)
         print(f"exit {proc.returncode}: {problem(proc.returncode, proc.stderr) or 'ok'}", file=sys.stderr)
         return 0
-    report = run(a.seed, a.cases, workers=a.workers)
+    report = run(a.seed, a.cases, workers_count=a.workers)
     print(f"pxla-opt fuzz, seed {a.seed}: {report.summary()}")
     if a.stats:
-        for message, n in report.errors.most_common(60):
+        for message, n in first_errors(report).most_common(60):
             print(f"  {n:6d}  {message}")
-    for name, what, err in report.failures[:50]:
-        print(f"  case {name}: {what}\n    " + "\n    ".join(l[:300] for l in err.strip().splitlines()[-3:]))
+    for index, what, err in report.failures[:50]:
+        print(f"  case {a.seed}:{index}: {what}\n    " + "\n    ".join(l[:300] for l in err.strip().splitlines()[-3:]))
     return 1 if report.failures else 0
 
 
