@@ -212,3 +212,22 @@ def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
     assert result.returncode == 1 and result.stderr.startswith(f"pxla-mlir: error: {deep}:1:1025: input nested "
                                                                f"more than 1000 levels deep"), result.stderr
 
+
+
+def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path, parse):
+    from pxla_mlir.pass_infra import PipelineFailure, run_pipeline
+    from pxla_mlir.tools import cli as cli_module, cmd_emit
+
+    def failing(*args, **kwargs):
+        run_pipeline(parse("module attributes {mhlo.num_replicas = 2 : i32} {}"),
+                     "builtin.module(pxla-verify-handoff)")
+
+    monkeypatch.setenv("PXLA_REPRO_DIR", str(tmp_path))
+    monkeypatch.setattr(cmd_emit, "stage_text", failing)
+    assert cli_module.main(["emit", NESTED]) == 1
+    err = capsys.readouterr().err.splitlines()
+    [saved] = tmp_path.iterdir()
+    assert err == ["pxla-mlir: error: -:1:1: error: module has no 'mhlo.num_partitions' attribute; XLA needs "
+                   "'mhlo.num_partitions = N : i32' on the module to compile it",
+                   f"pxla-mlir: reproduce with: pxla-opt {saved} --pass-pipeline='builtin.module(pxla-verify-handoff"
+                   "{num-replicas=0 num-partitions=0})'"]

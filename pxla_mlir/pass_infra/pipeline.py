@@ -12,9 +12,13 @@ expanded text; parsing it again gives the same text.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import os
 import re
+import sys
+import tempfile
 from typing import Union
 
 from jaxlib.mlir import ir, passmanager
@@ -139,7 +143,32 @@ def _clean(s: str) -> str:
     return re.sub(r"\{\s+", "{", re.sub(r"(?<=\S)\s{2,}", " ", s))
 
 
-def _jaxlib_error(err: str, el: _Element, ctx: ir.Context) -> str:
+@contextlib.contextmanager
+def _stderr_captured():
+    """LLVM prints why an option value is bad straight to file descriptor 2;
+    keep it for the message instead. Yields a list that receives the text."""
+    said: list[str] = []
+    with tempfile.TemporaryFile() as f:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no usable descriptor 2: nothing to capture
+            yield said
+            return
+        os.dup2(f.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            said.append(f.read().decode("utf-8", "replace"))
+
+
+def _jaxlib_error(err: str, el: _Element, ctx: ir.Context, llvm_said: str = "") -> str:
+    m = re.search(r"for the --([\w-]+) option: (.+)", llvm_said)
+    if m:  # an option value LLVM's command-line parser rejected
+        return f"{el.name}: option '{m.group(1)}': {m.group(2).strip()}"
     if "does not refer to a registered pass" in err:
         return f"unknown pass or pipeline '{el.name}' (pxla-opt --list-passes shows pxla's own)"
     m = re.search(r"no such option (\S+)", err)
@@ -244,10 +273,12 @@ def _source(el: _Element) -> str:
 
 
 def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
+    llvm_said: list[str] = []
     try:
-        pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({_source(el)})", context=ctx)
-    except ValueError as e:
-        raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx), text, el.col) from None
+        with _stderr_captured() as llvm_said:
+            pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({_source(el)})", context=ctx)
+    except ValueError as e:  # the capture has closed: what LLVM printed is in llvm_said
+        raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx, "".join(llvm_said)), text, el.col) from None
     printed = str(pm)
     return _clean(printed[len(ROOT_ANCHOR) + 1:-1])
 

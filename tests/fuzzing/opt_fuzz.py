@@ -258,6 +258,8 @@ def problem(rc: int, err: str) -> str | None:
             return f"{bad!r} on stderr"
     if rc == 1 and not LOCATED_ERROR.search(err):
         return "exit 1 without a located 'file:line:col: error:'"
+    if re.search(r":0:0: |\(at line 0\)", err):
+        return "a diagnostic at line 0"
     return None
 
 

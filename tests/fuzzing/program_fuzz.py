@@ -287,7 +287,8 @@ def check(seed: int, index: int) -> tuple[str, str | None, str]:
 
 
 def run(seed: int, count: int, *, workers_count: int = 2) -> workers.Report:
-    return workers.run("fuzzing.program_fuzz", seed, list(range(count)), workers=workers_count, timeout=300, env=ENV)
+    return workers.run("fuzzing.program_fuzz", seed, list(range(count)), workers=workers_count, timeout=300, env=ENV,
+                       batch=40)
 
 
 def main(argv=None) -> int:

@@ -46,10 +46,12 @@ def serve(module: str, seed: int, indices: list[int]) -> None:
 
 
 def run(module: str, seed: int, indices: list[int], *, workers: int = 2, timeout: float = 60.0,
-        env: dict | None = None) -> Report:
+        env: dict | None = None, batch: int = 1000) -> Report:
+    """Runs the cases in ``workers`` processes, each replaced by a fresh one after
+    ``batch`` cases (so that caches and leaks of one case cannot pile up)."""
     report = Report(cases=len(indices))
     start = time.monotonic()
-    shards = [_Shard(module, seed, indices[w::workers], timeout, env) for w in range(workers)]
+    shards = [_Shard(module, seed, indices[w::workers], timeout, env, batch) for w in range(workers)]
     while not all(s.finished for s in shards):
         for s in shards:
             s.step(report)
@@ -61,8 +63,8 @@ def run(module: str, seed: int, indices: list[int], *, workers: int = 2, timeout
 class _Shard:
     """One worker process over a list of cases, restarted after a crash or hang."""
 
-    def __init__(self, module: str, seed: int, indices: list[int], timeout: float, env: dict | None):
-        self.module, self.seed, self.todo, self.timeout = module, seed, list(indices), timeout
+    def __init__(self, module: str, seed: int, indices: list[int], timeout: float, env: dict | None, batch: int):
+        self.module, self.seed, self.todo, self.timeout, self.batch = module, seed, list(indices), timeout, batch
         self.env = {**os.environ, **(env or {})}
         self.current: int | None = None
         self.finished = not self.todo
@@ -71,7 +73,7 @@ class _Shard:
 
     def _spawn(self) -> None:
         code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); from fuzzing import workers; "
-                f"workers.serve({self.module!r}, {self.seed}, {self.todo!r})")
+                f"workers.serve({self.module!r}, {self.seed}, {self.todo[:self.batch]!r})")
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=self.env, cwd=TESTS.parent)
         os.set_blocking(self.proc.stdout.fileno(), False)
@@ -80,10 +82,36 @@ class _Shard:
     def step(self, report: Report) -> None:
         if self.finished:
             return
-        try:
-            self.buffer += os.read(self.proc.stdout.fileno(), 1 << 20).decode("utf-8", "replace")
-        except BlockingIOError:
-            pass
+        self._consume(report)
+        hung = self.current is not None and time.monotonic() - self.since > self.timeout
+        if self.todo and self.proc.poll() is None and not hung:
+            return
+        if hung:
+            self.proc.kill()
+        rc = self.proc.wait()
+        self._consume(report)  # what it wrote before it ended
+        self.proc.stdout.close()
+        if self.todo and (hung or rc != 0 or self.current is not None):
+            lost = self.current if self.current is not None else self.todo[0]
+            problem = f"no result after {self.timeout:.0f} s" if hung else \
+                f"killed by signal {-rc}" if rc < 0 else f"worker exited with status {rc}"
+            _record(report, lost, "", problem, "")
+            self.todo.remove(lost)
+            self.current = None
+        if self.todo:  # the next batch gets a fresh process
+            self._spawn()
+        else:
+            self.finished = True
+
+    def _consume(self, report: Report) -> None:
+        while True:
+            try:
+                data = os.read(self.proc.stdout.fileno(), 1 << 20)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            self.buffer += data.decode("utf-8", "replace")
         *lines, self.buffer = self.buffer.split("\n")
         for line in lines:
             if line.startswith("START "):
@@ -93,26 +121,6 @@ class _Shard:
                 _record(report, done["i"], done["outcome"], done["problem"], done["detail"])
                 self.todo.remove(done["i"])
                 self.current = None
-        if not self.todo:
-            self.proc.wait()
-            self.finished = True
-            return
-        hung = self.current is not None and time.monotonic() - self.since > self.timeout
-        if self.proc.poll() is None and not hung:
-            return
-        if hung:
-            self.proc.kill()
-        rc = self.proc.wait()
-        lost = self.current if self.current is not None else self.todo[0]
-        problem = f"no result after {self.timeout:.0f} s" if hung else \
-            f"killed by signal {-rc}" if rc < 0 else f"worker exited with status {rc}"
-        _record(report, lost, "", problem, "")
-        self.todo.remove(lost)
-        self.current = None
-        if self.todo:
-            self._spawn()
-        else:
-            self.finished = True
 
 
 def _record(report: Report, index: int, outcome: str, problem: str | None, detail: str) -> None:

@@ -15,6 +15,12 @@
 // RUN: not pxla-opt %s --pass-pipeline='builtin.module(canonicalize{bogus=1})' 2>&1 | filecheck %s --check-prefix=JAXLIB-OPTION
 // JAXLIB-OPTION: error: canonicalize: unknown option 'bogus'; valid options: {{.*}}max-iterations
 
+// LLVM's reason for a bad option value is part of the one error (not a stray line before it).
+// RUN: not pxla-opt %s --pass-pipeline='builtin.module(canonicalize{top-down=2})' 2>&1 | filecheck %s --check-prefix=JAXLIB-VALUE
+// JAXLIB-VALUE-NOT: for the --top-down option
+// JAXLIB-VALUE: <pass-pipeline>:1:16: error: canonicalize: option 'top-down': '2' is invalid value for boolean argument! Try 0 or 1
+// JAXLIB-VALUE-NOT: for the --top-down option
+
 // RUN: not pxla-opt %s --pass-pipeline='builtin.module(func.func(pxla-verify-handoff))' 2>&1 | filecheck %s --check-prefix=NESTED
 // NESTED: error: 'pxla-verify-handoff' runs on builtin.module; it cannot be nested inside 'func.func(...)'
 
