@@ -17,13 +17,11 @@ class CliError(Exception):
 def user_error_types() -> tuple:
     """Exceptions that mean "the input is wrong", not "pxla_mlir is broken"."""
     from ..ir.mlir_diff import DiffError
-    from ..pass_infra import PipelineFailure
+    from ..ir.nesting import NestingError
+    from ..pass_infra import PipelineFailure, PipelineSyntaxError
+    from ..pass_infra.options import OptionError
     from ..sharding import MeshError, ShardingSpecError
     from ..targets import TargetError
-
-    from ..ir.nesting import NestingError
-    from ..pass_infra import PipelineSyntaxError
-    from ..pass_infra.options import OptionError
 
     types = [CliError, DiffError, PipelineFailure, MeshError, ShardingSpecError, TargetError, NestingError,
              PipelineSyntaxError, OptionError]
