@@ -168,7 +168,8 @@ def _stderr_captured():
 def _jaxlib_error(err: str, el: _Element, ctx: ir.Context, llvm_said: str = "") -> str:
     m = re.search(r"for the --([\w-]+) option: (.+)", llvm_said)
     if m:  # an option value LLVM's command-line parser rejected
-        return f"{el.name}: option '{m.group(1)}': {m.group(2).strip()}"
+        reason = m.group(2).strip()
+        return f"{el.name}: option '{m.group(1)}': {reason if len(reason) < 200 else reason[:200] + '...'}"
     if "does not refer to a registered pass" in err:
         return f"unknown pass or pipeline '{el.name}' (pxla-opt --list-passes shows pxla's own)"
     m = re.search(r"no such option (\S+)", err)
