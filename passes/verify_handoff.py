@@ -59,8 +59,9 @@ class VerifyHandoffPass(ModulePass):
     argument = "pxla-verify-handoff"
     summary = "Check that only builtin/func/mhlo remain and device counts agree with every collective"
 
-    num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)", minimum=0, maximum=pxla_attrs.MAX_I32)
-    num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)", minimum=0, maximum=pxla_attrs.MAX_I32)
+    num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)", minimum=0, maximum=pxla_attrs.MAX_DEVICES)
+    num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)", minimum=0,
+                                 maximum=pxla_attrs.MAX_DEVICES)
 
     def run(self, module):
         replicas, partitions = self._device_counts(module)

@@ -6,8 +6,9 @@ attribute's spelling, kind and meaning live here only.
 On the module (or on a placeholder op, to override it):
 
 * ``pxla.mesh = "x=2,y=4"``: mesh axis names and sizes, major first.
-* ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (XLA's): positive i32
-  device counts, read with :func:`device_counts`.
+* ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (XLA's): positive device
+  counts whose product is at most ``MAX_DEVICES`` (2^20), read with
+  :func:`device_counts`.
 
 On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
 
@@ -52,6 +53,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
+from ..sharding.hlo_sharding import MAX_DEVICES
 from ..sharding.mesh import AbstractMesh, MeshError, mapping_from_dims
 from . import ir_utils
 from .diagnostics import PassError
@@ -176,13 +178,15 @@ def boundary_attrs(fn: ir.Operation, key: str) -> list[dict[str, ir.Attribute]]:
 
 def device_counts(module: ir.Operation) -> tuple[int, int]:
     """``(mhlo.num_replicas, mhlo.num_partitions)``, 1 where absent."""
-    return (read_int(module, NUM_REPLICAS, 1, minimum=1), read_int(module, NUM_PARTITIONS, 1, minimum=1))
+    return (read_int(module, NUM_REPLICAS, 1, minimum=1, maximum=MAX_DEVICES),
+            read_int(module, NUM_PARTITIONS, 1, minimum=1, maximum=MAX_DEVICES))
 
 
 def num_devices(module: ir.Operation) -> int:
     replicas, partitions = device_counts(module)
-    if replicas * partitions > MAX_I32:
-        raise PassError(module, f"{NUM_REPLICAS} * {NUM_PARTITIONS} = {replicas * partitions} devices is too many")
+    if replicas * partitions > MAX_DEVICES:
+        raise PassError(module, f"{NUM_REPLICAS} * {NUM_PARTITIONS} = {replicas * partitions} devices is more than "
+                                f"the {MAX_DEVICES} supported")
     return replicas * partitions
 
 
@@ -210,8 +214,6 @@ def parse_mesh(text: str, where) -> AbstractMesh:
             raise PassError(where, f"bad {MESH} {text!r}: expected comma-separated name=size, e.g. \"x=2,y=4\"")
         names.append(m.group(1))
         sizes.append(int(m.group(2)))
-    if any(s > MAX_I32 for s in sizes) or np.prod(sizes, dtype=object) > MAX_I32:
-        raise PassError(where, f"bad {MESH} {text!r}: more than {MAX_I32} devices")
     try:
         return AbstractMesh(sizes, names)
     except MeshError as e:

@@ -292,7 +292,7 @@ def first_errors(report: workers.Report) -> collections.Counter:
 
 def run(seed: int, count: int, *, workers_count: int = 2) -> workers.Report:
     return workers.run("fuzzing.opt_fuzz", seed, list(range(count)), workers=workers_count, timeout=120,
-                       env={"PXLA_DEBUG": ""})
+                       env={"PXLA_DEBUG": ""}, memory_limit=6 << 30)
 
 
 def main(argv=None) -> int:

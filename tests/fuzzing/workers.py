@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import time
@@ -46,12 +47,14 @@ def serve(module: str, seed: int, indices: list[int]) -> None:
 
 
 def run(module: str, seed: int, indices: list[int], *, workers: int = 2, timeout: float = 60.0,
-        env: dict | None = None, batch: int = 1000) -> Report:
+        env: dict | None = None, batch: int = 1000, memory_limit: int | None = None) -> Report:
     """Runs the cases in ``workers`` processes, each replaced by a fresh one after
-    ``batch`` cases (so that caches and leaks of one case cannot pile up)."""
+    ``batch`` cases (so that caches and leaks of one case cannot pile up).
+    ``memory_limit`` (bytes of address space) turns a runaway allocation into an
+    error of that case instead of a visit from the machine's OOM killer."""
     report = Report(cases=len(indices))
     start = time.monotonic()
-    shards = [_Shard(module, seed, indices[w::workers], timeout, env, batch) for w in range(workers)]
+    shards = [_Shard(module, seed, indices[w::workers], timeout, env, batch, memory_limit) for w in range(workers)]
     while not all(s.finished for s in shards):
         for s in shards:
             s.step(report)
@@ -63,8 +66,10 @@ def run(module: str, seed: int, indices: list[int], *, workers: int = 2, timeout
 class _Shard:
     """One worker process over a list of cases, restarted after a crash or hang."""
 
-    def __init__(self, module: str, seed: int, indices: list[int], timeout: float, env: dict | None, batch: int):
+    def __init__(self, module: str, seed: int, indices: list[int], timeout: float, env: dict | None, batch: int,
+                 memory_limit: int | None):
         self.module, self.seed, self.todo, self.timeout, self.batch = module, seed, list(indices), timeout, batch
+        self.memory_limit = memory_limit
         self.env = {**os.environ, **(env or {})}
         self.current: int | None = None
         self.finished = not self.todo
@@ -74,8 +79,15 @@ class _Shard:
     def _spawn(self) -> None:
         code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); from fuzzing import workers; "
                 f"workers.serve({self.module!r}, {self.seed}, {self.todo[:self.batch]!r})")
+        limit = self.memory_limit
+
+        def limit_memory():
+            if limit:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=self.env, cwd=TESTS.parent)
+                                     stderr=subprocess.DEVNULL, env=self.env, cwd=TESTS.parent,
+                                     preexec_fn=limit_memory)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer, self.since = "", time.monotonic()
 

@@ -99,7 +99,7 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, p
 
 // -----
 
-// expected-error @+1 {{bad pxla.mesh 'x=4294967296': more than 2147483647 devices}}
+// expected-error @+1 {{bad pxla.mesh 'x=4294967296': mesh {'x': 4294967296} spans 4294967296 devices; at most 1048576 are supported}}
 module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=4294967296"} {
   func.func public @mesh_too_big(%x: tensor<8xf32> {pxla.dims = [["x"]]}) -> tensor<8xf32> {
     return %x : tensor<8xf32>

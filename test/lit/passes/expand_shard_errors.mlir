@@ -162,7 +162,7 @@ module attributes {mhlo.num_partitions, mhlo.num_replicas = 1 : i32} {
 
 // -----
 
-// expected-error @+1 {{mhlo.num_replicas must be between 1 and 2147483647, got 0}}
+// expected-error @+1 {{mhlo.num_replicas must be between 1 and 1048576, got 0}}
 module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 0 : i32} {
   func.func public @zero_replicas(%x: tensor<8x3xf32>) -> tensor<3xf32> {
     %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
@@ -172,9 +172,21 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 0 : i32} {
 
 // -----
 
-// expected-error @+1 {{mhlo.num_replicas * mhlo.num_partitions = 4611686014132420609 devices is too many}}
-module attributes {mhlo.num_partitions = 2147483647 : i32, mhlo.num_replicas = 2147483647 : i32} {
+// expected-error @+1 {{mhlo.num_replicas * mhlo.num_partitions = 2097152 devices is more than the 1048576 supported}}
+module attributes {mhlo.num_partitions = 1048576 : i32, mhlo.num_replicas = 2 : i32} {
   func.func public @too_many_devices(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+// A legal i32 count, but device tables of 2^31 entries would exhaust memory.
+
+// expected-error @+1 {{mhlo.num_partitions must be between 1 and 1048576, got 2147483647}}
+module attributes {mhlo.num_partitions = 2147483647 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @huge_count(%x: tensor<8x3xf32>) -> tensor<3xf32> {
     %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
     return %0 : tensor<3xf32>
   }

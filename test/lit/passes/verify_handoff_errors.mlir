@@ -9,7 +9,7 @@ module @no_counts {
 
 // -----
 
-// expected-error @+1 {{mhlo.num_partitions must be between 1 and 2147483647, got 0}}
+// expected-error @+1 {{mhlo.num_partitions must be between 1 and 1048576, got 0}}
 module @zero_partitions attributes {mhlo.num_partitions = 0 : i32, mhlo.num_replicas = 1 : i32} {
 }
 

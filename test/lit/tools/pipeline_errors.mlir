@@ -32,7 +32,7 @@
 
 // RUN: not pxla-opt %s --pass-pipeline='builtin.module(pxla-verify-handoff{num-replicas=4294967296})' 2>&1 | filecheck %s --check-prefix=RANGE
 // RUN: not pxla-opt %s --pass-pipeline='builtin.module(pxla-verify-handoff{num-partitions=-1})' 2>&1 | filecheck %s --check-prefix=RANGE
-// RANGE: error: pxla-verify-handoff: option 'num-{{replicas|partitions}}' expects an integer from 0 to 2147483647, got '{{4294967296|-1}}'
+// RANGE: error: pxla-verify-handoff: option 'num-{{replicas|partitions}}' expects an integer from 0 to 1048576, got '{{4294967296|-1}}'
 
 // Deep nesting is refused (MLIR's own parser would accept 20,000 levels).
 // RUN: not %python -c "import sys; from pxla_mlir.tools.pxla_opt import main; sys.exit(main(['%s', '--pass-pipeline=builtin.module(' + 'func.func(' * 500 + 'cse' + ')' * 501]))" 2>&1 | filecheck %s --check-prefix=DEEP
