@@ -36,8 +36,10 @@ class Report:
         return f"{self.cases} cases in {self.seconds:.1f} s ({kinds}); {len(self.failures)} failures"
 
 
-def serve(module: str, seed: int, indices: list[int]) -> None:
+def serve(module: str, seed: int, indices: list[int], memory_limit: int | None = None) -> None:
     """Worker side: runs ``indices`` in order, one START and one DONE line each."""
+    if memory_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     check = importlib.import_module(module).check
     for i in indices:
         print(f"START {i}", flush=True)
@@ -78,16 +80,9 @@ class _Shard:
 
     def _spawn(self) -> None:
         code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); from fuzzing import workers; "
-                f"workers.serve({self.module!r}, {self.seed}, {self.todo[:self.batch]!r})")
-        limit = self.memory_limit
-
-        def limit_memory():
-            if limit:
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
+                f"workers.serve({self.module!r}, {self.seed}, {self.todo[:self.batch]!r}, {self.memory_limit!r})")
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=self.env, cwd=TESTS.parent,
-                                     preexec_fn=limit_memory)
+                                     stderr=subprocess.DEVNULL, env=self.env, cwd=TESTS.parent)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer, self.since = "", time.monotonic()
 
