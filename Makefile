@@ -7,7 +7,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test pytest lit bench bench-explore bench-multiprocess screenshot clean
+.PHONY: demo test pytest lit lit-llvm fuzz bench bench-explore bench-multiprocess screenshot clean
+
+# LLVM's FileCheck, when installed: the lit suite must pass under it too.
+LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "pxla-mlir needs Python 3.11, got " + sys.version'
@@ -23,6 +26,19 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/lit -sv test/lit
+	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
+
+# The lit suite under LLVM's FileCheck (LLVM_FILECHECK=/path/to/FileCheck to choose one).
+lit-llvm: $(STAMP)
+	@test -n "$(LLVM_FILECHECK)" || { echo "no LLVM FileCheck found; set LLVM_FILECHECK=/path/to/FileCheck"; exit 1; }
+	$(BIN)/lit -sv test/lit -DFILECHECK=$(LLVM_FILECHECK)
+
+# Long seeded fuzzing (the suite runs a bounded sample; FUZZ_SEED=n draws another):
+# pxla-opt on mutated .mlir files and bad pipelines, random pmap programs against jax.vmap.
+FUZZ_SEED ?= 1
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzzing/opt_fuzz.py --cases 5000 --seed $(FUZZ_SEED)
+	$(BIN)/python tests/fuzzing/program_fuzz.py --programs 2000 --seed $(FUZZ_SEED)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py

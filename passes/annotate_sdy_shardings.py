@@ -60,11 +60,11 @@ class AnnotateSdyShardingsPass(ModulePass):
 
     def run(self, module):
         for fn in ir_utils.functions(module):
-            ftype = ir_utils.function_type(fn)
+            ftype = pxla_attrs.function_type(fn)
             for key, types in (("arg_attrs", ftype.inputs), ("res_attrs", ftype.results)):
                 if key not in fn.attributes:
                     continue
-                dicts = ir_utils.boundary_attrs(fn, key)
+                dicts = pxla_attrs.boundary_attrs(fn, key)
                 for index, (entries, t) in enumerate(zip(dicts, types)):
                     if any(k in entries for k in _PXLA_KEYS):
                         what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"

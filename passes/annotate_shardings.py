@@ -60,11 +60,11 @@ class AnnotateShardingsPass(ModulePass):
             self._annotate(fn, module, replicas, partitions)
 
     def _annotate(self, fn, module, replicas: int, partitions: int) -> None:
-        ftype = ir_utils.function_type(fn)
+        ftype = pxla_attrs.function_type(fn)
         for key, types in (("arg_attrs", ftype.inputs), ("res_attrs", ftype.results)):
             if key not in fn.attributes:
                 continue
-            dicts = ir_utils.boundary_attrs(fn, key)
+            dicts = pxla_attrs.boundary_attrs(fn, key)
             for index, (entries, t) in enumerate(zip(dicts, types)):
                 what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"
                 if TILE_DIMS in entries:

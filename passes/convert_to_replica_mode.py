@@ -47,6 +47,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.ir import collectives, ir_utils, pxla_attrs
 from pxla_mlir.ir.collectives import GroupMode
+from pxla_mlir.ir.pxla_attrs import SHARDING, read_str, string_value
 from pxla_mlir.pass_infra import ModulePass, PassError
 
 _SPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
@@ -82,7 +83,7 @@ class ConvertToReplicaModePass(ModulePass):
 
     def _reject_spmd(self, ops) -> None:
         for op in ops:
-            target = ir_utils.custom_call_target(op)
+            target = pxla_attrs.custom_call_target(op)
             if target in _SPMD_CALLS:
                 raise PassError(op, f"@{target} needs XLA's SPMD partitioner, which replica mode "
                                     f"does not run; convert the per-device (manual) program instead")
@@ -94,7 +95,7 @@ class ConvertToReplicaModePass(ModulePass):
         """Drops trivial shardings; reports tiled ones. True if any was reported."""
         failed = False
         for op in ops:
-            if "mhlo.sharding" in op.attributes:
+            if SHARDING in op.attributes:
                 failed |= self._drop_op_sharding(op)
             if op.name == "func.func":
                 for key in ("arg_attrs", "res_attrs"):
@@ -107,10 +108,10 @@ class ConvertToReplicaModePass(ModulePass):
         failed, dicts = False, []
         for d in ir.ArrayAttr(func_op.attributes[key]):
             entries = {a.name: a.attr for a in ir.DictAttr(d)}
-            sharding = entries.get("mhlo.sharding")
+            sharding = entries.get(SHARDING)
             if sharding is not None:
-                if ir.StringAttr(sharding).value in _DROPPABLE_SHARDINGS:
-                    del entries["mhlo.sharding"]
+                if string_value(sharding, SHARDING, func_op) in _DROPPABLE_SHARDINGS:
+                    del entries[SHARDING]
                 else:
                     what = "argument" if key == "arg_attrs" else "result"
                     self.error(func_op, f"{what} sharding {sharding} needs XLA's SPMD "
@@ -122,9 +123,9 @@ class ConvertToReplicaModePass(ModulePass):
         return failed
 
     def _drop_op_sharding(self, op) -> bool:
-        value = ir.StringAttr(op.attributes["mhlo.sharding"]).value
+        value = read_str(op, SHARDING)
         if value in _DROPPABLE_SHARDINGS:
-            del op.attributes["mhlo.sharding"]
+            del op.attributes[SHARDING]
             return False
         self.error(op, f"sharding {value!r} needs XLA's SPMD partitioner; replica mode runs "
                           f"per-device programs")

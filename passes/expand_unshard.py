@@ -54,7 +54,7 @@ class ExpandUnshardPass(ModulePass):
         todo = placeholders(module, UNSHARD)
         if not todo:
             return
-        handle = mhlo_build.next_channel_handle(module)
+        handle = mhlo_build.next_channel_handle(module, len(todo))
         for p in todo:
             expected = p.operand_shape[:p.axis] + [p.axis_size] + p.operand_shape[p.axis:]
             p.check(p.result_shape == expected,

@@ -73,8 +73,9 @@ class VerifyHandoffPass(ModulePass):
     argument = "pxla-verify-handoff"
     summary = "Check that only builtin/func/mhlo (and sdy in the Shardy form) remain and device counts agree"
 
-    num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)")
-    num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)")
+    num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)", minimum=0, maximum=pxla_attrs.MAX_DEVICES)
+    num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)", minimum=0,
+                                 maximum=pxla_attrs.MAX_DEVICES)
     sharding_dialect: Literal["auto", "gspmd", "sdy"] = option(
         "auto", "the module's sharding constructs: GSPMD (no sdy), Shardy (sdy, no GSPMD), or auto (read the module)")
 
@@ -87,7 +88,7 @@ class VerifyHandoffPass(ModulePass):
         unknown_dialect_seen: set[str] = set()
         for op in ir_utils.walk(module):
             dialect = op.name.split(".", 1)[0] if "." in op.name else "builtin"
-            target = ir_utils.custom_call_target(op)
+            target = pxla_attrs.custom_call_target(op)
             self._check_sharding_attrs(op, form)
             if target is not None and target.startswith("pxla."):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
@@ -134,7 +135,7 @@ class VerifyHandoffPass(ModulePass):
         if op.name == "func.func":
             for key, kind in (("arg_attrs", "argument"), ("res_attrs", "result")):
                 if key in op.attributes:
-                    places += [(f"{kind} {i} of ", d) for i, d in enumerate(ir_utils.boundary_attrs(op, key))]
+                    places += [(f"{kind} {i} of ", d) for i, d in enumerate(pxla_attrs.boundary_attrs(op, key))]
         for where, attrs in places:
             if foreign in attrs:
                 if form == "sdy":

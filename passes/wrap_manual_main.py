@@ -60,11 +60,11 @@ class WrapManualMainPass(ModulePass):
         if partitions != mesh.size or replicas != 1:
             raise PassError(module, f"pxla.mesh has {mesh.size} devices; the module must be in partition mode with "
                                     f"mhlo.num_partitions = {mesh.size} and mhlo.num_replicas = 1")
-        ftype = ir_utils.function_type(main)
+        ftype = pxla_attrs.function_type(main)
         ins = [self._boundary(main, mesh, d, t, f"argument {i}")
-               for i, (d, t) in enumerate(zip(ir_utils.boundary_attrs(main, "arg_attrs"), ftype.inputs))]
+               for i, (d, t) in enumerate(zip(pxla_attrs.boundary_attrs(main, "arg_attrs"), ftype.inputs))]
         outs = [self._boundary(main, mesh, d, t, f"result {i}")
-                for i, (d, t) in enumerate(zip(ir_utils.boundary_attrs(main, "res_attrs"), ftype.results))]
+                for i, (d, t) in enumerate(zip(pxla_attrs.boundary_attrs(main, "res_attrs"), ftype.results))]
         main.attributes["sym_name"] = ir.StringAttr.get(BODY)
         main.attributes["sym_visibility"] = ir.StringAttr.get("private")
         for key in ("arg_attrs", "res_attrs"):

@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from .compile import to_stablehlo
 from .ir.context import make_context
 from .pass_infra import Pipeline, PipelineSyntaxError, run_pipeline
-from .pass_infra.options import split_top_level
+from .pass_infra.options import option_fields, split_top_level
 from .pipelines import PmapPipeline, XmapPipeline
 from .targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
 
@@ -50,12 +50,46 @@ class MapOptions:
                                   ("shardings", self.shardings)) if v is not None}
 
 
+#: What each map takes on the command line besides its pipeline's options
+#: (``mode``/``unshard`` for pmap, ``lowering`` for xmap, from pipelines.py).
+_SHAPE_FLAGS = {"pmap": ("axis_name", "in_axes", "out_axes"),
+                "xmap": ("in_axes", "out_axes", "axis_resources", "axis_sizes", "mesh")}
+_PIPELINES = {"pmap": PmapPipeline, "xmap": XmapPipeline}
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _check_flags(kind: str, given: list[str], plain: bool, name: str) -> None:
+    """Every flag given must apply to this map: none is silently ignored."""
+    options = [i.api_name or i.field for i in option_fields(_PIPELINES[kind])]  # as the API and CLI call them
+    allowed = [*_SHAPE_FLAGS[kind], *options] if plain else options + ["mesh"] * (kind == "xmap")
+    wrong = [f for f in given if f not in allowed]
+    if not wrong:
+        return
+    takes = ", ".join(map(_flag, allowed))
+    if plain:
+        raise TargetError(f"{_flag(wrong[0])} does not apply to --map {kind} ({kind} takes {takes})")
+    raise TargetError(f"{_flag(wrong[0])} does not apply to {name!r}, which is already a pxla_mlir.{kind} "
+                      f"(on the command line it takes {takes})")
+
+
 def _mapped(fn: Callable, opts: MapOptions) -> Any:
     from .pmaps import PmapFunction, pmap
     from .xmaps import XmapFunction, xmap
 
+    given = [f.name for f in dataclasses.fields(opts) if f.name not in ("map", "args") and getattr(opts, f.name)
+             is not None]
     if isinstance(fn, (PmapFunction, XmapFunction)):
+        kind = "pmap" if isinstance(fn, PmapFunction) else "xmap"
+        if opts.map not in (None, kind):
+            raise TargetError(f"--map {opts.map} does not apply to {fn.__name__!r}, which is already a "
+                              f"pxla_mlir.{kind}")
+        _check_flags(kind, given, False, fn.__name__)
         return _with_overrides(fn, opts.overrides())
+    if opts.map in _SHAPE_FLAGS:
+        _check_flags(opts.map, given, True, "")
     if opts.map is None:
         raise TargetError(f"{getattr(fn, '__name__', fn)!r} is a plain function: give --map pmap or --map xmap "
                           f"(or decorate it with pxla_mlir.pmap/xmap)")
@@ -117,7 +151,25 @@ def prepare(target: str, opts: MapOptions) -> Prepared:
             mesh = Mesh.create(sizes, names)
         except MeshError as e:
             raise TargetError(str(e)) from None
-    return Prepared(_mapped(fn, opts), args, mesh)
+    mapped = _mapped(fn, opts)
+    _check_mapped_sizes(mapped, args)
+    return Prepared(mapped, args, mesh)
+
+
+def _check_mapped_sizes(fn, args: tuple[ArgSpec, ...]) -> None:
+    """A pmap over a size-0 axis has no devices to run on: say which --arg."""
+    from .pmaps import PmapFunction
+
+    if not isinstance(fn, PmapFunction):
+        return
+    axes = fn.in_axes
+    per_arg = [axes] * len(args) if axes is None or isinstance(axes, int) else list(axes)
+    if len(per_arg) != len(args):
+        return  # the pmap itself reports the mismatch
+    for i, (axis, spec) in enumerate(zip(per_arg, args)):
+        if isinstance(axis, int) and -len(spec.shape) <= axis < len(spec.shape) and spec.shape[axis] == 0:
+            raise TargetError(f"argument {i} ({spec}) has size 0 along its mapped axis {axis}: a pmap needs "
+                              f"one device per index, so give that dimension a positive size")
 
 
 def lower_target(target: str, opts: MapOptions):

@@ -76,8 +76,8 @@ def _internalize_tokens(main: ir.Operation) -> None:
     token arguments and results of @main (marked ``jax.token``); ours are made
     inside (``after_all()``) and dropped at the end: order holds within one
     execution, and each device runs its launches in order."""
-    args = ir_utils.boundary_attrs(main, "arg_attrs")
-    results = ir_utils.boundary_attrs(main, "res_attrs")
+    args = pxla_attrs.boundary_attrs(main, "arg_attrs")
+    results = pxla_attrs.boundary_attrs(main, "res_attrs")
     token_args = [i for i, a in enumerate(args) if "jax.token" in a]
     token_results = {i for i, a in enumerate(results) if "jax.token" in a}
     if not token_args and not token_results:
@@ -92,7 +92,7 @@ def _internalize_tokens(main: ir.Operation) -> None:
     with ir.InsertionPoint(ret):
         func.ReturnOp(kept)
     ret.erase()
-    ftype = ir_utils.function_type(main)
+    ftype = pxla_attrs.function_type(main)
     inputs = [t for i, t in enumerate(ftype.inputs) if i not in token_args]
     outputs = [t for i, t in enumerate(ftype.results) if i not in token_results]
     main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, outputs))
@@ -128,7 +128,7 @@ def annotate(module: ir.Module, mesh: Mapping[str, int], key: str, in_dims: Sequ
         pxla_attrs.set_mesh(module.operation, mesh)
         main = main_function(module)
         for attrs_key, dims in (("arg_attrs", in_dims), ("res_attrs", out_dims)):
-            dicts = ir_utils.boundary_attrs(main, attrs_key)
+            dicts = pxla_attrs.boundary_attrs(main, attrs_key)
             for entries, value_dims in zip(dicts, dims):
                 entries[key] = pxla_attrs.dims_attr(value_dims)
             ir_utils.set_boundary_attrs(main, attrs_key, dicts)

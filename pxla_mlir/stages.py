@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import tempfile
 import time
 from typing import Any, Callable, Sequence
 
@@ -25,6 +24,7 @@ from .compile import compile_module, to_stablehlo, to_xla_computation
 from .distributed.program_check import check_before_launch
 from .jax_internals import LOWERING_LOCK, core, hlo_cost_analysis, hlo_text, pytree_equality_errors
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
+from .pass_infra.reproducer import save as _save
 from .runtime import ShardedExecutable
 
 __all__ = ["Signature", "Lowered", "Compiled", "STATS", "TIMINGS", "timed"]
@@ -266,12 +266,6 @@ def _dialect(dialect: str | None) -> str:
         raise ValueError(f"unknown dialect: {dialect!r}; use one of {', '.join(map(repr, _DIALECTS))} (or None "
                          f"for mhlo)")
     return dialect
-
-
-def _save(text: str) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="pxla_repro_", delete=False) as f:
-        f.write(text)
-    return f.name
 
 
 class Compiled:

@@ -34,7 +34,8 @@ class TargetError(ValueError):
 DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
           "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
           "bool": "bool", "pred": "bool", "c64": "complex64", "c128": "complex128"}
-_ARG = re.compile(r"^\s*([a-z]+\d*)\s*\[\s*([\d\s,]*)\]\s*$")
+_ARG = re.compile(r"^\s*([a-z]+\d*)\s*\[([^\]]*)\]\s*$")
+_DIM = re.compile(r"^\s*(\d+)\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,18 +70,26 @@ def parse_arg(text: str) -> ArgSpec:
     if not m or m.group(1) not in DTYPES:
         raise TargetError(f"bad argument shape {text!r}: expected dtype[dims] like f32[8,128] or i32[] "
                           f"(dtypes: {', '.join(sorted(DTYPES))})")
-    dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
-    return ArgSpec(DTYPES[m.group(1)], dims)
+    inside = m.group(2)
+    dims = [] if not inside.strip() else inside.split(",")
+    for d in dims:
+        if not _DIM.match(d):
+            what = "a dimension is empty" if not d.strip() else f"dimension {d.strip()!r} is not a non-negative integer"
+            raise TargetError(f"bad argument shape {text!r}: {what} (write dims as comma-separated integers, "
+                              f"like f32[8,128])")
+    return ArgSpec(DTYPES[m.group(1)], tuple(int(d) for d in dims))
 
 
 def parse_mesh(text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """``2x4:x,y`` -> ((2, 4), ('x', 'y'))."""
-    m = re.fullmatch(r"\s*([\dx]+)\s*:\s*([\w,\s]+)", text)
+    m = re.fullmatch(r"\s*(\d+(?:x\d+)*)\s*:\s*([\w,\s]+)", text)
     if not m:
         raise TargetError(f"bad mesh {text!r}: expected sizes and names like 2x4:x,y")
-    sizes = tuple(int(s) for s in m.group(1).split("x") if s)
+    sizes = tuple(int(s) for s in m.group(1).split("x"))
     names = tuple(n.strip() for n in m.group(2).split(","))
-    if len(sizes) != len(names) or not all(sizes) or not all(names):
+    if not all(sizes):
+        raise TargetError(f"bad mesh {text!r}: every mesh axis needs a positive size, got {'x'.join(map(str, sizes))}")
+    if len(sizes) != len(names) or not all(names):
         raise TargetError(f"bad mesh {text!r}: {len(sizes)} sizes for {len(names)} names")
     return sizes, names
 
@@ -121,8 +130,10 @@ def resolve(target: str) -> Callable:
         if not hasattr(obj, part):
             raise TargetError(f"bad target {target!r}: {where!r} has no attribute {part!r}")
         obj = getattr(obj, part)
-    if not callable(obj):
-        raise TargetError(f"bad target {target!r}: {attr!r} is not callable")
+    if isinstance(obj, type) or not callable(obj):
+        kind = "a class" if isinstance(obj, type) else f"a {type(obj).__name__}"
+        raise TargetError(f"bad target {target!r}: {attr!r} is {kind}, not a function; point at the function "
+                          f"to map (or a pxla_mlir.pmap/xmap of it)")
     return obj
 
 

@@ -30,3 +30,9 @@ def parse(ctx):
             return ir.Module.parse(text)
 
     return _parse
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _reproducers_in_a_temporary_directory(tmp_path_factory):
+    """Pipelines that fail on purpose save reproducers here, not in the user's cache."""
+    os.environ["PXLA_REPRO_DIR"] = str(tmp_path_factory.mktemp("reproducers"))

@@ -11,6 +11,7 @@ from conftest import REPO
 
 NESTED = str(REPO / "examples/nested_reduction.py") + ":two_level_sum"
 XMAP = str(REPO / "examples/xmap_2d.py") + ":normalise_2d"
+PLAIN = str(REPO / "examples/pmap_demo.py") + ":inner"  # a plain function: psum over 'j'
 
 
 def cli(*args, stdin=None):
@@ -106,7 +107,39 @@ def test_run_prints_timings_and_outputs():
     (("emit", NESTED, "--stage", "optimized"), "unknown stage 'optimized'"),
     (("emit", NESTED, "--stage", "after:pxla-nope"), "unknown stage 'after:pxla-nope': the pipeline runs chlo-legalize-to-hlo, stablehlo-legalize-to-hlo, pxla-fold-shard-of-unshard"),
     (("emit", NESTED, "--pipeline", "builtin.module(nope)"), "bad --pipeline: unknown pass or pipeline 'nope'"),
-    (("emit", NESTED, "--lowering", "manual"), "pmap has no option 'lowering' (pmap takes --mode/--unshard"),
+    (("emit", NESTED, "--lowering", "manual"),
+     "--lowering does not apply to 'two_level_sum', which is already a pxla_mlir.pmap (on the command line it "
+     "takes --mode, --unshard, --shardings)"),
+    (("emit", NESTED, "--axis-name", "k"), "--axis-name does not apply to 'two_level_sum'"),
+    (("emit", NESTED, "--mesh", "2x4:x,y"), "--mesh does not apply to 'two_level_sum'"),
+    (("emit", NESTED, "--map", "xmap"), "--map xmap does not apply to 'two_level_sum'"),
+    (("emit", XMAP, "--unshard", "all-reduce"), "--unshard does not apply to 'normalise', which is already a "
+                                                "pxla_mlir.xmap (on the command line it takes --lowering, --shardings, --mesh)"),
+    (("emit", PLAIN, "--map", "xmap", "--in-axes", "['j', ...]", "--out-axes", "['j', ...]", "--mode", "partition",
+      "--arg", "f32[8,3]"), "--mode does not apply to --map xmap (xmap takes --in-axes, --out-axes, "
+                            "--axis-resources, --axis-sizes, --mesh, --lowering, --shardings)"),
+    (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--lowering", "manual", "--arg", "f32[8,3]"),
+     "--lowering does not apply to --map pmap (pmap takes --axis-name, --in-axes, --out-axes, --mode, --unshard, --shardings)"),
+    (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--axis-sizes", "{'j': 8}", "--arg", "f32[8,3]"),
+     "--axis-sizes does not apply to --map pmap"),
+    (("emit", NESTED, "--arg", "f32[8,1 2]"), "bad argument shape 'f32[8,1 2]': dimension '1 2' is not a "
+                                              "non-negative integer"),
+    (("emit", NESTED, "--arg", "f32[8,,3]"), "bad argument shape 'f32[8,,3]': a dimension is empty"),
+    (("emit", NESTED, "--arg", "f32[8,3,]"), "bad argument shape 'f32[8,3,]': a dimension is empty"),
+    (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--arg", "f32[0,3]"),
+     "argument 0 (f32[0,3]) has size 0 along its mapped axis 0"),
+    (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--in-axes", "1", "--arg", "f32[3,0]"),
+     "argument 0 (f32[3,0]) has size 0 along its mapped axis 1"),
+    (("run", NESTED, "--calls", "-5"), "argument --calls: expected a positive integer, got -5"),
+    (("run", NESTED, "--calls", "0"), "argument --calls: expected a positive integer, got 0"),
+    (("--cpu-devices", "-3", "emit", NESTED), "argument --cpu-devices: expected a positive integer, got -3"),
+    (("--cpu-devices", "0", "emit", NESTED), "argument --cpu-devices: expected a positive integer, got 0"),
+    (("emit", "collections:OrderedDict", "--map", "pmap", "--arg", "f32[8]"),
+     "'OrderedDict' is a class, not a function"),
+    (("emit", "math:pi", "--map", "pmap", "--arg", "f32[8]"), "'pi' is a float, not a function"),
+    (("emit", XMAP, "--mesh", "0x8:x,y"), "bad mesh '0x8:x,y': every mesh axis needs a positive size, got 0x8"),
+    (("emit", NESTED, "--pipeline", "builtin.module(" + "func.func(" * 500 + "cse" + ")" * 501),
+     "the pipeline nests more than 64 levels"),
     (("emit", "json:dumps", "--arg", "f32[2]"), "is a plain function: give --map pmap or --map xmap"),
     (("emit", XMAP, "--mesh", "2x4"), "bad mesh '2x4'"),
     (("emit", XMAP, "--mesh", "4x4:x,y"), "needs 16 devices, but only 8 exist"),
@@ -121,6 +154,7 @@ def test_mistakes_give_one_line(args, message):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pxla-mlir: error: "), result.stderr
     assert message in lines[0], lines[0]
+    assert "PXLA_DEBUG" not in lines[0]  # the hint is for bugs of pxla_mlir only
 
 
 def test_failing_user_module_is_one_line(tmp_path):
@@ -136,3 +170,72 @@ def test_diff_rejects_invalid_mlir(tmp_path):
     bad.write_text("module { func.func @f( }")
     result = cli("diff", bad, bad)
     assert result.returncode == 1 and "is not valid MLIR" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_errors_in_the_users_function_name_its_line_without_the_debug_hint(tmp_path):
+    src = tmp_path / "prog.py"
+    src.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.dot(x, jnp.ones(5))\n")
+    result = cli("emit", f"{src}:f", "--map", "pmap", "--arg", "f32[8,3]")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "pxla-mlir: error: TypeError: dot_general requires contracting dimensions to have the same shape, got (3,) "
+        f"and (5,). (in f, {src}:4)"]
+
+
+def test_a_bug_of_pxla_mlir_asks_for_the_traceback(monkeypatch, capsys):
+    from pxla_mlir.pass_infra.options import choices
+    from pxla_mlir.pipelines import PmapPipeline
+    from pxla_mlir.tools import cli as cli_module, cmd_emit
+
+    monkeypatch.delenv("PXLA_DEBUG", raising=False)
+    # A KeyError raised inside pxla_mlir stands for a bug of ours.
+    monkeypatch.setattr(cmd_emit, "stage_text", lambda *args, **kwargs: choices(PmapPipeline, "nope"))
+    assert cli_module.main(["emit", NESTED]) == 1
+    assert capsys.readouterr().err == ("pxla-mlir: error: KeyError: \"PmapPipeline has no choice option 'nope'\" "
+                                       "(set PXLA_DEBUG=1 for the traceback)\n")
+
+
+def test_diff_sees_a_changed_module_attribute(tmp_path):
+    body = "  func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n    return %x : tensor<2xf32>\n  }\n}\n"
+    for header in ("module @m attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 8 : i32}} {{\n",
+                   "module attributes {{mhlo.num_partitions = {} : i32}} {{\n"):
+        (tmp_path / "a.mlir").write_text(header.format(1) + body)
+        (tmp_path / "b.mlir").write_text(header.format(2) + body)
+        result = cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir")
+        assert result.returncode == 1, result.stdout
+        changed = [l for l in result.stdout.splitlines() if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+        assert [l[0] for l in changed] == ["-", "+"] and "mhlo.num_partitions = 1" in changed[0] \
+            and "mhlo.num_partitions = 2" in changed[1], result.stdout
+    # Module attributes without functions, and an attribute that only one side has.
+    (tmp_path / "a.mlir").write_text("module attributes {mhlo.num_partitions = 1 : i32} {\n}\n")
+    (tmp_path / "b.mlir").write_text("module {\n}\n")
+    assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir").returncode == 1
+    assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir", "--ignore", "mhlo.num_partitions").returncode == 0
+
+
+def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
+    deep = tmp_path / "deep.mlir"
+    deep.write_text("module attributes {x.a = " + "[" * 20000 + "]" * 20000 + "} {}\n")
+    result = cli("diff", deep, deep)
+    assert result.returncode == 1 and result.stderr.startswith(f"pxla-mlir: error: {deep}:1:1025: input nested "
+                                                               f"more than 1000 levels deep"), result.stderr
+
+
+
+def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path, parse):
+    from pxla_mlir.pass_infra import run_pipeline
+    from pxla_mlir.tools import cli as cli_module, cmd_emit
+
+    def failing(*args, **kwargs):
+        run_pipeline(parse("module attributes {mhlo.num_replicas = 2 : i32} {}"),
+                     "builtin.module(pxla-verify-handoff)")
+
+    monkeypatch.setenv("PXLA_REPRO_DIR", str(tmp_path))
+    monkeypatch.setattr(cmd_emit, "stage_text", failing)
+    assert cli_module.main(["emit", NESTED]) == 1
+    err = capsys.readouterr().err.splitlines()
+    [saved] = tmp_path.iterdir()
+    assert err == ["pxla-mlir: error: -:1:1: error: module has no 'mhlo.num_partitions' attribute; XLA needs "
+                   "'mhlo.num_partitions = N : i32' on the module to compile it",
+                   f"pxla-mlir: reproduce with: pxla-opt {saved} --pass-pipeline='builtin.module(pxla-verify-handoff"
+                   "{num-replicas=0 num-partitions=0 sharding-dialect=auto})'"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pxla_mlir
-from pxla_mlir.distributed import MultiProcessError, check_devices, global_avals, is_process_local, process_local
+from pxla_mlir.distributed import MultiProcessError, check_devices, global_avals, is_process_local
 from pxla_mlir.distributed.program_check import check_before_launch, describe_difference
 from pxla_mlir.distributed.shares import Share, bound_avals
 from pxla_mlir.pmaps.arguments import plain_aval

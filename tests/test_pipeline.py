@@ -76,6 +76,29 @@ def test_failure_carries_diagnostics_and_a_reproducer(parse, tmp_path):
     assert rerun.returncode == 1 and "is 1 but 2 was expected" in rerun.stderr
 
 
+def test_reproducers_go_where_asked_and_the_cache_is_bounded(parse, tmp_path, monkeypatch):
+    from pxla_mlir.pass_infra import reproducer
+
+    def fail() -> PipelineFailure:
+        with pytest.raises(PipelineFailure) as e:
+            run_pipeline(parse(PARTITION_MODE), "builtin.module(pxla-verify-handoff{num-replicas=2})")
+        return e.value
+
+    monkeypatch.setenv("PXLA_REPRO_DIR", str(tmp_path / "asked"))
+    failures = [fail() for _ in range(reproducer.KEEP + 3)]
+    saved = sorted((tmp_path / "asked").iterdir())
+    assert sorted(f.reproducer for f in failures) == [str(p) for p in saved]  # all kept where the user asked
+    assert f"reproduce with: pxla-opt {failures[-1].reproducer} --pass-pipeline=" in str(failures[-1])
+
+    monkeypatch.delenv("PXLA_REPRO_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    failures = [fail() for _ in range(reproducer.KEEP + 3)]
+    cache = tmp_path / "cache" / "pxla_mlir" / "reproducers"
+    kept = sorted(str(p) for p in cache.iterdir())
+    assert len(kept) == reproducer.KEEP and failures[-1].reproducer in kept
+    assert all(p.startswith(str(cache)) for p in kept)
+
+
 @dataclasses.dataclass(frozen=True)
 class Buggy(ModulePass):
     argument = "pxla-test-buggy"

@@ -60,7 +60,11 @@ def test_lowered_is_pure_mhlo_and_compiled_reports_hlo_and_costs():
     assert "pxla.tile_dims" in lowered.pxla_text() and "pxla.tile_dims" not in lowered.as_text()
     compiled = lowered.compile()
     assert "all-reduce" in compiled.as_text() and "HloModule" in compiled.as_text()
-    assert compiled.cost_analysis()["flops"] >= 0
+    cost = compiled.cost_analysis()
+    # The same program as jax.pmap compiles it: the all-reduce adds 3 elements.
+    want = jax.pmap(lambda x: (lax.psum(x, "i"), lax.all_gather(x, "i")), "i").lower(x).compile().cost_analysis()
+    assert cost["flops"] == want["flops"] == 3.0
+    assert cost["bytes accessed"] == want["bytes accessed"] > 0
     out = compiled(x)
     np.testing.assert_array_equal(np.asarray(out[0]), np.full((8, 3), 8.0))
     assert lowered.compile() is compiled
@@ -112,16 +116,6 @@ def test_explicit_devices_order_is_honoured():
     out = f(np.zeros(8, np.float32))
     assert [s.device for s in out.addressable_shards] == devices
     np.testing.assert_array_equal(np.asarray(out), np.arange(8))
-
-
-def test_thousand_unblocked_calls_do_not_hang():
-    """Plain jax.pmap aborts the process here after ~40 un-blocked calls
-    (XLA:CPU collective rendezvous); the in-flight window prevents it."""
-    f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") / 8, "i")
-    y = np.ones((8, 16), np.float32)
-    for _ in range(1000):
-        y = f(y)
-    np.testing.assert_allclose(np.asarray(y), 1.0)
 
 
 def test_closed_over_arrays_and_constants():

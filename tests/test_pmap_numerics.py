@@ -4,7 +4,6 @@ nested pmaps 2 and 3 deep, both modes (partition mode in both sharding
 dialects, Shardy and GSPMD), both unshard strategies, dtypes, pytrees, static
 and donated arguments."""
 
-import itertools
 
 import jax
 import jax.numpy as jnp

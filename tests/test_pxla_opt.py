@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from conftest import REPO
 from pxla_mlir.tools import pxla_opt
 
 VALID = """module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {

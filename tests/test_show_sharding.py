@@ -20,13 +20,17 @@ def test_picture_shows_pieces_and_devices(capsys):
     spec = ShardingSpec([Chunked([4])], [ShardedAxis(0), Replicated(2)])
     text = show_sharding((4,), spec, color=False)
     assert "dev 0,1" in text and "dev 6,7" in text and "[3:4]" in text  # array view
-    assert "dev 5" in text  # device view
+    lines = text.splitlines()  # device view: a grid of devices, each over its piece
+    row = lines.index("│ dev 4 │ dev 5 │")
+    assert lines[row + 1] == "│ [2:3] │ [2:3] │"
     assert capsys.readouterr().out.count("dev 0,1") == 1
 
 
 def test_maximal_and_three_dims():
     text = show_sharding((4, 4), HloSharding.maximal(2), num_devices=4, color=False)
-    assert "nothing" in text and "dev 2" in text
+    lines = text.splitlines()
+    row = lines.index("│  dev 0  │  dev 1  │   dev 2    │  dev 3  │")
+    assert lines[row + 1] == "│ nothing │ nothing │ [0:4, 0:4] │ nothing │"  # only device 2 holds it
     text = show_sharding((2, 4, 6), AbstractMesh((2, 2, 2), ("a", "b", "c")).sharding_spec(3, {"c": 0, "a": 1, "b": 2}),
                          color=False)
     assert "[1:2, 2:4, 3:6]" in text
@@ -53,8 +57,23 @@ def test_cli():
     (("--shape", "8",), "give exactly one of --hlo, --spec, or --mesh"),
     (("--shape", "8", "--mesh", "x=2"), "--mesh needs --dims"),
     (("--shape", "8", "--mesh", "x:2", "--dims", "x"), "--mesh must look like x=2,y=4"),
+    (("--shape", "8", "--hlo", "{devices=[4]<=[4]}", "--devices", "0"),
+     "argument --devices: expected a positive integer, got 0"),
+    (("--shape", "8", "--hlo", "{devices=[4]<=[4]}", "--devices", "-1"),
+     "argument --devices: expected a positive integer, got -1"),
+    (("--shape", "8", "--hlo", "{devices=[4]<=[4]}", "--devices", "2"),
+     "the sharding names 4 devices, so --devices 2 is too few"),
+    (("--shape", "8", "--mesh", "x=4", "--dims", "x", "--devices", "2"),
+     "this sharding spans exactly 4 devices; drop --devices or give --devices 4"),
 ])
 def test_cli_errors(args, message):
     p = run(*args)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert p.stderr.startswith("pxla-mlir: error: ") and message in p.stderr, p.stderr
+    assert "PXLA_DEBUG" not in p.stderr
+
+
+def test_cli_devices_sets_how_many_hold_a_replicated_array():
+    p = run("--shape", "8", "--hlo", "{replicated}", "--devices", "3", "--no-color")
+    assert p.returncode == 0, p.stderr
+    assert "│ dev 0 │ dev 1 │ dev 2 │" in p.stdout and "dev 3" not in p.stdout

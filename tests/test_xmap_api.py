@@ -37,7 +37,15 @@ def test_pure_mhlo_and_pipeline(lowering, shardings):
     sdy = {"sdy"} if shardings == "sdy" and lowering != "replica" else set()
     assert {op.name.split(".")[0] for op in walk(lowered.mhlo().operation)} == {"builtin", "func", "mhlo"} | sdy
     assert lowered.pipeline == f"builtin.module(pxla-xmap-pipeline{{lowering={lowering} sharding-dialect={shardings}}})"
-    assert lowered.compile().cost_analysis() is not None
+
+
+def test_every_lowering_costs_the_same_flops_per_device():
+    with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
+        costs = {lowering: xm(lowering).lower(*ARGS).compile().cost_analysis()
+                 for lowering in ("replica", "manual", "vectorize")}
+    assert costs["replica"]["flops"] == costs["manual"]["flops"] == costs["vectorize"]["flops"] > 0
+    # The manual region is the replica program inside @SPMDFullToShardShape: the same bytes too.
+    assert costs["replica"]["bytes accessed"] == costs["manual"]["bytes accessed"] > 0
 
 
 def test_cached_calls_and_output_sharding():

@@ -20,7 +20,7 @@ import enum
 
 from jaxlib.mlir import ir
 
-from .ir_utils import dense_to_numpy
+from .pxla_attrs import CHANNEL_HANDLE, read_int_matrix
 
 #: Ops whose ``use_global_device_ids`` is a real (boolean) attribute.
 WITH_GLOBAL_IDS = ("mhlo.all_reduce", "mhlo.all_gather", "mhlo.reduce_scatter")
@@ -37,7 +37,7 @@ class GroupMode(enum.Enum):
 
 
 def group_mode(op: ir.Operation) -> GroupMode:
-    if "channel_handle" not in op.attributes:
+    if CHANNEL_HANDLE not in op.attributes:
         return GroupMode.CROSS_REPLICA
     if op.name in CROSS_PARTITION_WITH_CHANNEL:
         return GroupMode.CROSS_PARTITION
@@ -61,4 +61,4 @@ def groups_attr_name(op: ir.Operation) -> str:
 
 def groups(op: ir.Operation):
     """The op's replica groups (or source/target pairs) as a 2-d int64 array."""
-    return dense_to_numpy(op.attributes[groups_attr_name(op)])
+    return read_int_matrix(op, groups_attr_name(op))

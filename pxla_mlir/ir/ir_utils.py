@@ -51,13 +51,6 @@ def dense_to_numpy(attr: ir.Attribute) -> np.ndarray:
     return np.array(ir.DenseIntElementsAttr(attr), dtype=np.int64)
 
 
-def custom_call_target(op: ir.Operation) -> str | None:
-    if op.name != "mhlo.custom_call" or "call_target_name" not in op.attributes:
-        return None
-    attr = op.attributes["call_target_name"]
-    return ir.StringAttr(attr).value if isinstance(attr, ir.StringAttr) else None
-
-
 def replace_op(op: ir.Operation, values: Sequence[ir.Value]) -> None:
     """Replaces every result of ``op`` by ``values`` and erases ``op``."""
     if len(values) != len(op.results):
@@ -89,20 +82,6 @@ def symbol_name(op: ir.Operation) -> str | None:
 def find_function(module: ir.Operation, name: str) -> ir.Operation | None:
     """The top-level ``func.func @name``, or None."""
     return next((f for f in functions(module) if symbol_name(f) == name), None)
-
-
-def function_type(fn: ir.Operation) -> ir.FunctionType:
-    return ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-
-
-def boundary_attrs(fn: ir.Operation, key: str) -> list[dict[str, ir.Attribute]]:
-    """``arg_attrs`` or ``res_attrs`` of a function as one dict per argument
-    or result (empty dicts where the function has none)."""
-    ftype = function_type(fn)
-    count = len(ftype.inputs if key == "arg_attrs" else ftype.results)
-    if key not in fn.attributes:
-        return [{} for _ in range(count)]
-    return [{a.name: a.attr for a in ir.DictAttr(d)} for d in ir.ArrayAttr(fn.attributes[key])]
 
 
 def set_boundary_attrs(fn: ir.Operation, key: str, dicts: Sequence[dict[str, ir.Attribute]]) -> None:

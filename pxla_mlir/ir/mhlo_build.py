@@ -10,7 +10,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from . import ir_utils
+from . import ir_utils, pxla_attrs
+from .diagnostics import PassError
 
 
 def scalar(value, dtype) -> ir.Value:
@@ -49,12 +50,16 @@ def with_unit_dim(x: ir.Value, axis: int) -> ir.Value:
     return mhlo.ReshapeOp(ir.RankedTensorType.get(shape, t.element_type), x).result
 
 
-def next_channel_handle(module: ir.Operation) -> int:
-    """One more than the largest channel handle in the module."""
-    largest = 0
+def next_channel_handle(module: ir.Operation, count: int = 1) -> int:
+    """The first of ``count`` fresh handles after the largest channel handle in the module."""
+    largest, holder = 0, module
     for op in ir_utils.walk(module):
-        if "channel_handle" in op.attributes:
-            largest = max(largest, mhlo.ChannelHandle(op.attributes["channel_handle"]).handle)
+        handle = pxla_attrs.read_channel_handle(op)
+        if handle is not None and handle > largest:
+            largest, holder = handle, op
+    if largest > pxla_attrs.MAX_I64 - count:
+        raise PassError(holder, f"channel handle {largest} leaves no room for {count} new handle(s) "
+                                f"(handles are 64-bit); renumber the channels")
     return largest + 1
 
 

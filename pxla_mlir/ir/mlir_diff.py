@@ -19,6 +19,7 @@ from jaxlib.mlir import ir
 
 from . import ir_utils
 from .context import make_context
+from .nesting import NestingError, check_nesting
 
 __all__ = ["DiffError", "normalize", "diff"]
 
@@ -98,6 +99,10 @@ def _rename_values(lines: list[str]) -> list[str]:
 
 def normalize(text: str, *, ignore: Sequence[str] = (), name: str = "<input>") -> list[str]:
     """Canonical lines of a module (see the module docs)."""
+    try:
+        check_nesting(text)
+    except NestingError as e:
+        raise DiffError(f"{name}:{e.line}:{e.col}: {e.message}") from None
     ctx = make_context(allow_unregistered_dialects=True)
     with ctx:
         try:

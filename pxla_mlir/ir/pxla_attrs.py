@@ -6,8 +6,9 @@ attribute's spelling, kind and meaning live here only.
 On the module (or on a placeholder op, to override it):
 
 * ``pxla.mesh = "x=2,y=4"``: mesh axis names and sizes, major first.
-* ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (XLA's): positive i32
-  device counts, read with :func:`device_counts`.
+* ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (XLA's): positive device
+  counts whose product is at most ``MAX_DEVICES`` (2^20), read with
+  :func:`device_counts`.
 
 On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
 
@@ -31,6 +32,13 @@ On placeholder custom calls (``mhlo.custom_call @<target>``):
   manual region): ``pxla.dims`` of the full value and optionally
   ``pxla.manual_axes = ["x"]`` (default: every mesh axis).
 
+XLA's attributes that passes read go through the same checked readers:
+``mhlo.sharding`` (a string), ``call_target_name`` (:func:`custom_call_target`),
+``channel_handle`` (:func:`read_channel_handle`), ``replica_groups`` and
+``source_target_pairs`` (:func:`read_int_matrix`), and a function's
+``function_type`` / ``arg_attrs`` / ``res_attrs`` (:func:`function_type`,
+:func:`boundary_attrs`).
+
 Every reader checks the attribute's kind and range and raises
 :class:`PassError` located at the op that carries it, naming the attribute
 and what it should be.
@@ -45,6 +53,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
+from ..sharding.hlo_sharding import MAX_DEVICES
 from ..sharding.mesh import AbstractMesh, MeshError, mapping_from_dims
 from . import ir_utils
 from .diagnostics import PassError
@@ -56,6 +65,8 @@ SHARDING_SPEC = "pxla.sharding_spec"
 MANUAL_AXES = "pxla.manual_axes"
 AXIS, AXIS_SIZE, STRIDE, AXIS_NAME = "pxla.axis", "pxla.axis_size", "pxla.stride", "pxla.axis_name"
 NUM_REPLICAS, NUM_PARTITIONS = "mhlo.num_replicas", "mhlo.num_partitions"
+SHARDING = "mhlo.sharding"
+CHANNEL_HANDLE = "channel_handle"
 
 #: Placeholder custom-call targets.
 SHARD, UNSHARD = "pxla.shard", "pxla.unshard"
@@ -64,6 +75,7 @@ FULL_TO_SHARD, SHARD_TO_FULL = "pxla.full_to_shard", "pxla.shard_to_full"
 UNSPECIFIED = "?"
 #: Largest device count or stride a module can state (XLA's counts are i32).
 MAX_I32 = 2**31 - 1
+MAX_I64 = 2**63 - 1
 _MESH_ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*=\s*(\d+)\s*$")
 
 
@@ -110,15 +122,71 @@ def string_list(attr: ir.Attribute, name: str, where) -> list[str]:
     return [string_value(a, f"each entry of {name}", where) for a in ir.ArrayAttr(attr)]
 
 
+def read_int_matrix(op: ir.Operation, name: str) -> np.ndarray:
+    """A 2-d integer elements attribute (``replica_groups``, ``source_target_pairs``)."""
+    if name not in op.attributes:
+        raise PassError(op, f"{op.name} has no {name}")
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.DenseIntElementsAttr) or ir.ShapedType(attr.type).rank != 2:
+        raise _kind_error(op, name, "a 2-d integer elements attribute (e.g. dense<[[0, 1]]> : tensor<1x2xi64>)",
+                          attr)
+    return ir_utils.dense_to_numpy(attr)
+
+
+def read_channel_handle(op: ir.Operation) -> int | None:
+    """The handle of an op's ``channel_handle``, or None where it has none."""
+    if CHANNEL_HANDLE not in op.attributes:
+        return None
+    from jaxlib.mlir.dialects import mhlo
+
+    attr = op.attributes[CHANNEL_HANDLE]
+    try:
+        return mhlo.ChannelHandle(attr).handle
+    except ValueError:
+        raise _kind_error(op, CHANNEL_HANDLE, "#mhlo.channel_handle<handle = N, type = T>", attr) from None
+
+
+def custom_call_target(op: ir.Operation) -> str | None:
+    """The ``call_target_name`` of an ``mhlo.custom_call`` (None for other ops)."""
+    if op.name != "mhlo.custom_call" or "call_target_name" not in op.attributes:
+        return None
+    return string_value(op.attributes["call_target_name"], "call_target_name", op)
+
+
+def function_type(fn: ir.Operation) -> ir.FunctionType:
+    attr = fn.attributes["function_type"] if "function_type" in fn.attributes else None
+    if not isinstance(attr, ir.TypeAttr) or not isinstance(ir.TypeAttr(attr).value, ir.FunctionType):
+        raise _kind_error(fn, "function_type", "a function type", attr)
+    return ir.FunctionType(ir.TypeAttr(attr).value)
+
+
+def boundary_attrs(fn: ir.Operation, key: str) -> list[dict[str, ir.Attribute]]:
+    """``arg_attrs`` or ``res_attrs`` of a function as one dict per argument
+    or result (empty dicts where the function has none)."""
+    ftype = function_type(fn)
+    count = len(ftype.inputs if key == "arg_attrs" else ftype.results)
+    if key not in fn.attributes:
+        return [{} for _ in range(count)]
+    attr = fn.attributes[key]
+    expected = f"an array of {count} dictionaries"
+    if not isinstance(attr, ir.ArrayAttr) or len(ir.ArrayAttr(attr)) != count:
+        raise _kind_error(fn, key, expected, attr)
+    if not all(isinstance(d, ir.DictAttr) for d in ir.ArrayAttr(attr)):
+        raise _kind_error(fn, key, expected, attr)
+    return [{a.name: a.attr for a in ir.DictAttr(d)} for d in ir.ArrayAttr(attr)]
+
+
 def device_counts(module: ir.Operation) -> tuple[int, int]:
     """``(mhlo.num_replicas, mhlo.num_partitions)``, 1 where absent."""
-    return (read_int(module, NUM_REPLICAS, 1, minimum=1), read_int(module, NUM_PARTITIONS, 1, minimum=1))
+    return (read_int(module, NUM_REPLICAS, 1, minimum=1, maximum=MAX_DEVICES),
+            read_int(module, NUM_PARTITIONS, 1, minimum=1, maximum=MAX_DEVICES))
 
 
 def num_devices(module: ir.Operation) -> int:
     replicas, partitions = device_counts(module)
-    if replicas * partitions > MAX_I32:
-        raise PassError(module, f"{NUM_REPLICAS} * {NUM_PARTITIONS} = {replicas * partitions} devices is too many")
+    if replicas * partitions > MAX_DEVICES:
+        raise PassError(module, f"{NUM_REPLICAS} * {NUM_PARTITIONS} = {replicas * partitions} devices is more than "
+                                f"the {MAX_DEVICES} supported")
     return replicas * partitions
 
 
@@ -146,8 +214,6 @@ def parse_mesh(text: str, where) -> AbstractMesh:
             raise PassError(where, f"bad {MESH} {text!r}: expected comma-separated name=size, e.g. \"x=2,y=4\"")
         names.append(m.group(1))
         sizes.append(int(m.group(2)))
-    if any(s > MAX_I32 for s in sizes) or np.prod(sizes, dtype=object) > MAX_I32:
-        raise PassError(where, f"bad {MESH} {text!r}: more than {MAX_I32} devices")
     try:
         return AbstractMesh(sizes, names)
     except MeshError as e:
@@ -219,7 +285,7 @@ def placeholder_target(op: ir.Operation) -> str | None:
         if target.startswith("pxla."):
             raise PassError(op, f"placeholder @{target} is still a stablehlo.custom_call: legalize the module to "
                                 f"MHLO first (stablehlo-legalize-to-hlo, the first step of the map pipelines)")
-    return ir_utils.custom_call_target(op)
+    return custom_call_target(op)
 
 
 def placeholder_attrs(*, axis: int, axis_size: int, stride: int, axis_name) -> dict[str, ir.Attribute]:
@@ -256,7 +322,7 @@ class Placeholder:
 
     def check(self, condition: bool, message: str) -> None:
         if not condition:
-            raise PassError(self.op, f"@{ir_utils.custom_call_target(self.op)}: {message}")
+            raise PassError(self.op, f"@{custom_call_target(self.op)}: {message}")
 
 
 def placeholders(module: ir.Operation, target: str) -> list[Placeholder]:

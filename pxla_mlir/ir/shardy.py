@@ -16,7 +16,7 @@ from jaxlib.mlir.dialects import sdy
 
 from ..sharding.mesh import AbstractMesh
 from ..sharding.sdy_sharding import SdyMesh, SdySharding, manual_axes, per_value  # noqa: F401 (re-exported)
-from . import ir_utils
+from . import ir_utils, pxla_attrs
 from .diagnostics import PassError
 
 SHARDING = "sdy.sharding"
@@ -79,6 +79,6 @@ def uses_shardy(module: ir.Operation) -> bool:
             return True
         if op.name == "func.func":
             for key in ("arg_attrs", "res_attrs"):
-                if key in op.attributes and any(SHARDING in d for d in ir_utils.boundary_attrs(op, key)):
+                if key in op.attributes and any(SHARDING in d for d in pxla_attrs.boundary_attrs(op, key)):
                     return True
     return False

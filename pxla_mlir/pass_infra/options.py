@@ -21,12 +21,15 @@ class OptionError(ValueError):
     """A malformed or unknown option; the message says which and what is valid."""
 
 
-def option(default: Any, help: str, *, api_name: str | None = None) -> Any:
+def option(default: Any, help: str, *, api_name: str | None = None, minimum: int | None = None,
+           maximum: int | None = None) -> Any:
     """Declares a typed option with its default and one line of help;
-    ``api_name`` is the keyword the Python API calls it by, if not the field's name."""
+    ``api_name`` is the keyword the Python API calls it by, if not the
+    field's name; integer options optionally give the range they accept."""
     if isinstance(default, list):
         default = tuple(default)
-    return dataclasses.field(default=default, metadata={"help": help, "api_name": api_name})
+    return dataclasses.field(default=default, metadata={"help": help, "api_name": api_name,
+                                                        "range": (minimum, maximum)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +40,7 @@ class OptionInfo:
     default: Any
     help: str
     api_name: str | None = None
+    range: tuple[int | None, int | None] = (None, None)
 
     def type_name(self) -> str:
         t = self.type
@@ -54,7 +58,7 @@ def option_fields(cls) -> list[OptionInfo]:
         if "help" not in f.metadata:
             continue
         out.append(OptionInfo(f.name.replace("_", "-"), f.name, hints[f.name], f.default, f.metadata["help"],
-                              f.metadata.get("api_name")))
+                              f.metadata.get("api_name"), f.metadata.get("range", (None, None))))
     return out
 
 
@@ -98,9 +102,13 @@ def _convert(info: OptionInfo, raw: str, owner: str) -> Any:
         raise bad("true or false")
     if t is int:
         try:
-            return int(raw, 0)
+            value = int(raw, 0)
         except ValueError:
             raise bad("an integer") from None
+        low, high = info.range
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise bad(f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}")
+        return value
     if t is float:
         try:
             return float(raw)

@@ -12,9 +12,12 @@ expanded text; parsing it again gives the same text.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import os
 import re
+import sys
 import tempfile
 from typing import Union
 
@@ -22,13 +25,17 @@ from jaxlib.mlir import ir, passmanager
 
 from ..ir.diagnostics import DiagnosticCollector
 from . import registry
+from . import reproducer as reproducer_file
 from .base import ModulePass
+from .guards import guards_for
 from .options import OptionError, option_fields
 
 __all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline"]
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 ROOT_ANCHOR = "builtin.module"
+#: Deepest nesting of anchors like ``func.func(...)`` (real pipelines use 2 or 3).
+MAX_PIPELINE_DEPTH = 64
 
 
 class PipelineSyntaxError(ValueError):
@@ -39,7 +46,12 @@ class PipelineSyntaxError(ValueError):
         super().__init__(self.format())
 
     def format(self) -> str:
-        return f"<pass-pipeline>:1:{self.col + 1}: error: {self.message}\n{self.text}\n{' ' * self.col}^"
+        text, col = self.text, self.col
+        if len(text) > 160:  # a window around the column, not the whole line
+            start = max(0, col - 80)
+            text = ("..." if start else "") + text[start:col + 80] + ("..." if col + 80 < len(text) else "")
+            col = col - start + (3 if start else 0)
+        return f"<pass-pipeline>:1:{self.col + 1}: error: {self.message}\n{text}\n{' ' * col}^"
 
 
 # -- syntax tree ---------------------------------------------------------------
@@ -54,7 +66,7 @@ class _Element:
 
 class _Parser:
     def __init__(self, text: str):
-        self.text, self.pos = text, 0
+        self.text, self.pos, self.depth = text, 0, 0
 
     def error(self, msg: str, col: int | None = None) -> PipelineSyntaxError:
         return PipelineSyntaxError(msg, self.text, self.pos if col is None else col)
@@ -92,9 +104,13 @@ class _Parser:
                     return _Element(m.group(0), col, options=self.text[start:self.pos - 1])
             raise self.error("unbalanced '{' in pass options", col)
         if self.peek() == "(":
+            self.depth += 1
+            if self.depth > MAX_PIPELINE_DEPTH:
+                raise self.error(f"the pipeline nests more than {MAX_PIPELINE_DEPTH} levels of '(...)'", col)
             self.pos += 1
             children = self.elements()
             self.expect(")")
+            self.depth -= 1
             return _Element(m.group(0), col, children=children)
         return _Element(m.group(0), col)
 
@@ -127,7 +143,33 @@ def _clean(s: str) -> str:
     return re.sub(r"\{\s+", "{", re.sub(r"(?<=\S)\s{2,}", " ", s))
 
 
-def _jaxlib_error(err: str, el: _Element, ctx: ir.Context) -> str:
+@contextlib.contextmanager
+def _stderr_captured():
+    """LLVM prints why an option value is bad straight to file descriptor 2;
+    keep it for the message instead. Yields a list that receives the text."""
+    said: list[str] = []
+    with tempfile.TemporaryFile() as f:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no usable descriptor 2: nothing to capture
+            yield said
+            return
+        os.dup2(f.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            said.append(f.read().decode("utf-8", "replace"))
+
+
+def _jaxlib_error(err: str, el: _Element, ctx: ir.Context, llvm_said: str = "") -> str:
+    m = re.search(r"for the --([\w-]+) option: (.+)", llvm_said)
+    if m:  # an option value LLVM's command-line parser rejected
+        reason = m.group(2).strip()
+        return f"{el.name}: option '{m.group(1)}': {reason if len(reason) < 200 else reason[:200] + '...'}"
     if "does not refer to a registered pass" in err:
         return f"unknown pass or pipeline '{el.name}' (pxla-opt --list-passes shows pxla's own)"
     m = re.search(r"no such option (\S+)", err)
@@ -171,6 +213,8 @@ class Pipeline:
         pm = passmanager.PassManager(ROOT_ANCHOR, context=ctx)
         for step in self.steps:
             if isinstance(step, str):
+                for guard in guards_for(step):
+                    guard.add_to(pm)
                 pm.add(step)
             else:
                 step.add_to(pm)
@@ -230,10 +274,12 @@ def _source(el: _Element) -> str:
 
 
 def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
+    llvm_said: list[str] = []
     try:
-        pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({_source(el)})", context=ctx)
-    except ValueError as e:
-        raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx), text, el.col) from None
+        with _stderr_captured() as llvm_said:
+            pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({_source(el)})", context=ctx)
+    except ValueError as e:  # the capture has closed: what LLVM printed is in llvm_said
+        raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx, "".join(llvm_said)), text, el.col) from None
     printed = str(pm)
     return _clean(printed[len(ROOT_ANCHOR) + 1:-1])
 
@@ -256,7 +302,8 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
     """Runs ``pipeline`` on ``module`` in place (the library twin of pxla-opt).
 
     Raises :class:`PipelineFailure` with located diagnostics and, if
-    ``reproducer``, the path of the input saved for a ``pxla-opt`` rerun.
+    ``reproducer``, the path of the input saved for a ``pxla-opt`` rerun
+    (see :mod:`.reproducer` for where).
     ``verify_each=False`` verifies the module once at the end instead of
     after every pass (the verifier is a third of a short pipeline's time).
     """
@@ -275,12 +322,7 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
         except ir.MLIRError as e:
             diags.add_error(e)
             failure = diags.diagnostics
-    path = None
-    if before is not None:
-        with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="pxla_repro_", delete=False) as f:
-            f.write(before)
-            path = f.name
-    raise PipelineFailure(pipeline, failure, path)
+    raise PipelineFailure(pipeline, failure, None if before is None else reproducer_file.save(before))
 
 
 def describe_options(cls) -> list[str]:

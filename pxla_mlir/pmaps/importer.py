@@ -21,7 +21,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from .. import importing
-from ..ir import ir_utils
+from ..ir import ir_utils, pxla_attrs
 from ..jax_internals import core, lower_per_device
 from .primitive import REP_AXIS, replicas_needed
 
@@ -92,7 +92,7 @@ def _drop_mismatched_aliases(main, in_types, out_types) -> None:
     tiles may differ (other mapped axis): those inputs are then only donors."""
     if "arg_attrs" not in main.attributes:
         return
-    dicts = ir_utils.boundary_attrs(main, "arg_attrs")
+    dicts = pxla_attrs.boundary_attrs(main, "arg_attrs")
     for entries, t in zip(dicts, in_types):
         alias = entries.get("tf.aliasing_output")
         if alias is not None and out_types[ir.IntegerAttr(alias).value] != t:

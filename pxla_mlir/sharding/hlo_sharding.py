@@ -15,6 +15,7 @@ XLA's dimension merging. :func:`parse` reads both iota and explicit forms.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Sequence
 
@@ -204,6 +205,18 @@ def _find_iota(arr: np.ndarray):
     return canonical_iota(reshape, perm)
 
 
+#: The most devices a sharding or a mesh may span. Passes and the runtime build
+#: device-id tables of this size (8 MiB at the limit); more is a typo or a
+#: corrupt attribute, and would exhaust memory before anything else.
+MAX_DEVICES = 1 << 20
+
+
+def check_device_count(n: int, what: str) -> None:
+    """Raises ValueError when ``what`` spans more than :data:`MAX_DEVICES` devices."""
+    if n > MAX_DEVICES:
+        raise ValueError(f"{what} spans {n} devices; at most {MAX_DEVICES} are supported")
+
+
 _TILED = re.compile(r"^\{devices=\[([\d,]+)\]([^\s}]+)(?:\s+(last_tile_dim_replicate|last_tile_dims=\{([^}]*)\}))?\}$")
 _IOTA = re.compile(r"^<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
 
@@ -215,6 +228,7 @@ def parse(text: str) -> HloSharding:
         return HloSharding(s[1:-1])
     m = re.fullmatch(r"\{maximal device=(\d+)\}", s)
     if m:
+        check_device_count(int(m.group(1)) + 1, f"HLO sharding {text!r}")
         return HloSharding.maximal(int(m.group(1)))
     m = _TILED.match(s)
     if not m:
@@ -229,12 +243,13 @@ def parse(text: str) -> HloSharding:
         kinds = []
     if len(kinds) >= len(dims) + (0 if kinds else 1):
         raise ValueError(f"HLO sharding {text!r} has more subgroup kinds than dimensions")
-    n = int(np.prod(dims, dtype=np.int64))
+    n = math.prod(dims)
+    check_device_count(n, f"HLO sharding {text!r}")
     iota = _IOTA.match(m.group(2))
     if iota:
         idims = [int(d) for d in iota.group(1).split(",")]
         perm = [int(p) for p in iota.group(2).split(",")] if iota.group(2) else list(range(len(idims)))
-        if int(np.prod(idims)) != n or sorted(perm) != list(range(len(idims))):
+        if math.prod(idims) != n or sorted(perm) != list(range(len(idims))):
             raise ValueError(f"HLO sharding {text!r}: iota {m.group(2)} does not fit {n} devices")
         devices = np.arange(n).reshape(idims).transpose(perm)
     else:

@@ -15,12 +15,13 @@ Mesh(...)`` makes it the current mesh of this thread (nesting allowed).
 from __future__ import annotations
 
 import collections
+import math
 import threading
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .hlo_sharding import HloSharding
+from .hlo_sharding import HloSharding, check_device_count
 from .sdy_sharding import SdyDim, SdyMesh, SdySharding
 from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
 
@@ -51,6 +52,10 @@ class AbstractMesh:
         for n, s in zip(names, sizes):
             if s < 1:
                 raise MeshError(f"mesh axis {n!r} has size {s}; sizes must be positive")
+        try:
+            check_device_count(math.prod(sizes), f"mesh {dict(zip(names, sizes))}")
+        except ValueError as e:
+            raise MeshError(str(e)) from None
         object.__setattr__(self, "_names", names)
         object.__setattr__(self, "_sizes", sizes)
 
@@ -72,7 +77,7 @@ class AbstractMesh:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self._sizes, dtype=np.int64))
+        return math.prod(self._sizes)
 
     @property
     def empty(self) -> bool:

@@ -23,11 +23,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import itertools
+import math
 from typing import Mapping, Sequence, Union
 
 import numpy as np
 
-from .hlo_sharding import HloSharding
+from .hlo_sharding import HloSharding, check_device_count
 from .sdy_sharding import SdyDim, SdyMesh, SdySharding
 
 __all__ = ["NoSharding", "Chunked", "Unstacked", "ShardedAxis", "Replicated", "ShardingSpec",
@@ -114,6 +115,10 @@ class ShardingSpec:
         object.__setattr__(self, "sharding", sharding)
         object.__setattr__(self, "mesh_mapping", mesh_mapping)
         self._check_mapping()
+        try:
+            check_device_count(self.num_devices, repr(self))
+        except ValueError as e:
+            raise ShardingSpecError(str(e)) from None
 
     def _sharded_axis_sizes(self) -> list[int]:
         sizes: list[int] = []
@@ -147,7 +152,7 @@ class ShardingSpec:
 
     @property
     def num_devices(self) -> int:
-        return int(np.prod(self.mesh_shape, dtype=np.int64))
+        return math.prod(self.mesh_shape)
 
     def shard_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
         """The per-device shape of an array of ``shape``."""

@@ -20,7 +20,7 @@ import sys
 from .. import __version__
 from ..pass_infra import registry
 from . import cmd_diff, cmd_emit, cmd_explore, cmd_sharding
-from .errors import CliError, user_error_types
+from .errors import CliError, describe, positive_int, user_error_types
 
 PROG = "pxla-mlir"
 
@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="pxla_mlir command line")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    parser.add_argument("--cpu-devices", type=int, default=8, metavar="N",
+    parser.add_argument("--cpu-devices", type=positive_int, default=8, metavar="N",
                         help="virtual CPU devices when XLA_FLAGS does not set a count (default 8)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
@@ -77,19 +77,20 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         _cpu_devices(args.cpu_devices)
         return args.func(args)
-    except user_error_types() as e:
-        first = str(e).strip().splitlines()
-        print(f"{PROG}: error: {' / '.join(first[:1] + first[1:3]) if first else type(e).__name__}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 1
-    except Exception as e:  # a bug of ours, or of the user's function: say so in one line
-        if os.environ.get("PXLA_DEBUG"):
+    except Exception as e:  # one line; only a bug of ours asks for the traceback
+        if os.environ.get("PXLA_DEBUG") and not isinstance(e, user_error_types()):
             raise
-        print(f"{PROG}: error: {type(e).__name__}: {e} (set PXLA_DEBUG=1 for the traceback)", file=sys.stderr)
+        message, is_bug = describe(e)
+        hint = " (set PXLA_DEBUG=1 for the traceback)" if is_bug else ""
+        print(f"{PROG}: error: {message}{hint}", file=sys.stderr)
+        reproducer = getattr(e, "reproducer", None)
+        if reproducer:
+            print(f"{PROG}: reproduce with: pxla-opt {reproducer} --pass-pipeline='{e.pipeline}'", file=sys.stderr)
         return 1
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..emit import MapOptions, prepare, stage_text
 from ..pipelines import PmapPipeline, XmapPipeline, choices
-from .errors import CliError
+from .errors import CliError, positive_int
 
 _MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "lowering", "shardings",
               "axis_resources", "axis_sizes", "mesh")
@@ -24,7 +24,8 @@ _MAP_FLAGS = ("map", "axis_name", "in_axes", "out_axes", "mode", "unshard", "low
 
 def add_map_arguments(p) -> None:
     p.add_argument("target", help="module:function or path/to/file.py:function")
-    g = p.add_argument_group("mapping a plain function (ignored for pxla_mlir.pmap/xmap objects)")
+    g = p.add_argument_group("how to map a plain function (a pxla_mlir.pmap/xmap object takes only its pipeline "
+                             "options, and --mesh for an xmap)")
     g.add_argument("--map", choices=("pmap", "xmap"))
     g.add_argument("--axis-name", help="pmap axis name")
     g.add_argument("--in-axes", help="a Python literal: 0, (0, None), ['batch', ...], ...")
@@ -60,8 +61,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--input", action="append", default=[], metavar="N=FILE.npy",
                    help="argument N from a .npy file (others are random)")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--calls", type=int, default=20, help="steady-state calls to time")
-    r.add_argument("--processes", type=int, default=1, metavar="N",
+    r.add_argument("--calls", type=positive_int, default=20, help="steady-state calls to time (at least 1)")
+    r.add_argument("--processes", type=positive_int, default=1, metavar="N",
                    help="run as N local processes of one jax.distributed run (--cpu-devices split between them)")
     r.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                    help="with --processes: kill every process after this long (default 600)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import CliError
+from .errors import CliError, positive_int
 
 
 def add_parser(sub) -> None:
@@ -12,7 +12,8 @@ def add_parser(sub) -> None:
     s.add_argument("--spec", help="a ShardingSpec(...) as printed by repr()")
     s.add_argument("--mesh", help="mesh axes and sizes, e.g. x=2,y=4 (with --dims)")
     s.add_argument("--dims", help="mesh axes per array dimension: ',' between dims, '*' between axes, '-' none")
-    s.add_argument("--devices", type=int, help="number of devices (default: what the sharding names)")
+    s.add_argument("--devices", type=positive_int,
+                   help="number of devices (default: what the sharding names; --hlo only)")
     s.add_argument("--no-color", action="store_true", help="plain text")
     s.set_defaults(func=run)
 
@@ -49,7 +50,10 @@ def run(args) -> int:
     if len(given) != 1:
         raise CliError("give exactly one of --hlo, --spec, or --mesh with --dims")
     if args.hlo is not None:
-        sharding = parse_hlo_sharding(args.hlo)
+        try:
+            sharding = parse_hlo_sharding(args.hlo)
+        except ValueError as e:  # the sharding string is wrong
+            raise CliError(f"--hlo: {e}") from None
     elif args.spec is not None:
         sharding = ShardingSpec.parse(args.spec)
     else:
@@ -62,5 +66,23 @@ def run(args) -> int:
         mapping = {a: dim for dim, axes in enumerate(dims) for a in axes}
         mesh.tile_shape(shape, mapping)
         sharding = mesh.sharding_spec(len(shape), mapping)
-    show_sharding(shape, sharding, num_devices=args.devices, color=False if args.no_color else None)
+    _check_devices(sharding, args.devices)
+    try:
+        show_sharding(shape, sharding, num_devices=args.devices, color=False if args.no_color else None)
+    except ValueError as e:  # the sharding does not fit the shape
+        raise CliError(str(e)) from None
     return 0
+
+
+def _check_devices(sharding, devices: int | None) -> None:
+    """--devices must fit the sharding; it is never silently ignored."""
+    from ..sharding import ShardingSpec
+
+    if devices is None:
+        return
+    named = sharding.num_devices
+    if isinstance(sharding, ShardingSpec):
+        if devices != named:
+            raise CliError(f"this sharding spans exactly {named} devices; drop --devices or give --devices {named}")
+    elif named is not None and devices < named:
+        raise CliError(f"the sharding names {named} devices, so --devices {devices} is too few")

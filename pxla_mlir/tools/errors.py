@@ -1,4 +1,13 @@
-"""User mistakes on the command line: one line on stderr, exit 1."""
+"""User mistakes on the command line: one line on stderr, exit 1.
+
+Only a bug of pxla_mlir itself adds "set PXLA_DEBUG=1 for the traceback";
+mistakes in the input, the flags or the user's own function are reported
+without it (see :func:`describe`).
+"""
+
+import argparse
+import os
+import traceback
 
 
 class CliError(Exception):
@@ -8,11 +17,14 @@ class CliError(Exception):
 def user_error_types() -> tuple:
     """Exceptions that mean "the input is wrong", not "pxla_mlir is broken"."""
     from ..ir.mlir_diff import DiffError
-    from ..pass_infra import PipelineFailure
+    from ..ir.nesting import NestingError
+    from ..pass_infra import PipelineFailure, PipelineSyntaxError
+    from ..pass_infra.options import OptionError
     from ..sharding import MeshError, ShardingSpecError
     from ..targets import TargetError
 
-    types = [CliError, DiffError, PipelineFailure, MeshError, ShardingSpecError, TargetError]
+    types = [CliError, DiffError, PipelineFailure, MeshError, ShardingSpecError, TargetError, NestingError,
+             PipelineSyntaxError, OptionError]
     try:  # jax-facing errors (only importable with jax)
         from ..distributed.processes import MultiProcessError
         from ..pmaps.arguments import PmapUsageError
@@ -23,3 +35,49 @@ def user_error_types() -> tuple:
     except ImportError:  # pragma: no cover
         pass
     return tuple(types)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_STDLIB = os.path.dirname(os.__file__)
+
+
+def _is_ours(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE)
+
+
+def _user_frame(exc: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of the user's own code, if the error came from it:
+    raised there, or in jax or the standard library called from there (not in
+    pxla_mlir code the user's function called, which would be a bug of ours)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for i in range(len(frames) - 1, -1, -1):
+        name = frames[i].filename
+        if _is_ours(name):
+            return None
+        if not (name.startswith("<") or "site-packages" in name or os.path.abspath(name).startswith(_STDLIB)):
+            return frames[i]
+    return None
+
+
+def describe(exc: BaseException) -> tuple[str, bool]:
+    """A one-line message for an error the command line caught, and whether it
+    is a bug of pxla_mlir (the only case that deserves the PXLA_DEBUG hint)."""
+    if isinstance(exc, user_error_types()):
+        lines = [l for l in str(exc).strip().splitlines() if not l.startswith("reproduce with:")]
+        return " / ".join(lines[:1] + lines[1:3]) if lines else type(exc).__name__, False
+    message = f"{type(exc).__name__}: {exc}"
+    frame = _user_frame(exc)
+    if frame is not None:  # raised in, or by a call from, the user's function
+        return f"{message} (in {frame.name}, {frame.filename}:{frame.lineno})", False
+    return message, True

@@ -9,6 +9,7 @@ User mistakes print ``file:line:col: error: ...`` and exit 1, never a traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import io
 import os
@@ -19,7 +20,8 @@ from jaxlib.mlir import ir
 
 from .. import __version__
 from ..ir.context import make_context
-from ..ir.diagnostics import Diagnostic, DiagnosticCollector
+from ..ir.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc
+from ..ir.nesting import NestingError, check_nesting
 from ..pass_infra import Pipeline, PipelineSyntaxError, registry
 from ..pass_infra.pipeline import describe_options
 from ..ir.verify_diagnostics import parse_expectations, verify
@@ -149,6 +151,7 @@ class Driver:
         with DiagnosticCollector(ctx) as diags:
             with ctx:
                 try:
+                    check_nesting(data)
                     module = ir.Module.parse(data)
                     pm = pipeline.pass_manager(ctx)
                     self._instrument(pm)
@@ -158,14 +161,17 @@ class Driver:
                     diags.add_error(e)
                     if not diags.errors:  # a failure that carried no located diagnostic
                         diags.add(Diagnostic("error", str(e).strip(), None))
+                except NestingError as e:
+                    diags.add(Diagnostic("error", e.message, SourceLoc("-", e.line, e.col)))
                 finally:
                     pm = None  # the timing report prints when the PassManager dies
                     gc.collect()
         failed = bool(diags.errors)
+        found = [_at_first_line(d, data) for d in diags.diagnostics]
         if a.verify_diagnostics:
-            self._verify(data, diags.diagnostics)
+            self._verify(data, found)
         else:
-            self.report(diags.diagnostics)
+            self.report(found)
             self.ok &= not failed
         return None if failed else text_out
 
@@ -222,6 +228,18 @@ class Driver:
                 outputs.append(text)
         _write_output(a.output, "// -----\n".join(outputs))
         return 0 if self.ok else 1
+
+
+def _at_first_line(d: Diagnostic, data: bytes) -> Diagnostic:
+    """MLIR places the implicit module of a file (or chunk) without one at
+    line 0; point such diagnostics at the chunk's first line of code instead."""
+    notes = tuple(_at_first_line(n, data) for n in d.notes)
+    loc = d.loc
+    if loc is not None and loc.file == "-" and loc.line == 0:
+        lines = data.split(b"\n")
+        first = next((i for i, l in enumerate(lines, 1) if l.strip() and not l.lstrip().startswith(b"//")), 1)
+        loc = SourceLoc("-", first, len(lines[first - 1]) - len(lines[first - 1].lstrip()) + 1)
+    return dataclasses.replace(d, loc=loc, notes=notes)
 
 
 def _write_output(path: str, text: str) -> None:

@@ -36,6 +36,14 @@ config.substitutions.append(("%python", f'"{python}"'))
 config.substitutions.append((r"(?<![\w./-])pxla-opt(?=\s|$)", f'"{python}" -m pxla_mlir.tools.pxla_opt'))
 config.substitutions.append((r"(?<![\w./-])pxla-mlir(?=\s|$)", f'"{python}" -m pxla_mlir.tools.cli'))
 
+# FILECHECK (lit -DFILECHECK=... or the environment) picks the FileCheck that
+# runs the checks, e.g. LLVM's (stricter than the PyPI clone, the default).
+filecheck = lit_config.params.get("FILECHECK") or os.environ.get("FILECHECK")
+if filecheck:
+    if not os.access(filecheck, os.X_OK):
+        lit_config.fatal(f"FILECHECK={filecheck} is not an executable")
+    config.substitutions.append((r"(?<![\w./-])filecheck(?=\s|$)", f'"{filecheck}"'))
+
 try:
     lit_config.maxIndividualTestTime = 300
 except Exception:  # platforms without psutil support

@@ -43,11 +43,20 @@ print_lowering("nested_pxla_form", pxla_mlir.jit(step), x, np.float32(1), stage=
 # CHECK-LABEL: TEST: nested_final
 # CHECK: mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
 # CHECK: @main(%arg0: tensor<2x3x4xf32> {mhlo.is_same_data_across_replicas = true}, %arg1: tensor<f32> {mhlo.is_same_data_across_replicas = true}) -> tensor<2x4x3xf32>
+# The outer index is (replica_id / 4) % 2 (stride 4, size 2), the inner replica_id % 4.
+# CHECK: %[[ZERO:.*]] = mhlo.constant dense<0> : tensor<i32>
+# CHECK: %[[TWO:.*]] = mhlo.constant dense<2> : tensor<ui32>
+# CHECK: %[[FOUR:.*]] = mhlo.constant dense<4> : tensor<ui32>
 # CHECK: %[[COS:.*]] = mhlo.cosine %arg1
 # CHECK: %[[ID:.*]] = mhlo.replica_id
-# CHECK: %[[DIV:.*]] = mhlo.divide %[[ID]]
-# CHECK: "mhlo.dynamic_slice"(%arg0, {{.*}}) <{slice_sizes = dense<[1, 3, 4]> : tensor<3xi64>}>
-# CHECK: "mhlo.dynamic_slice"({{.*}}) <{slice_sizes = dense<[3, 1]> : tensor<2xi64>}>
+# CHECK: %[[DIV:.*]] = mhlo.divide %[[ID]], %[[FOUR]] : tensor<ui32>
+# CHECK: %[[OUTER:.*]] = mhlo.remainder %[[DIV]], %[[TWO]] : tensor<ui32>
+# CHECK: %[[OI:.*]] = mhlo.convert %[[OUTER]] : (tensor<ui32>) -> tensor<i32>
+# CHECK: %[[ROW:.*]] = "mhlo.dynamic_slice"(%arg0, %[[OI]], %[[ZERO]], %[[ZERO]]) <{slice_sizes = dense<[1, 3, 4]> : tensor<3xi64>}>
+# CHECK: %[[BLOCK:.*]] = mhlo.reshape %[[ROW]]
+# CHECK: %[[INNER:.*]] = mhlo.remainder %[[ID]], %[[FOUR]] : tensor<ui32>
+# CHECK: %[[II:.*]] = mhlo.convert %[[INNER]] : (tensor<ui32>) -> tensor<i32>
+# CHECK: "mhlo.dynamic_slice"(%[[BLOCK]], %[[ZERO]], %[[II]]) <{slice_sizes = dense<[3, 1]> : tensor<2xi64>}>
 # CHECK: "mhlo.all_reduce"({{.*}}) <{replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>}>
 # CHECK: "mhlo.all_gather"({{.*}}) <{all_gather_dim = 0 : i64, replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>}> : (tensor<1x3xf32>) -> tensor<4x3xf32>
 # CHECK: "mhlo.all_reduce"({{.*}}) <{replica_groups = dense<{{\[\[}}0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>}>

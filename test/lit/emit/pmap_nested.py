@@ -30,9 +30,14 @@ print_lowering("pxla_form", pxla_mlir.pmap(outer, "i"), x, stage="pxla")
 
 # CHECK-LABEL: TEST: replica_all_gather
 # CHECK: mhlo.num_replicas = 8
+# The inner axis j: size 4, stride 1, so the index is replica_id % 4.
+# CHECK: %[[ZERO:.*]] = mhlo.constant dense<0> : tensor<i32>
+# CHECK: %[[FOUR:.*]] = mhlo.constant dense<4> : tensor<ui32>
 # CHECK: %[[ID:.*]] = mhlo.replica_id : tensor<ui32>
-# CHECK: mhlo.remainder %[[ID]]
-# CHECK: "mhlo.dynamic_slice"({{.*}}) <{slice_sizes = dense<[3, 1]> : tensor<2xi64>}>
+# CHECK-NOT: mhlo.divide
+# CHECK: %[[R:.*]] = mhlo.remainder %[[ID]], %[[FOUR]] : tensor<ui32>
+# CHECK: %[[I:.*]] = mhlo.convert %[[R]] : (tensor<ui32>) -> tensor<i32>
+# CHECK: "mhlo.dynamic_slice"({{.*}}, %[[ZERO]], %[[I]]) <{slice_sizes = dense<[3, 1]> : tensor<2xi64>}>
 # CHECK-DAG: replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>
 # CHECK-DAG: replica_groups = dense<{{\[\[}}0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>
 # CHECK-DAG: replica_groups = dense<{{\[\[}}0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>

@@ -69,3 +69,48 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
     return %a : tensor<8xf32>
   }
 }
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=8"} {
+  // expected-error @+1 {{pxla.sharding_spec must be a string, got [["nope"]]}}
+  func.func public @spec_not_a_string(%x: tensor<8xf32> {pxla.sharding_spec = [["nope"]]}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=8"} {
+  // expected-error @+1 {{pxla.dims must be an array with one entry per dimension (e.g. [["x"], []]), got "x"}}
+  func.func public @dims_not_an_array(%x: tensor<8xf32> {pxla.dims = "x"}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=8"} {
+  // expected-error @+1 {{each entry of pxla.dims entry 0 must be a string, got 1 : i64}}
+  func.func public @dims_entry_not_strings(%x: tensor<8xf32> {pxla.dims = [[1]]}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{bad pxla.mesh 'x=4294967296': mesh {'x': 4294967296} spans 4294967296 devices; at most 1048576 are supported}}
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=4294967296"} {
+  func.func public @mesh_too_big(%x: tensor<8xf32> {pxla.dims = [["x"]]}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{pxla.mesh must be a string, got 8 : i64}}
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = 8} {
+  func.func public @mesh_not_a_string(%x: tensor<8xf32> {pxla.dims = [["x"]]}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}

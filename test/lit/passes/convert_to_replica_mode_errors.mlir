@@ -49,3 +49,22 @@ module @replica_group_beyond_zero attributes {mhlo.num_partitions = 2 : i32, mhl
     return %0 : tensor<f32>
   }
 }
+
+// -----
+
+module @sharding_not_a_string attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  // expected-error @+1 {{mhlo.sharding must be a string, got [["x"]]}}
+  func.func public @main(%x: tensor<8xf32> {mhlo.sharding = [["x"]]}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}
+
+// -----
+
+module @op_sharding_unit attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    // expected-error @+1 {{mhlo.sharding must be a string, got unit}}
+    %0 = mhlo.negate %x {mhlo.sharding} : tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}

@@ -87,3 +87,33 @@ module attributes {pxla.mesh = "x=2,y=4"} {
     return %0 : tensor<8xf32>
   }
 }
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=8"} {
+  func.func public @manual_axes_not_a_list(%x: tensor<8xf32>) -> tensor<1xf32> {
+    // expected-error @+1 {{pxla.manual_axes must be an array of strings (e.g. ["x", "y"]), got "x"}}
+    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["x"]], pxla.manual_axes = "x"} : (tensor<8xf32>) -> tensor<1xf32>
+    return %0 : tensor<1xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=8"} {
+  func.func public @dims_unit(%x: tensor<8xf32>) -> tensor<1xf32> {
+    // expected-error @+1 {{pxla.dims must be an array with one entry per dimension (e.g. [["x"], []]), got unit}}
+    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims} : (tensor<8xf32>) -> tensor<1xf32>
+    return %0 : tensor<1xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{bad pxla.mesh 'x=0': mesh axis 'x' has size 0; sizes must be positive}}
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=0"} {
+  func.func public @zero_size_mesh_axis(%x: tensor<8xf32>) -> tensor<1xf32> {
+    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["x"]]} : (tensor<8xf32>) -> tensor<1xf32>
+    return %0 : tensor<1xf32>
+  }
+}

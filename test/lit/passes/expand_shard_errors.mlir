@@ -47,3 +47,147 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
     return %0 : tensor<3xf32>
   }
 }
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @axis_size_string(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.axis_size must be an integer attribute (e.g. 4 : i64), got "8"}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = "8", pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @axis_size_unit(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.axis_size must be an integer attribute (e.g. 4 : i64), got unit}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @axis_float(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.axis must be an integer attribute (e.g. 4 : i64), got 5.000000e-01 : f32}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0.5 : f32, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @stride_dict(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.stride must be an integer attribute (e.g. 4 : i64), got {a = 1 : i64}}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = {a = 1}} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @stride_symbol(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.stride must be an integer attribute (e.g. 4 : i64), got @s}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = @s} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @stride_bool(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.stride must be an integer attribute (e.g. 4 : i64), got true}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = true} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @stride_overflows_i32(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.stride must be between 1 and 2147483647, got 4294967296}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 4294967296 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @axis_size_zero(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.axis_size must be between 1 and 2147483647, got 0}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 0 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @axis_negative(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.axis must be between 0 and 2147483647, got -1}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = -1 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @axis_name_integer(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    // expected-error @+1 {{pxla.axis_name must be a string, got 3 : i64}}
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_name = 3 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+// Device counts are read with the same checks: no value, zero, too many.
+
+// expected-error @+1 {{mhlo.num_partitions must be an integer attribute (e.g. 4 : i64), got unit}}
+module attributes {mhlo.num_partitions, mhlo.num_replicas = 1 : i32} {
+  func.func public @unit_count(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{mhlo.num_replicas must be between 1 and 1048576, got 0}}
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 0 : i32} {
+  func.func public @zero_replicas(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{mhlo.num_replicas * mhlo.num_partitions = 2097152 devices is more than the 1048576 supported}}
+module attributes {mhlo.num_partitions = 1048576 : i32, mhlo.num_replicas = 2 : i32} {
+  func.func public @too_many_devices(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+
+// -----
+
+// A legal i32 count, but device tables of 2^31 entries would exhaust memory.
+
+// expected-error @+1 {{mhlo.num_partitions must be between 1 and 1048576, got 2147483647}}
+module attributes {mhlo.num_partitions = 2147483647 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @huge_count(%x: tensor<8x3xf32>) -> tensor<3xf32> {
+    %0 = mhlo.custom_call @pxla.shard(%x) {pxla.axis = 0 : i64, pxla.axis_size = 8 : i64, pxla.stride = 1 : i64} : (tensor<8x3xf32>) -> tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}

@@ -14,8 +14,13 @@
 // REDUCE: %[[Z:.*]] = mhlo.constant dense<0.000000e+00> : tensor<3x4x5xf32>
 // REDUCE: %[[U:.*]] = mhlo.reshape %[[V]] : (tensor<3x5xf32>) -> tensor<3x1x5xf32>
 // REDUCE: %[[PID:.*]] = mhlo.partition_id
-// REDUCE: %[[I:.*]] = mhlo.convert
-// REDUCE: %[[P:.*]] = mhlo.dynamic_update_slice %[[Z]], %[[U]], %{{.*}}, %[[I]], %{{.*}} : (tensor<3x4x5xf32>, tensor<3x1x5xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<3x4x5xf32>
+// REDUCE: %[[STRIDE:.*]] = mhlo.constant dense<2> : tensor<ui32>
+// REDUCE: %[[Q:.*]] = mhlo.divide %[[PID]], %[[STRIDE]] : tensor<ui32>
+// REDUCE: %[[SIZE:.*]] = mhlo.constant dense<4> : tensor<ui32>
+// REDUCE: %[[R:.*]] = mhlo.remainder %[[Q]], %[[SIZE]] : tensor<ui32>
+// REDUCE: %[[I:.*]] = mhlo.convert %[[R]] : (tensor<ui32>) -> tensor<i32>
+// REDUCE: %[[ZERO:.*]] = mhlo.constant dense<0> : tensor<i32>
+// REDUCE: %[[P:.*]] = mhlo.dynamic_update_slice %[[Z]], %[[U]], %[[ZERO]], %[[I]], %[[ZERO]] : (tensor<3x4x5xf32>, tensor<3x1x5xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<3x4x5xf32>
 // REDUCE: "mhlo.all_reduce"(%[[P]]) <{channel_handle = #mhlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<{{\[\[}}0, 2, 4, 6], [1, 3, 5, 7]]> : tensor<2x4xi64>, use_global_device_ids}>
 // REDUCE: mhlo.add
 module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {

@@ -15,7 +15,7 @@ module @no_counts {
 
 // -----
 
-// expected-error @+1 {{mhlo.num_partitions must be between 1 and 2147483647, got 0}}
+// expected-error @+1 {{mhlo.num_partitions must be between 1 and 1048576, got 0}}
 module @zero_partitions attributes {mhlo.num_partitions = 0 : i32, mhlo.num_replicas = 1 : i32} {
 }
 
@@ -183,4 +183,10 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
     } : (tensor<8xf32>) -> tensor<8xf32>
     return %0 : tensor<8xf32>
   }
+}
+
+// -----
+
+// expected-error @+1 {{mhlo.num_replicas must be an integer attribute (e.g. 4 : i64), got "4"}}
+module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = "4"} {
 }

@@ -33,3 +33,12 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
     return %x : tensor<1xf32>
   }
 }
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "i=8"} {
+  // expected-error @+1 {{pxla.tile_dims must be an array with one entry per dimension (e.g. [["x"], []]), got 1.500000e+00 : f32}}
+  func.func public @main(%x: tensor<1x3xf32> {pxla.tile_dims = 1.5 : f32}) -> tensor<1x3xf32> {
+    return %x : tensor<1x3xf32>
+  }
+}

@@ -4,10 +4,10 @@
 // RUN: not pxla-opt %s --split-input-file --pass-pipeline='builtin.module(pxla-verify-handoff)' 2>%t.err | filecheck %s
 // RUN: filecheck %s --check-prefix=ERR < %t.err
 
-// CHECK: module @first
-// CHECK-NEXT: }
-// CHECK-NEXT: // -----
-// CHECK-NEXT: module @third
+// CHECK: module @first attributes {{.*}} {{{$}}
+// CHECK-NEXT: {{^}}}{{$}}
+// CHECK-NEXT: {{^}}// -----{{$}}
+// CHECK-NEXT: {{^}}module @third
 module @first attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
 }
 
