@@ -128,7 +128,29 @@ def _arg_path(args_tree, index: int) -> str:
     return ("args", "kwargs")[path[0].idx] + tree_util.keystr(tuple(path[1:]))
 
 
-class Lowered:
+class _ArgumentTrees:
+    """jax's ``in_tree``/``out_tree``/``args_info``, shared by Lowered and Compiled
+    (both hold ``signature``, ``consts`` and ``_inputs()``: the flat input
+    avals and donation flags, hoisted constants first)."""
+
+    @property
+    def in_tree(self):
+        """The pytree of (positional arguments, keyword arguments)."""
+        return self.signature.args_tree
+
+    @property
+    def out_tree(self):
+        return self.signature.out_tree
+
+    @property
+    def args_info(self):
+        """The (args, kwargs) pytree of ``jax.stages.ArgInfo`` (``shape``, ``dtype``, ``donated``)."""
+        avals, donated = self._inputs()
+        n = len(self.consts)
+        return self.in_tree.unflatten([ArgInfo(av, d) for av, d in zip(avals[n:], donated[n:])])
+
+
+class Lowered(_ArgumentTrees):
     """A map lowered to MHLO: the pxla form from import, the final module, and
     the layout of its flat inputs and outputs on ``devices``.
 
@@ -192,21 +214,8 @@ class Lowered:
         """XLA's cost estimate of the module before optimization (``Compiled.cost_analysis()``: after)."""
         return hlo_cost_analysis(self.devices[0].platform, self.compiler_ir("hlo"))
 
-    @property
-    def args_info(self):
-        """The (args, kwargs) pytree of ``jax.stages.ArgInfo`` (``shape``, ``dtype``, ``donated``)."""
-        n = len(self.consts)
-        return self.signature.args_tree.unflatten(
-            [ArgInfo(av, d) for av, d in zip(self.in_avals[n:], self.donated[n:])])
-
-    @property
-    def in_tree(self):
-        """The pytree of (positional arguments, keyword arguments)."""
-        return self.signature.args_tree
-
-    @property
-    def out_tree(self):
-        return self.signature.out_tree
+    def _inputs(self):
+        return self.in_avals, self.donated
 
     def pxla_text(self, *, debug_info: bool = False) -> str:
         """The imported pxla form, before the pipeline ran."""
@@ -268,7 +277,7 @@ def _dialect(dialect: str | None) -> str:
     return dialect
 
 
-class Compiled:
+class Compiled(_ArgumentTrees):
     """A compiled map; call it with arguments like those it was lowered for
     (static arguments may be left out, as for jax's ``Compiled``).
 
@@ -318,19 +327,8 @@ class Compiled:
         """jaxlib's ``LoadedExecutable``."""
         return self.executable.xla
 
-    @property
-    def in_tree(self):
-        return self.signature.args_tree
-
-    @property
-    def out_tree(self):
-        return self.signature.out_tree
-
-    @property
-    def args_info(self):
-        n = len(self.consts)
-        exe = self.executable
-        return self.in_tree.unflatten([ArgInfo(av, d) for av, d in zip(exe.in_avals[n:], exe.donated[n:])])
+    def _inputs(self):
+        return self.executable.in_avals, self.executable.donated
 
     @property
     def input_shardings(self):

@@ -2,6 +2,7 @@
 of the jax.vmap(axis_name=...) reference; pxla_mlir.jit makes one program;
 jax.jit falls back visibly; repeated transformed calls reuse everything."""
 
+import functools
 import warnings
 
 import jax
@@ -13,6 +14,7 @@ from jax.test_util import check_grads
 
 import pxla_mlir
 from pxla_mlir.stages import STATS
+import numerics
 
 RNG = np.random.default_rng(0)
 
@@ -82,9 +84,7 @@ def scalar(f):
     return lambda *a: sum(jnp.sum(jnp.sin(leaf)) for leaf in jax.tree.leaves(f(*a)))
 
 
-def assert_close(got, want, tol=2e-4):
-    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+assert_close = functools.partial(numerics.assert_close, tol=2e-4)
 
 
 TRANSFORMS = {

@@ -12,6 +12,7 @@ from jax import lax
 
 import pxla_mlir
 from pxla_mlir.xmaps import XmapError, XmapTypeError
+from numerics import assert_close
 
 LOWERINGS = ["replica", "manual", "vectorize"]
 RNG = np.random.default_rng(0)
@@ -19,11 +20,6 @@ RNG = np.random.default_rng(0)
 
 def data(*shape):
     return RNG.normal(size=shape).astype(np.float32)
-
-
-def assert_close(got, want, tol=1e-4):
-    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("lowering", LOWERINGS)

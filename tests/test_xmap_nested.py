@@ -15,6 +15,7 @@ from jax import lax
 
 import pxla_mlir
 from pxla_mlir.xmaps import XmapMeshError, XmapTypeError
+from numerics import assert_close
 
 LOWERINGS = ["replica", "manual", "vectorize"]
 RNG = np.random.default_rng(0)
@@ -22,11 +23,6 @@ RNG = np.random.default_rng(0)
 
 def data(*shape):
     return RNG.normal(size=shape).astype(np.float32)
-
-
-def assert_close(got, want, tol=1e-4):
-    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("lowering", LOWERINGS)

@@ -4,6 +4,8 @@ grad, jvp, vjp, linearize, vmap (also over a named axis the body uses),
 checkpoint (with a policy), jacfwd; second order; closures over tracers of
 an outer transformation; repeated transformed calls reuse everything."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +15,7 @@ from jax.test_util import check_grads
 
 import pxla_mlir
 from pxla_mlir.stages import STATS
+import numerics
 
 LOWERINGS = ["replica", "manual", "vectorize"]
 RNG = np.random.default_rng(0)
@@ -22,11 +25,7 @@ def data(*shape):
     return (RNG.normal(size=shape) * 0.5).astype(np.float32)
 
 
-def assert_close(got, want, tol=2e-4):
-    got_l, want_l = jax.tree.leaves(got), jax.tree.leaves(want)
-    assert len(got_l) == len(want_l)
-    for g, w in zip(got_l, want_l):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
+assert_close = functools.partial(numerics.assert_close, tol=2e-4)
 
 
 def body(x, w):
