@@ -1,0 +1,9 @@
+"""Package discovery (everything else is in pyproject.toml).
+
+Every package under ``pxla_mlir/`` is found automatically; the top-level
+``passes/`` folder is added as ``pxla_mlir.passes`` (pyproject's package-dir).
+"""
+
+from setuptools import find_packages, setup
+
+setup(packages=[*find_packages(include=["pxla_mlir", "pxla_mlir.*"]), "pxla_mlir.passes"])
