@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test pytest lit lit-llvm fuzz bench bench-explore bench-multiprocess screenshot clean
+.PHONY: demo test lint docs pytest lit lit-llvm fuzz bench bench-explore bench-multiprocess screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
@@ -22,11 +22,20 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/pmap_demo.py
 
-# Both runners must run and pass; each fails on zero tests.
+# Lint and import order first (seconds), then both runners; each fails on zero tests.
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/lit -sv test/lit
 	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
+
+# ruff: lint and import order (`$(BIN)/ruff check --fix .` sorts imports).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+# Regenerate docs/passes.md from the passes' docstrings and options (tests/test_docs.py checks it is current).
+docs: $(STAMP)
+	$(BIN)/python -m pxla_mlir.tools.docs --passes-md > docs/passes.md
 
 # The lit suite under LLVM's FileCheck (LLVM_FILECHECK=/path/to/FileCheck to choose one).
 lit-llvm: $(STAMP)

@@ -17,15 +17,15 @@ import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import argparse
+import statistics
+import time
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
+import jax
+import numpy as np
+from jax import lax
 
-import pxla_mlir  # noqa: E402
+import pxla_mlir
 
 
 def one(x):

@@ -15,15 +15,15 @@ import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
-import argparse  # noqa: E402
-import pathlib  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import argparse
+import pathlib
+import statistics
+import tempfile
+import time
 
-from pxla_mlir.emit import MapOptions, lower_target  # noqa: E402
-from pxla_mlir.explore import build_page, render  # noqa: E402
-from pxla_mlir.explore.browser import BrowserError, dump_dom, find_chromium, ready_ms  # noqa: E402
+from pxla_mlir.explore import build_page, render
+from pxla_mlir.explore.browser import BrowserError, dump_dom, find_chromium, ready_ms
+from pxla_mlir.tools.emit import MapOptions, lower_target
 
 TARGET = str(pathlib.Path(__file__).resolve().parent.parent / "examples/nested_reduction.py") + ":two_level_sum"
 

@@ -22,25 +22,25 @@ import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import textwrap  # noqa: E402
-import time  # noqa: E402
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
-import pxla_mlir  # noqa: E402
-from pxla_mlir.emit import elementary_steps, step_name  # noqa: E402
-from pxla_mlir.ir.context import make_context  # noqa: E402
-from pxla_mlir.pass_infra import Pipeline, run_pipeline  # noqa: E402
-from pxla_mlir.stages import TIMINGS  # noqa: E402
+import pxla_mlir
+from pxla_mlir.ir.context import make_context
+from pxla_mlir.pass_infra import Pipeline, run_pipeline
+from pxla_mlir.pass_infra.stepwise import elementary_steps, step_name
+from pxla_mlir.stats import TIMINGS
 
 
 def tiny(x):
@@ -131,7 +131,7 @@ WARM = textwrap.dedent("""
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     import jax, numpy as np, pxla_mlir
     from jax import lax
-    from pxla_mlir.stages import TIMINGS
+    from pxla_mlir.stats import TIMINGS
     def layer(x):
         for _ in range(30):
             x = jax.numpy.tanh(x @ jax.numpy.full((64, 64), 0.01))

@@ -132,8 +132,8 @@ def worker(args) -> int:
         for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):  # same numbers
             np.testing.assert_allclose(pxla_mlir.process_local(u), pxla_mlir.process_local(v), rtol=1e-4,
                                        atol=1e-5)
-        blocked = (per_call(ours, our_args, chained, args.calls // 4, 1),
-                   per_call(theirs, their_args, chained, args.calls // 4, 1))
+        blocked = (per_call(ours, our_args, chained, max(1, args.calls // 4), 1),
+                   per_call(theirs, their_args, chained, max(1, args.calls // 4), 1))
         unblocked = (per_call(ours, our_args, chained, args.calls, None),
                      per_call(theirs, their_args, chained, args.calls, WINDOW))
         rows.append((name, "blocked", *blocked))

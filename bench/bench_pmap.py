@@ -18,18 +18,18 @@ import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+import argparse
+import statistics
+import subprocess
+import sys
+import time
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
-import pxla_mlir  # noqa: E402
+import pxla_mlir
 
 
 def tiny(x):
@@ -206,8 +206,8 @@ from jax import lax
 which, window = sys.argv[1], int(sys.argv[2])
 if which == "ours":
     import pxla_mlir
-    from pxla_mlir import runtime
-    runtime.INFLIGHT_WINDOW = window
+    from pxla_mlir.runtime import inflight
+    inflight.INFLIGHT_WINDOW = window
     f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") / 8, "i")
 else:
     f = jax.pmap(lambda v: lax.psum(v, "i") / 8, "i")

@@ -61,8 +61,8 @@ def startup_seconds(repeat: int) -> float:
 def pass_seconds(text: str, repeat: int) -> tuple[float, int]:
     from jaxlib.mlir import ir
 
-    from pxla_mlir.context import make_context
-    from pxla_mlir.ir_utils import walk
+    from pxla_mlir.ir.context import make_context
+    from pxla_mlir.ir.ir_utils import walk
     from pxla_mlir.pass_infra import Pipeline
 
     times, nops = [], 0

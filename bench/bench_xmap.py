@@ -19,18 +19,18 @@ import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import argparse
+import statistics
+import time
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
 
-import pxla_mlir  # noqa: E402
-from pxla_mlir.lru import clear_all  # noqa: E402
+import pxla_mlir
+from pxla_mlir.lru import clear_all
 
 
 def per_row(a, w):  # xmap: one row, 'batch' named

@@ -36,6 +36,7 @@ import dataclasses
 from pxla_mlir.ir import ir_utils, pxla_attrs, shardy
 from pxla_mlir.ir.pxla_attrs import MESH, mesh_of
 from pxla_mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.sharding import sdy_sharding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +61,7 @@ class AddSdyMeshPass(ModulePass):
                                     f"but the module runs as {replicas} replicas x {partitions} partitions; a Shardy "
                                     f"mesh needs partition mode with mhlo.num_partitions = {mesh.size} and "
                                     f"mhlo.num_replicas = 1")
-            sdy_mesh = mesh.sdy_mesh()
+            sdy_mesh = sdy_sharding.mesh_of(mesh)
             if sdy_mesh in existing.values():
                 continue
             name = _free_name(module)

@@ -43,14 +43,12 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.ir import ir_utils, pxla_attrs, shardy
-from pxla_mlir.ir.pxla_attrs import (DIMS, MESH, SHARDING_SPEC, TILE_DIMS, format_mesh, mesh_of, parse_dims,
-                                     string_value)
+from pxla_mlir.ir import pxla_attrs, shardy
+from pxla_mlir.ir.boundaries import BoundaryValue, rewrite_boundaries
+from pxla_mlir.ir.pxla_attrs import format_mesh
 from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.sharding import ShardingSpec, ShardingSpecError
+from pxla_mlir.sharding import ShardingSpecError, sdy_sharding
 from pxla_mlir.sharding.mesh import MeshError
-
-_PXLA_KEYS = (DIMS, SHARDING_SPEC, TILE_DIMS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,53 +57,37 @@ class AnnotateSdyShardingsPass(ModulePass):
     summary = "Turn pxla.dims / pxla.sharding_spec on function arguments and results into sdy.sharding"
 
     def run(self, module):
-        for fn in ir_utils.functions(module):
-            ftype = pxla_attrs.function_type(fn)
-            for key, types in (("arg_attrs", ftype.inputs), ("res_attrs", ftype.results)):
-                if key not in fn.attributes:
-                    continue
-                dicts = pxla_attrs.boundary_attrs(fn, key)
-                for index, (entries, t) in enumerate(zip(dicts, types)):
-                    if any(k in entries for k in _PXLA_KEYS):
-                        what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"
-                        self._rewrite(fn, module, entries, t, what, key == "arg_attrs")
-                ir_utils.set_boundary_attrs(fn, key, dicts)
+        rewrite_boundaries(module, self._rewrite)
 
-    def _rewrite(self, fn, module, entries: dict, type_, what: str, is_arg: bool) -> None:
-        replicas, partitions = pxla_attrs.device_counts(module)
+    def _rewrite(self, value: BoundaryValue) -> None:
+        fn, what, entries = value.fn, value.what, value.entries
+        replicas, partitions = pxla_attrs.device_counts(value.module)
         if replicas != 1:
             raise PassError(fn, f"{what}: Shardy shardings describe partitions, but the module runs as {replicas} "
                                 f"replicas; use pxla-annotate-shardings for a replica-mode module")
-        if TILE_DIMS in entries:
-            raise PassError(fn, f"{what} is a per-device tile ({TILE_DIMS}); run pxla-wrap-manual-main first to "
+        if value.is_tile:
+            raise PassError(fn, f"{what} is a per-device tile (pxla.tile_dims); run pxla-wrap-manual-main first to "
                                 f"give @main global types")
-        if DIMS in entries and SHARDING_SPEC in entries:
-            raise PassError(fn, f"{what} has both {DIMS} and {SHARDING_SPEC}; keep one")
-        if not isinstance(type_, ir.RankedTensorType):
-            raise PassError(fn, f"{what}: pxla shardings need a ranked tensor, got {type_}")
-        shape = ir.RankedTensorType(type_).shape
-        has_mesh = MESH in fn.attributes or MESH in module.attributes
-        mesh = mesh_of(fn, module) if has_mesh or DIMS in entries else None
-        mesh_name = shardy.mesh_name_for(module, mesh, fn) if mesh is not None else None
+        declared = value.read()
+        mesh = declared.mesh
+        mesh_name = shardy.mesh_name_for(value.module, mesh, fn) if mesh is not None else None
         try:
-            if DIMS in entries:
-                spec = parse_dims(entries.pop(DIMS), len(shape), mesh, fn, what)
-                mesh.tile_shape(shape, spec.mapping, what)
-                sharding = mesh.sdy_sharding(len(shape), spec.mapping, spec.unspecified, mesh_name)
+            if declared.dims is not None:
+                sharding = sdy_sharding.of_mapping(mesh, len(declared.shape), declared.dims.mapping,
+                                                   declared.dims.unspecified, mesh_name)
             else:
-                parsed = ShardingSpec.parse(string_value(entries.pop(SHARDING_SPEC), SHARDING_SPEC, fn))
-                if mesh is not None and parsed.mesh_shape != mesh.axis_sizes:
-                    raise PassError(fn, f"{what}: {parsed!r} lays the value on a mesh of shape {parsed.mesh_shape}, "
+                spec = declared.spec
+                if mesh is not None and spec.mesh_shape != mesh.axis_sizes:
+                    raise PassError(fn, f"{what}: {spec!r} lays the value on a mesh of shape {spec.mesh_shape}, "
                                         f"but pxla.mesh is \"{format_mesh(mesh.shape)}\"; the spec's mesh "
                                         f"dimensions must be the mesh's axes, in order")
-                parsed.shard_shape(shape)
                 # Without pxla.mesh the spec brings its own mesh (axes a0, a1, ...), inlined.
-                sharding = parsed.to_sdy(mesh.axis_names if mesh is not None else None, mesh_name)
+                sharding = sdy_sharding.of_spec(spec, mesh.axis_names if mesh is not None else None, mesh_name)
         except (MeshError, ShardingSpecError) as e:
             raise PassError(fn, f"{what}: {e}") from None
         if partitions != sharding.mesh.size:
             raise PassError(fn, f"{what}: the sharding spans {sharding.mesh.size} devices but the module has "
                                 f"mhlo.num_partitions = {partitions}")
         entries[shardy.SHARDING] = shardy.attribute(sharding)
-        if is_arg and not sharding.open_dims and not any(d.axes for d in sharding.dims):
+        if value.is_arg and not sharding.open_dims and not any(d.axes for d in sharding.dims):
             entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)

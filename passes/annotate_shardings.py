@@ -40,13 +40,10 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.ir.pxla_attrs import DIMS, SHARDING_SPEC, TILE_DIMS, mesh_of, parse_dims, string_value
+from pxla_mlir.ir import pxla_attrs
+from pxla_mlir.ir.boundaries import BoundaryValue, rewrite_boundaries
 from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.sharding import HloSharding, ShardingSpec, ShardingSpecError
-from pxla_mlir.sharding.mesh import MeshError
-
-_PXLA_KEYS = (DIMS, SHARDING_SPEC, TILE_DIMS)
+from pxla_mlir.sharding import HloSharding, hlo_sharding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,76 +53,43 @@ class AnnotateShardingsPass(ModulePass):
 
     def run(self, module):
         replicas, partitions = pxla_attrs.device_counts(module)
-        for fn in ir_utils.functions(module):
-            self._annotate(fn, module, replicas, partitions)
+        rewrite_boundaries(module, lambda value: self._rewrite(value, replicas, partitions))
 
-    def _annotate(self, fn, module, replicas: int, partitions: int) -> None:
-        ftype = pxla_attrs.function_type(fn)
-        for key, types in (("arg_attrs", ftype.inputs), ("res_attrs", ftype.results)):
-            if key not in fn.attributes:
-                continue
-            dicts = pxla_attrs.boundary_attrs(fn, key)
-            for index, (entries, t) in enumerate(zip(dicts, types)):
-                what = f"{'argument' if key == 'arg_attrs' else 'result'} {index}"
-                if TILE_DIMS in entries:
-                    self._per_device(fn, module, entries, t, what, key == "arg_attrs", replicas, partitions)
-                elif any(k in entries for k in _PXLA_KEYS):
-                    self._rewrite(fn, module, entries, t, what, key == "arg_attrs", index, replicas, partitions)
-            ir_utils.set_boundary_attrs(fn, key, dicts)
-
-    def _rewrite(self, fn, module, entries, type_, what, is_arg, index, replicas, partitions) -> None:
-        if not isinstance(type_, ir.RankedTensorType):
-            raise PassError(fn, f"{what}: pxla shardings need a ranked tensor, got {type_}")
-        rank = ir.RankedTensorType(type_).rank
-        shape = ir.RankedTensorType(type_).shape
+    def _rewrite(self, value: BoundaryValue, replicas: int, partitions: int) -> None:
+        fn, what, entries = value.fn, value.what, value.entries
+        if value.is_tile and partitions > 1:
+            raise PassError(fn, f"{what} is a per-device tile (pxla.tile_dims) in a partition-mode module; "
+                                f"run pxla-wrap-manual-main first to give @main global types")
+        declared = value.read()
+        if declared.tile:  # a per-device signature, as pmap imports it: replica mode runs it as is
+            self._check_devices(fn, what, declared.mesh.size, replicas, partitions)
+            if value.is_arg and not declared.dims.mapping and not declared.dims.unspecified:
+                entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)
+            return
         unspecified_config = None
-        if DIMS in entries and SHARDING_SPEC in entries:
-            raise PassError(fn, f"{what} has both {DIMS} and {SHARDING_SPEC}; keep one")
-        if DIMS in entries:
-            mesh = mesh_of(fn, module)
-            spec = parse_dims(entries.pop(DIMS), rank, mesh, fn, what)
-            try:
-                mesh.tile_shape(shape, spec.mapping, what)
-            except MeshError as e:
-                raise PassError(fn, str(e)) from None
-            sharding = mesh.hlo_sharding(rank, spec.mapping)
-            devices = mesh.size
-            unspecified_config = spec.backend_config()
+        if declared.dims is not None:
+            sharding = hlo_sharding.of_mapping(declared.mesh, len(declared.shape), declared.dims.mapping)
+            devices = declared.mesh.size
+            unspecified_config = declared.dims.backend_config()
         else:
-            text = string_value(entries.pop(SHARDING_SPEC), SHARDING_SPEC, fn)
             try:
-                parsed = ShardingSpec.parse(text)
-                parsed.shard_shape(shape)
-                sharding = parsed.to_hlo()
-            except ShardingSpecError as e:
+                sharding = hlo_sharding.of_spec(declared.spec)
+            except ValueError as e:
                 raise PassError(fn, f"{what}: {e}") from None
-            devices = parsed.num_devices
+            devices = declared.spec.num_devices
         self._check_devices(fn, what, devices, replicas, partitions)
         replicated = sharding.kind == "replicated" and unspecified_config is None
         if partitions == 1 and not replicated:
             raise PassError(fn, f"{what} is sharded ({sharding}) but the module runs as {replicas} replicas; "
                                 f"sharded values need partition mode (mhlo.num_partitions > 1)")
-        if replicated and is_arg:
+        if replicated and value.is_arg:
             entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)
         if partitions == 1:
             return
         if unspecified_config is None:
             entries["mhlo.sharding"] = ir.StringAttr.get(str(sharding))
         else:
-            _constrain(fn, is_arg, index, sharding, unspecified_config)
-
-    def _per_device(self, fn, module, entries, type_, what, is_arg, replicas, partitions) -> None:
-        """A per-device (tile) signature, as pmap imports it: only replica mode runs it as is."""
-        if partitions > 1:
-            raise PassError(fn, f"{what} is a per-device tile (pxla.tile_dims) in a partition-mode module; "
-                                f"run pxla-wrap-manual-main first to give @main global types")
-        mesh = mesh_of(fn, module)
-        if not isinstance(type_, ir.RankedTensorType):
-            raise PassError(fn, f"{what}: a per-device tile needs a ranked tensor, got {type_}")
-        spec = parse_dims(entries.pop(TILE_DIMS), ir.RankedTensorType(type_).rank, mesh, fn, what, TILE_DIMS)
-        self._check_devices(fn, what, mesh.size, replicas, partitions)
-        if is_arg and not spec.mapping and not spec.unspecified:
-            entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)
+            _constrain(fn, value.is_arg, value.index, sharding, unspecified_config)
 
     def _check_devices(self, fn, what, devices, replicas, partitions) -> None:
         total = replicas * partitions

@@ -45,8 +45,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.ir import collectives, ir_utils, pxla_attrs
-from pxla_mlir.ir.collectives import GroupMode
+from pxla_mlir.ir import device_groups, ir_utils, pxla_attrs
+from pxla_mlir.ir.device_groups import GroupMode
 from pxla_mlir.ir.pxla_attrs import SHARDING, read_str, string_value
 from pxla_mlir.pass_infra import ModulePass, PassError
 
@@ -77,7 +77,7 @@ class ConvertToReplicaModePass(ModulePass):
                 with ir.InsertionPoint(op), op.location:
                     new = mhlo.ReplicaIdOp()
                 ir_utils.replace_op(op, [new.result])
-            elif op.name in collectives.MHLO_COLLECTIVES:
+            elif op.name in device_groups.MHLO_COLLECTIVES:
                 self._convert_collective(op, n)
         pxla_attrs.set_device_counts(module, n, 1)
 
@@ -132,9 +132,9 @@ class ConvertToReplicaModePass(ModulePass):
         return True
 
     def _convert_collective(self, op, n: int) -> None:
-        mode = collectives.group_mode(op)
-        attr = collectives.groups_attr_name(op)
-        ids = collectives.groups(op)
+        mode = device_groups.group_mode(op)
+        attr = device_groups.groups_attr_name(op)
+        ids = device_groups.groups(op)
         if mode in (GroupMode.CROSS_REPLICA, GroupMode.CROSS_REPLICA_AND_PARTITION) and ids.size:
             if set(ids.ravel().tolist()) != {0}:
                 raise PassError(op, f"{op.name} groups {ids.tolist()} name replicas other than 0 "

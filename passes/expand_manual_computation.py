@@ -54,6 +54,7 @@ from jaxlib.mlir.dialects import sdy
 from pxla_mlir.ir import ir_utils, shardy
 from pxla_mlir.ir.pxla_attrs import FULL_TO_SHARD, SHARD_TO_FULL, ManualBoundary, manual_boundary, placeholder_target
 from pxla_mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.sharding import sdy_sharding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,8 +211,9 @@ class _Region:
         mesh, manual = self._check_agree()
         mesh_name = shardy.mesh_name_for(self.module, mesh, (self.ins + self.outs)[0].op)
         anchor = self._anchor()
-        in_sh = [mesh.sdy_sharding(b.full_type.rank, b.spec.mapping, b.spec.unspecified, mesh_name) for b in self.ins]
-        out_sh = [mesh.sdy_sharding(b.full_type.rank, b.spec.mapping, b.spec.unspecified, mesh_name)
+        in_sh = [sdy_sharding.of_mapping(mesh, b.full_type.rank, b.spec.mapping, b.spec.unspecified, mesh_name)
+                 for b in self.ins]
+        out_sh = [sdy_sharding.of_mapping(mesh, b.full_type.rank, b.spec.mapping, b.spec.unspecified, mesh_name)
                   for b in self.outs]
         with ir.InsertionPoint(anchor), anchor.location:
             region = sdy.ManualComputationOp(

@@ -39,6 +39,7 @@ from jaxlib.mlir.dialects import mhlo
 from pxla_mlir.ir import ir_utils
 from pxla_mlir.ir.pxla_attrs import FULL_TO_SHARD, SHARD_TO_FULL, manual_boundary, placeholder_target
 from pxla_mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.sharding import hlo_sharding
 from pxla_mlir.sharding.mesh import MeshError
 
 
@@ -56,8 +57,8 @@ class ExpandManualShardingPass(ModulePass):
     def _expand(self, op, module, *, to_shard: bool) -> None:
         b = manual_boundary(op, module)
         try:
-            full_sharding = b.mesh.hlo_sharding(b.full_type.rank, b.spec.mapping)
-            manual_sharding = b.mesh.manual_sharding(b.full_type.rank, b.manual)
+            full_sharding = hlo_sharding.of_mapping(b.mesh, b.full_type.rank, b.spec.mapping)
+            manual_sharding = hlo_sharding.manual_tile(b.mesh, b.full_type.rank, b.manual)
         except MeshError as e:
             raise PassError(op, str(e)) from None
         config = b.spec.backend_config()

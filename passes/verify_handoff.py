@@ -17,7 +17,7 @@ error at the offending op, when:
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` are missing, not positive,
   or differ from the expected counts given as options;
 * a collective's device ids do not fit the module: in every mode (see
-  :mod:`pxla_mlir.collectives`) the groups must use ids in range, be
+  :mod:`pxla_mlir.ir.device_groups`) the groups must use ids in range, be
   disjoint and together cover every id, and have the same size (except for
   ``all_reduce``, whose groups XLA lets differ in size: shorter groups are
   padded with -1, as jax lowers ``psum(..., axis_index_groups=...)`` with
@@ -48,18 +48,38 @@ from typing import Literal
 
 import numpy as np
 
-from pxla_mlir.ir import collectives, ir_utils, pxla_attrs, shardy
+from pxla_mlir.ir import device_groups, ir_utils, pxla_attrs, shardy
 from pxla_mlir.ir.pxla_attrs import NUM_PARTITIONS, NUM_REPLICAS
 from pxla_mlir.pass_infra import ModulePass, PassError, option
 
-ALLOWED_DIALECTS = {"gspmd": ("builtin", "func", "mhlo"), "sdy": ("builtin", "func", "mhlo", "sdy")}
-#: Which pass expands each placeholder, per sharding dialect.
-EXPANDED_BY = {
-    "pxla.full_to_shard": {"gspmd": "pxla-expand-manual-sharding", "sdy": "pxla-expand-manual-computation"},
-    "pxla.shard_to_full": {"gspmd": "pxla-expand-manual-sharding", "sdy": "pxla-expand-manual-computation"},
-    "pxla.shard": "pxla-expand-shard",
-    "pxla.unshard": "pxla-expand-unshard",
+
+@dataclasses.dataclass(frozen=True)
+class Form:
+    """What one output form (sharding dialect) allows in a module handed to XLA."""
+
+    module: str  # how messages name a module in this form
+    dialects: tuple[str, ...]  # the dialects its ops may come from
+    manual_expander: str  # the pass that expands its manual-region placeholders
+    foreign_attr: str  # the other form's sharding attribute, which XLA ignores in this form
+    foreign_attr_hint: str
+    foreign_targets: frozenset = frozenset()  # custom calls of another form, which XLA rejects in this one
+    foreign_target_hint: str = ""
+    checks_mesh: bool = False  # sdy.mesh must span mhlo.num_partitions
+
+
+#: Every output form: a third one is a new entry here.
+FORMS = {
+    "gspmd": Form("a GSPMD module (sharding-dialect=gspmd)", ("builtin", "func", "mhlo"), "pxla-expand-manual-sharding",
+                  shardy.SHARDING, "XLA ignores it without Shardy; write mhlo.sharding instead"),
+    "sdy": Form("a Shardy module", ("builtin", "func", "mhlo", "sdy"), "pxla-expand-manual-computation",
+                shardy.GSPMD_SHARDING, "XLA ignores it once Shardy partitions the module; write sdy.sharding instead",
+                frozenset(shardy.GSPMD_TARGETS),
+                "XLA rejects it once Shardy partitions the module; use sdy.manual_computation "
+                "(pxla-expand-manual-computation)", checks_mesh=True),
 }
+#: Which pass expands each placeholder (None: the form's manual_expander).
+EXPANDED_BY = {"pxla.full_to_shard": None, "pxla.shard_to_full": None, "pxla.shard": "pxla-expand-shard",
+               "pxla.unshard": "pxla-expand-unshard"}
 _HOW_TO_REMOVE = {
     "stablehlo": "legalize it with stablehlo-legalize-to-hlo",
     "chlo": "legalize it with func.func(chlo-legalize-to-hlo)",
@@ -81,10 +101,10 @@ class VerifyHandoffPass(ModulePass):
 
     def run(self, module):
         replicas, partitions = self._device_counts(module)
-        form = self.sharding_dialect
-        if form == "auto":
-            form = "sdy" if shardy.uses_shardy(module) else "gspmd"
-        allowed = ALLOWED_DIALECTS[form]
+        name = self.sharding_dialect
+        if name == "auto":
+            name = "sdy" if shardy.uses_shardy(module) else "gspmd"
+        form = FORMS[name]
         unknown_dialect_seen: set[str] = set()
         for op in ir_utils.walk(module):
             dialect = op.name.split(".", 1)[0] if "." in op.name else "builtin"
@@ -92,22 +112,20 @@ class VerifyHandoffPass(ModulePass):
             self._check_sharding_attrs(op, form)
             if target is not None and target.startswith("pxla."):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
-                expander = expander[form] if isinstance(expander, dict) else expander
-                self.error(op, f"placeholder @{target} was not expanded; run {expander} before handing "
-                               f"the module to XLA")
+                self.error(op, f"placeholder @{target} was not expanded; run {expander or form.manual_expander} "
+                               f"before handing the module to XLA")
             elif op.name.startswith("pxla."):
                 self.error(op, f"pxla placeholder op '{op.name}' was not expanded")
-            elif dialect not in allowed and op.name not in unknown_dialect_seen:
+            elif dialect not in form.dialects and op.name not in unknown_dialect_seen:
                 unknown_dialect_seen.add(op.name)
                 how = _HOW_TO_REMOVE.get(dialect, "only builtin, func and mhlo ops (and sdy in the Shardy form) can "
                                                   "be handed to XLA")
                 self.error(op, f"'{op.name}' is not builtin/func/mhlo; {how}")
-            elif form == "sdy" and target in shardy.GSPMD_TARGETS:
-                self.error(op, f"GSPMD custom call @{target} in a Shardy module: XLA rejects it once Shardy "
-                               f"partitions the module; use sdy.manual_computation (pxla-expand-manual-computation)")
-            elif op.name == shardy.MESH_OP:
+            elif target in form.foreign_targets:
+                self.error(op, f"GSPMD custom call @{target} in {form.module}: {form.foreign_target_hint}")
+            elif op.name == shardy.MESH_OP and form.checks_mesh:
                 self._check_mesh(op, replicas, partitions)
-            elif op.name in collectives.MHLO_COLLECTIVES:
+            elif op.name in device_groups.MHLO_COLLECTIVES:
                 self._check_collective(op, replicas, partitions)
             elif op.name == "mhlo.replica_id" and replicas == 1 and partitions > 1:
                 self.warn(op, "replica_id is always 0 in a module with num_replicas = 1; "
@@ -128,22 +146,16 @@ class VerifyHandoffPass(ModulePass):
                 raise PassError(module, f"'{attr}' is {value} but {expected} was expected")
         return counts
 
-    def _check_sharding_attrs(self, op, form: str) -> None:
-        """No sharding attribute of the other dialect, on the op or its function boundary."""
-        foreign = shardy.GSPMD_SHARDING if form == "sdy" else shardy.SHARDING
+    def _check_sharding_attrs(self, op, form: Form) -> None:
+        """No sharding attribute of another form, on the op or its function boundary."""
         places = [("", op.attributes)]
         if op.name == "func.func":
             for key, kind in (("arg_attrs", "argument"), ("res_attrs", "result")):
                 if key in op.attributes:
                     places += [(f"{kind} {i} of ", d) for i, d in enumerate(pxla_attrs.boundary_attrs(op, key))]
         for where, attrs in places:
-            if foreign in attrs:
-                if form == "sdy":
-                    self.error(op, f"{where}{op.name} has {foreign} in a Shardy module: XLA ignores it once "
-                                   f"Shardy partitions the module; write sdy.sharding instead")
-                else:
-                    self.error(op, f"{where}{op.name} has {foreign} in a GSPMD module (sharding-dialect=gspmd): "
-                                   f"XLA ignores it without Shardy; write mhlo.sharding instead")
+            if form.foreign_attr in attrs:
+                self.error(op, f"{where}{op.name} has {form.foreign_attr} in {form.module}: {form.foreign_attr_hint}")
 
     def _check_mesh(self, op, replicas: int, partitions: int) -> None:
         mesh = shardy.read_mesh(op)
@@ -153,10 +165,10 @@ class VerifyHandoffPass(ModulePass):
                            f"mhlo.num_replicas = 1")
 
     def _check_collective(self, op, replicas: int, partitions: int) -> None:
-        mode = collectives.group_mode(op)
-        n = collectives.id_count(mode, replicas, partitions)
+        mode = device_groups.group_mode(op)
+        n = device_groups.id_count(mode, replicas, partitions)
         what = f"{op.name} ({mode.value}, ids 0..{n - 1})"
-        ids = collectives.groups(op)
+        ids = device_groups.groups(op)
         if op.name == "mhlo.collective_permute":
             self._check_pairs(op, ids, n, what)
             return

@@ -1,4 +1,4 @@
-"""Every collective pxla_mlir knows, in one table (the jax layer).
+"""Every collective pxla_mlir knows, in one table of facts (the jax layer).
 
 One entry per jax primitive says:
 
@@ -7,23 +7,20 @@ One entry per jax primitive says:
   (psum, pmax, pmin, all_gather). Otherwise the result varies along them
   (ppermute, axis_index, ...); with ``axis_index_groups`` nothing agrees.
   :mod:`.invariance` uses it for ``out_axes=None`` and xmap's output checks;
-* ``xmap``: how xmap re-binds it on the substituted axes of its names
-  (:mod:`.xmaps.rewrites`), or None for a primitive xmap binds unchanged;
 * ``mhlo``: the MHLO collectives jax lowers it to. Passes recognise those by
   their op names and read their device groups through the jax-free
-  :mod:`.ir.collectives` (``tests/test_collectives.py`` checks that every
+  :mod:`.ir.device_groups` (``tests/test_collectives.py`` checks that every
   name here is one it knows).
 
-Adding a collective is one entry here, plus a rule in ``xmaps/rewrites.py``
-when vmap cannot split it over a mix of local and device axes.
+How a map kind rebinds a collective is the kind's own business: xmap's
+rules are ``xmaps/rewrites.RULES``, keyed by the same primitive names (a
+test ties the two tables). Adding a collective is one entry here, plus a
+rule there when vmap cannot split it over a mix of local and device axes.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
-
-from .xmaps import rewrites
 
 __all__ = ["Collective", "COLLECTIVES", "CALL_JAXPR_PARAMS", "axes_of"]
 
@@ -33,25 +30,24 @@ class Collective:
     primitive: str
     axes_param: str
     agrees: bool
-    xmap: Callable | None
     mhlo: tuple[str, ...] = ()
 
 
 COLLECTIVES: dict[str, Collective] = {c.primitive: c for c in (
-    Collective("psum", "axes", True, rewrites.rebind, ("mhlo.all_reduce",)),
-    Collective("pmax", "axes", True, rewrites.rebind, ("mhlo.all_reduce",)),
-    Collective("pmin", "axes", True, rewrites.rebind, ("mhlo.all_reduce",)),
-    Collective("all_gather", "axis_name", True, rewrites.all_gather, ("mhlo.all_gather",)),
-    Collective("axis_index", "axis_name", False, rewrites.axis_index),
-    Collective("ppermute", "axis_name", False, rewrites.ppermute, ("mhlo.collective_permute",)),
-    Collective("all_to_all", "axis_name", False, rewrites.all_to_all, ("mhlo.all_to_all",)),
-    Collective("reduce_scatter", "axis_name", False, rewrites.psum_scatter, ("mhlo.reduce_scatter",)),
+    Collective("psum", "axes", True, ("mhlo.all_reduce",)),
+    Collective("pmax", "axes", True, ("mhlo.all_reduce",)),
+    Collective("pmin", "axes", True, ("mhlo.all_reduce",)),
+    Collective("all_gather", "axis_name", True, ("mhlo.all_gather",)),
+    Collective("axis_index", "axis_name", False),
+    Collective("ppermute", "axis_name", False, ("mhlo.collective_permute",)),
+    Collective("all_to_all", "axis_name", False, ("mhlo.all_to_all",)),
+    Collective("reduce_scatter", "axis_name", False, ("mhlo.reduce_scatter",)),
     # Every element gets element `source`'s value (jax lowers it on GPU only).
-    Collective("pbroadcast", "axis_name", True, rewrites.pbroadcast, ("mhlo.collective_broadcast",)),
+    Collective("pbroadcast", "axis_name", True, ("mhlo.collective_broadcast",)),
     # Varying-manual-axes bookkeeping of jax's shard_map; treated as varying.
-    Collective("psum_invariant", "axes", False, None, ("mhlo.all_reduce",)),
-    Collective("pvary", "axes", False, None),
-    Collective("all_gather_invariant", "axis_name", False, None, ("mhlo.all_gather",)),
+    Collective("psum_invariant", "axes", False, ("mhlo.all_reduce",)),
+    Collective("pvary", "axes", False),
+    Collective("all_gather_invariant", "axis_name", False, ("mhlo.all_gather",)),
 )}
 
 #: Call-like primitives and the parameter holding their body (analysed or

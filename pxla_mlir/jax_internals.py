@@ -14,19 +14,25 @@ import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from jax._src import api_util, compilation_cache, compiler, config, core, dispatch, dtypes, effects
-from jax._src import sharding_impls, source_info_util
-from jax._src import linear_util as lu
-from jax._src import tree_util as jax_tree_util
-from jax._src import xla_bridge
-from jax._src.interpreters import ad, batching
-from jax._src.interpreters import mlir as jax_mlir
-from jax._src.interpreters import partial_eval as pe
-from jax._src.interpreters import pxla
+from jax._src import (
+    api_util,
+    compilation_cache,
+    compiler,
+    config,
+    core,
+    dispatch,
+    dtypes,
+    effects,
+    linear_util as lu,
+    mesh as _jax_mesh,
+    sharding_impls,
+    source_info_util,
+    tree_util as jax_tree_util,
+    xla_bridge,
+)
+from jax._src.interpreters import ad, batching, mlir as jax_mlir, partial_eval as pe, pxla
 from jax._src.lax import parallel as parallel_primitives
-from jax._src.lib import _jax, hlo
-from jax._src.lib import xla_client as xc
-from jax._src import mesh as _jax_mesh
+from jax._src.lib import _jax, hlo, xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
 
@@ -41,9 +47,11 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
            "distributed_client", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
-           "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context"]
+           "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
+#: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
+trace_context = config.trace_context
 
 
 def backend(platform: str | None = None):

@@ -1,35 +1,64 @@
-"""A small least-recently-used mapping for caches keyed by traced bodies."""
+"""A small, thread-safe least-recently-used mapping: every cache of traced
+bodies, lowered and compiled programs is one, with a documented size."""
 
 from __future__ import annotations
 
 import collections
+import threading
 import weakref
 
 _ALL: "weakref.WeakSet[LRU]" = weakref.WeakSet()
 
 
-class LRU(collections.OrderedDict):
-    """A dict that forgets its least recently used entry beyond ``size``."""
+class LRU:
+    """A mapping that forgets its least recently used entry beyond ``size``.
+    Lookups and insertions hold a lock: maps are called from many threads."""
 
     def __init__(self, size: int):
-        super().__init__()
         self.size = size
+        self._data: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
         _ALL.add(self)
 
-    def __hash__(self):  # by identity, so instances can live in a WeakSet
-        return id(self)
-
     def get(self, key, default=None):
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        return default
+        with self._lock:
+            try:
+                value = self._data[key]
+            except KeyError:
+                return default
+            self._data.move_to_end(key)
+            return value
 
-    def __setitem__(self, key, value):
-        super().__setitem__(key, value)
-        self.move_to_end(key)
-        if len(self) > self.size:
-            self.popitem(last=False)
+    def __getitem__(self, key):
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def keys(self) -> list:
+        with self._lock:
+            return list(self._data)
+
+
+_MISSING = object()
 
 
 def clear_all() -> None:

@@ -23,14 +23,27 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from .pass_infra import NamedPipeline, option
+from jaxlib.mlir import ir
+
+from .pass_infra import NamedPipeline, Pipeline, option, run_pipeline
 from .pass_infra.options import choices, configure
 
 __all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "ShardingDialect", "choices",
-           "configure"]
+           "configure", "to_stablehlo"]
 
 #: jaxlib's legalization of jax's StableHLO/CHLO output to MHLO.
 LEGALIZE_TO_MHLO = "func.func(chlo-legalize-to-hlo),stablehlo-legalize-to-hlo"
+#: The way back, for users who want StableHLO (``as_text("stablehlo")``).
+EXPORT_TO_STABLEHLO = "builtin.module(hlo-legalize-to-stablehlo)"
+
+
+def to_stablehlo(module: ir.Module) -> ir.Module:
+    """A StableHLO copy of an MHLO module."""
+    with module.context:
+        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+    run_pipeline(copy, Pipeline.cached(EXPORT_TO_STABLEHLO), reproducer=False)
+    return copy
+
 
 ShardingDialect = Literal["gspmd", "sdy"]
 _SHARDING_HELP = "how partition-mode modules state shardings: Shardy (sdy) or GSPMD (mhlo.sharding)"
@@ -85,7 +98,8 @@ class PmapPipeline(NamedPipeline):
         # unchanged from one pmap to the next need no collective.
         # Placeholders then expand into partition-mode code, so the mode
         # conversion below sees (and converts) their collectives too.
-        steps = [LEGALIZE_TO_MHLO, "pxla-fold-shard-of-unshard", "pxla-expand-shard", f"pxla-expand-unshard{{strategy={self.unshard}}}"]
+        steps = [LEGALIZE_TO_MHLO, "pxla-fold-shard-of-unshard", "pxla-expand-shard",
+                 f"pxla-expand-unshard{{strategy={self.unshard}}}"]
         if self.mode == "replica":
             return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
         steps += ["pxla-wrap-manual-main", *_sharding_steps(self.sharding_dialect, manual=True)]

@@ -1,48 +1,34 @@
 """The stages of a map: ``Lowered`` (MHLO) and ``Compiled`` (an executable).
 
-pmap, xmap and ``pxla_mlir.jit`` import a module in "pxla form" and build a
-``Lowered`` from it together with everything a call needs: the devices, the
-global avals and shardings of the flat inputs and outputs, and the call
-signature (how arguments flatten, how outputs unflatten). ``Lowered`` runs
-the pass pipeline; ``compile()`` hands the result to XLA and wraps the
-executable for calls.
+pmap, xmap and ``pxla_mlir.jit`` import a module in "pxla form" and call
+:func:`lower` with it, its pipeline, its :class:`Layout` (devices, avals and
+shardings of the flat inputs and outputs, donation, hoisted constants) and
+its :class:`Signature` (how arguments flatten, how outputs unflatten).
+``lower`` runs the pass pipeline (saving a reproducer when it fails) and
+returns the ``Lowered``, a value: it holds the results and does no work
+itself, as jax's ``Lowered`` over its ``Lowering``. ``compile()`` hands the
+module to XLA and wraps the executable for calls.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import dataclasses
-import time
 from typing import Any, Callable, Sequence
 
 from jax import tree_util
 from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
-from .compile import compile_module, to_stablehlo, to_xla_computation
 from .distributed.program_check import check_before_launch
 from .jax_internals import LOWERING_LOCK, core, hlo_cost_analysis, hlo_text, pytree_equality_errors
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .pass_infra.reproducer import save as _save
-from .runtime import ShardedExecutable
+from .pipelines import to_stablehlo
+from .runtime.compile import compile_module, to_xla_computation
+from .runtime.executable import ShardedExecutable
+from .stats import STATS, timed
 
-__all__ = ["Signature", "Lowered", "Compiled", "STATS", "TIMINGS", "timed"]
-
-#: Counts of the expensive steps, for tests and benchmarks.
-STATS: collections.Counter = collections.Counter()
-#: Seconds spent in each step ("trace", "import", "passes", "compile"), summed
-#: since the last reset (pxla-mlir run reports them).
-TIMINGS: collections.Counter = collections.Counter()
-
-
-@contextlib.contextmanager
-def timed(step: str):
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        TIMINGS[step] += time.perf_counter() - start
+__all__ = ["Signature", "Layout", "lower", "Lowered", "Compiled"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,45 +136,85 @@ class _ArgumentTrees:
         return self.in_tree.unflatten([ArgInfo(av, d) for av, d in zip(avals[n:], donated[n:])])
 
 
-class Lowered(_ArgumentTrees):
-    """A map lowered to MHLO: the pxla form from import, the final module, and
-    the layout of its flat inputs and outputs on ``devices``.
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a lowered map's flat inputs and outputs live.
 
     ``consts`` are values hoisted out of the body: the first flat inputs,
     supplied by ``Compiled`` itself (``in_avals``/``in_shardings``/``donated``
-    include them). ``plan`` is an xmap's plan (named axes, sizes, resources);
-    None for pmap. ``host_callbacks`` are the Python callables the module's
-    host callbacks call (by index), handed to XLA at compile time.
+    include them). ``donated`` flags the inputs whose buffers the executable
+    consumes.
+    """
+
+    devices: tuple
+    in_avals: tuple
+    out_avals: tuple
+    in_shardings: tuple
+    out_shardings: tuple
+    donated: tuple = ()
+    consts: tuple = ()
+
+    def __post_init__(self):
+        for name in ("devices", "in_avals", "out_avals", "in_shardings", "out_shardings", "consts"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "donated", tuple(self.donated) or (False,) * len(self.in_avals))
+
+
+def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
+          jaxpr_text: Callable[[], str] | None = None, plan: Any = None) -> "Lowered":
+    """Runs ``pipeline`` on an imported module (:class:`pxla_mlir.maps.importing.Imported`:
+    the pxla form, jax's keepalive, the host callbacks) and returns its ``Lowered``.
+
+    A failing pipeline raises ``PipelineFailure`` with a reproducer: the
+    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``).
+    """
+    STATS["lowerings"] += 1
+    module = imported.module
+    pxla = module.operation.clone()  # printed only if asked for
+    try:
+        with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
+            run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
+    except PipelineFailure as e:
+        raise PipelineFailure(e.pipeline, e.diagnostics, _save(pxla.get_asm(enable_debug_info=True))) from None
+    return Lowered(module, pxla, pipeline=pipeline, layout=layout, signature=signature,
+                   keepalive=imported.keepalive, host_callbacks=tuple(imported.host_callbacks),
+                   jaxpr_text=jaxpr_text, plan=plan)
+
+
+class Lowered(_ArgumentTrees):
+    """A map lowered to MHLO: the pxla form from import, the final module, the
+    :class:`Layout` of its flat inputs and outputs, and its call signature.
+
+    ``plan`` is an xmap's plan (named axes, sizes, resources); None for pmap.
+    ``host_callbacks`` are the Python callables the module's host callbacks
+    call (by index), handed to XLA at compile time. Made by :func:`lower`.
 
     jax's AOT API: ``as_text(dialect=)``, ``compiler_ir(dialect=)``,
     ``cost_analysis()``, ``args_info``, ``in_tree``/``out_tree``,
     ``compile(compiler_options=)``.
     """
 
-    def __init__(self, module: ir.Module, *, pipeline: str, devices: Sequence, in_avals: Sequence,
-                 out_avals: Sequence, in_shardings: Sequence, out_shardings: Sequence, signature: Signature,
-                 consts: Sequence = (), keepalive: Any = None, jaxpr_text: Callable[[], str] | None = None,
-                 plan: Any = None, donated: Sequence[bool] = (), host_callbacks: Sequence = ()):
-        STATS["lowerings"] += 1
+    def __init__(self, module: ir.Module, pxla: ir.Operation, *, pipeline: str, layout: Layout,
+                 signature: Signature, keepalive: Any = None, host_callbacks: Sequence = (),
+                 jaxpr_text: Callable[[], str] | None = None, plan: Any = None):
+        self._module, self._imported = module, pxla
         self.pipeline = pipeline
-        self._imported = module.operation.clone()  # printed only if asked for
-        try:
-            with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
-                run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
-        except PipelineFailure as e:
-            raise PipelineFailure(e.pipeline, e.diagnostics, _save(self.pxla_text(debug_info=True))) from None
-        self._module = module
-        self.devices = tuple(devices)
-        self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
-        self.in_shardings, self.out_shardings = tuple(in_shardings), tuple(out_shardings)
+        self.layout = layout
         self.signature = signature
-        self.consts = tuple(consts)
-        self.donated = tuple(donated) or (False,) * len(self.in_avals)
         self.host_callbacks = tuple(host_callbacks)
         self._keepalive = keepalive
         self._jaxpr_text = jaxpr_text  # printed only if asked for
         self.plan = plan
         self._compiled: Compiled | None = None
+
+    # The layout's parts, as the rest of the AOT API and jax's Lowered name them.
+    devices = property(lambda self: self.layout.devices)
+    in_avals = property(lambda self: self.layout.in_avals)
+    out_avals = property(lambda self: self.layout.out_avals)
+    in_shardings = property(lambda self: self.layout.in_shardings)
+    out_shardings = property(lambda self: self.layout.out_shardings)
+    donated = property(lambda self: self.layout.donated)
+    consts = property(lambda self: self.layout.consts)
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The final module as text: MHLO (``dialect`` None or "mhlo";

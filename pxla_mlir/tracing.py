@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from .errors import PxlaUserError
 from .jax_internals import core, lu, pe, source_info_util
 
 
-class UnboundAxisError(NameError):
+class UnboundAxisError(PxlaUserError, NameError):
     """A collective names an axis that no enclosing map binds."""
 
 

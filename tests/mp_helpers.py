@@ -9,6 +9,7 @@ import sys
 from typing import Sequence
 
 from conftest import REPO
+
 from pxla_mlir.distributed.launch import Finished, launch
 
 WORKER = REPO / "tests" / "multiprocess" / "worker.py"

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 NESTED = str(REPO / "examples/nested_reduction.py") + ":two_level_sum"
@@ -105,7 +104,9 @@ def test_run_prints_timings_and_outputs():
     (("emit", NESTED, "--arg", "f32[8,x]"), "bad argument shape 'f32[8,x]'"),
     (("emit", NESTED, "--arg", "float[8]"), "bad argument shape 'float[8]'"),
     (("emit", NESTED, "--stage", "optimized"), "unknown stage 'optimized'"),
-    (("emit", NESTED, "--stage", "after:pxla-nope"), "unknown stage 'after:pxla-nope': the pipeline runs chlo-legalize-to-hlo, stablehlo-legalize-to-hlo, pxla-fold-shard-of-unshard"),
+    (("emit", NESTED, "--stage", "after:pxla-nope"),
+     "unknown stage 'after:pxla-nope': the pipeline runs chlo-legalize-to-hlo, stablehlo-legalize-to-hlo, "
+     "pxla-fold-shard-of-unshard"),
     (("emit", NESTED, "--pipeline", "builtin.module(nope)"), "bad --pipeline: unknown pass or pipeline 'nope'"),
     (("emit", NESTED, "--lowering", "manual"),
      "--lowering does not apply to 'two_level_sum', which is already a pxla_mlir.pmap (on the command line it "
@@ -219,7 +220,6 @@ def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
     result = cli("diff", deep, deep)
     assert result.returncode == 1 and result.stderr.startswith(f"pxla-mlir: error: {deep}:1:1025: input nested "
                                                                f"more than 1000 levels deep"), result.stderr
-
 
 
 def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path, parse):

@@ -5,9 +5,10 @@ import pytest
 from jax import lax
 
 from pxla_mlir.collectives import COLLECTIVES, axes_of
-from pxla_mlir.ir import collectives as mhlo_collectives
 from pxla_mlir.invariance import varying_outputs
+from pxla_mlir.ir import device_groups as mhlo_collectives
 from pxla_mlir.jax_internals import core, parallel_primitives
+from pxla_mlir.xmaps import rewrites
 
 
 def _primitives():
@@ -25,7 +26,14 @@ def test_entry_names_a_jax_primitive_and_known_mhlo_ops(name):
     assert name in _primitives(), f"{name} is not a jax primitive"
     assert entry.axes_param in ("axes", "axis_name")
     assert set(entry.mhlo) <= set(mhlo_collectives.MHLO_COLLECTIVES)
-    assert entry.xmap is None or callable(entry.xmap)
+
+
+def test_xmap_rebinds_every_collective_of_the_table():
+    """xmap's rule table and the collective table name the same primitives:
+    each collective has a rule or is explicitly bound unchanged."""
+    assert set(rewrites.RULES) | rewrites.UNCHANGED == set(COLLECTIVES)
+    assert not set(rewrites.RULES) & rewrites.UNCHANGED
+    assert all(callable(rule) for rule in rewrites.RULES.values())
 
 
 def test_agreeing_collectives_make_outputs_invariant():

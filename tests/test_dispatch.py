@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.stages import STATS
+from pxla_mlir.stats import STATS
 
 
 def python_calls(fn, *args, times=5):

@@ -4,10 +4,10 @@
 import jax
 import numpy as np
 import pytest
-
 from conftest import REPO
-from pxla_mlir.emit import MapOptions, lower_target, prepare
-from pxla_mlir.targets import resolve
+
+from pxla_mlir.tools.emit import MapOptions, lower_target, prepare
+from pxla_mlir.tools.targets import resolve
 
 EXAMPLES = {
     "train_step": "examples/train_step.py:train_step",

@@ -8,19 +8,19 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 NESTED = str(REPO / "examples/nested_reduction.py") + ":two_level_sum"
 TRAIN = str(REPO / "examples/train_step.py") + ":train_step"
 XMAP = str(REPO / "examples/xmap_2d.py") + ":normalise_2d"
-NESTED_PASSES = ["chlo-legalize-to-hlo", "stablehlo-legalize-to-hlo", "pxla-fold-shard-of-unshard", "pxla-expand-shard", "pxla-expand-unshard",
+NESTED_PASSES = ["chlo-legalize-to-hlo", "stablehlo-legalize-to-hlo", "pxla-fold-shard-of-unshard", "pxla-expand-shard",
+                 "pxla-expand-unshard",
                  "pxla-convert-to-replica-mode", "pxla-annotate-shardings", "canonicalize", "cse", "symbol-dce",
                  "pxla-verify-handoff"]
 
 
 def lower(target, **options):
-    from pxla_mlir.emit import MapOptions, lower_target
+    from pxla_mlir.tools.emit import MapOptions, lower_target
 
     return lower_target(target, MapOptions(**options))
 
@@ -65,13 +65,13 @@ def test_element_bytes():
     ("cross-replica", [], 4, 1, ((0, 1, 2, 3),)),  # no groups: one group of everybody
 ])
 def test_device_groups(mode, groups, R, P, want):
-    from pxla_mlir.explore.traffic import device_groups
+    from pxla_mlir.ir.device_groups import device_indices
 
-    assert device_groups(mode, groups, R, P) == want
+    assert device_indices(mode, groups, R, P) == want
 
 
 def test_permute_pairs_in_partition_mode_repeat_per_replica():
-    from pxla_mlir.explore.traffic import permute_pairs
+    from pxla_mlir.ir.device_groups import permute_pairs
 
     assert permute_pairs("cross-partition", [[0, 1], [1, 0]], 2, 2) == ((0, 1), (1, 0), (2, 3), (3, 2))
 
@@ -332,7 +332,8 @@ def test_cli_compare_with_the_other_unshard_strategy(tmp_path):
     result = cli("explore", NESTED, "--compare", "?unshard=all-reduce", "-o", out, "--no-compile")
     assert result.returncode == 0, result.stderr
     text = out.read_text()
-    assert f"{NESTED}?unshard=all-reduce" in text and "pxla-pmap-pipeline{mode=replica unshard=all-reduce sharding-dialect=sdy}" in text
+    assert f"{NESTED}?unshard=all-reduce" in text
+    assert "pxla-pmap-pipeline{mode=replica unshard=all-reduce sharding-dialect=sdy}" in text
     assert "dynamic_update_slice" in text and 'class="row differs"' in text and 'class="row same"' in text
 
 

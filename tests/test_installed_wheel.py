@@ -20,8 +20,8 @@ import tarfile
 import zipfile
 
 import pytest
-
 from conftest import REPO
+
 
 def _run(argv, *, cwd, env=None, timeout=300) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 LIT = os.path.join(os.path.dirname(sys.executable), "lit")

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P  # noqa: E402
+from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
 
-from pxla_mlir.compile import compile_module  # noqa: E402
-from pxla_mlir.pass_infra import run_pipeline  # noqa: E402
-from pxla_mlir.sharding import AbstractMesh, spec_to_indices  # noqa: E402
+from pxla_mlir.pass_infra import run_pipeline
+from pxla_mlir.runtime.compile import compile_module
+from pxla_mlir.sharding import AbstractMesh, spec_to_indices
 
 # Mesh x=2, y=4. Each device holds a 4x3 tile of an 8x12 array; the body adds
 # the psum of the tiles over 'y' (devices with the same x) and its partition id.

@@ -6,7 +6,15 @@ import threading
 import numpy as np
 import pytest
 
-from pxla_mlir.sharding import AbstractMesh, Mesh, MeshError, current_mesh, dims_from_mapping, mapping_from_dims
+from pxla_mlir.sharding import (
+    AbstractMesh,
+    Mesh,
+    MeshError,
+    current_mesh,
+    dims_from_mapping,
+    hlo_sharding,
+    mapping_from_dims,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +117,10 @@ def test_dims_mapping_round_trip():
 
 def test_manual_and_mesh_sharding_strings():
     m = AbstractMesh((2, 4), ("x", "y"))
-    assert str(m.manual_sharding(2, {"x", "y"})) == "{manual}"
-    assert str(m.manual_sharding(2, {"x"})) == "{devices=[1,1,2,4]<=[8] last_tile_dims={manual, replicated}}"
-    assert str(m.manual_sharding(1, {"y"})) == "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dims={manual, replicated}}"
-    assert str(m.hlo_sharding(2, {"x": 0})) == "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"
-    assert str(m.hlo_sharding(2, {"x": 0}, manual_axes={"y"})) == "{devices=[2,1,4]<=[8] last_tile_dims={manual}}"
+    assert str(hlo_sharding.manual_tile(m, 2, {"x", "y"})) == "{manual}"
+    assert str(hlo_sharding.manual_tile(m, 2, {"x"})) == "{devices=[1,1,2,4]<=[8] last_tile_dims={manual, replicated}}"
+    assert str(hlo_sharding.manual_tile(m, 1, {"y"})) == "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dims={manual, replicated}}"
+    assert str(hlo_sharding.of_mapping(m, 2, {"x": 0})) == "{devices=[2,1,4]<=[8] last_tile_dim_replicate}"
+    assert str(hlo_sharding.of_mapping(m, 2, {"x": 0}, manual_axes={"y"})) == "{devices=[2,1,4]<=[8] last_tile_dims={manual}}"
     with pytest.raises(MeshError, match="manual axis 'w' is not in the mesh"):
-        m.manual_sharding(1, {"w"})
+        hlo_sharding.manual_tile(m, 1, {"w"})

@@ -10,10 +10,10 @@ deadline (SIGKILL).
 import re
 import sys
 
-import pytest
-
 import mp_helpers
+import pytest
 from conftest import REPO
+
 from pxla_mlir.distributed import PEER_FAILED_EXIT
 from pxla_mlir.distributed.launch import launch
 

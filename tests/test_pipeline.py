@@ -6,9 +6,9 @@ import sys
 import warnings
 
 import pytest
+from conftest import REPO
 from jaxlib.mlir import ir
 
-from conftest import REPO
 from pxla_mlir.ir.diagnostics import DiagnosticCollector, PxlaWarning
 from pxla_mlir.pass_infra import ModulePass, PassError, Pipeline, PipelineFailure, PipelineSyntaxError, run_pipeline
 

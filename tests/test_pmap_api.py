@@ -11,7 +11,7 @@ from jax import lax
 
 import pxla_mlir
 from pxla_mlir.ir.ir_utils import walk
-from pxla_mlir.pmaps import STATS
+from pxla_mlir.stats import STATS
 
 
 def counts():

@@ -7,14 +7,14 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numerics
 import numpy as np
 import pytest
 from jax import lax
 from jax.test_util import check_grads
 
 import pxla_mlir
-from pxla_mlir.stages import STATS
-import numerics
+from pxla_mlir.stats import STATS
 
 RNG = np.random.default_rng(0)
 

@@ -3,8 +3,9 @@ layout names every module."""
 
 import re
 
-from pxla_mlir.tools.docs import pass_table
 from conftest import REPO
+
+from pxla_mlir.tools.docs import pass_table
 
 README = (REPO / "README.md").read_text()
 

@@ -4,9 +4,9 @@ import inspect
 import sys
 
 import pytest
+from conftest import REPO
 
 from pxla_mlir.pass_infra import ModulePass, NamedPipeline, registry
-from conftest import REPO
 
 ALL = [*registry.PASSES, *registry.PIPELINES]
 

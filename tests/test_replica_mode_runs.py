@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from jax import lax  # noqa: E402
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
-from jaxlib.mlir import ir  # noqa: E402
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jaxlib.mlir import ir
 
-from pxla_mlir import jax_internals  # noqa: E402
-from pxla_mlir.compile import compile_module  # noqa: E402
-from pxla_mlir.pass_infra import run_pipeline  # noqa: E402
+from pxla_mlir import jax_internals
+from pxla_mlir.pass_infra import run_pipeline
+from pxla_mlir.runtime.compile import compile_module
 
 
 def one_axis(x):

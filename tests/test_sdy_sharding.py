@@ -1,30 +1,40 @@
 """Shardy is the oracle for our sdy text, as XLA is for the HLO strings
 (test_sharding_xla_oracle.py). For the same specs on 1-d, 2-d and 3-d meshes:
-(a) Shardy's parser reads ``ShardingSpec.to_sdy()`` and its printer prints it
+(a) Shardy's parser reads ``sdy_sharding.of_spec(ShardingSpec)`` and its printer prints it
 back unchanged; (b) Shardy's verifier accepts it on an argument of a module
 with the mesh; (c) XLA, partitioning with Shardy, gives the parameter the
-HLO sharding ``to_hlo()`` names; (d) each device holds the piece
+HLO sharding ``hlo_sharding.of_spec()`` names; (d) each device holds the piece
 ``spec_to_indices`` names."""
 
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from jaxlib.mlir import ir  # noqa: E402
-from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P  # noqa: E402
+from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
+from jaxlib.mlir import ir
+from test_sharding_xla_oracle import CASES, M8, M24, M42, M222
 
-from pxla_mlir.compile import compile_module  # noqa: E402
-from pxla_mlir.jax_internals import xc  # noqa: E402
-from pxla_mlir.sharding import (AbstractMesh, Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec,  # noqa: E402
-                                Unstacked, spec_to_indices)
-from pxla_mlir.sharding.sdy_sharding import SdyDim, SdyMesh, SdySharding, manual_axes, per_value  # noqa: E402
-from test_sharding_xla_oracle import CASES, M8, M24, M42, M222  # noqa: E402
+from pxla_mlir.jax_internals import xc
+from pxla_mlir.runtime.compile import compile_module
+from pxla_mlir.sharding import (
+    AbstractMesh,
+    Chunked,
+    NoSharding,
+    Replicated,
+    ShardedAxis,
+    ShardingSpec,
+    Unstacked,
+    hlo_sharding,
+    sdy_sharding,
+    spec_to_indices,
+)
+from pxla_mlir.sharding.sdy_sharding import SdyDim, SdyMesh, SdySharding, manual_axes, per_value
 
 MESHES = {(8,): M8, (2, 4): M24, (4, 2): M42, (2, 2, 2): M222}
 
 
 def names_of(spec: ShardingSpec):
-    """The mesh's axis names where the case was built on one, else to_sdy's defaults."""
+    """The mesh's axis names where the case was built on one, else sdy_sharding.of_spec's defaults."""
     mesh = MESHES.get(spec.mesh_shape)
     return mesh.axis_names if mesh is not None else None
 
@@ -43,7 +53,7 @@ def module_text(sharding, shape, param: str, result: str) -> str:
 @pytest.mark.parametrize("name", list(CASES))
 def test_shardy_and_xla_agree_with_the_spec(name, ctx):
     spec, shape = CASES[name]
-    sharding = spec.to_sdy(names_of(spec))
+    sharding = sdy_sharding.of_spec(spec, names_of(spec))
     text = str(sharding)
     replicated = str(SdySharding(sharding.mesh, tuple(SdyDim() for _ in shape)))
     devices = jax.devices()[:8]
@@ -52,11 +62,11 @@ def test_shardy_and_xla_agree_with_the_spec(name, ctx):
         assert str(ir.Attribute.parse(text)) == text
         assert str(ir.Attribute.parse(str(sharding.mesh))) == str(sharding.mesh)
         # (b) the verifier accepts it on an argument (parsing verifies), and (c) XLA's Shardy gives the
-        # parameter the HLO sharding to_hlo() names.
+        # parameter the HLO sharding hlo_sharding.of_spec() names.
         as_param = compile_module(ir.Module.parse(module_text(sharding, shape, text, replicated)), devices)
         as_result = compile_module(ir.Module.parse(module_text(sharding, shape, replicated, text)), devices)
     assert xc.HloSharding.from_proto(as_param.get_parameter_shardings()[0]) == \
-        xc.HloSharding.from_string(spec.hlo_sharding_string())
+        xc.HloSharding.from_string(str(hlo_sharding.of_spec(spec)))
     # (d) each device's piece of a real result is x[idx] for spec_to_indices.
     x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     rep = NamedSharding(JaxMesh(np.array(devices), ("d",)), P())
@@ -70,13 +80,13 @@ def test_shardy_and_xla_agree_with_the_spec(name, ctx):
 @pytest.mark.parametrize("name", [n for n, (spec, _) in CASES.items() if spec.mesh_shape in MESHES])
 def test_mesh_mapping_and_spec_name_the_same_axes(name):
     """AbstractMesh.sdy_sharding (what the passes write for pxla.dims) and
-    ShardingSpec.to_sdy differ only in listing replicated axes."""
+    sdy_sharding.of_spec differ only in listing replicated axes."""
     spec, shape = CASES[name]
     mesh = MESHES[spec.mesh_shape]
-    from_spec = spec.to_sdy(mesh.axis_names)
+    from_spec = sdy_sharding.of_spec(spec, mesh.axis_names)
     mapping = {a: d for d, dim in enumerate(from_spec.dims) for a in dim.axes}
     assert mesh.sharding_spec(len(shape), mapping) == spec
-    from_mesh = mesh.sdy_sharding(len(shape), mapping)
+    from_mesh = sdy_sharding.of_mapping(mesh, len(shape), mapping)
     assert from_mesh.dims == from_spec.dims and from_mesh.replicated == ()
     assert set(from_spec.replicated) == set(mesh.axis_names) - set(mapping)
 
@@ -105,20 +115,20 @@ def test_region_attributes_round_trip(ctx):
 
 def test_text_of_the_readme_example():
     spec = ShardingSpec([Chunked([4])], [ShardedAxis(0), Replicated(2)])
-    assert str(spec.to_sdy(("x", "r"))) == '#sdy.sharding<@mesh, [{"x"}], replicated={"r"}>'
-    assert str(spec.to_sdy()) == '#sdy.sharding<@mesh, [{"a0"}], replicated={"a1"}>'
-    assert str(spec.to_sdy(mesh_name=None)) == '#sdy.sharding<mesh<["a0"=4, "a1"=2]>, [{"a0"}], replicated={"a1"}>'
+    assert str(sdy_sharding.of_spec(spec, ("x", "r"))) == '#sdy.sharding<@mesh, [{"x"}], replicated={"r"}>'
+    assert str(sdy_sharding.of_spec(spec)) == '#sdy.sharding<@mesh, [{"a0"}], replicated={"a1"}>'
+    assert str(sdy_sharding.of_spec(spec, mesh_name=None)) == '#sdy.sharding<mesh<["a0"=4, "a1"=2]>, [{"a0"}], replicated={"a1"}>'
     mesh = AbstractMesh((2, 3), ("x", "y"))
-    assert str(mesh.sdy_sharding(2, {"y": 1, "x": 1}, open_dims=[0])) == '#sdy.sharding<@mesh, [{?}, {"y", "x"}]>'
-    assert str(mesh.sdy_mesh().symbol()) == 'sdy.mesh @mesh = <["x"=2, "y"=3]>'
+    assert str(sdy_sharding.of_mapping(mesh, 2, {"y": 1, "x": 1}, open_dims=[0])) == '#sdy.sharding<@mesh, [{?}, {"y", "x"}]>'
+    assert str(sdy_sharding.mesh_of(mesh).symbol()) == 'sdy.mesh @mesh = <["x"=2, "y"=3]>'
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: ShardingSpec([Unstacked(8)], [ShardedAxis(0)]).to_sdy(), "a Shardy sharding cannot drop a dimension"),
-    (lambda: ShardingSpec([Chunked([8])], [ShardedAxis(0)]).to_sdy(("x", "y")), "1 mesh dimensions but 2 axis"),
-    (lambda: ShardingSpec([Chunked([2]), NoSharding()], [ShardedAxis(0), Replicated(4)]).to_sdy(("x", "x")),
+    (lambda: sdy_sharding.of_spec(ShardingSpec([Unstacked(8)], [ShardedAxis(0)])), "a Shardy sharding cannot drop a dimension"),
+    (lambda: sdy_sharding.of_spec(ShardingSpec([Chunked([8])], [ShardedAxis(0)]), ("x", "y")), "1 mesh dimensions but 2 axis"),
+    (lambda: sdy_sharding.of_spec(ShardingSpec([Chunked([2]), NoSharding()], [ShardedAxis(0), Replicated(4)]), ("x", "x")),
      "repeat a name"),
-    (lambda: AbstractMesh((2, 4), ("x", "y")).sdy_sharding(2, {"x": 0}, open_dims=[0]), "dimension 0 cannot be open"),
+    (lambda: sdy_sharding.of_mapping(AbstractMesh((2, 4), ("x", "y")), 2, {"x": 0}, open_dims=[0]), "dimension 0 cannot be open"),
     (lambda: SdySharding(SdyMesh([("x", 2)]), (SdyDim(("z",)),)), "mesh axis 'z' is not in the mesh"),
     (lambda: SdySharding(SdyMesh([("x", 2)]), (SdyDim(("x",)),), ("x",)), "mesh axis 'x' is used more than once"),
 ])

@@ -3,8 +3,19 @@
 import numpy as np
 import pytest
 
-from pxla_mlir.sharding import (AbstractMesh, Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec,
-                                ShardingSpecError, Unstacked, pmap_sharding_spec, spec_to_indices)
+from pxla_mlir.sharding import (
+    AbstractMesh,
+    Chunked,
+    NoSharding,
+    Replicated,
+    ShardedAxis,
+    ShardingSpec,
+    ShardingSpecError,
+    Unstacked,
+    hlo_sharding,
+    pmap_sharding_spec,
+    spec_to_indices,
+)
 
 
 def test_docstring_example_replication_is_the_inner_dimension():
@@ -82,10 +93,10 @@ def test_immutable_hashable_readable_and_parseable():
     (lambda: ShardingSpec([Unstacked(4)], [ShardedAxis(0)]).indices((3,)),
      "dimension 0 of shape (3,) has size 3, but Unstacked(4) needs size 4"),
     (lambda: ShardingSpec([NoSharding()], []).indices((3, 3)), "describes 1 dimensions, but the array has shape (3, 3)"),
-    (lambda: ShardingSpec([Unstacked(4)], [ShardedAxis(0)]).to_hlo(), "an HLO sharding cannot drop a dimension"),
+    (lambda: hlo_sharding.of_spec(ShardingSpec([Unstacked(4)], [ShardedAxis(0)])), "an HLO sharding cannot drop a dimension"),
     (lambda: ShardingSpec.parse("ShardingSpec((Chunked([2]),), (ShardedAxis(0),)) + 1"), "cannot parse sharding spec"),
     (lambda: ShardingSpec.parse("__import__('os')"), "cannot parse sharding spec"),
-    (lambda: ShardingSpec([Chunked([2])], [ShardedAxis(0), Replicated(2)]).to_hlo({0: "manual"}),
+    (lambda: hlo_sharding.of_spec(ShardingSpec([Chunked([2])], [ShardedAxis(0), Replicated(2)]), {0: "manual"}),
      "mesh dimension 0 is not a Replicated dimension"),
 ])
 def test_errors_name_the_offending_value(make, message):
@@ -96,7 +107,8 @@ def test_errors_name_the_offending_value(make, message):
 
 def test_manual_special_axes():
     spec = ShardingSpec([Chunked([2]), NoSharding()], [ShardedAxis(0), Replicated(2), Replicated(2)])
-    assert str(spec.to_hlo({1: "manual"})) == "{devices=[2,1,2,2]<=[8] last_tile_dims={manual, replicated}}"
-    assert str(spec.to_hlo({2: "manual"})) == "{devices=[2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dims={manual, replicated}}"
-    assert str(ShardingSpec([NoSharding()], [Replicated(8)]).to_hlo({0: "manual"})) == "{manual}"
-    assert str(ShardingSpec([NoSharding()], [Replicated(8)]).to_hlo()) == "{replicated}"
+    assert str(hlo_sharding.of_spec(spec, {1: "manual"})) == "{devices=[2,1,2,2]<=[8] last_tile_dims={manual, replicated}}"
+    assert str(hlo_sharding.of_spec(spec, {2: "manual"})) == \
+        "{devices=[2,1,2,2]<=[2,2,2]T(0,2,1) last_tile_dims={manual, replicated}}"
+    assert str(hlo_sharding.of_spec(ShardingSpec([NoSharding()], [Replicated(8)]), {0: "manual"})) == "{manual}"
+    assert str(hlo_sharding.of_spec(ShardingSpec([NoSharding()], [Replicated(8)]))) == "{replicated}"

@@ -7,13 +7,22 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from jaxlib.mlir import ir  # noqa: E402
-from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P  # noqa: E402
+from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
+from jaxlib.mlir import ir
 
-from pxla_mlir.compile import compile_module  # noqa: E402
-from pxla_mlir.jax_internals import xc  # noqa: E402
-from pxla_mlir.sharding import (AbstractMesh, Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec,  # noqa: E402
-                                parse_hlo_sharding, spec_to_indices)
+from pxla_mlir.jax_internals import xc
+from pxla_mlir.runtime.compile import compile_module
+from pxla_mlir.sharding import (
+    AbstractMesh,
+    Chunked,
+    NoSharding,
+    Replicated,
+    ShardedAxis,
+    ShardingSpec,
+    hlo_sharding,
+    parse_hlo_sharding,
+    spec_to_indices,
+)
 
 M8, M24, M42, M222 = (AbstractMesh((8,), ("i",)), AbstractMesh((2, 4), ("x", "y")),
                       AbstractMesh((4, 2), ("x", "y")), AbstractMesh((2, 2, 2), ("a", "b", "c")))
@@ -49,7 +58,7 @@ def _module(shape, param_sharding: str, result_sharding: str) -> str:
 @pytest.mark.parametrize("name", list(CASES))
 def test_xla_agrees_with_the_spec(name, ctx):
     spec, shape = CASES[name]
-    text = spec.hlo_sharding_string()
+    text = str(hlo_sharding.of_spec(spec))
     # (a) XLA parses the string and prints it back unchanged: it is canonical.
     assert str(xc.HloSharding.from_string(text)) == text
     devices = jax.devices()[:8]

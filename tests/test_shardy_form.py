@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import REPO
 from jax import lax
 
 import pxla_mlir
@@ -19,12 +20,11 @@ from pxla_mlir import jax_internals
 from pxla_mlir.ir import ir_utils
 from pxla_mlir.ir.mlir_diff import diff
 from pxla_mlir.ir.shardy import uses_shardy
-from conftest import REPO
 
 sys.path.insert(0, str(REPO))
-from examples.nested_reduction import two_level_sum  # noqa: E402
-from examples.train_step import train_step  # noqa: E402
-from examples.xmap_2d import normalise_2d  # noqa: E402
+from examples.nested_reduction import two_level_sum
+from examples.train_step import train_step
+from examples.xmap_2d import normalise_2d
 
 TRAIN_ARGS = [np.ones(s, np.float32) for s in [(16, 32), (32,), (32, 4), (8, 16, 16), (8, 16, 4)]]
 NESTED_ARGS = [np.ones((2, 4, 128), np.float32)]

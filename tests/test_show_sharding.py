@@ -5,14 +5,14 @@ import sys
 
 import pytest
 
-from pxla_mlir.sharding import AbstractMesh, Chunked, HloSharding, Replicated, ShardedAxis, ShardingSpec
+from pxla_mlir.sharding import AbstractMesh, Chunked, HloSharding, Replicated, ShardedAxis, ShardingSpec, hlo_sharding
 from pxla_mlir.sharding.show import shard_ranges, show_sharding
 
 
 def test_ranges_from_spec_and_from_hlo_agree():
     spec = AbstractMesh((2, 4), ("x", "y")).sharding_spec(2, {"y": 0, "x": 1})
-    assert shard_ranges((8, 6), spec) == shard_ranges((8, 6), spec.to_hlo()) == \
-        shard_ranges((8, 6), str(spec.to_hlo())) == shard_ranges((8, 6), repr(spec))
+    assert shard_ranges((8, 6), spec) == shard_ranges((8, 6), hlo_sharding.of_spec(spec)) == \
+        shard_ranges((8, 6), str(hlo_sharding.of_spec(spec))) == shard_ranges((8, 6), repr(spec))
     assert shard_ranges((8, 6), spec)[1] == ((2, 4), (0, 3))  # device (x=0, y=1)
 
 

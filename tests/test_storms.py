@@ -2,7 +2,6 @@
 with a hard timeout (tests/isolation.py): a crash fails one test, never the run."""
 
 import pytest
-
 from isolation import IsolatedFailure, run_isolated
 
 

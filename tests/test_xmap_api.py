@@ -6,14 +6,14 @@ import sys
 import textwrap
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
-import jax.numpy as jnp
 from jax import lax
 
 import pxla_mlir
 from pxla_mlir.ir.ir_utils import walk
-from pxla_mlir.stages import STATS
+from pxla_mlir.stats import STATS
 
 
 def f(a, w):

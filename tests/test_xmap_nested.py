@@ -12,10 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from numerics import assert_close
 
 import pxla_mlir
 from pxla_mlir.xmaps import XmapMeshError, XmapTypeError
-from numerics import assert_close
 
 LOWERINGS = ["replica", "manual", "vectorize"]
 RNG = np.random.default_rng(0)

@@ -8,14 +8,14 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numerics
 import numpy as np
 import pytest
 from jax import lax
 from jax.test_util import check_grads
 
 import pxla_mlir
-from pxla_mlir.stages import STATS
-import numerics
+from pxla_mlir.stats import STATS
 
 LOWERINGS = ["replica", "manual", "vectorize"]
 RNG = np.random.default_rng(0)

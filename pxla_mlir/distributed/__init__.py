@@ -21,8 +21,7 @@ from .launch import Finished, launch
 from .lifecycle import PEER_FAILED_EXIT, initialize
 from .processes import MultiProcessError, check_devices, default_devices, is_multi_process, spans_processes
 from .program_check import ProgramMismatchError, check_before_launch
-from .shares import (LocalPlacement, bound_avals, global_avals, is_global, is_process_local, process_local,
-                     share_note)
+from .shares import LocalPlacement, bound_avals, global_avals, is_global, is_process_local, process_local, share_note
 
 __all__ = ["initialize", "process_local", "launch", "Finished", "MultiProcessError", "ProgramMismatchError",
            "PEER_FAILED_EXIT", "is_multi_process", "spans_processes", "default_devices", "check_devices",

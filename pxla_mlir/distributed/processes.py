@@ -16,11 +16,13 @@ from typing import Sequence
 
 import jax
 
+from ..errors import PxlaUserError
+
 __all__ = ["MultiProcessError", "process_count", "is_multi_process", "spans_processes", "default_devices",
            "check_devices"]
 
 
-class MultiProcessError(ValueError):
+class MultiProcessError(PxlaUserError, ValueError):
     """A map that cannot run across the processes of a jax.distributed run."""
 
 

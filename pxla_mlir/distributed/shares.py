@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from ..jax_internals import concrete_value, core, is_differentiated
+from ..runtime.placement import piece_plan, put_pieces
 from .processes import MultiProcessError, process_count
 
 __all__ = ["Share", "LocalPlacement", "is_global", "is_process_local", "global_avals", "bound_avals",
@@ -142,8 +143,6 @@ class LocalPlacement:
     """Puts host values of a multi-process executable's inputs on this process's devices."""
 
     def __init__(self, devices: Sequence, in_shardings: Sequence, in_avals: Sequence):
-        from ..runtime import piece_plan
-
         me = jax.process_index()
         self.devices = [d for d in devices if d.process_index == me]
         self._plans: list = []  # per input: the whole value's plan, the share's plan, the share's shape (or error)
@@ -157,8 +156,6 @@ class LocalPlacement:
                 self._plans.append((whole, None, e))
 
     def place(self, x, index: int, aval, sharding) -> jax.Array:
-        from ..runtime import put_pieces
-
         host = np.asarray(x, dtype=aval.dtype)
         whole, local, share_shape = self._plans[index]
         if host.shape == tuple(aval.shape):

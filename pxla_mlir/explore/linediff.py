@@ -1,6 +1,6 @@
 """Line diffs between consecutive stages that ignore SSA renumbering.
 
-Each line is compared by its form in :func:`pxla_mlir.mlir_diff.normalize`
+Each line is compared by its form in :func:`pxla_mlir.ir.mlir_diff.normalize`
 (values named by their op, functions in name order), but shown as printed,
 so a pass that inserts one constant marks one line, not every later line
 whose ``%N`` shifted.
@@ -9,31 +9,17 @@ whose ``%N`` shifted.
 from __future__ import annotations
 
 import difflib
-import re
-from ..ir.mlir_diff import DiffError, normalize
+
+from ..ir.mlir_diff import DiffError, normalize, split_functions
 
 __all__ = ["keys", "diff_ops"]
 
-_FUNC = re.compile(r"^  func\.func\b.*?@([\w.$-]+)")
 
-
-def _blocks(lines: list[str]) -> list[tuple[str, list[int]]]:
+def _blocks(lines: list[str]) -> list[list[int]]:
     """Line indices of the head, each top-level function and the tail, in
     the order normalize() puts them (functions sorted by name)."""
-    head, funcs, tail, current = [], [], [], None
-    for i, line in enumerate(lines):
-        m = _FUNC.match(line)
-        if m:
-            current = (m.group(1), [i])
-            funcs.append(current)
-        elif current is not None:
-            current[1].append(i)
-            if line == "  }":
-                current = None
-        else:
-            (tail if funcs else head).append(i)
-    ordered = [("", head)] + sorted(funcs, key=lambda f: f[0]) + [("", tail)]
-    return ordered
+    head, funcs, tail = split_functions(lines)
+    return [head, *(idx for _, idx in sorted(funcs, key=lambda f: f[0])), tail]
 
 
 def keys(text: str) -> list[str]:
@@ -44,7 +30,7 @@ def keys(text: str) -> list[str]:
         normal = normalize(text)
     except DiffError:
         return lines
-    order = [i for _, idx in _blocks(lines) for i in idx]
+    order = [i for idx in _blocks(lines) for i in idx]
     if len(order) != len(lines) or len(normal) != len(lines):
         return lines
     out = [""] * len(lines)

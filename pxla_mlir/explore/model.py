@@ -16,7 +16,7 @@
   (``pxla.dims`` / ``pxla.tile_dims``), plus xmap's named axes.
 
 :func:`compare` aligns two pages stage by stage, with the normalised MLIR
-diff (:mod:`pxla_mlir.mlir_diff`) of each pair. Nothing here imports jax;
+diff (:mod:`pxla_mlir.ir.mlir_diff`) of each pair. Nothing here imports jax;
 the renderer (:mod:`.render`) turns a page into HTML.
 """
 
@@ -31,20 +31,18 @@ from typing import Optional, Sequence
 
 from jaxlib.mlir import ir
 
-from ..emit import elementary_steps, step_name
-from ..ir import collectives as coll
-from ..ir import pxla_attrs
+from ..ir import device_groups, pxla_attrs
 from ..ir.context import make_context
 from ..ir.ir_utils import symbol_name, walk
 from ..ir.mlir_diff import DiffError, diff as mlir_diff
-from ..pass_infra import Pipeline, run_pipeline
+from ..pass_infra import Pipeline
+from ..pass_infra.stepwise import run_stepwise
 from ..sharding.show import shard_ranges
 from . import linediff, traffic
 
 __all__ = ["Stage", "Collective", "MeshView", "ShardingView", "NamedAxis", "Page", "Row", "Comparison",
            "build_page", "compare"]
 
-REP_AXIS = "_pxla_rep"
 Range = tuple[tuple[int, int], ...]
 
 
@@ -193,20 +191,20 @@ def build_page(lowered, *, title: str | None = None, compile: bool = True) -> Pa
 
 
 def _replay(ctx, start_text: str, start_plain: str, pipeline_text: str) -> list[Stage]:
-    """The pipeline one elementary pass at a time, as emit.run_stepwise runs it."""
-    steps = elementary_steps(Pipeline.parse(pipeline_text, ctx))
+    """The pipeline one elementary pass at a time (pass_infra.stepwise)."""
     with ctx:
         module = ir.Module.parse(start_text)
-    out, previous = [], start_plain
-    for step in steps:
-        t = time.perf_counter()
-        run_pipeline(module, Pipeline((step,)), reproducer=False)
-        seconds = time.perf_counter() - t
+    out: list[Stage] = []
+    previous = [start_plain]
+
+    def on_step(_index, name, module, seconds):
         text = module.operation.get_asm(enable_debug_info=False)
-        changed = text != previous
-        ops = tuple(linediff.diff_ops(previous, text)) if changed else ()
-        out.append(Stage(step_name(step), "pass", "mlir", text, seconds=seconds, changed=changed, diff=ops))
-        previous = text
+        changed = text != previous[0]
+        ops = tuple(linediff.diff_ops(previous[0], text)) if changed else ()
+        out.append(Stage(name, "pass", "mlir", text, seconds=seconds, changed=changed, diff=ops))
+        previous[0] = text
+
+    run_stepwise(module, Pipeline.parse(pipeline_text, ctx), on_step=on_step)
     return out
 
 
@@ -239,9 +237,9 @@ def _mesh(final: ir.Module, pxla: ir.Module, num_devices: int) -> MeshView:
 def _name_inner_replicas(pxla: ir.Module, names: list[str], sizes: list[int]):
     """Replace a pmap's inner-replica axis by the nested pmaps' axes when
     their sizes and strides tile it exactly (one level or several)."""
-    if REP_AXIS not in names:
+    if pxla_attrs.REP_AXIS not in names:
         return names, sizes
-    k = names.index(REP_AXIS)
+    k = names.index(pxla_attrs.REP_AXIS)
     axes = set()
     for op in walk(pxla.operation):
         if op.name in ("mhlo.custom_call", "stablehlo.custom_call") and "pxla.axis_name" in op.attributes:
@@ -266,14 +264,10 @@ def _collectives(module: ir.Module, num_replicas: int, num_partitions: int) -> t
     out = []
     n = num_replicas * num_partitions
     for op in walk(module.operation):
-        if op.name not in coll.MHLO_COLLECTIVES:
+        if op.name not in device_groups.MHLO_COLLECTIVES:
             continue
-        mode = coll.group_mode(op).value
-        ids = coll.groups(op).tolist() if coll.groups_attr_name(op) in op.attributes else []
-        if op.name == "mhlo.collective_permute":
-            groups = traffic.permute_pairs(mode, ids, num_replicas, num_partitions)
-        else:
-            groups = traffic.device_groups(mode, ids, num_replicas, num_partitions)
+        mode = device_groups.group_mode(op).value
+        groups = device_groups.op_device_groups(op, num_replicas, num_partitions)
         operands = [_tensor(v) for v in op.operands]
         results = [_tensor(v) for v in op.results]
         operand_bytes = sum(traffic.tensor_bytes(s, t) for s, t in operands)

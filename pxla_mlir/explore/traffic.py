@@ -1,10 +1,9 @@
 """Who talks to whom in a collective, and how many bytes each device sends.
 
 Device index ``d`` is XLA's flattened id ``replica * num_partitions +
-partition`` (the order of ``Lowered.devices``: replica-major). The ids in a
-collective's groups mean replicas, partitions or flattened ids depending on
-its group mode (:mod:`pxla_mlir.collectives`); :func:`device_groups` turns
-them into device indices.
+partition`` (the order of ``Lowered.devices``: replica-major); a
+collective's groups as device indices come from
+:func:`pxla_mlir.ir.device_groups.device_indices`.
 
 Bytes sent per device per call follow NCCL's bus-bandwidth conventions
 (nccl-tests ``doc/PERFORMANCE.md``), i.e. bandwidth-optimal ring algorithms,
@@ -33,7 +32,7 @@ import math
 import re
 from typing import Sequence
 
-__all__ = ["device_groups", "permute_pairs", "bytes_sent", "element_bytes"]
+__all__ = ["bytes_sent", "element_bytes", "tensor_bytes"]
 
 Groups = tuple[tuple[int, ...], ...]
 
@@ -53,34 +52,6 @@ def element_bytes(element_type: str) -> int:
 
 def tensor_bytes(shape: Sequence[int], element_type: str) -> int:
     return math.prod(shape) * element_bytes(element_type)
-
-
-def device_groups(mode: str, groups: Sequence[Sequence[int]], num_replicas: int, num_partitions: int) -> Groups:
-    """Device indices of each group, for a group mode's value (``GroupMode.value``).
-
-    An empty group list means one group of every id. Cross-replica groups
-    repeat in every partition, cross-partition groups in every replica.
-    """
-    R, P = num_replicas, num_partitions
-    n_ids = {"cross-partition": P, "flattened-id": R * P}.get(mode, R)
-    ids = [list(g) for g in groups if len(g)] or [list(range(n_ids))]
-    if mode == "flattened-id":
-        return tuple(tuple(g) for g in ids)
-    if mode == "cross-partition":
-        return tuple(tuple(r * P + p for p in g) for r in range(R) for g in ids)
-    if mode == "cross-replica-and-partition":
-        return tuple(tuple(r * P + p for r in g for p in range(P)) for g in ids)
-    if mode == "cross-replica":
-        return tuple(tuple(r * P + p for r in g) for p in range(P) for g in ids)
-    raise ValueError(f"unknown group mode {mode!r}")
-
-
-def permute_pairs(mode: str, pairs: Sequence[Sequence[int]], num_replicas: int,
-                  num_partitions: int) -> tuple[tuple[int, int], ...]:
-    """(source, target) device indices of a collective_permute."""
-    if not len(pairs):
-        return ()
-    return tuple((g[0], g[1]) for g in device_groups(mode, pairs, num_replicas, num_partitions))
 
 
 def bytes_sent(op: str, groups: Groups, operand_bytes: int, result_bytes: int, num_devices: int) -> tuple[int, ...]:

@@ -36,13 +36,6 @@ def device_index(stride: int, size: int) -> ir.Value:
     return mhlo.ConvertOp(ir.RankedTensorType.get([], ir.IntegerType.get_signless(32)), idx).result
 
 
-def axis_groups(num_devices: int, stride: int, size: int) -> np.ndarray:
-    """Device groups of one mesh axis: devices that differ only in their index
-    ``(d // stride) % size``, each group ordered by that index."""
-    return np.arange(num_devices).reshape(num_devices // (size * stride), size, stride) \
-        .transpose(0, 2, 1).reshape(-1, size)
-
-
 def with_unit_dim(x: ir.Value, axis: int) -> ir.Value:
     t = ir.RankedTensorType(x.type)
     shape = list(t.shape)

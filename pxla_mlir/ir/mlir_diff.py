@@ -17,14 +17,15 @@ from typing import Iterable, Sequence
 
 from jaxlib.mlir import ir
 
+from ..errors import PxlaUserError
 from . import ir_utils
 from .context import make_context
 from .nesting import NestingError, check_nesting
 
-__all__ = ["DiffError", "normalize", "diff"]
+__all__ = ["DiffError", "normalize", "diff", "split_functions"]
 
 
-class DiffError(ValueError):
+class DiffError(PxlaUserError, ValueError):
     """An input that is not valid MLIR."""
 
 
@@ -48,21 +49,24 @@ def _strip(module: ir.Module, ignore: Iterable[str]) -> None:
                 op.attributes[key] = ir.ArrayAttr.get(dicts)
 
 
-def _split_functions(lines: list[str]) -> tuple[list[str], list[tuple[str, list[str]]], list[str]]:
-    head, funcs, tail, current = [], [], [], None
-    for line in lines:
+def split_functions(lines: Sequence[str]) -> tuple[list[int], list[tuple[str, list[int]]], list[int]]:
+    """Line indices of a printed module's head, of each top-level function
+    (with its name, in printed order) and of its tail."""
+    head: list[int] = []
+    funcs: list[tuple[str, list[int]]] = []
+    tail: list[int] = []
+    current = None
+    for i, line in enumerate(lines):
         m = _FUNC.match(line)
         if m:
-            current = (m.group(1), [line])
+            current = (m.group(1), [i])
             funcs.append(current)
         elif current is not None:
-            current[1].append(line)
+            current[1].append(i)
             if line == "  }":
                 current = None
-        elif funcs:
-            tail.append(line)
         else:
-            head.append(line)
+            (tail if funcs else head).append(i)
     return head, funcs, tail
 
 
@@ -114,11 +118,12 @@ def normalize(text: str, *, ignore: Sequence[str] = (), name: str = "<input>") -
             raise DiffError(f"{name} is not valid MLIR: {message} {where}".strip()) from None
         _strip(module, ignore)
         printed = module.operation.get_asm(enable_debug_info=False)
-    head, funcs, tail = _split_functions(printed.splitlines())
-    out = list(head)
+    lines = printed.splitlines()
+    head, funcs, tail = split_functions(lines)
+    out = [lines[i] for i in head]
     for _, body in sorted(funcs, key=lambda f: f[0]):
-        out.extend(_rename_values(body))
-    return out + tail
+        out.extend(_rename_values([lines[i] for i in body]))
+    return out + [lines[i] for i in tail]
 
 
 def diff(a: str, b: str, *, a_name: str = "a", b_name: str = "b", ignore: Sequence[str] = (),

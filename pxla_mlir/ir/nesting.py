@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from ..errors import PxlaUserError
+
 __all__ = ["MAX_NESTING", "NestingError", "check_nesting"]
 
 #: Deepest nesting accepted (the parser crashes about 3.5x deeper, see above).
@@ -25,7 +27,7 @@ _TOKENS = re.compile(rb'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|-(?:\s*-)+|[(\[{<]|[)\]}
 _OPENERS = b"([{<"
 
 
-class NestingError(ValueError):
+class NestingError(PxlaUserError, ValueError):
     """Input nested deeper than :data:`MAX_NESTING`; ``line``/``col`` are 1-based."""
 
     def __init__(self, line: int, col: int):

@@ -53,12 +53,14 @@ from typing import Mapping, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from ..sharding.hlo_sharding import MAX_DEVICES
-from ..sharding.mesh import AbstractMesh, MeshError, mapping_from_dims
+from ..sharding.devices import MAX_DEVICES
+from ..sharding.mesh import AbstractMesh, MeshError, axis_groups, mapping_from_dims
 from . import ir_utils
 from .diagnostics import PassError
 
 MESH = "pxla.mesh"
+#: The trailing pxla.mesh axis of the devices a pmap's nested pmaps use (its inner replicas).
+REP_AXIS = "_pxla_rep"
 DIMS = "pxla.dims"
 TILE_DIMS = "pxla.tile_dims"
 SHARDING_SPEC = "pxla.sharding_spec"
@@ -316,8 +318,6 @@ class Placeholder:
 
     @property
     def groups(self) -> np.ndarray:
-        from .mhlo_build import axis_groups
-
         return axis_groups(self.num_devices, self.stride, self.axis_size)
 
     def check(self, condition: bool, message: str) -> None:

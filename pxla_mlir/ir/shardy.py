@@ -14,6 +14,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
+from ..sharding import sdy_sharding
 from ..sharding.mesh import AbstractMesh
 from ..sharding.sdy_sharding import SdyMesh, SdySharding, manual_axes, per_value  # noqa: F401 (re-exported)
 from . import ir_utils, pxla_attrs
@@ -61,7 +62,7 @@ def add_mesh(module: ir.Operation, mesh: SdyMesh, name: str) -> None:
 
 def mesh_name_for(module: ir.Operation, mesh: AbstractMesh, where) -> str:
     """The name of the ``sdy.mesh`` symbol with exactly ``mesh``'s axes."""
-    wanted = mesh.sdy_mesh()
+    wanted = sdy_sharding.mesh_of(mesh)
     for name, found in meshes(module).items():
         if found == wanted:
             return name

@@ -1,8 +1,13 @@
-"""What the map primitives (``pxla_pmap``, ``pxla_xmap``) share.
+"""What the map kinds (pmap, xmap) share.
 
+* :mod:`.kind` and :mod:`.registry`: what a kind tells the rest of
+  pxla_mlir, and every kind by name;
+* :mod:`.function`: the callable every front end returns (caches, lock, C++
+  dispatch, ``lower``);
+* :mod:`.arguments`: argument checks every front end makes;
 * :mod:`.rules`: jvp, linearize, transpose, batching, partial eval and
-  checkpoint rules written once over a :class:`~.rules.MapKind` (how a map
-  names its mapped dimensions and axes; pmap: one axis and int/None specs,
-  xmap: named axes and ``{dim: name}`` specs);
+  checkpoint rules written once over a kind's :class:`~.rules.MapRules`
+  (pmap: one axis and int/None specs, xmap: named axes and ``{dim: name}``);
+* :mod:`.importing`: jax's lowering of a traced body to the pxla form;
 * :mod:`.impl`: the compiled programs of maps bound with concrete arguments.
 """

@@ -8,7 +8,7 @@ the body with jax's own jaxpr-to-jaxpr functions (``ad.jvp_jaxpr``,
 the result as a new map: forward and backward programs both run through
 pxla_mlir's pipeline. What differs between maps is how they say which
 dimensions are mapped (a "spec" per operand and result: pmap's int or None,
-xmap's ``{dim: name}``); a :class:`MapKind` answers those questions.
+xmap's ``{dim: name}``); a kind's :class:`MapRules` answer those questions.
 Transformed bodies are memoized by body identity, so a repeated
 ``jax.grad(... map ...)`` call reuses them (and their compiled programs).
 """
@@ -18,12 +18,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..jax_internals import ad, api_util, batching, core, pe
-from ..jax_internals import source_info_util as jax_source_info
+from ..jax_internals import ad, api_util, batching, core, pe, source_info_util as jax_source_info
 from ..lru import LRU
 from ..tracing import trace_flat
 
-__all__ = ["MapKind", "register"]
+__all__ = ["MapRules", "register"]
 
 _MEMO = LRU(512)
 
@@ -52,7 +51,7 @@ class Ident:
         return isinstance(other, Ident) and other.obj is self.obj
 
 
-class MapKind:
+class MapRules:
     """How one map primitive names its mapped dimensions. Params always hold
     ``jaxpr``, ``name``, ``in_axes``/``out_axes`` (one spec per operand and
     result) and ``donated``."""
@@ -119,18 +118,18 @@ def _derived(p, jaxpr, *, name, in_axes=None, out_axes=None) -> dict:
     return dict(p, jaxpr=jaxpr, name=name, in_axes=in_axes, out_axes=out_axes, donated=(False,) * len(in_axes))
 
 
-def _rebind(kind: MapKind, p, jaxpr, args, *, name, **axes):
+def _rebind(kind: MapRules, p, jaxpr, args, *, name, **axes):
     params = _derived(p, jaxpr, name=name, **axes)
     return kind.bind(params.pop("jaxpr"), args, params)
 
 
-def _axis_env(kind: MapKind, p):
+def _axis_env(kind: MapRules, p):
     return core.extend_axis_env_nd(kind.env(p))
 
 
 # -- forward mode ---------------------------------------------------------------------
 
-def jvp(kind: MapKind, primals, tangents, **p):
+def jvp(kind: MapRules, primals, tangents, **p):
     nz = tuple(type(t) is not ad.Zero for t in tangents)
 
     def build():
@@ -149,7 +148,7 @@ def jvp(kind: MapKind, primals, tangents, **p):
 
 # -- reverse mode: linearize + transpose ----------------------------------------------------
 
-def linearize(kind: MapKind, is_vjp, nzs, *primals, **p):
+def linearize(kind: MapRules, is_vjp, nzs, *primals, **p):
     nzs = tuple(nzs)
 
     def build():
@@ -175,7 +174,7 @@ def linearize(kind: MapKind, is_vjp, nzs, *primals, **p):
     return primal_out, nzs_out, residuals, tangent_fun
 
 
-def transpose(kind: MapKind, cts, *args, **p):
+def transpose(kind: MapRules, cts, *args, **p):
     jaxpr, in_axes, out_axes = p["jaxpr"], p["in_axes"], p["out_axes"]
     # An output not mapped along some axis reaches every element along it;
     # the body's psum transposes to psum, which would count it that often.
@@ -212,7 +211,7 @@ def transpose(kind: MapKind, cts, *args, **p):
 
 # -- vmap -------------------------------------------------------------------------------------
 
-def batcher(kind: MapKind, axis_data, vals, dims, **p):
+def batcher(kind: MapRules, axis_data, vals, dims, **p):
     """vmap(map f) = map(vmap f), with the axes shifted around each other."""
     body_dims, new_in = [], []
     for d, spec in zip(dims, p["in_axes"]):
@@ -234,7 +233,7 @@ def batcher(kind: MapKind, axis_data, vals, dims, **p):
 
 # -- partial eval: known inputs run now, the rest is staged ---------------------------------------
 
-def partial_eval(kind: MapKind, trace, *tracers, **p):
+def partial_eval(kind: MapRules, trace, *tracers, **p):
     """Split into a map of the known part (run now; residuals leave as
     ``residual_specs`` say) and a staged map of the unknown part. Needed
     wherever jax unzips a jaxpr holding a map with mixed inputs, e.g.
@@ -270,7 +269,7 @@ def partial_eval(kind: MapKind, trace, *tracers, **p):
 
 # -- jax.checkpoint (partial eval with a saveable policy) -----------------------------------------
 
-def partial_eval_custom(kind: MapKind, saveable, unks_in, inst_in, eqn):
+def partial_eval_custom(kind: MapRules, saveable, unks_in, inst_in, eqn):
     p = eqn.params
     with _axis_env(kind, p):
         known, staged, unks_out, inst_out, n_res = pe.partial_eval_jaxpr_custom(
@@ -299,7 +298,7 @@ def partial_eval_custom(kind: MapKind, saveable, unks_in, inst_in, eqn):
 
 # -- dead-code elimination (jax.checkpoint's policies rely on it) ---------------------------------
 
-def dce(kind: MapKind, used_outputs, eqn):
+def dce(kind: MapRules, used_outputs, eqn):
     """Drop unused outputs, then what the body no longer needs: without it a
     rematerialized map would recompute (and keep) everything its policy
     saved or did not need."""
@@ -316,7 +315,7 @@ def dce(kind: MapKind, used_outputs, eqn):
     return used_inputs, new_eqn
 
 
-def register(kind: MapKind) -> None:
+def register(kind: MapRules) -> None:
     """Installs every rule for ``kind.primitive`` in jax's tables."""
     prim = kind.primitive
     ad.primitive_jvps[prim] = functools.partial(jvp, kind)

@@ -13,11 +13,13 @@ import dataclasses
 import typing
 from typing import Any, Literal
 
+from ..errors import PxlaUserError
+
 __all__ = ["OptionError", "option", "option_fields", "parse_options", "format_options", "split_top_level",
            "choices", "configure"]
 
 
-class OptionError(ValueError):
+class OptionError(PxlaUserError, ValueError):
     """A malformed or unknown option; the message says which and what is valid."""
 
 
@@ -185,8 +187,12 @@ def _one_of(values: tuple) -> str:
 
 def configure(cls, **values):
     """``cls(**values)`` for Python callers (keywords: fields or API names), with
-    each choice checked: ``ValueError("mode must be 'replica' or 'partition', got 'spmd'")``."""
+    each choice checked: ``ValueError("mode must be 'replica' or 'partition', got 'spmd'")``.
+    Given an instance instead of a class, its other options are kept."""
     fields = {}
+    if not isinstance(cls, type):
+        fields = {i.field: getattr(cls, i.field) for i in option_fields(type(cls))}
+        cls = type(cls)
     for name, value in values.items():
         allowed = choices(cls, name)
         if value not in allowed:

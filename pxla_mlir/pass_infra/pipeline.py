@@ -23,9 +23,9 @@ from typing import Union
 
 from jaxlib.mlir import ir, passmanager
 
+from ..errors import PxlaUserError
 from ..ir.diagnostics import DiagnosticCollector
-from . import registry
-from . import reproducer as reproducer_file
+from . import registry, reproducer as reproducer_file
 from .base import ModulePass
 from .guards import guards_for
 from .options import OptionError, option_fields
@@ -38,7 +38,7 @@ ROOT_ANCHOR = "builtin.module"
 MAX_PIPELINE_DEPTH = 64
 
 
-class PipelineSyntaxError(ValueError):
+class PipelineSyntaxError(PxlaUserError, ValueError):
     """A pipeline that cannot be parsed or refers to unknown passes/options."""
 
     def __init__(self, message: str, text: str, col: int):
@@ -286,7 +286,7 @@ def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
 
 # -- running -----------------------------------------------------------------------
 
-class PipelineFailure(RuntimeError):
+class PipelineFailure(PxlaUserError, RuntimeError):
     """A pipeline failed on a module; carries the diagnostics and a reproducer."""
 
     def __init__(self, pipeline: Pipeline, diagnostics, reproducer: str | None):

@@ -7,8 +7,9 @@
 
 A call with concrete arguments takes the fast path: its signature (pytree,
 avals, static arguments) finds a cached executable, so a repeated call does
-no tracing, lowering or compiling. Called on tracers (inside an outer pmap,
-grad, vmap, ...), the pmap is bound as the ``pxla_pmap`` primitive instead.
+no tracing, lowering or compiling (:class:`pxla_mlir.maps.function.MapFunction`).
+Called on tracers (inside an outer pmap, grad, vmap, ...), the pmap is bound
+as the ``pxla_pmap`` primitive instead.
 """
 
 from __future__ import annotations
@@ -16,35 +17,36 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import threading
 from typing import Any, Callable
 
 from jax import tree_util
 
-from ..dispatch import FastDispatch
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core
+from ..maps.arguments import argnums, check_devices, check_donation
+from ..maps.function import MapFunction, Traced as _Traced
 from ..pipelines import PmapPipeline, configure
-from ..stages import STATS, Compiled, Lowered, timed
+from ..stages import Lowered
+from ..stats import timed
 from ..tracing import trace_flat
-from .arguments import (BoundMethod, Call, PmapUsageError, argnums, check_axis_size, check_devices, check_donation, examine_call,
-                        flatten_out_axes)
-from .lower import lower_traced
+from .arguments import Call, PmapUsageError, check_axis_size, examine_call, flatten_out_axes
 from .primitive import bind
+from .stage import lower_traced
 
-__all__ = ["pmap", "PmapFunction", "Lowered", "Compiled", "STATS"]
+__all__ = ["pmap", "PmapFunction"]
 
 _unnamed = itertools.count()
 
 
 @dataclasses.dataclass(frozen=True)
-class Traced:
+class Traced(_Traced):
     """A traced pmap body and how its outputs leave the devices."""
 
     jaxpr: core.ClosedJaxpr
     out_tree: Any
     out_axes: tuple
     name: str
+    cacheable: bool = True  # False: it closes over an outer transformation's values
 
 
 def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> None:
@@ -63,126 +65,69 @@ def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> No
                 f"lax.all_gather), or use out_axes=0 and pick the device you want")
 
 
-class PmapFunction:
+class PmapFunction(MapFunction):
     """The object ``pmap`` returns."""
 
+    what = "pmap"
+
     def __init__(self, fun: Callable, axis_name, *, in_axes, out_axes, static_broadcasted_argnums, devices,
-                 backend, axis_size, donate_argnums, mode, unshard, shardings=PmapPipeline.sharding_dialect):
+                 backend, axis_size, donate_argnums, options: PmapPipeline):
         if not callable(fun):
             raise TypeError(f"pmap requires a callable to map, got {fun!r} of type {type(fun).__name__}")
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
-                          devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
-                          mode=mode, unshard=unshard, shardings=shardings)
-        self.options = configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings)
-        self.fun = fun
+                          devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums)
+        self.options = options
+        static = argnums(static_broadcasted_argnums, "pmap static_broadcasted_argnums")
+        donate = argnums(donate_argnums, "pmap donate_argnums")
+        check_donation(donate, static)
+        super().__init__(fun, static_argnums=static, donate_argnums=donate)
         self.axis_name = axis_name if axis_name is not None else f"_pxla_unnamed{next(_unnamed)}"
         self.in_axes, self.out_axes = in_axes, out_axes
-        self.static_argnums = argnums(static_broadcasted_argnums, "pmap static_broadcasted_argnums")
-        self.donate_argnums = argnums(donate_argnums, "pmap donate_argnums")
-        check_donation(self.donate_argnums, self.static_argnums)
         self.devices = check_devices(devices)
         self.backend = backend
         self.axis_size = check_axis_size(axis_size)
-        self.name = getattr(fun, "__name__", "fun")
-        self._traces: dict = {}
-        self._lowered: dict = {}
-        self._compiled: dict = {}
-        self._lock = threading.RLock()
-        self._dispatch = self._new_dispatch()
-        functools.update_wrapper(self, fun, updated=())  # never merge fun.__dict__ into ours
 
-    def _new_dispatch(self) -> FastDispatch:
-        return FastDispatch(self.name, self._resolve, static_argnums=self.static_argnums,
-                            donate_argnums=self.donate_argnums)
-
-    def __get__(self, obj, objtype=None):
-        """A pmap decorating a method binds like the function it wraps (``self``
-        is then argument 0, so it can be static: static_broadcasted_argnums=0)."""
-        return self if obj is None else BoundMethod(self, obj)
-
-    # -- signatures and tracing -------------------------------------------------------
+    # -- the front end's hooks (see maps.function) ----------------------------------------------
     def _examine(self, args, kwargs) -> Call:
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
                             axis_size=self.axis_size, fn_name=self.name)
 
-    def _key(self, call: Call):
-        return (call.in_tree, call.global_avals, call.in_axes, call.axis_size, call.static_args)
-
-    def _trace(self, call: Call) -> Traced:
-        key = self._key(call)
-        traced = self._traces.get(key)
-        if traced is not None:
-            return traced
-        STATS["traces"] += 1
+    def _trace(self, call: Call, env) -> Traced:
         flat_fun, store = call.flat_function(self.fun, self.name)
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
-        traced = Traced(jaxpr, store["tree"], out_axes, self.name)
+        traced = Traced(jaxpr, store["tree"], out_axes, self.name,
+                        cacheable=not any(isinstance(c, core.Tracer) for c in jaxpr.consts))
         check_out_axes_none(traced, [a is not None for a in call.in_axes], self.axis_name)
-        if not any(isinstance(c, core.Tracer) for c in jaxpr.consts):  # closed over an outer transformation's
-            self._traces[key] = traced                                  # values: valid for this call only
         return traced
 
-    # -- calling -----------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
-        return self._dispatch(*args, **kwargs)
-
-    def _resolve(self, args, kwargs):
-        """The Python path of a call (see :mod:`..dispatch`): output, Compiled, flat arguments."""
-        call = self._examine(args, kwargs)
-        if not core.trace_state_clean():  # under a transformation (grad, vmap, jit, an outer map)
-            return self._bind(call), None, None
-        compiled = self._compiled.get(self._key(call))
-        if compiled is None:
-            compiled = self._compile(call)
-        return compiled.signature.unflatten(compiled.call_flat(call.flat_args)), compiled, call.flat_args
-
-    def _bind(self, call: Call):
-        traced = self._trace(call)
+    def _bind(self, traced: Traced, call: Call):
         outs = bind(traced.jaxpr, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
                     in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name, devices=self.devices,
                     backend=self.backend, donated=call.donated(self.donate_argnums), options=self.options)
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
-    def _compile(self, call: Call) -> Compiled:
-        with self._lock:
-            key = self._key(call)
-            if key not in self._compiled:
-                self._compiled[key] = self._lower(call).compile()
-            return self._compiled[key]
-
-    def _lower(self, call: Call) -> "Lowered":
-        key = self._key(call)
-        lowered = self._lowered.get(key)
-        if lowered is None:
-            traced = self._trace(call)
-            lowered = lower_traced(traced.jaxpr, axis_name=self.axis_name, axis_size=call.axis_size,
-                                   in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name,
-                                   global_avals=call.global_avals, donated=call.donated(self.donate_argnums),
-                                   devices=self.devices, backend=self.backend, options=self.options,
-                                   signature=call.signature(traced.out_tree))
-            self._lowered[key] = lowered
-        return lowered
-
-    def lower(self, *args, **kwargs) -> "Lowered":
-        call = self._examine(args, kwargs)
-        with self._lock:
-            return self._lower(call)
+    def _lower_traced(self, traced: Traced, call: Call, env) -> Lowered:
+        return lower_traced(traced.jaxpr, axis_name=self.axis_name, axis_size=call.axis_size, in_axes=call.in_axes,
+                            out_axes=traced.out_axes, name=self.name, global_avals=call.global_avals,
+                            donated=call.donated(self.donate_argnums), devices=self.devices, backend=self.backend,
+                            options=self.options, signature=call.signature(traced.out_tree))
 
     def with_options(self, **options) -> "PmapFunction":
         """The same pmap with other options (e.g. ``mode``, ``unshard``, ``shardings``), fresh caches."""
-        unknown = set(options) - set(self._init)
+        known = {*self._init, *_PIPELINE_OPTIONS}
+        unknown = set(options) - known
         if unknown:
             raise TypeError(f"pmap has no option {sorted(unknown)[0]!r}")
-        return PmapFunction(self.fun, self.axis_name, **{**self._init, **options})
+        pipeline = {k: options.pop(k) for k in list(options) if k in _PIPELINE_OPTIONS}
+        return PmapFunction(self.fun, self.axis_name, **{**self._init, **options},
+                            options=configure(self.options, **pipeline))
 
-    def clear_cache(self) -> None:
-        self._traces.clear()
-        self._lowered.clear()
-        self._compiled.clear()
-        self._dispatch = self._new_dispatch()  # forgets the C++ fast paths too
+
+#: pmap's pipeline options, by their API names (mode, unshard, shardings).
+_PIPELINE_OPTIONS = tuple(i.api_name or i.field for i in PmapPipeline.options())
 
 
 def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -206,5 +151,5 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
                                  mode=mode, unshard=unshard, shardings=shardings)
     return PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes,
                         static_broadcasted_argnums=static_broadcasted_argnums, devices=devices, backend=backend,
-                        axis_size=axis_size, donate_argnums=donate_argnums, mode=mode, unshard=unshard,
-                        shardings=shardings)
+                        axis_size=axis_size, donate_argnums=donate_argnums,
+                        options=configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings))

@@ -9,7 +9,7 @@ The module is the *per-device* program of a top-level pmap over
   and ``pxla.mesh`` on the module say so;
 * jax's own lowering rules produce the body (collectives in manual SPMD
   form: partition ids, channels, global device ids); nested pmaps become
-  ``@pxla.shard`` / ``@pxla.unshard`` placeholders (see :mod:`.lowering`).
+  ``@pxla.shard`` / ``@pxla.unshard`` placeholders (see :mod:`.mlir_rule`).
 
 The pxla-pmap-pipeline then legalizes it to MHLO and makes replica- or
 partition-mode MHLO.
@@ -20,10 +20,11 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .. import importing
 from ..ir import ir_utils, pxla_attrs
+from ..ir.pxla_attrs import REP_AXIS
 from ..jax_internals import core, lower_per_device
-from .primitive import REP_AXIS, replicas_needed
+from ..maps import importing
+from .primitive import replicas_needed
 
 
 def mesh_axis_label(axis_name) -> str:

@@ -7,7 +7,8 @@ from typing import Sequence
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .primitive import REP_AXIS
+from ..ir.pxla_attrs import REP_AXIS
+from ..stages import Layout
 
 
 class DeviceLayout:
@@ -27,3 +28,10 @@ class DeviceLayout:
         if axis is None:
             return self._replicated
         return NamedSharding(self.mesh, PartitionSpec(*[self.label if d == axis else None for d in range(ndim)]))
+
+    def layout(self, in_axes: Sequence, in_avals: Sequence, out_axes: Sequence, out_avals: Sequence, *,
+               donated: Sequence[bool] = (), consts: Sequence = ()) -> Layout:
+        """The Layout of flat inputs and outputs mapped on ``in_axes``/``out_axes`` (None: broadcast)."""
+        return Layout(self.devices, in_avals, out_avals,
+                      [self.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
+                      [self.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)], donated, consts)

@@ -1,11 +1,11 @@
 """The ``pxla_pmap`` primitive: a pmap as one equation of a jaxpr.
 
 Binding it at the top level runs the compiled program (the impl, in
-:mod:`.api`); inside an outer pmap's trace it is staged, and its lowering
-rule (:mod:`.lowering`) emits the ``@pxla.shard`` / ``@pxla.unshard``
+:mod:`.stage`); inside an outer pmap's trace it is staged, and its lowering
+rule (:mod:`.mlir_rule`) emits the ``@pxla.shard`` / ``@pxla.unshard``
 placeholders around the inner body, so a nested pmap becomes part of the
 outer pmap's module (2022 semantics: one program over the product of the
-axis sizes). Transformation rules live in :mod:`.rules`; ``pmaps/__init__``
+axis sizes). Transformation rules live in :mod:`.rules`; :mod:`.kind`
 wires all of them.
 
 Params: ``jaxpr`` (the per-shard body, a ClosedJaxpr without consts),
@@ -21,13 +21,11 @@ import math
 
 from jax.extend.core import Primitive
 
+from ..ir.pxla_attrs import REP_AXIS
 from ..jax_internals import core, pe
 from ..pipelines import PmapPipeline
 
 __all__ = ["pxla_pmap_p", "bind", "abstract_eval", "REP_AXIS", "replicas_needed", "extend_mesh"]
-
-#: Name of the anonymous trailing mesh axis: devices used by inner pmaps.
-REP_AXIS = "_pxla_rep"
 
 pxla_pmap_p = Primitive("pxla_pmap")
 pxla_pmap_p.multiple_results = True

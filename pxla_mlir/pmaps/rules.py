@@ -22,10 +22,10 @@ from ..jax_internals import core
 from ..maps import rules
 from .primitive import abstract_eval, bind, pxla_pmap_p
 
-__all__ = ["register", "PMAP"]
+__all__ = ["PMAP_RULES"]
 
 
-class PmapKind(rules.MapKind):
+class PmapRules(rules.MapRules):
     primitive = pxla_pmap_p
     name = "pmap"
 
@@ -59,8 +59,4 @@ class PmapKind(rules.MapKind):
         return None if spec is None else spec + 1
 
 
-PMAP = PmapKind()
-
-
-def register() -> None:
-    rules.register(PMAP)
+PMAP_RULES = PmapRules()

@@ -2,10 +2,19 @@
 HLO sharding strings, Shardy sharding text, and a terminal picture of who holds what."""
 
 from .hlo_sharding import HloSharding, parse as parse_hlo_sharding
-from .sdy_sharding import SdyDim, SdyMesh, SdySharding
 from .mesh import AbstractMesh, Mesh, MeshError, current_mesh, dims_from_mapping, mapping_from_dims
-from .spec import (Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked,
-                   pmap_sharding_spec, spec_to_indices)
+from .sdy_sharding import SdyDim, SdyMesh, SdySharding
+from .spec import (
+    Chunked,
+    NoSharding,
+    Replicated,
+    ShardedAxis,
+    ShardingSpec,
+    ShardingSpecError,
+    Unstacked,
+    pmap_sharding_spec,
+    spec_to_indices,
+)
 
 __all__ = ["HloSharding", "parse_hlo_sharding", "AbstractMesh", "Mesh", "MeshError", "current_mesh",
            "dims_from_mapping", "mapping_from_dims", "Chunked", "NoSharding", "Replicated", "ShardedAxis",

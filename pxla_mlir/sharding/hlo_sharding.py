@@ -17,9 +17,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from .devices import check_device_count
+from .mesh import AbstractMesh, MeshError
+from .spec import NoSharding, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked
 
 __all__ = ["HloSharding", "parse", "canonical_iota"]
 
@@ -205,18 +209,6 @@ def _find_iota(arr: np.ndarray):
     return canonical_iota(reshape, perm)
 
 
-#: The most devices a sharding or a mesh may span. Passes and the runtime build
-#: device-id tables of this size (8 MiB at the limit); more is a typo or a
-#: corrupt attribute, and would exhaust memory before anything else.
-MAX_DEVICES = 1 << 20
-
-
-def check_device_count(n: int, what: str) -> None:
-    """Raises ValueError when ``what`` spans more than :data:`MAX_DEVICES` devices."""
-    if n > MAX_DEVICES:
-        raise ValueError(f"{what} spans {n} devices; at most {MAX_DEVICES} are supported")
-
-
 _TILED = re.compile(r"^\{devices=\[([\d,]+)\]([^\s}]+)(?:\s+(last_tile_dim_replicate|last_tile_dims=\{([^}]*)\}))?\}$")
 _IOTA = re.compile(r"^<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
 
@@ -262,3 +254,67 @@ def parse(text: str) -> HloSharding:
     tile = dims[: len(dims) - len(kinds)]
     groups = list(zip(kinds, dims[len(tile):]))
     return HloSharding.tiled(tile, devices, groups)
+
+
+# -- encoders: the vocabulary's layouts as HLO shardings ----------------------------------------------
+
+def of_spec(spec: ShardingSpec, special_axes: Mapping[int, str] | None = None) -> HloSharding:
+    """The XLA sharding of the *global* array. ``special_axes`` marks
+    replicated mesh dimensions as ``"manual"`` (partially manual values)."""
+    special_axes = dict(special_axes or {})
+    for maxis, kind in special_axes.items():
+        if kind not in ("manual", "replicated"):
+            raise ShardingSpecError(f"special axis kind must be 'manual' or 'replicated', got {kind!r}")
+        if not (0 <= maxis < len(spec.mesh_mapping)) or not isinstance(spec.mesh_mapping[maxis], Replicated):
+            raise ShardingSpecError(f"mesh dimension {maxis} is not a Replicated dimension of {spec!r}; "
+                                    f"only replicated mesh dimensions can be manual")
+    sharded_to_mesh = {a.axis: m for m, a in enumerate(spec.mesh_mapping) if isinstance(a, ShardedAxis)}
+    perm: list[int] = []
+    tile: list[int] = []
+    next_axis = 0
+    for dim, s in enumerate(spec.sharding):
+        if isinstance(s, Unstacked):
+            raise ShardingSpecError(f"dimension {dim} is {s!r}: an HLO sharding cannot drop a dimension; "
+                                    f"use Chunked([{s.size}]) (each shard keeps a size-1 dimension)")
+        if isinstance(s, NoSharding):
+            tile.append(1)
+            continue
+        for _ in s.chunks:
+            perm.append(sharded_to_mesh[next_axis])
+            next_axis += 1
+        tile.append(int(np.prod(s.chunks)))
+    groups = []
+    for m, a in enumerate(spec.mesh_mapping):
+        if isinstance(a, Replicated):
+            perm.append(m)
+            groups.append((special_axes.get(m, "replicated"), a.replicas))
+    return HloSharding.from_mesh(spec.mesh_shape, perm, tile, groups)
+
+
+def of_mapping(mesh: AbstractMesh, ndim: int, mapping: Mapping[str, int], manual_axes: Iterable[str] = ()) -> HloSharding:
+    """XLA sharding of a global value split by ``mapping``; unmapped axes in
+    ``manual_axes`` are manual subgroups, the rest replicated."""
+    manual = _check_manual(mesh, manual_axes)
+    special = {mesh.axis_names.index(a): "manual" for a in manual if a not in mapping}
+    return of_spec(mesh.sharding_spec(ndim, mapping), special)
+
+
+def manual_tile(mesh: AbstractMesh, ndim: int, manual_axes: Iterable[str]) -> HloSharding:
+    """The sharding of a per-device tile inside a region that is manual over
+    ``manual_axes`` (and replicated over the other mesh axes)."""
+    manual = _check_manual(mesh, manual_axes)
+    ordered = [a for a in mesh.axis_names if a in manual]  # mesh order
+    others = [a for a in mesh.axis_names if a not in manual]
+    perm = [mesh.axis_names.index(a) for a in ordered + others]
+    groups = [("manual", int(np.prod([mesh.shape[a] for a in ordered]))),
+              ("replicated", int(np.prod([mesh.shape[a] for a in others])))]
+    return HloSharding.from_mesh(mesh.axis_sizes, perm, [1] * ndim, groups)
+
+
+def _check_manual(mesh: AbstractMesh, manual_axes: Iterable[str]) -> set[str]:
+    manual = set(manual_axes)
+    unknown = sorted(manual - set(mesh.axis_names))
+    if unknown:
+        raise MeshError(f"manual axis {unknown[0]!r} is not in the mesh; its axes are "
+                        f"{', '.join(map(repr, mesh.axis_names))}")
+    return manual

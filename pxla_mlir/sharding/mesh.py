@@ -17,20 +17,20 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from .hlo_sharding import HloSharding, check_device_count
-from .sdy_sharding import SdyDim, SdyMesh, SdySharding
+from ..errors import PxlaUserError
+from .devices import check_device_count
 from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
 
-__all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping"]
+__all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping", "axis_groups"]
 
 ArrayMapping = Mapping[str, int]
 
 
-class MeshError(ValueError):
+class MeshError(PxlaUserError, ValueError):
     """A mesh, or a mapping onto a mesh, that cannot work; the message names the culprit."""
 
 
@@ -139,55 +139,19 @@ class AbstractMesh:
             next_axis += 1
         return ShardingSpec(sharding, mesh_mapping)
 
-    def hlo_sharding(self, ndim: int, mapping: ArrayMapping, manual_axes: Iterable[str] = ()) -> HloSharding:
-        """XLA sharding of a global value split by ``mapping``; unmapped axes in
-        ``manual_axes`` are manual subgroups, the rest replicated."""
-        manual = self._check_manual(manual_axes)
-        special = {self._names.index(a): "manual" for a in manual if a not in mapping}
-        return self.sharding_spec(ndim, mapping).to_hlo(special)
-
-    def sdy_mesh(self) -> SdyMesh:
-        """The Shardy mesh: these axes, in this order (``#sdy.mesh<["x"=2, "y"=4]>``)."""
-        return SdyMesh(zip(self._names, self._sizes))
-
-    def sdy_sharding(self, ndim: int, mapping: ArrayMapping, open_dims: Iterable[int] = (),
-                     mesh_name: str | None = "mesh") -> SdySharding:
-        """Shardy sharding of a global value split by ``mapping``: closed
-        dimensions, except ``open_dims`` (free for propagation, ``{?}``);
-        unmapped axes are replicated implicitly."""
-        self.check_mapping(mapping, ndim)
-        open_dims = set(open_dims)
-        bad = sorted(d for d in open_dims if not 0 <= d < ndim or d in mapping.values())
-        if bad:
-            raise MeshError(f"dimension {bad[0]} cannot be open: it is out of range or split by a mesh axis")
-        dims = tuple(SdyDim(tuple(axes), d not in open_dims) for d, axes in enumerate(dims_from_mapping(mapping, ndim)))
-        return SdySharding(self.sdy_mesh(), dims, (), mesh_name)
-
-    def manual_sharding(self, ndim: int, manual_axes: Iterable[str]) -> HloSharding:
-        """The sharding of a per-device tile inside a region that is manual over
-        ``manual_axes`` (and replicated over the other mesh axes)."""
-        manual = self._check_manual(manual_axes)
-        ordered = [a for a in self._names if a in manual]  # mesh order
-        others = [a for a in self._names if a not in manual]
-        perm = [self._names.index(a) for a in ordered + others]
-        groups = [("manual", int(np.prod([self.shape[a] for a in ordered]))),
-                  ("replicated", int(np.prod([self.shape[a] for a in others])))]
-        return HloSharding.from_mesh(self._sizes, perm, [1] * ndim, groups)
-
-    def _check_manual(self, manual_axes: Iterable[str]) -> set[str]:
-        manual = set(manual_axes)
-        unknown = sorted(manual - set(self._names))
-        if unknown:
-            raise MeshError(f"manual axis {unknown[0]!r} is not in the mesh; its axes are "
-                            f"{', '.join(map(repr, self._names))}")
-        return manual
-
 
 def _axes_per_dim(mapping: ArrayMapping) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     for axis, dim in mapping.items():
         out.setdefault(dim, []).append(axis)
     return out
+
+
+def axis_groups(num_devices: int, stride: int, size: int) -> np.ndarray:
+    """Device groups of one mesh axis: devices that differ only in their index
+    ``(d // stride) % size``, each group ordered by that index."""
+    return np.arange(num_devices).reshape(num_devices // (size * stride), size, stride) \
+        .transpose(0, 2, 1).reshape(-1, size)
 
 
 def mapping_from_dims(dims: Sequence[Sequence[str] | None]) -> dict[str, int]:

@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
-__all__ = ["SdyMesh", "SdyDim", "SdySharding", "manual_axes", "per_value", "quote", "symbol_ref"]
+from .mesh import AbstractMesh, MeshError, dims_from_mapping
+from .spec import Chunked, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked
+
+__all__ = ["SdyMesh", "SdyDim", "SdySharding", "manual_axes", "per_value", "quote", "symbol_ref", "mesh_of",
+           "of_mapping", "of_spec"]
 
 _BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 
@@ -146,3 +150,52 @@ def per_value(shardings: Sequence[SdySharding]) -> str:
 def manual_axes(axes: Sequence[str]) -> str:
     """``#sdy<manual_axes{"x", "y"}>`` (a manual computation's manual axes)."""
     return "#sdy<manual_axes" + _axes(axes) + ">"
+
+
+# -- encoders: the vocabulary's layouts as Shardy shardings ------------------------------------------
+
+def mesh_of(mesh: AbstractMesh) -> SdyMesh:
+    """The Shardy mesh: these axes, in this order (``#sdy.mesh<["x"=2, "y"=4]>``)."""
+    return SdyMesh(zip(mesh.axis_names, mesh.axis_sizes))
+
+
+def of_mapping(mesh: AbstractMesh, ndim: int, mapping: Mapping[str, int], open_dims: Iterable[int] = (),
+               mesh_name: str | None = "mesh") -> SdySharding:
+    """Shardy sharding of a global value split by ``mapping``: closed
+    dimensions, except ``open_dims`` (free for propagation, ``{?}``);
+    unmapped axes are replicated implicitly."""
+    mesh.check_mapping(mapping, ndim)
+    open_dims = set(open_dims)
+    bad = sorted(d for d in open_dims if not 0 <= d < ndim or d in mapping.values())
+    if bad:
+        raise MeshError(f"dimension {bad[0]} cannot be open: it is out of range or split by a mesh axis")
+    dims = tuple(SdyDim(tuple(axes), d not in open_dims) for d, axes in enumerate(dims_from_mapping(mapping, ndim)))
+    return SdySharding(mesh_of(mesh), dims, (), mesh_name)
+
+
+def of_spec(spec: ShardingSpec, axis_names: Sequence[str] | None = None, mesh_name: str | None = "mesh") -> SdySharding:
+    """The Shardy sharding of the *global* array on a mesh whose axes are
+    the spec's mesh dimensions (named ``axis_names``, default ``a0``,
+    ``a1``, ...): each dimension lists the mesh axes of its chunks, major
+    first, all closed; ``Replicated`` mesh dimensions are listed in
+    ``replicated={...}``. ``mesh_name=None`` inlines the mesh."""
+    shape = spec.mesh_shape
+    names = tuple(axis_names) if axis_names is not None else tuple(f"a{i}" for i in range(len(shape)))
+    if len(names) != len(shape):
+        raise ShardingSpecError(f"{spec!r} has {len(shape)} mesh dimensions but {len(names)} axis names "
+                                f"were given: {names}")
+    if len(set(names)) != len(names):
+        raise ShardingSpecError(f"axis names {names} repeat a name")
+    sharded_to_mesh = {a.axis: m for m, a in enumerate(spec.mesh_mapping) if isinstance(a, ShardedAxis)}
+    dims, next_axis = [], 0
+    for dim, s in enumerate(spec.sharding):
+        if isinstance(s, Unstacked):
+            raise ShardingSpecError(f"dimension {dim} is {s!r}: a Shardy sharding cannot drop a dimension; "
+                                    f"use Chunked([{s.size}]) (each shard keeps a size-1 dimension)")
+        axes = []
+        for _ in (s.chunks if isinstance(s, Chunked) else ()):
+            axes.append(names[sharded_to_mesh[next_axis]])
+            next_axis += 1
+        dims.append(SdyDim(tuple(axes)))
+    replicated = tuple(n for n, a in zip(names, spec.mesh_mapping) if isinstance(a, Replicated))
+    return SdySharding(SdyMesh(zip(names, shape)), tuple(dims), replicated, mesh_name)

@@ -24,18 +24,18 @@ import ast
 import dataclasses
 import itertools
 import math
-from typing import Mapping, Sequence, Union
+from typing import Sequence, Union
 
 import numpy as np
 
-from .hlo_sharding import HloSharding, check_device_count
-from .sdy_sharding import SdyDim, SdyMesh, SdySharding
+from ..errors import PxlaUserError
+from .devices import check_device_count
 
 __all__ = ["NoSharding", "Chunked", "Unstacked", "ShardedAxis", "Replicated", "ShardingSpec",
            "ShardingSpecError", "spec_to_indices", "pmap_sharding_spec"]
 
 
-class ShardingSpecError(ValueError):
+class ShardingSpecError(PxlaUserError, ValueError):
     """A sharding spec that is malformed or does not fit an array."""
 
 
@@ -206,70 +206,6 @@ class ShardingSpec:
         perm = [next(replica_pos) if isinstance(a, Replicated) else len(replicas) + next(sharded_order)
                 for a in self.mesh_mapping]
         return np.broadcast_to(pieces, replicas + pieces.shape).transpose(perm)
-
-    # -- XLA -------------------------------------------------------------------------
-    def to_hlo(self, special_axes: Mapping[int, str] | None = None) -> HloSharding:
-        """The XLA sharding of the *global* array. ``special_axes`` marks
-        replicated mesh dimensions as ``"manual"`` (partially manual values)."""
-        special_axes = dict(special_axes or {})
-        for maxis, kind in special_axes.items():
-            if kind not in ("manual", "replicated"):
-                raise ShardingSpecError(f"special axis kind must be 'manual' or 'replicated', got {kind!r}")
-            if not (0 <= maxis < len(self.mesh_mapping)) or not isinstance(self.mesh_mapping[maxis], Replicated):
-                raise ShardingSpecError(f"mesh dimension {maxis} is not a Replicated dimension of {self!r}; "
-                                        f"only replicated mesh dimensions can be manual")
-        sharded_to_mesh = {a.axis: m for m, a in enumerate(self.mesh_mapping) if isinstance(a, ShardedAxis)}
-        perm: list[int] = []
-        tile: list[int] = []
-        next_axis = 0
-        for dim, s in enumerate(self.sharding):
-            if isinstance(s, Unstacked):
-                raise ShardingSpecError(f"dimension {dim} is {s!r}: an HLO sharding cannot drop a dimension; "
-                                        f"use Chunked([{s.size}]) (each shard keeps a size-1 dimension)")
-            if isinstance(s, NoSharding):
-                tile.append(1)
-                continue
-            for _ in s.chunks:
-                perm.append(sharded_to_mesh[next_axis])
-                next_axis += 1
-            tile.append(int(np.prod(s.chunks)))
-        groups = []
-        for m, a in enumerate(self.mesh_mapping):
-            if isinstance(a, Replicated):
-                perm.append(m)
-                groups.append((special_axes.get(m, "replicated"), a.replicas))
-        return HloSharding.from_mesh(self.mesh_shape, perm, tile, groups)
-
-    def hlo_sharding_string(self, special_axes: Mapping[int, str] | None = None) -> str:
-        return str(self.to_hlo(special_axes))
-
-    # -- Shardy ----------------------------------------------------------------------
-    def to_sdy(self, axis_names: Sequence[str] | None = None, mesh_name: str | None = "mesh") -> SdySharding:
-        """The Shardy sharding of the *global* array on a mesh whose axes are
-        the spec's mesh dimensions (named ``axis_names``, default ``a0``,
-        ``a1``, ...): each dimension lists the mesh axes of its chunks, major
-        first, all closed; ``Replicated`` mesh dimensions are listed in
-        ``replicated={...}``. ``mesh_name=None`` inlines the mesh."""
-        shape = self.mesh_shape
-        names = tuple(axis_names) if axis_names is not None else tuple(f"a{i}" for i in range(len(shape)))
-        if len(names) != len(shape):
-            raise ShardingSpecError(f"{self!r} has {len(shape)} mesh dimensions but {len(names)} axis names "
-                                    f"were given: {names}")
-        if len(set(names)) != len(names):
-            raise ShardingSpecError(f"axis names {names} repeat a name")
-        sharded_to_mesh = {a.axis: m for m, a in enumerate(self.mesh_mapping) if isinstance(a, ShardedAxis)}
-        dims, next_axis = [], 0
-        for dim, s in enumerate(self.sharding):
-            if isinstance(s, Unstacked):
-                raise ShardingSpecError(f"dimension {dim} is {s!r}: a Shardy sharding cannot drop a dimension; "
-                                        f"use Chunked([{s.size}]) (each shard keeps a size-1 dimension)")
-            axes = []
-            for _ in (s.chunks if isinstance(s, Chunked) else ()):
-                axes.append(names[sharded_to_mesh[next_axis]])
-                next_axis += 1
-            dims.append(SdyDim(tuple(axes)))
-        replicated = tuple(n for n, a in zip(names, self.mesh_mapping) if isinstance(a, Replicated))
-        return SdySharding(SdyMesh(zip(names, shape)), tuple(dims), replicated, mesh_name)
 
     # -- text --------------------------------------------------------------------------
     def __repr__(self) -> str:

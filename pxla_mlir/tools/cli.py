@@ -18,9 +18,10 @@ import os
 import sys
 
 from .. import __version__
+from ..errors import PxlaUserError
 from ..pass_infra import registry
 from . import cmd_diff, cmd_emit, cmd_explore, cmd_sharding
-from .errors import CliError, describe, positive_int, user_error_types
+from .errors import CliError, describe, positive_int
 
 PROG = "pxla-mlir"
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 1
     except Exception as e:  # one line; only a bug of ours asks for the traceback
-        if os.environ.get("PXLA_DEBUG") and not isinstance(e, user_error_types()):
+        if os.environ.get("PXLA_DEBUG") and not isinstance(e, PxlaUserError):
             raise
         message, is_bug = describe(e)
         hint = " (set PXLA_DEBUG=1 for the traceback)" if is_bug else ""

@@ -11,13 +11,12 @@ collective on the device grid and the shardings (see pxla_mlir.explore).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import urllib.parse
 
-from ..emit import MapOptions, prepare
-from .cmd_emit import _MAP_FLAGS, add_map_arguments, map_options
+from .emit import MapOptions, prepare
 from .errors import CliError
+from .map_args import MAP_FLAGS, add_map_arguments, map_options
 
 
 def add_parser(sub) -> None:
@@ -43,7 +42,7 @@ def compare_options(spec: str, target: str, base: MapOptions) -> tuple[str, MapO
     options: dict = {}
     for key, value in pairs:
         options.setdefault(key.replace("-", "_"), []).append(value)
-    known = set(_MAP_FLAGS) | {"arg"}
+    known = set(MAP_FLAGS) | {"arg"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise CliError(f"unknown option {unknown[0]!r} in --compare {spec!r}; known: {', '.join(sorted(known))}")
@@ -53,7 +52,7 @@ def compare_options(spec: str, target: str, base: MapOptions) -> tuple[str, MapO
     changes = {k: v[-1] for k, v in options.items() if k != "arg"}
     if "arg" in options:
         changes["args"] = tuple(options["arg"])
-    return other or target, dataclasses.replace(start, **changes)
+    return other or target, start.replace(**changes)
 
 
 def _lower(target: str, opts: MapOptions):
@@ -63,7 +62,7 @@ def _lower(target: str, opts: MapOptions):
 
 
 def _label(target: str, opts: MapOptions) -> str:
-    given = [(k.replace("_", "-"), getattr(opts, k)) for k in _MAP_FLAGS if getattr(opts, k) is not None]
+    given = [(k.replace("_", "-"), getattr(opts, k)) for k in MAP_FLAGS if getattr(opts, k) is not None]
     given += [("arg", a) for a in opts.args]
     return target + ("?" + urllib.parse.urlencode(given, safe="[],:'{}") if given else "")
 

@@ -21,9 +21,10 @@ import sys
 import numpy as np
 
 from ..distributed.launch import ENV_PROCESS_ID, launch
-from ..emit import prepare
-from .cmd_emit import _inputs, map_options, measure, print_outputs, timing_line
+from .emit import prepare
 from .errors import CliError
+from .map_args import map_options
+from .running import inputs, measure, print_outputs, timing_line
 
 _RESULT = "PXLA_MP_RESULT "
 _NOISE = re.compile(r"\[Gloo\]|sharding_propagation\.cc")
@@ -89,7 +90,7 @@ def _worker(args) -> int:
     from jax.experimental import multihost_utils
 
     prepared = prepare(args.target, map_options(args))
-    values = _inputs(prepared, args.input, args.seed)
+    values = inputs(prepared, args.input, args.seed)
     everywhere = jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(jax.devices()), ("all",)),
                                             jax.sharding.PartitionSpec())
     structs = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=everywhere) for v in values]  # global values

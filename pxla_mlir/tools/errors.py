@@ -9,32 +9,11 @@ import argparse
 import os
 import traceback
 
+from ..errors import PxlaUserError
 
-class CliError(Exception):
+
+class CliError(PxlaUserError):
     """A mistake the command line reports as ``pxla-mlir: error: ...``."""
-
-
-def user_error_types() -> tuple:
-    """Exceptions that mean "the input is wrong", not "pxla_mlir is broken"."""
-    from ..ir.mlir_diff import DiffError
-    from ..ir.nesting import NestingError
-    from ..pass_infra import PipelineFailure, PipelineSyntaxError
-    from ..pass_infra.options import OptionError
-    from ..sharding import MeshError, ShardingSpecError
-    from ..targets import TargetError
-
-    types = [CliError, DiffError, PipelineFailure, MeshError, ShardingSpecError, TargetError, NestingError,
-             PipelineSyntaxError, OptionError]
-    try:  # jax-facing errors (only importable with jax)
-        from ..distributed.processes import MultiProcessError
-        from ..pmaps.arguments import PmapUsageError
-        from ..tracing import UnboundAxisError
-        from ..xmaps import XmapError
-
-        types += [PmapUsageError, UnboundAxisError, XmapError, MultiProcessError]
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(types)
 
 
 def positive_int(text: str) -> int:
@@ -73,7 +52,7 @@ def _user_frame(exc: BaseException) -> traceback.FrameSummary | None:
 def describe(exc: BaseException) -> tuple[str, bool]:
     """A one-line message for an error the command line caught, and whether it
     is a bug of pxla_mlir (the only case that deserves the PXLA_DEBUG hint)."""
-    if isinstance(exc, user_error_types()):
+    if isinstance(exc, PxlaUserError):
         lines = [l for l in str(exc).strip().splitlines() if not l.startswith("reproduce with:")]
         return " / ".join(lines[:1] + lines[1:3]) if lines else type(exc).__name__, False
     message = f"{type(exc).__name__}: {exc}"

@@ -22,9 +22,9 @@ from .. import __version__
 from ..ir.context import make_context
 from ..ir.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc
 from ..ir.nesting import NestingError, check_nesting
+from ..ir.verify_diagnostics import parse_expectations, verify
 from ..pass_infra import Pipeline, PipelineSyntaxError, registry
 from ..pass_infra.pipeline import describe_options
-from ..ir.verify_diagnostics import parse_expectations, verify
 
 PROG = "pxla-opt"
 SPLIT_MARKER = re.compile(rb"^// -----", re.M)

@@ -1,22 +1,19 @@
 """xmap on the pxla_mlir pipeline (see :mod:`.api`).
 
-Loaded lazily: the collective table (:mod:`pxla_mlir.collectives`) imports
-:mod:`.rewrites` without pulling in the whole xmap machinery.
+The ``pxla_xmap`` primitive (:mod:`.primitive`) gets its rules here, in one
+place (:meth:`.kind.XmapKind.register`): transformations (:mod:`.rules`),
+the lowering rule for xmaps inside pmap bodies and ``jax.jit``
+(:mod:`.mlir_rule`), the eager impl (:mod:`.stage`) and the named-axis
+typing of nested xmaps (:mod:`.checks`).
 """
 
-_LAZY = {"xmap": "api", "XmapFunction": "api", "LOWERINGS": "api", "XmapError": "plan", "XmapTypeError": "plan",
-         "XmapMeshError": "plan", "serial_loop": "resources", "SerialLoop": "resources",
-         "XmapInsideJitWarning": "lowering"}
+from .api import LOWERINGS, XmapFunction, xmap
+from .kind import XMAP
+from .mlir_rule import XmapInsideJitWarning
+from .plan import XmapError, XmapMeshError, XmapTypeError
+from .resources import SerialLoop, serial_loop
 
+XMAP.register()
 
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = list(_LAZY)
+__all__ = ["xmap", "XmapFunction", "LOWERINGS", "XmapError", "XmapTypeError", "XmapMeshError", "serial_loop",
+           "SerialLoop", "XmapInsideJitWarning", "XMAP"]

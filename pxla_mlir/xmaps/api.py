@@ -18,16 +18,16 @@ Three lowerings (``lowering=``), all giving the same numbers:
   partitioner splits it.
 
 A call with concrete arguments finds its compiled program by (function,
-options, argument avals, mesh, loops): a new xmap object around the same
-function does not trace or compile again. Called on tracers (under grad,
-vmap, jit, inside another map) or closing over them, the xmap is bound as
-the ``pxla_xmap`` primitive instead (:mod:`.primitive`).
+options, argument avals, mesh, loops) in one cache all xmaps share
+(:class:`pxla_mlir.maps.function.MapFunction`): a new xmap object around the
+same function does not trace or compile again. Called on tracers (under
+grad, vmap, jit, inside another map) or closing over them, the xmap is bound
+as the ``pxla_xmap`` primitive instead (:mod:`.primitive`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 from typing import Any, Callable, Mapping
 
@@ -36,27 +36,26 @@ from jax import tree_util
 
 from ..invariance import named_shapes
 from ..jax_internals import api_util, core, pe
-from ..lru import LRU
+from ..maps.arguments import argnums
+from ..maps.function import CallCache, MapFunction, Traced
 from ..pipelines import XmapPipeline, choices, configure
-from ..pmaps.arguments import argnums
 from ..sharding.mesh import Mesh
-from ..stages import STATS, Lowered, Signature, timed
+from ..stages import Lowered, Signature
+from ..stats import timed
 from ..tracing import trace_flat
-from . import wiring  # noqa: F401  (the primitive's rules)
 from .checks import ResourceTyping, check_outputs
-from .lower import XmapCall, lower
 from .plan import XmapError, XmapMeshError, XmapTypeError, check_resource_clash, make_plan
 from .primitive import bind, spec_of
 from .resources import active_loops, active_mesh, normalize_resources
 from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
+from .stage import XmapCall, lower
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
 LOWERINGS = choices(XmapPipeline, "lowering")
 
-_traces = LRU(256)  # traced calls by (function, options, avals, mesh, loops)
-_compiled = LRU(128)
-_lock = threading.RLock()
+#: Traced, lowered and compiled xmaps by (function, options, avals, mesh, loops), shared by every xmap object.
+_CACHE = CallCache(128)
 
 
 class _Enclosing(threading.local):
@@ -68,22 +67,41 @@ _enclosing = _Enclosing()
 
 
 @dataclasses.dataclass(frozen=True)
-class _Traced:
+class _Traced(Traced):
     call: XmapCall
     consts: tuple  # values of the leading (hoisted) operands
     in_tree: Any
     out_tree: Any
-    closes_over_tracers: bool
+    cacheable: bool  # False: it closes over tracers of an enclosing transformation
 
 
-class XmapFunction:
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """An xmap call: flat positional arguments, their pytree and avals."""
+
+    flat_args: list
+    in_tree: Any
+    avals: tuple
+
+    @property
+    def key(self) -> tuple:
+        return self.in_tree, self.avals
+
+    @property
+    def has_tracers(self) -> bool:
+        return any(isinstance(x, core.Tracer) for x in self.flat_args)
+
+
+class XmapFunction(MapFunction):
+    what = "xmap"
+
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
-                 donate_argnums, backend, lowering: str, shardings: str = XmapPipeline.sharding_dialect):
+                 donate_argnums, backend, options: XmapPipeline):
         if not callable(fun):
             raise TypeError(f"xmap needs a callable, got {fun!r}")
-        self.options = configure(XmapPipeline, lowering=lowering, shardings=shardings)
+        self.options = options
         self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
-                          backend=backend, lowering=lowering, shardings=shardings)
+                          backend=backend)
         if isinstance(in_axes, list) and not is_entry(in_axes):
             in_axes = tuple(in_axes)  # a list of per-argument entries is the argument tuple (as 2022)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
@@ -105,22 +123,27 @@ class XmapFunction:
             raise XmapError(f"out_axes names {missing[0]!r}, but all axis names appearing in out_axes must also "
                             f"appear in in_axes or axis_sizes")
         self._declared = tuple(declared)
-        self.donate_argnums = argnums(donate_argnums, "xmap donate_argnums")
-        self.backend, self.lowering = backend, lowering
-        self.name = getattr(fun, "__name__", "fun")
-        self._key = (fun, tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
-                     tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())),
-                     self.donate_argnums, backend, self.options)
-        functools.update_wrapper(self, fun, updated=())
+        donate = argnums(donate_argnums, "xmap donate_argnums")
+        self.backend, self.lowering = backend, options.lowering
+        identity = (fun, tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
+                    tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate,
+                    backend, self.options)
+        super().__init__(fun, donate_argnums=donate, cache=_CACHE, identity=identity)
 
     def with_options(self, **options) -> "XmapFunction":
         """The same xmap with other options (e.g. ``lowering``, ``shardings``)."""
-        unknown = set(options) - set(self._init)
+        unknown = set(options) - {*self._init, *_PIPELINE_OPTIONS}
         if unknown:
             raise TypeError(f"xmap has no option {sorted(unknown)[0]!r}")
-        return XmapFunction(self.fun, self.in_axes, self.out_axes, **{**self._init, **options})
+        pipeline = {k: options.pop(k) for k in list(options) if k in _PIPELINE_OPTIONS}
+        return XmapFunction(self.fun, self.in_axes, self.out_axes, **{**self._init, **options},
+                            options=configure(self.options, **pipeline))
 
-    # -- a call's signature --------------------------------------------------------------
+    def __get__(self, obj, objtype=None):
+        """As in 2022, an xmap stored on a class is not bound to instances (it takes no ``self``)."""
+        return self
+
+    # -- the front end's hooks (see maps.function) -------------------------------------------
     def _environment(self) -> tuple:
         mesh = active_mesh()
         if _enclosing.meshes and mesh != _enclosing.meshes[-1]:
@@ -136,55 +159,39 @@ class XmapFunction:
         loops = {**{k: v for k, v in scope.items() if k in wanted}, **self._anonymous_loops}
         return mesh, tuple(sorted(loops.items()))
 
-    def _signature(self, args, kwargs) -> tuple:
+    def _examine(self, args, kwargs) -> _Call:
         if kwargs:
             raise TypeError(f"xmap-ed function {self.name!r} takes positional arguments only")
         leaves, in_tree = tree_util.tree_flatten(args)
-        avals = tuple(_aval(x, i) for i, x in enumerate(leaves))
-        mesh, loops = self._environment()
-        return leaves, (self._key, in_tree, avals, mesh, loops)
+        return _Call(leaves, in_tree, tuple(_aval(x, i) for i, x in enumerate(leaves)))
 
-    # -- calling ---------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
-        leaves, key = self._signature(args, kwargs)
-        traced = self._traced(key)
-        if traced.closes_over_tracers or any(isinstance(x, core.Tracer) for x in leaves):
-            outs = bind(traced.call.jaxpr, [*traced.consts, *leaves], **traced.call.params())
-            return tree_util.tree_unflatten(traced.out_tree, outs)
-        compiled = _compiled.get(key)
-        if compiled is None:
-            with _lock:
-                compiled = _compiled.get(key)
-                if compiled is None:
-                    compiled = _compiled[key] = self._lower(traced).compile()
-        return compiled.signature.unflatten(compiled.call_flat(leaves))
+    def _staged(self, call: _Call) -> bool:
+        return call.has_tracers  # with concrete arguments an xmap runs, even inside a transformation
 
-    def lower(self, *args, **kwargs) -> Lowered:
-        leaves, key = self._signature(args, kwargs)
-        if any(isinstance(x, core.Tracer) for x in leaves):
-            raise XmapError(f"xmap {self.name!r}.lower() was given traced values; lower with concrete arrays or "
-                            f"jax.ShapeDtypeStruct")
-        traced = self._traced(key)
-        if traced.closes_over_tracers:
-            raise XmapError(f"xmap {self.name!r} closes over traced values of an enclosing transformation; it "
-                            f"can only be lowered on its own when its function closes over concrete values")
-        return self._lower(traced)
+    def _bind(self, traced: _Traced, call: _Call):
+        outs = bind(traced.call.jaxpr, [*traced.consts, *call.flat_args], **traced.call.params())
+        return tree_util.tree_unflatten(traced.out_tree, outs)
 
-    def _lower(self, traced: _Traced) -> Lowered:
+    def _lower_traced(self, traced: _Traced, call: _Call, env) -> Lowered:
         return lower(traced.call, signature=Signature(traced.in_tree, traced.out_tree), consts=traced.consts)
 
-    # -- tracing -------------------------------------------------------------------------
-    def _traced(self, key) -> _Traced:
-        traced = _traces.get(key)
-        if traced is None:
-            _, in_tree, avals, mesh, loops = key
-            traced = self._trace(in_tree, avals, mesh, dict(loops))
-            if not traced.closes_over_tracers:  # those tracers die with their transformation
-                _traces[key] = traced
-        return traced
+    def lower(self, *args, **kwargs) -> Lowered:
+        call = self._examine(args, kwargs)
+        if call.has_tracers:
+            raise XmapError(f"xmap {self.name!r}.lower() was given traced values; lower with concrete arrays or "
+                            f"jax.ShapeDtypeStruct")
+        env = self._environment()
+        if not self._traced(call, env, self._key(call, env)).cacheable:
+            raise XmapError(f"xmap {self.name!r} closes over traced values of an enclosing transformation; it "
+                            f"can only be lowered on its own when its function closes over concrete values")
+        return super().lower(*args, **kwargs)
 
-    def _trace(self, in_tree, avals, mesh: Mesh | None, loops: dict) -> _Traced:
-        STATS["traces"] += 1
+    # -- tracing -------------------------------------------------------------------------
+    def _trace(self, call: _Call, env) -> _Traced:
+        mesh, loops = env
+        return self._trace_body(call.in_tree, call.avals, mesh, dict(loops))
+
+    def _trace_body(self, in_tree, avals, mesh: Mesh | None, loops: dict) -> _Traced:
         paths = ["args" + tree_util.keystr(p) for p, _ in
                  tree_util.tree_flatten_with_path(tree_util.tree_unflatten(in_tree, list(avals)))[0]]
         specs = flatten_specs("xmap in_axes", in_tree, self._in_specs)
@@ -236,7 +243,7 @@ class XmapFunction:
         call = XmapCall(plan, jaxpr, ({},) * len(consts) + in_maps, out_maps, const_avals + tuple(avals),
                         tuple(_unmapped(av, m, plan) for av, m in zip(user.out_avals, out_maps)),
                         (False,) * len(consts) + donated, mesh, self.options, self.name, self.backend)
-        return _Traced(call, consts, in_tree, out_tree, any(isinstance(c, core.Tracer) for c in consts))
+        return _Traced(call, consts, in_tree, out_tree, not any(isinstance(c, core.Tracer) for c in consts))
 
 
 def _aval(x, index: int) -> core.ShapedArray:
@@ -269,4 +276,9 @@ def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_res
     device. ``lowering`` picks replica, manual or vectorize (see the module
     docs). xmap composes with jax transformations and nests."""
     return XmapFunction(fun, in_axes, out_axes, axis_sizes=axis_sizes, axis_resources=axis_resources,
-                        donate_argnums=donate_argnums, backend=backend, lowering=lowering, shardings=shardings)
+                        donate_argnums=donate_argnums, backend=backend,
+                        options=configure(XmapPipeline, lowering=lowering, shardings=shardings))
+
+
+#: xmap's pipeline options, by their API names (lowering, shardings).
+_PIPELINE_OPTIONS = tuple(i.api_name or i.field for i in XmapPipeline.options())

@@ -25,7 +25,7 @@ from jax import lax
 
 from ..jax_internals import core
 from . import rewrites
-from .interpreter import Substitution, interpret
+from .interpreter import Substitution, interpret, register_nested
 from .loops import looped_body
 from .plan import Plan
 from .primitive import mapping_of, plan_of
@@ -272,3 +272,6 @@ def _untile(sub: Substitution, y, mapping: Mapping[int, str]):
         if mesh:
             y = rewrites._all_gather(sub, y, tuple(mesh), d, True)
     return y
+
+
+register_nested(nested_xmap)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..invariance import MAP_RULES, Names, named_shapes
+from ..invariance import Names, named_shapes
 from ..jax_internals import source_info_util
 from .plan import XmapTypeError, check_resource_clash
-from .primitive import names_of, pxla_xmap_p
+from .primitive import names_of
 
-__all__ = ["ResourceTyping", "check_outputs"]
+__all__ = ["ResourceTyping", "check_outputs", "xmap_names"]
 
 
 class ResourceTyping:
@@ -91,7 +91,7 @@ def check_outputs(resources: Mapping[str, tuple], loops, varies: Sequence[Names]
                                 f"{names[1]!r} on one {kind} {a!r}; map them to different resources")
 
 
-def _xmap_names(eqn, ins, on_value):
+def xmap_names(eqn, ins, on_value):
     """invariance rule of a nested xmap: its outputs vary over what its body's
     outputs vary over, less its own names (they become positional)."""
     p = eqn.params
@@ -104,5 +104,3 @@ def _xmap_names(eqn, ins, on_value):
                       p["name"], own)
     return [Names(o - own) for o in outs]
 
-
-MAP_RULES[pxla_xmap_p.name] = _xmap_names

@@ -18,8 +18,8 @@ from typing import Mapping
 
 import jax
 
-from .. import importing
 from ..jax_internals import api_util, core, lower_global, lower_per_device, pe
+from ..maps import importing
 from ..sharding.mesh import Mesh
 from ..tracing import trace_flat
 from .bodies import global_function, tile_function

@@ -26,12 +26,28 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
+from ..collectives import CALL_JAXPR_PARAMS, axes_of
 from ..jax_internals import core
+from ..maps import registry
+from . import rewrites
 from .plan import Plan, XmapError
 
-_FORBIDDEN = {"pxla_pmap": "pxla_mlir.pmap", "xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}
+#: jax's own maps, which cannot nest inside an xmap (nor can pxla_mlir's other map kinds).
+_JAX_MAPS = {"xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}
 XMAP_PRIMITIVE = "pxla_xmap"
+#: Evaluates an xmap nested in the body: ``nested(sub, params, ins)``, set by :mod:`.bodies`.
+_nested: list = []
+
+
+def register_nested(evaluate) -> None:
+    _nested[:] = [evaluate]
+
+
+@functools.cache
+def _other_maps() -> dict[str, str]:
+    """The API of every map that is not an xmap, by its primitive's name."""
+    others = {k.primitive.name: f"pxla_mlir.{k.name}" for k in registry.kinds() if k.primitive.name != XMAP_PRIMITIVE}
+    return {**_JAX_MAPS, **others}
 
 
 class Substitution:
@@ -139,15 +155,14 @@ def run_eqns(sub: Substitution, eqns, env: dict) -> None:
 
 def _eval(sub: Substitution, eqn, ins):
     p, params = eqn.primitive, dict(eqn.params)
-    if p.name in _FORBIDDEN:
-        raise XmapError(f"{_FORBIDDEN[p.name]} cannot be nested inside xmap; use a named axis of the xmap instead")
-    entry = COLLECTIVES.get(p.name)
-    if entry is not None and entry.xmap is not None:
-        return entry.xmap(sub, p, params, ins)
+    rule = rewrites.RULES.get(p.name)
+    if rule is not None:
+        return rule(sub, p, params, ins)
     if p.name == XMAP_PRIMITIVE:
-        from .bodies import nested_xmap
-
-        return nested_xmap(sub, params, ins)
+        return _nested[0](sub, params, ins)
+    other = _other_maps().get(p.name)
+    if other is not None:
+        raise XmapError(f"{other} cannot be nested inside xmap; use a named axis of the xmap instead")
     if p.name in CALL_JAXPR_PARAMS and CALL_JAXPR_PARAMS[p.name] in params:
         inner = params[CALL_JAXPR_PARAMS[p.name]]
         consts = inner.consts if isinstance(inner, core.ClosedJaxpr) else ()

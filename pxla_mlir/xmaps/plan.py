@@ -17,11 +17,13 @@ import dataclasses
 import math
 from typing import Any, Mapping, Sequence
 
+from ..errors import PxlaUserError
+
 __all__ = ["XmapError", "XmapTypeError", "XmapMeshError", "Plan", "make_plan", "local_name",
            "check_resource_clash"]
 
 
-class XmapError(ValueError):
+class XmapError(PxlaUserError, ValueError):
     """An xmap that cannot work as written; the message says which axis or argument."""
 
 

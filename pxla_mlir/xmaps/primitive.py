@@ -1,11 +1,11 @@
 """The ``pxla_xmap`` primitive: an xmap as one equation of a jaxpr.
 
 Binding it with concrete arguments runs the compiled program (the impl, in
-:mod:`.lower`); under jax transformations its rules (:mod:`.rules`, shared
+:mod:`.stage`); under jax transformations its rules (:mod:`.rules`, shared
 with pmap through :mod:`pxla_mlir.maps.rules`) make new xmaps; inside an
 enclosing xmap it is evaluated in place by the interpreter (tiled over its
 own resources), inside a pmap body or ``jax.jit`` its lowering rule
-(:mod:`.lowering`) takes over.
+(:mod:`.mlir_rule`) takes over.
 
 Params: ``jaxpr`` (the per-element body, a ClosedJaxpr without consts),
 ``in_axes``/``out_axes`` (per operand/result, ``((dim, name), ...)``),

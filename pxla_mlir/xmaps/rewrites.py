@@ -7,10 +7,11 @@ so those are re-bound as they are (:func:`rebind`, :func:`axis_index`); the
 rewrites here do what vmap cannot: all_gather, ppermute, all_to_all,
 psum_scatter and pbroadcast over a mix of local and device axes, and
 ``axis_index_groups`` (gather the axis, reduce or pick within the group). In
-the global view every named axis is a vmap axis under its own name. Each rule
-is named by the collective table (:mod:`pxla_mlir.collectives`) and called as
-``rule(sub, primitive, params, inputs)``, ``sub`` being the interpreter's
-``Substitution``.
+the global view every named axis is a vmap axis under its own name.
+:data:`RULES` maps each collective of :mod:`pxla_mlir.collectives` to its
+rule, called as ``rule(sub, primitive, params, inputs)`` (``sub``: the
+interpreter's ``Substitution``); the collectives of :data:`UNCHANGED` are
+bound as they are.
 
 Linear order along a substituted axis is major-to-minor: resources in their
 given order, the local axis last (the 2022 order).
@@ -24,7 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["rebind", "axis_index", "all_gather", "ppermute", "all_to_all", "psum_scatter", "pbroadcast"]
+__all__ = ["RULES", "UNCHANGED", "rebind", "axis_index", "all_gather", "ppermute", "all_to_all", "psum_scatter",
+           "pbroadcast"]
 
 
 def _one(axes: tuple):
@@ -253,3 +255,10 @@ def _grouped_gather(sub, x, names: tuple, groups, dim: int, tiled: bool):
         shape = list(y.shape)
         y = y.reshape(shape[:dim] + [shape[dim] * shape[dim + 1]] + shape[dim + 2:])
     return y
+
+
+#: How xmap rebinds each collective (by primitive name) on the substituted axes.
+RULES = {"psum": rebind, "pmax": rebind, "pmin": rebind, "all_gather": all_gather, "axis_index": axis_index,
+         "ppermute": ppermute, "all_to_all": all_to_all, "reduce_scatter": psum_scatter, "pbroadcast": pbroadcast}
+#: shard_map's varying-manual-axes bookkeeping: bound unchanged.
+UNCHANGED = frozenset({"psum_invariant", "pvary", "all_gather_invariant"})

@@ -17,13 +17,13 @@ from jax.dtypes import float0
 
 from ..invariance import named_shapes
 from ..jax_internals import core
-from ..maps.rules import MapKind, register
+from ..maps.rules import MapRules
 from .primitive import abstract_eval, bind, insert_axes, names_of, pxla_xmap_p
 
-__all__ = ["XMAP", "register_rules"]
+__all__ = ["XMAP_RULES"]
 
 
-class XmapKind(MapKind):
+class XmapRules(MapRules):
     primitive = pxla_xmap_p
     name = "xmap"
 
@@ -64,8 +64,4 @@ class XmapKind(MapKind):
         return tuple((d + 1, n) for d, n in spec)
 
 
-XMAP = XmapKind()
-
-
-def register_rules() -> None:
-    register(XMAP)
+XMAP_RULES = XmapRules()

@@ -28,13 +28,14 @@ import tempfile
 
 if __package__ in (None, ""):  # run as a script: make `fuzzing` importable
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from fuzzing import workers  # noqa: E402
+from fuzzing import workers
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 LOCATED_ERROR = re.compile(r"^\S.*:\d+:\d+: error: ", re.M)
 BAD_OUTPUT = ("Traceback", "internal error")
 
 # -- corpus ------------------------------------------------------------------------------
+
 
 def corpus() -> list[str]:
     """Every ``// -----`` chunk of the repository's .mlir files."""
@@ -185,6 +186,7 @@ _MUTATORS, _WEIGHTS = zip((_attr_value, 4), (_insert_attr, 6), (_int, 3), (_swap
 
 # -- bad pipelines ------------------------------------------------------------------------
 
+
 def pipeline(rng: random.Random) -> str:
     elements = [rng.choice(PASSES) for _ in range(rng.randint(1, 3))]
     text = f"builtin.module({','.join(elements)})"
@@ -224,6 +226,7 @@ def _pipe_garbage(rng, text):
 _PIPELINE_MUTATORS = (_pipe_char, _pipe_nest, _pipe_option, _pipe_garbage)
 
 # -- cases ---------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Case:

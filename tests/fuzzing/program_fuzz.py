@@ -26,7 +26,7 @@ import traceback
 
 if __package__ in (None, ""):  # run as a script: make `fuzzing` importable
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from fuzzing import workers  # noqa: E402
+from fuzzing import workers
 
 ENV = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
 SIZES = ((8,), (4,), (2,), (3,), (5,), (2, 4), (4, 2), (2, 2), (2, 3), (3, 2), (2, 2, 2))

@@ -22,14 +22,14 @@ import pxla_mlir
 
 pxla_mlir.distributed.initialize(heartbeat_timeout_seconds=int(os.environ.get("MP_HEARTBEAT", "20")))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from pxla_mlir.distributed import MultiProcessError, ProgramMismatchError, process_local  # noqa: E402
-from pxla_mlir.sharding import MeshError  # noqa: E402
-from pxla_mlir.stages import STATS  # noqa: E402
+from pxla_mlir.distributed import MultiProcessError, ProgramMismatchError, process_local
+from pxla_mlir.sharding import MeshError
+from pxla_mlir.stats import STATS
 
 NPROC, ME, K = jax.process_count(), jax.process_index(), jax.local_device_count()
 N = NPROC * K

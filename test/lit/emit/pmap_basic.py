@@ -12,6 +12,7 @@ from pxla_mlir.testing import print_lowering
 x = np.zeros((8, 3), np.float32)
 w = np.zeros((3,), np.float32)
 
+
 # CHECK-LABEL: TEST: psum_broadcast
 # CHECK: module @pmap_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
 # CHECK: func.func public @main(%[[X:.*]]: tensor<1x3xf32>, %[[W:.*]]: tensor<3xf32> {mhlo.is_same_data_across_replicas = true}) -> tensor<1x3xf32>
@@ -22,6 +23,8 @@ w = np.zeros((3,), np.float32)
 # CHECK: return %{{.*}} : tensor<1x3xf32>
 def f(x, w):
     return lax.psum(x, "i") * w + lax.axis_index("i")
+
+
 print_lowering("psum_broadcast", pxla_mlir.pmap(f, "i", in_axes=(0, None)), x, w)
 
 # CHECK-LABEL: TEST: out_axis_1

@@ -11,7 +11,7 @@ jaxlib itself checks nothing, and a wrong device order or byte size
 segfaults. Other signatures keep taking the validating Python path.
 
 What stays in Python per call is O(1): the in-flight window (one output
-array per launch, see :mod:`.runtime`) and, for donating maps only, a check
+array per launch, see :mod:`.inflight`) and, for donating maps only, a check
 that no donated array was already consumed (jaxlib 0.10.2 segfaults on a
 reused donated multi-device array, in jax.pmap and jax.jit too).
 """
@@ -22,9 +22,10 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from .jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, float0, is_extended
-from .runtime import remember_launch
-from .stages import STATS
+from ..jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, float0, is_extended
+from ..stats import STATS
+from .donation import check_donations
+from .inflight import remember_launch
 
 __all__ = ["FastDispatch"]
 
@@ -40,6 +41,7 @@ class FastDispatch:
                  donate_argnums: Sequence[int] = ()):
         self._resolve = resolve
         self._name = name
+        self._static = tuple(static_argnums)
         self._donate = tuple(donate_argnums)
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
@@ -69,9 +71,27 @@ class FastDispatch:
         STATS["python_calls"] += 1
         out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
-        if compiled is not None and not kwargs:
+        if compiled is not None and not kwargs and all(_typed(args[i]) for i in self._static if i < len(args)):
             data = _fast_path(compiled, flat_args, out)
         return out, data, False
+
+
+_AMBIGUOUS = (bool, int, float, complex, tuple, list, dict, set, frozenset)
+
+
+def _typed(static) -> bool:
+    """Does C++ tell ``static`` apart from every equal value of another type?
+    It compares a static argument by hash, ``==`` and its own type only, so
+    ``(1,)`` and ``(1.0,)`` would share a program: calls with such statics
+    stay in Python, whose cache keys statics by type at every level
+    (:func:`pxla_mlir.maps.arguments.static_key`)."""
+    if isinstance(static, dict):
+        inner = [*static, *static.values()]
+    elif isinstance(static, (tuple, list, set, frozenset)):
+        inner = list(static)
+    else:
+        return True
+    return not any(isinstance(v, _AMBIGUOUS) for v in inner)
 
 
 def _fast_path(compiled, flat_args: Sequence, out):
@@ -122,36 +142,21 @@ def _any_array(out):
 
 
 def _check_donated(args: tuple, kwargs: dict, donate: Sequence[int]) -> None:
-    """jaxlib segfaults on a donated array that is deleted (consumed by an
-    earlier call) or that appears a second time in the same call."""
+    """:func:`.donation.check_donations` on the arguments of a call, by argnum
+    (nothing to check unless a donated argument holds a jax.Array)."""
     n = len(args)
     positions = {i % n for i in donate if -n <= i < n}
-    donated: dict[int, int] = {}
-    for i in sorted(positions):
-        for leaf in tree_util.tree_leaves(args[i]):
-            if type(leaf) is not ArrayImpl:
-                continue
-            if leaf.is_deleted():
-                raise RuntimeError(f"Array has been deleted with shape={leaf.aval.str_short()}: argument {i} was "
-                                   f"donated to an earlier call (donate_argnums) or deleted; pass a live array (a "
-                                   f"donated array cannot be used again)")
-            if id(leaf) in donated:
-                _raise_donated_twice(donated[id(leaf)], i)
-            donated[id(leaf)] = i
-    if not donated:
+    if not any(type(leaf) is ArrayImpl for i in positions for leaf in tree_util.tree_leaves(args[i])):
         return
-    for j in range(n):
-        if j not in positions:
-            for leaf in tree_util.tree_leaves(args[j]):
-                if id(leaf) in donated:
-                    _raise_donated_twice(donated[id(leaf)], j)
+    leaves, donated, where = [], [], []
+    for i, arg in enumerate(args):
+        for leaf in tree_util.tree_leaves(arg):
+            leaves.append(leaf)
+            donated.append(i in positions)
+            where.append(f"argument {i}")
     for key, value in kwargs.items():
         for leaf in tree_util.tree_leaves(value):
-            if id(leaf) in donated:
-                _raise_donated_twice(donated[id(leaf)], repr(key))
-
-
-def _raise_donated_twice(donated_at: int, used_at):
-    raise RuntimeError(f"Attempt to use a buffer that was previously donated in the same call: the array donated "
-                       f"as argument {donated_at} is also argument {used_at} (`f(donate(a), a)`); pass a copy "
-                       f"(jnp.copy(a)) in one of the places, or do not donate it")
+            leaves.append(leaf)
+            donated.append(False)
+            where.append(f"argument {key!r}")
+    check_donations(leaves, donated, where.__getitem__)

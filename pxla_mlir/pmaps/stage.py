@@ -9,7 +9,8 @@ from .. import distributed
 from ..jax_internals import core, pe
 from ..maps.impl import ImplCache
 from ..pipelines import PmapPipeline
-from ..stages import Lowered, Signature, timed
+from ..stages import Lowered, Signature, lower
+from ..stats import timed
 from .arguments import PmapUsageError
 from .importer import import_pmap, mesh_axis_label
 from .layout import DeviceLayout
@@ -67,14 +68,11 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
                                out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind)
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
-    layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name))
-    return Lowered(
-        imported.module, pipeline=options.anchored(), devices=devs, in_avals=global_avals, out_avals=out_avals,
-        in_shardings=[layout.sharding(a, av.ndim) for a, av in zip(in_axes, global_avals)],
-        out_shardings=[layout.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)],
-        signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
-        consts=consts, keepalive=imported.keepalive, jaxpr_text=jaxpr.pretty_print, donated=donated,
-        host_callbacks=imported.host_callbacks)
+    layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name)).layout(
+        in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts)
+    return lower(imported, pipeline=options.anchored(), layout=layout,
+                 signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
+                 jaxpr_text=jaxpr.pretty_print)
 
 
 # -- the primitive's impl: a pmap bound with concrete arguments ------------------------------

@@ -16,12 +16,11 @@ from typing import Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from . import jax_internals
-from .ir.pxla_attrs import device_counts
-from .ir.shardy import uses_shardy
-from .pass_infra import Pipeline, run_pipeline
+from .. import jax_internals
+from ..ir.pxla_attrs import device_counts
+from ..ir.shardy import uses_shardy
 
-__all__ = ["compile_module", "enable_compilation_cache", "CACHE_DIR_ENV", "to_stablehlo", "to_xla_computation"]
+__all__ = ["compile_module", "enable_compilation_cache", "CACHE_DIR_ENV", "to_xla_computation"]
 
 #: Environment variable that turns the persistent cache on (its value: the directory).
 CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
@@ -92,14 +91,6 @@ def _checked_options(options) -> dict | None:
         if not isinstance(value, (bool, int, float, str)):
             raise TypeError(f"compiler_options[{name!r}] must be a bool, int, float or str, got {value!r}")
     return dict(options)
-
-
-def to_stablehlo(module: ir.Module) -> ir.Module:
-    """A StableHLO copy of an MHLO module."""
-    with module.context:
-        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
-    run_pipeline(copy, Pipeline.cached("builtin.module(hlo-legalize-to-stablehlo)"), reproducer=False)
-    return copy
 
 
 def to_xla_computation(module: ir.Module):

@@ -4,65 +4,25 @@
 segfaults the process, a wrong dtype of equal size computes garbage, a
 deleted or donated buffer segfaults), so every argument is checked and
 brought to exactly the expected shape, dtype and sharding first. Host arrays
-go to the devices through jaxlib's batched C++ path; results become
+go to the devices piece by piece (:mod:`.placement`); results become
 ``jax.Array`` s through result handlers, without a host round trip. PRNG key
 arrays travel as their uint32 data and float0 values as bool zeros, as in
-jax. XLA:CPU deadlocks when more than 32 launches with collectives are
-un-completed on a device, so at most ``INFLIGHT_WINDOW`` launches are left
-un-completed (process-wide).
+jax. Every launch counts against the in-flight window (:mod:`.inflight`).
 """
 
 from __future__ import annotations
 
-import collections
-import threading
 from typing import Sequence
 
 import jax
 import numpy as np
 
-from .distributed.processes import spans_processes
-from .distributed.shares import LocalPlacement, is_global
-from .jax_internals import (ArrayImpl, batched_device_put, core, float0, is_extended, physical, result_handler,
-                            set_runtime_tokens)
-
-#: Un-completed launches allowed before the oldest is waited for.
-INFLIGHT_WINDOW = 8
-_inflight: collections.deque = collections.deque()
-_inflight_lock = threading.Lock()
-
-
-def remember_launch(fence) -> None:
-    """Counts a launch against the window. ``fence`` tells when it completed:
-    its token (the Python path) or one of its output arrays (the C++ path:
-    all outputs of a launch complete together)."""
-    with _inflight_lock:
-        _inflight.append(fence)
-        oldest = _inflight.popleft() if len(_inflight) > INFLIGHT_WINDOW else None
-    if oldest is not None and not _waited(oldest):
-        wait_for_launches()
-
-
-def _waited(fence) -> bool:
-    """Waits for ``fence``; False if it is an output since donated to a later
-    launch (a chain of donating calls), which can no longer be waited on."""
-    if type(fence) is ArrayImpl and fence.is_deleted():
-        return False
-    try:
-        fence.block_until_ready()
-    except RuntimeError:  # donated between the check and the wait
-        return False
-    return True
-
-
-def wait_for_launches() -> None:
-    """Blocks until every remembered launch has completed. A launch whose
-    output was donated is covered by the later launch that consumed it."""
-    with _inflight_lock:
-        pending = list(_inflight)
-        _inflight.clear()
-    for fence in pending:
-        _waited(fence)
+from ..distributed.processes import spans_processes
+from ..distributed.shares import LocalPlacement, is_global
+from ..jax_internals import core, float0, is_extended, physical, result_handler, set_runtime_tokens
+from .donation import check_donations
+from .inflight import remember_launch
+from .placement import piece_indices, put_pieces
 
 
 class ShardedExecutable:
@@ -85,7 +45,7 @@ class ShardedExecutable:
         self._callback_devices = xla.local_devices() if host_callbacks else None
         self._physical = [physical(av, s) for av, s in zip(self.in_avals, self.in_shardings)]
         self._logical = [is_extended(av.dtype) or av.dtype == float0 for av in self.in_avals]
-        self._pieces = [_piece_indices(s, av.shape, self.devices) for av, s in self._physical]
+        self._pieces = [piece_indices(s, av.shape, self.devices) for av, s in self._physical]
         self._local = LocalPlacement(self.devices, [s for _, s in self._physical], [av for av, _ in self._physical]) \
             if spans_processes(self.devices) else None  # multi-process: host values are placed per process
         self._handlers = [result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
@@ -122,23 +82,11 @@ class ShardedExecutable:
             raise TypeError(f"argument {index} of shape {host.shape} does not match the compiled {aval.str_short()}")
         return put_pieces(host, self._pieces[index], aval, sharding, self.devices)
 
-    def _check_donations(self, flat_args: Sequence) -> None:
-        """XLA segfaults on a buffer donated and used again in one call."""
-        for i in self._donated_args:
-            x = flat_args[i]
-            if not isinstance(x, jax.Array):
-                continue
-            for j, y in enumerate(flat_args):
-                if j != i and y is x:
-                    raise RuntimeError(f"Attempt to use a buffer that was previously donated in the same call: "
-                                       f"the array donated as argument {i} is also argument {j} (`f(donate(a), a)`); "
-                                       f"pass a copy (jnp.copy(a)) in one of the places, or do not donate it")
-
     def __call__(self, flat_args: Sequence) -> list:
         if len(flat_args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} array arguments, got {len(flat_args)}")
         if self._donated_args:
-            self._check_donations(flat_args)
+            check_donations(flat_args, self.donated, lambda i: f"argument {i}")
         args = [self.place(x, i) for i, x in enumerate(flat_args)]
         results = self.xla.execute_sharded(args, with_tokens=True)
         outs = results.consume_with_handlers(self._handlers)
@@ -160,30 +108,3 @@ def _check_type(x, aval, index: int) -> None:
     if getattr(x, "dtype", None) != aval.dtype or tuple(getattr(x, "shape", ())) != aval.shape:
         raise TypeError(f"argument {index} of shape {getattr(x, 'shape', None)} and dtype {getattr(x, 'dtype', None)} "
                         f"does not match the compiled {aval.str_short()}")
-
-
-def _piece_indices(sharding, shape, devices) -> tuple[list, bool]:
-    """The index each device holds, in device order, and whether all differ."""
-    by_device = sharding.devices_indices_map(tuple(shape))
-    return piece_plan([by_device[d] for d in devices])
-
-
-def piece_plan(indices: Sequence) -> tuple[list, bool]:
-    """Indices of the pieces to put, and whether they all differ."""
-    indices = list(indices)
-    return indices, len({repr(i) for i in indices}) == len(indices)
-
-
-def put_pieces(host: np.ndarray, plan: tuple[list, bool], aval, sharding, devices: Sequence) -> jax.Array:
-    """One jax.Array from ``host[index]`` for each of ``devices`` (``plan`` from :func:`piece_plan`)."""
-    indices, distinct = plan
-    if host.size == 0:  # nothing to copy (jaxlib cannot force a copy of zero bytes)
-        pieces, force_copy = [np.zeros(host[i].shape, host.dtype) for i in indices], False
-    elif distinct:
-        pieces, force_copy = [host[i] for i in indices], True
-    else:  # one private copy per distinct piece, shared by the devices that hold it
-        copies: dict = {}
-        pieces = [copies.setdefault(repr(i), np.array(host[i])) for i in indices]
-        force_copy = False
-    return batched_device_put(core.ShapedArray(aval.shape, aval.dtype), sharding, pieces, devices,
-                              force_copy=force_copy)

@@ -23,11 +23,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import PxlaUserError
+
 __all__ = ["TargetError", "ArgSpec", "parse_arg", "parse_mesh", "resolve", "example_args", "Examples",
            "literal"]
 
 
-class TargetError(ValueError):
+class TargetError(PxlaUserError, ValueError):
     """A target, shape or option the command line cannot use; one line, no traceback."""
 
 

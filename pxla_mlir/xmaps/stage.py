@@ -1,6 +1,7 @@
 """From an xmap call (traced by :mod:`.api` or bound as the primitive) to a
-``Lowered``, and the primitive's impl: an xmap bound with concrete arguments
-lowers, compiles once and runs.
+``Lowered``, the primitive's impl (an xmap bound with concrete arguments
+lowers, compiles once and runs), and ``pxla_mlir.jit`` of a function
+holding xmaps (:func:`lower_jit_body`).
 
 An xmap whose named axes (and those of xmaps nested in it) use no mesh axis
 runs on one device (the mesh's first, as 2022's xmap did); a mesh of zero
@@ -16,16 +17,17 @@ import jax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
 from ..distributed.processes import check_devices
-from ..jax_internals import core
+from ..jax_internals import core, pe
 from ..maps.impl import ImplCache, plain_avals
 from ..pipelines import XmapPipeline
 from ..sharding.mesh import Mesh
-from ..stages import Lowered, Signature, timed
+from ..stages import Layout, Lowered, Signature, lower as lower_imported
+from ..stats import timed
 from .importer import import_xmap
-from .plan import Plan
+from .plan import Plan, XmapError
 from .primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
 
-__all__ = ["XmapCall", "lower", "register_impl", "uses_mesh"]
+__all__ = ["XmapCall", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,13 +91,12 @@ def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
         imported = import_xmap(call, mesh, call.options.lowering, len(devices), devices[0].platform, call.name)
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
     options = call.options if mesh is not None else dataclasses.replace(call.options, lowering="vectorize")
-    return Lowered(
-        imported.module, pipeline=options.anchored(), devices=devices, in_avals=call.global_in,
-        out_avals=call.global_out,
-        in_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
-        out_shardings=[_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
-        signature=signature, consts=consts, keepalive=imported.keepalive, jaxpr_text=call.jaxpr.pretty_print,
-        plan=plan, donated=call.donated, host_callbacks=imported.host_callbacks)
+    layout = Layout(devices, call.global_in, call.global_out,
+                    [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
+                    [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
+                    call.donated, consts)
+    return lower_imported(imported, pipeline=options.anchored(), layout=layout, signature=signature,
+                          jaxpr_text=call.jaxpr.pretty_print, plan=plan)
 
 
 def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
@@ -105,6 +106,34 @@ def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
     for axes in plan.spec_dims(mapping, ndim):
         spec.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
     return NamedSharding(jmesh, PartitionSpec(*spec))
+
+
+def lower_jit_body(jaxpr: core.ClosedJaxpr, xmaps: list, *, name: str, global_avals, donated,
+                   signature: Signature, devices, backend) -> Lowered:
+    """The Lowered of a pxla_mlir.jit whose body holds ``xmaps`` (equations):
+    the body as an xmap without named axes (every argument and result
+    broadcast) on the mesh its xmaps use, so code outside the xmaps runs
+    replicated on every mesh device and each xmap tiles its operands over
+    its mesh axes and gathers its results back, in the same module (as
+    2022's jit of xmap did). All xmaps share one mesh and one lowering."""
+    if devices is not None:
+        raise XmapError(f"pxla_mlir.jit function {name!r} holds xmaps, whose devices are their mesh's; drop devices=")
+    meshes = {e.params["mesh"] for e in xmaps if plan_of(e.params).uses_mesh} or {xmaps[0].params["mesh"]}
+    lowerings = {e.params["options"] for e in xmaps}
+    if len(meshes) > 1:
+        raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} use different meshes: "
+                        f"{', '.join(sorted(map(repr, meshes)))}; one program runs on one mesh")
+    if len(lowerings) > 1:
+        raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} ask for different lowerings "
+                        f"({', '.join(sorted(map(str, lowerings)))}); give them the same lowering= and shardings=")
+    (mesh,), (options,) = meshes, lowerings
+    consts = tuple(jaxpr.consts)
+    body = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
+    in_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
+    plan = Plan((), {}, {}, dict(mesh.shape) if mesh is not None else {}, {})
+    call = XmapCall(plan, body, ({},) * len(in_avals), ({},) * len(jaxpr.out_avals), in_avals,
+                    tuple(jaxpr.out_avals), (False,) * len(consts) + tuple(donated), mesh, options, name, backend)
+    return lower(call, signature=signature, consts=consts)
 
 
 # -- the primitive's impl: an xmap bound with concrete arguments --------------------------------

@@ -19,9 +19,9 @@ import warnings
 
 from ..jax_internals import jax_mlir, sharding_impls_mesh
 from .bodies import global_function
-from .lower import uses_mesh
 from .plan import XmapError
 from .primitive import mapping_of, plan_of, pxla_xmap_p
+from .stage import uses_mesh
 
 __all__ = ["XmapInsideJitWarning", "register"]
 

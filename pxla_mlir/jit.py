@@ -1,0 +1,120 @@
+"""``pxla_mlir.jit``: a function containing maps as ONE program.
+
+As in 2022, code outside the maps runs replicated on every device, and each
+map shards its inputs and unshards its outputs inside the same module, so
+
+    step = pxla_mlir.jit(lambda params, x: update(params, pmap(grad_fn)(params, x)))
+
+compiles once to a program over the devices its maps need. The kind of the
+maps in the body lowers it (:meth:`pxla_mlir.maps.kind.MapKind.lower_jit`):
+pmaps make a replica-mode program over the product of their axis sizes (the
+body is a pmap of size 1, every argument and result broadcast), xmaps one
+over their mesh; a body without maps is lowered by the registry's first
+kind. ``jax.jit`` around a map works too, but there the map runs as
+``jax.vmap`` on jit's devices (see each kind's ``mlir_rule``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable
+
+from .errors import PxlaUserError
+from .jax_internals import api_util, core
+from .maps import registry
+from .maps.arguments import Call, argnums, check_devices, check_donation, examine_broadcast
+from .maps.function import MapFunction, Traced
+from .pipelines import PmapPipeline, configure
+from .stages import Lowered
+from .stats import timed
+from .tracing import trace_flat
+
+__all__ = ["jit", "JitFunction", "JitError"]
+
+
+class JitError(PxlaUserError, ValueError):
+    """A pxla_mlir.jit function whose maps cannot make one program."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Traced(Traced):
+    jaxpr: core.ClosedJaxpr
+    out_tree: object
+
+
+class JitFunction(MapFunction):
+    what = "pxla_mlir.jit"
+
+    def __init__(self, fun: Callable, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
+                 options: dict):
+        if not callable(fun):
+            raise TypeError(f"pxla_mlir.jit requires a callable, got {fun!r} of type {type(fun).__name__}")
+        static = argnums(static_argnums, "pxla_mlir.jit static_argnums")
+        donate = argnums(donate_argnums, "pxla_mlir.jit donate_argnums")
+        check_donation(donate, static)
+        super().__init__(fun, static_argnums=static, donate_argnums=donate)
+        self.devices = check_devices(devices)
+        self.backend = backend
+        self.options = options  # pipeline options by api name, for the kind that lowers the body
+
+    def _examine(self, args, kwargs) -> Call:
+        return examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
+
+    def _staged(self, call: Call) -> bool:
+        if call.has_tracers:
+            raise TypeError(f"pxla_mlir.jit function {self.name!r} was called on traced values; apply jax "
+                            f"transformations inside it (pxla_mlir.jit(jax.grad(f))), not around it")
+        return False
+
+    def _trace(self, call: Call, env) -> _Traced:
+        flat_fun, store = call.flat_function(self.fun, self.name)
+        debug = api_util.debug_info("pxla_mlir.jit", self.fun, tuple(range(len(call.flat_args))), {})
+        with timed("trace"):
+            jaxpr = trace_flat(flat_fun, call.global_avals, [], debug)
+        if any(isinstance(c, core.Tracer) for c in jaxpr.consts):
+            raise TypeError(f"pxla_mlir.jit function {self.name!r} closes over values traced by an outer "
+                            f"transformation (grad, vmap, ...); pass them as arguments and apply the "
+                            f"transformation inside it (pxla_mlir.jit(jax.grad(f)))")
+        return _Traced(jaxpr, store["tree"])
+
+    def _lower_traced(self, traced: _Traced, call: Call, env) -> Lowered:
+        found: dict = {}
+        for eqn in _map_eqns(traced.jaxpr):
+            found.setdefault(registry.kind_of_eqn(eqn), []).append(eqn)
+        if len(found) > 1:
+            a, b = sorted(k.name for k in found)[:2]
+            raise JitError(f"pxla_mlir.jit function {self.name!r} holds both {a}s and {b}s, which cannot share one "
+                           f"program (a pmap lays its devices out by its axis, an xmap by its mesh: each kind its "
+                           f"own way); jit them separately")
+        kind, eqns = next(iter(found.items())) if found else (registry.kinds()[0], [])
+        return kind.lower_jit(traced.jaxpr, eqns, name=self.name, global_avals=call.global_avals,
+                              donated=call.donated(self.donate_argnums), signature=call.signature(traced.out_tree),
+                              devices=self.devices, backend=self.backend, options=self.options)
+
+
+def _map_eqns(jaxpr, found: list | None = None) -> list:
+    """Every map equation of ``jaxpr``, at any depth."""
+    found = [] if found is None else found
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    for eqn in jaxpr.eqns:
+        if registry.kind_of_eqn(eqn) is not None:
+            found.append(eqn)
+        for sub in core.jaxprs_in_params(eqn.params):
+            _map_eqns(sub, found)
+    return found
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
+        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+        shardings: str = PmapPipeline.sharding_dialect):
+    """Compiles ``fun`` (which may call pxla_mlir maps, at any depth) into one
+    program over the devices its maps need; see the module docs. ``mode``,
+    ``unshard`` and ``shardings`` are pmap's options for the program of a
+    body holding pmaps."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums, donate_argnums=donate_argnums,
+                                 devices=devices, backend=backend, mode=mode, unshard=unshard, shardings=shardings)
+    configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings)  # checked now, as pmap's
+    return JitFunction(fun, static_argnums=static_argnums, donate_argnums=donate_argnums, devices=devices,
+                       backend=backend, options=dict(mode=mode, unshard=unshard, shardings=shardings))

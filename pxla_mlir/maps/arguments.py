@@ -1,0 +1,231 @@
+"""What every map checks the same way: argnums, donation against statics,
+``devices=``, the outputs of a body, and methods decorated with a map.
+Options are checked when the map is made, as jax.pmap does."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+from jax import tree_util
+
+from ..jax_internals import core
+from ..stages import Signature
+
+__all__ = ["argnums", "check_donation", "check_devices", "check_outputs", "plain_aval", "is_int", "BoundMethod", "Call",
+           "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr"]
+
+
+def is_int(n) -> bool:
+    return isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+
+
+def argnums(value, what: str) -> tuple[int, ...]:
+    """``static_broadcasted_argnums`` / ``donate_argnums`` as a tuple of ints."""
+    if is_int(value):
+        return (int(value),)
+    items = None
+    if not isinstance(value, (str, bytes)):
+        try:
+            items = tuple(value)
+        except TypeError:
+            pass
+    if items is None or not all(is_int(n) for n in items):
+        raise TypeError(f"{what} must be an int or a sequence of ints (indices of positional arguments), got "
+                        f"{value!r}")
+    return tuple(int(n) for n in items)
+
+
+def check_donation(donate: tuple, static: tuple) -> None:
+    both = sorted(set(donate) & set(static))
+    if both:
+        raise ValueError(f"`static_argnums` {sorted(set(static))} and `donate_argnums` {sorted(set(donate))} cannot "
+                         f"intersect: argument {both[0]} is static (a compile-time constant, no buffer to donate); "
+                         f"drop it from one of them")
+
+
+def check_devices(devices) -> tuple | None:
+    """``devices=`` as a tuple of distinct jax devices of one platform (or None)."""
+    if devices is None:
+        return None
+    try:
+        devs = tuple(devices)
+    except TypeError:
+        raise ValueError(f"'devices' argument to pmap must be a sequence of jax devices (e.g. jax.devices()[:4]) "
+                         f"or None, got {devices!r}") from None
+    if not devs:
+        raise ValueError("'devices' argument to pmap must be non-empty, or None. Pass the devices to run on "
+                         "(e.g. jax.devices()[:4]), or None for the first local devices")
+    for i, d in enumerate(devs):
+        if not isinstance(d, jax.Device):
+            hint = f"; use e.g. jax.devices({d!r})[:{len(devs)}]" if isinstance(d, str) else ""
+            raise ValueError(f"'devices' argument to pmap must hold jax devices (from jax.devices()), but "
+                             f"devices[{i}] is {d!r} of type {type(d).__name__}{hint}")
+    seen: dict = {}
+    for i, d in enumerate(devs):
+        if d in seen:
+            raise ValueError(f"'devices' argument to pmap lists {d} twice (devices[{seen[d]}] and devices[{i}]); "
+                             f"each device runs one shard, so pass distinct devices (e.g. jax.devices()[:"
+                             f"{len(devs)}])")
+        seen[d] = i
+    platforms = sorted({d.platform for d in devs})
+    if len(platforms) > 1:
+        raise ValueError(f"'devices' argument to pmap mixes platforms {platforms}; all devices of a pmap must be "
+                         f"identical")
+    return devs
+
+
+class BoundMethod:
+    """A map or pxla_mlir.jit decorating a method, bound to an instance:
+    ``self`` is argument 0 (so static_broadcasted_argnums=0 makes it static)."""
+
+    def __init__(self, mapped, obj):
+        self.mapped, self.obj = mapped, obj
+
+    def __call__(self, *args, **kwargs):
+        return self.mapped(self.obj, *args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self.mapped.lower(self.obj, *args, **kwargs)
+
+
+def check_outputs(out, fn_name: str) -> None:
+    """A map body must return arrays (jax's own error, deep in tracing, is
+    ``NoneType has no len()``)."""
+    for path, leaf in tree_util.tree_flatten_with_path(out)[0]:
+        if not (isinstance(leaf, core.Tracer) or core.valid_jaxtype(leaf)):
+            where = "output" + tree_util.keystr(path) if path else "its output"
+            raise TypeError(f"Value {leaf!r} of type {type(leaf).__name__} is not a valid JAX type: the function "
+                            f"{fn_name!r} returned it as {where}. Return arrays or scalars (or pytrees of them); "
+                            f"build other values from the results after the call")
+
+
+def plain_aval(x) -> core.ShapedArray:
+    """The aval of an argument, without the sharding a jax.Array carries."""
+    aval = core.shaped_abstractify(x)
+    return core.ShapedArray(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+
+def static_key(value):
+    """A cache key for a static argument that tells ``1``, ``1.0`` and ``True``
+    apart (they hash and compare equal, but trace to other programs), also
+    inside tuples, lists and dicts."""
+    if type(value) in (tuple, list):
+        return type(value), tuple(static_key(v) for v in value)
+    if type(value) is dict:
+        return dict, tuple((static_key(k), static_key(v)) for k, v in value.items())
+    return type(value), value
+
+
+# -- a call ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """A call as the map sees it: static arguments apart, the dynamic ones
+    flattened with their avals and mapped axes (all None for pxla_mlir.jit)."""
+
+    static_args: tuple  # (argnum, value) pairs
+    in_tree: Any  # of (dynamic positional args, keyword args)
+    flat_args: list
+    in_axes: tuple  # per flat arg: int >= 0 or None
+    global_avals: tuple
+    axis_size: int
+    nargs: int  # positional arguments, static ones included
+
+    @property
+    def key(self) -> tuple:
+        """What decides the traced program: pytree, avals, mapped axes, axis size, statics (by type too)."""
+        return (self.in_tree, self.global_avals, self.in_axes, self.axis_size,
+                tuple((i, static_key(v)) for i, v in self.static_args))
+
+    @property
+    def has_tracers(self) -> bool:
+        return any(isinstance(x, core.Tracer) for x in self.flat_args)
+
+    @property
+    def shard_avals(self) -> list:
+        return [core.mapped_aval(self.axis_size, a, av) if a is not None else av
+                for av, a in zip(self.global_avals, self.in_axes)]
+
+    def flat_function(self, fun, fn_name: str):
+        """``fun`` on flat dynamic leaves (statics put back in place), and a
+        dict whose "tree" is the output pytree once it has been traced."""
+        static = dict(self.static_args)
+        store = {}
+
+        def flat_fun(*leaves):
+            dyn_args, kwargs = tree_util.tree_unflatten(self.in_tree, leaves)
+            dyn = iter(dyn_args)
+            args = [static[i] if i in static else next(dyn) for i in range(self.nargs)]
+            out = fun(*args, **kwargs)
+            flat_out, store["tree"] = tree_util.tree_flatten(out)
+            check_outputs(out, fn_name)
+            return flat_out
+
+        return flat_fun, store
+
+    def signature(self, out_tree) -> Signature:
+        positional, kwargs = self.in_tree.children()
+        return Signature(positional, out_tree, self.static_args, kwargs_tree=kwargs)
+
+    def donated(self, donate_argnums: tuple) -> tuple:
+        """One donation flag per flat argument, as jax.pmap: argnums out of
+        range are ignored (negative ones count from the end), keyword
+        arguments are never donated."""
+        n = self.nargs
+        donate = {d % n for d in donate_argnums if -n <= d < n}
+        static = {i for i, _ in self.static_args}
+        positions = [i for i in range(n) if i not in static]
+        positional, kwargs = self.in_tree.children()
+        return tuple(i in donate for i, child in zip(positions, positional.children())
+                     for _ in range(child.num_leaves)) + (False,) * kwargs.num_leaves
+
+
+def check_array_like(x, where: str) -> None:
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or hasattr(x, "__jax_array__") \
+            or isinstance(x, core.Tracer) or (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return
+    raise TypeError(f"pmap argument {where} of type {type(x).__name__} is not an array; pass arrays or scalars, "
+                    f"or list its position in static_broadcasted_argnums")
+
+
+def keystr(path) -> str:
+    """``args[0]['w']`` / ``kwargs['y']`` from a path into (args, kwargs)."""
+    head, *rest = path
+    return ("args" if head.idx == 0 else "kwargs") + tree_util.keystr(tuple(rest))
+
+
+def static_args(args: Sequence, static_argnums: tuple, fn_name: str) -> list:
+    if not static_argnums:
+        return []
+    n = len(args)
+    for s in static_argnums:
+        if not -n <= s < n:
+            raise ValueError(f"pmapped function has static_broadcasted_argnums={static_argnums} but was called "
+                             f"with only {n} positional argument{'s' if n != 1 else ''}. All static broadcasted "
+                             f"arguments must be passed positionally.")
+    static = []
+    for i in sorted({s % n for s in static_argnums}):
+        try:
+            hash(args[i])
+        except TypeError:
+            raise ValueError(f"Non-hashable static arguments are not supported, as this can lead to unexpected "
+                             f"cache-misses. Static argument (index {i}) of type {type(args[i])} for function "
+                             f"{fn_name} is non-hashable.") from None
+        static.append((i, args[i]))
+    return static
+
+
+def examine_broadcast(args: Sequence, kwargs: dict, *, static_argnums: tuple, fn_name: str) -> Call:
+    """A call whose every argument is broadcast (pxla_mlir.jit): statics apart,
+    the rest flattened with their avals."""
+    static = static_args(args, static_argnums, fn_name)
+    static_set = {i for i, _ in static}
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in static_set)
+    paths_and_leaves, in_tree = tree_util.tree_flatten_with_path((dyn_args, dict(kwargs)))
+    for path, x in paths_and_leaves:
+        check_array_like(x, keystr(path))
+    flat = [x for _, x in paths_and_leaves]
+    return Call(tuple(static), in_tree, flat, (None,) * len(flat), tuple(plain_aval(x) for x in flat), 1, len(args))

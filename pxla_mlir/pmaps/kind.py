@@ -1,0 +1,53 @@
+"""pmap as a map kind (see :mod:`pxla_mlir.maps.kind`)."""
+
+from __future__ import annotations
+
+from ..maps.kind import MapKind
+from ..maps.rules import register as register_rules
+from ..pipelines import PmapPipeline, configure
+from . import mlir_rule, stage
+from .api import PmapFunction, pmap
+from .primitive import pxla_pmap_p
+from .rules import PMAP_RULES
+
+__all__ = ["PMAP"]
+
+#: The axis of a pxla_mlir.jit body lowered as a pmap of size 1 (every value broadcast).
+JIT_AXIS = "_pxla_jit"
+
+
+class PmapKind(MapKind):
+    name = "pmap"
+    primitive = pxla_pmap_p
+    function_type = PmapFunction
+    rules = PMAP_RULES
+
+    def from_cli(self, fn, flags: dict, options: dict):
+        axes = {k: flags[k] for k in ("in_axes", "out_axes") if k in flags}
+        return pmap(fn, flags.get("axis_name"), **axes, **options)
+
+    def check_example_shapes(self, fn, shapes):
+        axes = fn.in_axes
+        per_arg = [axes] * len(shapes) if axes is None or isinstance(axes, int) else list(axes)
+        if len(per_arg) != len(shapes):
+            return None  # the pmap itself reports the mismatch
+        for i, (axis, shape) in enumerate(zip(per_arg, shapes)):
+            if isinstance(axis, int) and -len(shape) <= axis < len(shape) and shape[axis] == 0:
+                return i, (f"has size 0 along its mapped axis {axis}: a pmap needs one device per index, so give "
+                           f"that dimension a positive size")
+        return None
+
+    def lower_jit(self, jaxpr, eqns, *, name, global_avals, donated, signature, devices, backend, options):
+        # One replica-mode program over the pmaps' devices: the body is a pmap of size 1, every value broadcast.
+        return stage.lower_traced(jaxpr, axis_name=JIT_AXIS, axis_size=1, in_axes=(None,) * len(global_avals),
+                                  out_axes=(None,) * len(jaxpr.out_avals), name=name, global_avals=global_avals,
+                                  donated=donated, devices=devices, backend=backend,
+                                  options=configure(PmapPipeline, **options), signature=signature, kind="jit")
+
+    def register(self) -> None:
+        register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
+        mlir_rule.register()  # nested pmaps, and pmaps inside jax.jit
+        stage.register_impl()  # a pmap bound with concrete arguments runs its compiled program
+
+
+PMAP = PmapKind()

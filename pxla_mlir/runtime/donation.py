@@ -1,0 +1,43 @@
+"""The one donation check of every call path.
+
+jaxlib 0.10.2 segfaults on a donated array that is already deleted (consumed
+by an earlier call) and on an array donated and passed again in the same
+call (in jax.pmap and jax.jit too), so both are refused before launching.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import jax
+
+__all__ = ["check_donations"]
+
+
+def check_donations(leaves: Sequence, donated: Sequence[bool], where: Callable[[int], str]) -> None:
+    """Raises jax's RuntimeError for a deleted donated array, or an array
+    donated at one flat position and passed at another; ``where(i)`` names
+    flat position ``i`` for the message (``argument 0``, ``'y'``)."""
+    donors: dict[int, int] = {}
+    for i, (x, d) in enumerate(zip(leaves, donated)):
+        if not d or not isinstance(x, jax.Array):
+            continue
+        if x.is_deleted():
+            raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short()}: {where(i)} was donated to "
+                               f"an earlier call (donate_argnums) or deleted; pass a live array (a donated array "
+                               f"cannot be used again)")
+        if id(x) in donors:
+            _raise_donated_twice(where(donors[id(x)]), where(i))
+        donors[id(x)] = i
+    if not donors:
+        return
+    for j, x in enumerate(leaves):
+        i = donors.get(id(x))
+        if i is not None and i != j:
+            _raise_donated_twice(where(i), where(j))
+
+
+def _raise_donated_twice(donated_at: str, used_at: str):
+    raise RuntimeError(f"Attempt to use a buffer that was previously donated in the same call: the array donated "
+                       f"as {donated_at} is also {used_at} (`f(donate(a), a)`); pass a copy (jnp.copy(a)) in one of "
+                       f"the places, or do not donate it")

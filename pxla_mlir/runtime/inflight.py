@@ -1,0 +1,55 @@
+"""At most ``INFLIGHT_WINDOW`` un-completed launches, process-wide.
+
+XLA:CPU deadlocks, then aborts the process, when more than 32 launches with
+collectives are un-completed on a device and the machine has fewer than
+2 x devices cores (plain jax.pmap does it after ~40 un-blocked calls). Every
+launch, on the Python and the C++ path, is remembered here; beyond the window
+the oldest is waited for, which costs nothing measurable.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+from ..jax_internals import ArrayImpl
+
+__all__ = ["INFLIGHT_WINDOW", "remember_launch", "wait_for_launches"]
+
+#: Un-completed launches allowed before the oldest is waited for.
+INFLIGHT_WINDOW = 8
+_inflight: collections.deque = collections.deque()
+_inflight_lock = threading.Lock()
+
+
+def remember_launch(fence) -> None:
+    """Counts a launch against the window. ``fence`` tells when it completed:
+    its token (the Python path) or one of its output arrays (the C++ path:
+    all outputs of a launch complete together)."""
+    with _inflight_lock:
+        _inflight.append(fence)
+        oldest = _inflight.popleft() if len(_inflight) > INFLIGHT_WINDOW else None
+    if oldest is not None and not _waited(oldest):
+        wait_for_launches()
+
+
+def _waited(fence) -> bool:
+    """Waits for ``fence``; False if it is an output since donated to a later
+    launch (a chain of donating calls), which can no longer be waited on."""
+    if type(fence) is ArrayImpl and fence.is_deleted():
+        return False
+    try:
+        fence.block_until_ready()
+    except RuntimeError:  # donated between the check and the wait
+        return False
+    return True
+
+
+def wait_for_launches() -> None:
+    """Blocks until every remembered launch has completed. A launch whose
+    output was donated is covered by the later launch that consumed it."""
+    with _inflight_lock:
+        pending = list(_inflight)
+        _inflight.clear()
+    for fence in pending:
+        _waited(fence)

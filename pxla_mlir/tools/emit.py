@@ -1,0 +1,228 @@
+"""Emitting MHLO for a function from the command line (and from Python).
+
+:func:`lower_target` turns a target plus map options into a ``Lowered``;
+:func:`stage_text` prints any stage of it: the imported pxla form, the
+module after a named pass (replayed one pass at a time by
+:mod:`pxla_mlir.pass_infra.stepwise`, optionally dumping every step to
+``NN_<pass>.mlir``), the final MHLO (optionally exported as StableHLO) or
+XLA's optimized HLO.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from typing import Any, Callable, Sequence
+
+from jaxlib.mlir import ir
+
+from ..ir.context import make_context
+from ..maps import registry
+from ..pass_infra import Pipeline, PipelineSyntaxError
+from ..pass_infra.options import option_fields
+from ..pass_infra.stepwise import UnknownStepError, run_stepwise
+from ..pipelines import to_stablehlo
+from .targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
+
+STAGES = ("pxla", "mhlo", "xla")  # plus "after:<pass>"
+
+
+def pipeline_options(kind: str) -> list[str]:
+    """A kind's pipeline options as the API and the command line call them."""
+    return [i.api_name or i.field for i in option_fields(registry.pipeline(kind))]
+
+
+def map_flags() -> tuple[str, ...]:
+    """Every flag that says how to map (as fields): --map, each kind's shape flags and pipeline options."""
+    fields: dict[str, None] = {"map": None}
+    for kind in registry.KINDS:
+        fields.update(dict.fromkeys(f.field for f in registry.cli_flags(kind)))
+        fields.update(dict.fromkeys(pipeline_options(kind)))
+    return tuple(fields)
+
+
+class MapOptions:
+    """How to map a plain function (``map``: a kind's name, and that kind's
+    flags as command-line strings, by field: ``in_axes="['b', ...]"``, ``mode="partition"``), or
+    which pipeline options to set on a pmap/xmap object; ``args`` are argument shapes."""
+
+    def __init__(self, map: str | None = None, args: Sequence[str] = (), **flags):
+        unknown = sorted(set(flags) - set(map_flags()))
+        if unknown:
+            raise TypeError(f"MapOptions has no flag {unknown[0]!r}; flags: {', '.join(map_flags()[1:])}")
+        self.map, self.args = map, tuple(args)
+        self.flags = {k: v for k, v in flags.items() if v is not None}
+
+    def __getattr__(self, name: str):
+        if name in map_flags():
+            return self.flags.get(name)
+        raise AttributeError(name)
+
+    def replace(self, **changes) -> "MapOptions":
+        args = changes.pop("args", self.args)
+        return MapOptions(changes.pop("map", self.map), args, **{**self.flags, **changes})
+
+    def given(self) -> list[str]:
+        return list(self.flags)
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _check_flags(kind, given: list[str], plain: bool, name: str) -> None:
+    """Every flag given must apply to this map: none is silently ignored."""
+    entry = registry.KINDS[kind.name]
+    options = pipeline_options(kind.name)
+    allowed = [*(f.field for f in entry.cli_flags), *options] if plain else [*options, *entry.object_flags]
+    wrong = [f for f in given if f not in allowed]
+    if not wrong:
+        return
+    takes = ", ".join(map(_flag, allowed))
+    if plain:
+        raise TargetError(f"{_flag(wrong[0])} does not apply to --map {kind.name} ({kind.name} takes {takes})")
+    raise TargetError(f"{_flag(wrong[0])} does not apply to {name!r}, which is already a pxla_mlir.{kind.name} "
+                      f"(on the command line it takes {takes})")
+
+
+def _mapped(fn: Callable, opts: MapOptions) -> Any:
+    given = opts.given()
+    kind = registry.kind_of(fn)
+    if kind is not None:
+        if opts.map not in (None, kind.name):
+            raise TargetError(f"--map {opts.map} does not apply to {fn.__name__!r}, which is already a "
+                              f"pxla_mlir.{kind.name}")
+        _check_flags(kind, given, False, fn.__name__)
+        return _with_overrides(fn, _given_options(kind, opts))
+    names = list(registry.KINDS)
+    if opts.map is None:
+        raise TargetError(f"{getattr(fn, '__name__', fn)!r} is a plain function: give "
+                          f"{' or '.join(f'--map {n}' for n in names)} (or decorate it with "
+                          f"pxla_mlir.{'/'.join(names)})")
+    if opts.map not in names:
+        raise TargetError(f"--map must be {' or '.join(names)}, got {opts.map!r}")
+    kind = registry.get(opts.map)
+    _check_flags(kind, given, True, "")
+    flag_specs = registry.cli_flags(kind.name)
+    missing = [_flag(f.field) for f in flag_specs if f.required and not getattr(opts, f.field)]
+    if missing:
+        raise TargetError(f"--map {kind.name} needs {' and '.join(missing)} (Python literals, e.g. "
+                          f"\"['batch', ...]\")")
+    flags = {f.field: literal(getattr(opts, f.field), _flag(f.field)) if f.literal else getattr(opts, f.field)
+             for f in flag_specs if getattr(opts, f.field)}  # an empty value is the flag's default
+    return kind.from_cli(fn, flags, _given_options(kind, opts))
+
+
+def _given_options(kind, opts: MapOptions) -> dict:
+    return {k: getattr(opts, k) for k in pipeline_options(kind.name) if getattr(opts, k) is not None}
+
+
+def _with_overrides(fn, overrides: dict):
+    return fn.with_options(**overrides) if overrides else fn  # _check_flags let through only its options
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A mapped function, its example arguments and the mesh to lower in."""
+
+    fn: Any
+    args: tuple[ArgSpec, ...]
+    mesh: Any  # pxla_mlir.Mesh or None
+
+    def context(self):
+        return self.mesh if self.mesh is not None else contextlib.nullcontext()
+
+
+def prepare(target: str, opts: MapOptions) -> Prepared:
+    fn = resolve(target)
+    declared: Examples | None = examples_of(fn)
+    args = tuple(parse_arg(a) for a in opts.args) if opts.args else (declared.args if declared else ())
+    if not args:
+        raise TargetError(f"no argument shapes for {target!r}: pass --arg f32[8,128] (one per argument) or "
+                          f"declare them with @pxla_mlir.example_args")
+    mesh_text = opts.mesh or (declared.mesh if declared else None)
+    mesh = None
+    if mesh_text is not None:
+        from ..sharding import Mesh, MeshError
+
+        sizes, names = parse_mesh(mesh_text)
+        try:
+            mesh = Mesh.create(sizes, names)
+        except MeshError as e:
+            raise TargetError(str(e)) from None
+    mapped = _mapped(fn, opts)
+    _check_mapped_sizes(mapped, args)
+    return Prepared(mapped, args, mesh)
+
+
+def _check_mapped_sizes(fn, args: tuple[ArgSpec, ...]) -> None:
+    """A kind may refuse example shapes before lowering (a pmap over a size-0 axis): say which --arg."""
+    kind = registry.kind_of(fn)
+    problem = kind.check_example_shapes(fn, [a.shape for a in args]) if kind is not None else None
+    if problem is not None:
+        index, why = problem
+        raise TargetError(f"argument {index} ({args[index]}) {why}")
+
+
+def lower_target(target: str, opts: MapOptions):
+    prepared = prepare(target, opts)
+    with prepared.context():
+        return prepared.fn.lower(*[a.struct() for a in prepared.args])
+
+
+# -- stages ------------------------------------------------------------------------------------
+
+def replay(module_text: str, pipeline_text: str, *, stop_after: str | None = None,
+           dump_dir: str | None = None) -> ir.Module:
+    """Runs ``pipeline_text`` on the module one pass at a time (see
+    :func:`pxla_mlir.pass_infra.stepwise.run_stepwise`), dumping each step to
+    ``dump_dir/NN_<pass>.mlir``."""
+    ctx = make_context()
+    try:
+        pipeline = Pipeline.parse(pipeline_text, ctx)
+    except PipelineSyntaxError as e:
+        raise TargetError(f"bad --pipeline: {e.message}") from None
+    with ctx:
+        module = ir.Module.parse(module_text)
+    on_step = None
+    if dump_dir:
+        input_text = module.operation.get_asm(enable_debug_info=False)
+
+        def on_step(index, name, module, _seconds):
+            if index == 1:  # the input too, once the pipeline is known to reach the stage asked for
+                os.makedirs(dump_dir, exist_ok=True)
+                _dump(dump_dir, 0, "input", input_text)
+            _dump(dump_dir, index, name, module.operation.get_asm(enable_debug_info=False))
+    try:
+        return run_stepwise(module, pipeline, stop_after=stop_after, on_step=on_step)
+    except UnknownStepError as e:
+        raise TargetError(f"unknown stage 'after:{e.name}': the pipeline runs {', '.join(e.names)}") from None
+
+
+def _dump(directory: str, index: int, name: str, text: str) -> None:
+    with open(os.path.join(directory, f"{index:02d}_{name}.mlir"), "w") as f:
+        f.write(text)
+
+
+def stage_text(lowered, stage: str = "mhlo", *, pipeline: str | None = None, dump_dir: str | None = None,
+               dialect: str = "mhlo") -> str:
+    """The text of one stage of a lowering (see the module docs)."""
+    if dialect not in ("mhlo", "stablehlo"):
+        raise TargetError(f"--dialect must be mhlo or stablehlo, got {dialect!r}")
+    if stage not in STAGES and not stage.startswith("after:"):
+        raise TargetError(f"unknown stage {stage!r}: use pxla, mhlo, xla or after:<pass>")
+    if stage == "pxla":
+        return lowered.pxla_text()
+    if stage == "xla":
+        if pipeline is not None:
+            raise TargetError("--stage xla compiles the map's own pipeline; drop --pipeline")
+        return lowered.compile().as_text()
+    stop = stage.split(":", 1)[1] if stage.startswith("after:") else None
+    if pipeline is None and stop is None and dump_dir is None:
+        return lowered.as_text(dialect)
+    module = replay(lowered.pxla_text(debug_info=True), pipeline or lowered.pipeline, stop_after=stop,
+                    dump_dir=dump_dir)
+    if dialect == "stablehlo":
+        module = to_stablehlo(module)
+    return module.operation.get_asm(enable_debug_info=False)

@@ -1,0 +1,53 @@
+"""The command-line flags that say how to map a plain function (``--map``,
+each kind's shape flags, its pipeline's options, from
+:mod:`pxla_mlir.maps.registry`) and the example arguments, shared by emit,
+run and explore. Building them loads no kind (and no jax)."""
+
+from __future__ import annotations
+
+from ..maps import registry
+from ..pass_infra.options import choices, option_fields
+from .emit import MapOptions, map_flags
+
+__all__ = ["MAP_FLAGS", "add_map_arguments", "map_options"]
+
+#: Every mapping flag, as a field name ("map" first).
+MAP_FLAGS = map_flags()
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def add_map_arguments(p) -> None:
+    p.add_argument("target", help="module:function or path/to/file.py:function")
+    names = list(registry.KINDS)
+    g = p.add_argument_group(f"how to map a plain function (a pxla_mlir.{'/'.join(names)} object takes only its "
+                             f"pipeline options, and its kind's object flags)")
+    g.add_argument("--map", choices=names)
+    helps: dict[str, list[str]] = {}
+    kinds_of: dict[str, list[str]] = {}
+    option_choices: dict[str, tuple] = {}
+    for kind in names:
+        for flag in registry.cli_flags(kind):
+            helps.setdefault(flag.field, [flag.help])
+            kinds_of.setdefault(flag.field, []).append(kind)
+        pipeline = registry.pipeline(kind)
+        for info in option_fields(pipeline):
+            name = info.api_name or info.field
+            helps.setdefault(name, [info.help])
+            kinds_of.setdefault(name, []).append(kind)
+            option_choices[name] = choices(pipeline, name)
+    for field in MAP_FLAGS[1:]:
+        text = f"{'/'.join(kinds_of[field])}: {helps[field][0]}"
+        if field in option_choices:
+            g.add_argument(_flag(field), choices=option_choices[field], help=text)
+        else:
+            g.add_argument(_flag(field), help=text)
+    g.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
+                   help="argument shape, one per positional argument: f32[8,128], i32[], bool[4]")
+
+
+def map_options(args) -> MapOptions:
+    return MapOptions(args.map, tuple(args.arg), **{f: getattr(args, f) for f in MAP_FLAGS[1:]})
+

@@ -1,0 +1,37 @@
+"""xmap as a map kind (see :mod:`pxla_mlir.maps.kind`)."""
+
+from __future__ import annotations
+
+from .. import invariance
+from ..maps.kind import MapKind
+from ..maps.rules import register as register_rules
+from . import checks, mlir_rule, stage
+from .api import XmapFunction, xmap
+from .primitive import pxla_xmap_p
+from .rules import XMAP_RULES
+
+__all__ = ["XMAP"]
+
+
+class XmapKind(MapKind):
+    name = "xmap"
+    primitive = pxla_xmap_p
+    function_type = XmapFunction
+    rules = XMAP_RULES
+
+    def from_cli(self, fn, flags: dict, options: dict):
+        return xmap(fn, flags["in_axes"], flags["out_axes"], axis_resources=flags.get("axis_resources", {}),
+                    axis_sizes=flags.get("axis_sizes", {}), **options)
+
+    def lower_jit(self, jaxpr, eqns, *, name, global_avals, donated, signature, devices, backend, options):
+        return stage.lower_jit_body(jaxpr, eqns, name=name, global_avals=global_avals, donated=donated,
+                                    signature=signature, devices=devices, backend=backend)
+
+    def register(self) -> None:
+        register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
+        mlir_rule.register()  # xmaps inside pmap bodies and jax.jit
+        stage.register_impl()  # an xmap bound with concrete arguments runs its compiled program
+        invariance.MAP_RULES[pxla_xmap_p.name] = checks.xmap_names  # named-axis typing of nested xmaps
+
+
+XMAP = XmapKind()

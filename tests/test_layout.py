@@ -1,0 +1,72 @@
+"""The package's floors hold (tests/import_graph.py: no import cycle, no
+import up a floor, no import between map kinds), and the jax-free floor
+really is: each of its modules, imported alone in a fresh interpreter, loads
+no jax; nor do ``pxla-mlir --version`` and ``pxla-mlir passes``."""
+
+import concurrent.futures
+import os
+import subprocess
+import sys
+
+import import_graph
+import pytest
+from conftest import REPO
+
+JAX_FREE = sorted(m for m in import_graph.modules() if import_graph.floor(m) <= import_graph.JAX_FREE)
+
+
+@pytest.mark.parametrize("rule", ["cycles", "upward imports", "imports between map kinds", "jax in the jax-free floor"])
+def test_import_graph_rule(rule):
+    broken = import_graph.violations()[rule]
+    assert not broken, f"{rule}:\n" + "\n".join(broken) + "\n(python tests/import_graph.py shows the whole graph)"
+
+
+def test_every_module_has_a_floor():
+    for module in import_graph.modules():
+        import_graph.floor(module)  # raises for a module FLOORS does not place
+
+
+def _loads_jax(code: str) -> subprocess.CompletedProcess:
+    check = f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=REPO)
+
+
+def test_jax_free_floor_loads_no_jax():
+    assert len(JAX_FREE) > 40  # ir, sharding, pass_infra, passes, pipelines, explore, pxla-opt, ...
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = dict(zip(JAX_FREE, pool.map(lambda m: _loads_jax(f"import {m}"), JAX_FREE)))
+    failed = {m: p.stderr[-500:] for m, p in results.items() if p.returncode != 0}
+    assert not failed, failed
+    loaded = {m: p.stdout.strip() for m, p in results.items() if p.stdout.strip() != "[]"}
+    assert not loaded, f"modules of the jax-free floor that load jax: {loaded}"
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["passes"], ["passes", "pxla-expand-shard"]])
+def test_cli_listing_loads_no_jax(argv):
+    proc = _loads_jax(f"import contextlib, io\nfrom pxla_mlir.tools import cli\n"
+                      f"with contextlib.redirect_stdout(io.StringIO()):\n"
+                      f"    try:\n        cli.main({argv!r})\n    except SystemExit:\n        pass")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
+def test_docstring_module_references_resolve():
+    """Every :mod:`...` in the package names a module that exists (modules move)."""
+    import re
+
+    found = import_graph.modules()
+    bad = []
+    for module, path in found.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for ref in re.findall(r":mod:`~?([^`]+)`", path.read_text()):
+            if ref.startswith("."):
+                dots = len(ref) - len(ref.lstrip("."))
+                base = package.split(".")
+                target = ".".join(base[:len(base) - dots + 1] + ([ref.lstrip(".")] if ref.lstrip(".") else []))
+            else:
+                target = ref
+            if target not in found and not target.startswith(("jax", "jaxlib")):
+                bad.append(f"{path.relative_to(REPO)}: :mod:`{ref}` ({target})")
+    assert not bad, "\n".join(bad)

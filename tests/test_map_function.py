@@ -1,0 +1,128 @@
+"""The one map front end (pxla_mlir.maps.function.MapFunction) every map is
+built on: cache keys with static argument types and jax's trace context, one
+trace under concurrent first calls, the C++ fast path for xmap that follows
+the mesh in scope, and thread-safe bounded caches."""
+
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pxla_mlir
+from pxla_mlir.lru import LRU
+from pxla_mlir.maps.arguments import static_key
+from pxla_mlir.stats import STATS
+
+X = np.ones(8, np.int32)
+
+
+@pytest.mark.parametrize("kind", ["pmap", "jit"])
+@pytest.mark.parametrize("statics", [[1, 1.0, True, 1, 1.0], [(1,), (1.0,), (True,), (1,), (1.0,)],
+                                     [(("s", 1),), (("s", 1.0),), (("s", 1),)]], ids=["scalars", "tuples", "nested"])
+def test_static_arguments_are_keyed_by_type_as_jax_keys_them(kind, statics):
+    """1, 1.0 and True hash and compare equal but trace to other dtypes (jax.pmap too: int32 for 1,
+    float32 for 1.0); repeated calls take the C++ fast path, which must not confuse them either."""
+    def body(x, s):
+        value = s if not isinstance(s, tuple) else s[0][1] if isinstance(s[0], tuple) else s[0]
+        return x * value
+
+    ours = pxla_mlir.pmap(body, "i", static_broadcasted_argnums=1) if kind == "pmap" else \
+        pxla_mlir.jit(body, static_argnums=1)
+    got = [ours(X, s).dtype for s in statics]
+    # What the body traces to with each static alone (jax.pmap itself reuses the int32 program for (1.0,)
+    # after (1,): its C++ cache compares the tuples, not their elements' types).
+    want = [jax.eval_shape(lambda x, s=s: body(x, s), X).dtype for s in statics]
+    assert got == want
+
+
+def test_static_key_tells_equal_values_of_other_types_apart():
+    assert static_key(1) != static_key(1.0) != static_key(True)
+    assert static_key((1, "a")) != static_key((1.0, "a"))
+    assert static_key({"a": [1]}) != static_key({"a": [True]})
+    assert static_key((1, "a")) == static_key((1, "a"))
+    assert hash(static_key({"a": [1]})) == hash(static_key({"a": [1]}))
+
+
+def test_jax_config_is_part_of_the_key():
+    f = pxla_mlir.pmap(lambda v: v * 2, "i")
+    assert f(np.arange(8)).dtype == np.int32
+    with jax.enable_x64(True):
+        assert f(np.arange(8)).dtype == np.int64
+    assert f(np.arange(8)).dtype == np.int32
+
+
+def test_concurrent_first_calls_trace_once():
+    traces = []
+
+    def body(v):
+        traces.append(1)
+        return v + 1
+
+    f = pxla_mlir.pmap(body, "i")
+    barrier = threading.Barrier(4)
+    outs = []
+
+    def call():
+        barrier.wait()
+        outs.append(np.asarray(f(X)))
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(traces) == 1 and len(outs) == 4
+    assert all((o == 2).all() for o in outs)
+
+
+def test_xmap_fast_path_follows_the_mesh_in_scope():
+    f = pxla_mlir.xmap(lambda v: v * 2, ["b", ...], ["b", ...], axis_resources={"b": "x"})
+    x = np.arange(8.0, dtype=np.float32)
+    for devices in (8, 4, 8, 2):
+        with pxla_mlir.Mesh(np.array(jax.devices()[:devices]), ("x",)):
+            for _ in range(3):  # the second and third calls take the C++ path
+                y = f(x)
+            assert len(y.sharding.device_set) == devices
+            np.testing.assert_array_equal(np.asarray(y), x * 2)
+    before = STATS["python_calls"]
+    with pxla_mlir.Mesh(np.array(jax.devices()[:4]), ("x",)):
+        for _ in range(5):
+            f(x)
+    assert STATS["python_calls"] == before  # cached in C++ for that mesh
+
+
+def test_xmap_stored_on_a_class_is_not_bound():
+    class Model:
+        f = pxla_mlir.xmap(lambda v: v * 2, ["b", ...], ["b", ...])
+
+    np.testing.assert_array_equal(np.asarray(Model().f(np.arange(4.0))), np.arange(4.0) * 2)
+
+
+def test_pmap_cache_is_bounded():
+    f = pxla_mlir.pmap(lambda v: jnp.sum(v), "i")
+    size = f._cache.compiled.size
+    for n in range(1, size + 6):
+        f(np.ones((8, n), np.float32))
+    assert len(f._cache.compiled) == size and len(f._cache.traced) == size
+
+
+def test_lru_is_thread_safe():
+    cache = LRU(4)
+    errors = []
+
+    def hammer(offset):
+        try:
+            for i in range(20000):
+                cache[(i + offset) % 6] = i
+                cache.get((i + offset + 1) % 6)
+        except Exception as e:  # an eviction between a lookup's steps
+            errors.append(e)
+
+    threads = [threading.Thread(target=hammer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(cache) <= 4
