@@ -166,6 +166,7 @@ def vmap_as_pmap(f, name, in_axes=0, out_axes=0):
     return jax.vmap(f, in_axes=in_axes, out_axes=out_axes, axis_name=name)
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("mode, unshard, shardings", MODES)
 def test_two_levels(mode, unshard, shardings):
     x, w = data(2, 3, 4, 5), np.float32(2.0)
@@ -221,6 +222,7 @@ def test_sibling_inner_pmaps_of_different_sizes():
 
 # -- arguments ---------------------------------------------------------------------------------
 
+@pytest.mark.enable_checks
 def test_static_arguments_and_closures():
     scale = data(3)
 

@@ -51,6 +51,7 @@ def collectives(v):
 OUT_AXES = {"centered": ["i", ...], "gathered": ["i", ...], "shifted": ["i", ...], "max": []}
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("lowering", LOWERINGS)
 @pytest.mark.parametrize("resources", [("x", "l"), ("l",)], ids=["mesh-and-loop", "loop"])
 def test_collectives_over_a_looped_axis(lowering, resources):

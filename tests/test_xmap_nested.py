@@ -53,6 +53,7 @@ def test_nested_mesh_as_2022_tested_it(lowering, mesh_shape, outer, inner):
 
 
 @pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.enable_checks
 def test_inner_collectives_over_outer_and_inner_names_with_local_tiles(lowering):
     def inner(v):
         return v * lax.psum(v, "j") + lax.pmean(v, "i") + lax.axis_index(("i", "j")) * 0.01

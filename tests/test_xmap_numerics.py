@@ -46,6 +46,7 @@ def run(fun, in_axes, out_axes, args, m, lowering, **kw):
         return pxla_mlir.xmap(fun, in_axes, out_axes, **form(lowering), **kw)(*args)
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("lowering", LOWERINGS)
 def test_one_mesh_axis(lowering):
     f = lambda a: a - lax.pmean(a, "batch")  # noqa: E731
@@ -142,6 +143,7 @@ def test_pytrees_and_axis_sizes(lowering):
     check(got, want)
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("lowering", LOWERINGS)
 def test_collectives_inside_control_flow(lowering):
     def f(a):
