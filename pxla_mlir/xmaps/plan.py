@@ -69,8 +69,9 @@ class Plan:
         return self.tile(n) // self.loop_count(n)
 
     def local(self, n: str) -> str | None:
-        """The vmap axis that carries ``n``'s chunk, or None if it is 1."""
-        return local_name(n) if (not self.resources[n] or self.chunk(n) > 1) else None
+        """The vmap axis that carries ``n``'s chunk, or None if it is 1 (a
+        named axis of size 0 keeps one of size 0: every device gets an empty tile)."""
+        return local_name(n) if (not self.resources[n] or self.chunk(n) != 1) else None
 
     def subst(self, n: str) -> tuple:
         loc = self.local(n)
