@@ -5,7 +5,7 @@ Loaded lazily: the collective table (:mod:`pxla_mlir.collectives`) imports
 """
 
 _LAZY = {"xmap": "api", "XmapFunction": "api", "LOWERINGS": "api", "XmapError": "plan", "XmapTypeError": "plan",
-         "XmapMeshError": "plan", "serial_loop": "resources", "SerialLoop": "resources",
+         "XmapMeshError": "plan", "XmapUnsupportedError": "plan", "serial_loop": "resources", "SerialLoop": "resources",
          "XmapInsideJitWarning": "lowering"}
 
 
