@@ -28,7 +28,7 @@ from jax import lax
 
 from ..collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
 from ..jax_internals import core
-from .plan import Plan, XmapError
+from .plan import Plan, XmapError, XmapUnsupportedError
 
 _FORBIDDEN = {"pxla_pmap": "pxla_mlir.pmap", "xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}
 XMAP_PRIMITIVE = "pxla_xmap"
@@ -140,7 +140,8 @@ def run_eqns(sub: Substitution, eqns, env: dict) -> None:
 def _eval(sub: Substitution, eqn, ins):
     p, params = eqn.primitive, dict(eqn.params)
     if p.name in _FORBIDDEN:
-        raise XmapError(f"{_FORBIDDEN[p.name]} cannot be nested inside xmap; use a named axis of the xmap instead")
+        raise XmapUnsupportedError(f"Nesting pmap inside xmaps not supported! (a {_FORBIDDEN[p.name]} inside the "
+                                   f"body of an xmap); use a named axis of the xmap instead")
     entry = COLLECTIVES.get(p.name)
     if entry is not None and entry.xmap is not None:
         return entry.xmap(sub, p, params, ins)

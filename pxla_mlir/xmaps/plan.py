@@ -40,7 +40,8 @@ class XmapMeshError(XmapError, RuntimeError):
 
 
 class XmapUnsupportedError(XmapError, NotImplementedError):
-    """What 2022's xmap did not implement either (it raised NotImplementedError)."""
+    """What 2022's xmap did not implement either (it raised NotImplementedError, or
+    RuntimeError for a pmap nested inside an xmap: NotImplementedError is one)."""
 
 
 def local_name(name: str) -> str:
