@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from typing import Any, Callable, Sequence
 
@@ -47,7 +48,8 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
            "distributed_client", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
-           "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context"]
+           "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
+           "call_site"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -330,3 +332,20 @@ def set_runtime_tokens(devices, token) -> None:
     ``jax.effects_barrier()`` and jax's exit hook wait for its host callbacks."""
     for i, device in enumerate(devices):
         dispatch.runtime_tokens.set_output_runtime_token(device, token.get_token(i))
+
+
+def call_site(source_info=None) -> str:
+    """Where the user's code is, as jax summarizes a location: ``source_info``'s
+    user frame, else the innermost user frame of the Python stack (jax's
+    tracebacks end at the function being traced, so an equation a map's body
+    binds directly, such as an xmap passed as another's function, has none)."""
+    if source_info is not None:
+        at = source_info_util.summarize(source_info)
+        if at:
+            return at
+    frame = sys._getframe(1)
+    while frame is not None and not source_info_util.is_user_filename(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    return source_info_util._summarize_frame(source_info_util.raw_frame_to_frame(frame.f_code, frame.f_lasti))

@@ -36,3 +36,37 @@ def parse(ctx):
 def _reproducers_in_a_temporary_directory(tmp_path_factory):
     """Pipelines that fail on purpose save reproducers here, not in the user's cache."""
     os.environ["PXLA_REPRO_DIR"] = str(tmp_path_factory.mktemp("reproducers"))
+
+
+# -- jax_enable_checks: jax re-checks every jaxpr it builds, ours included ------------------------------
+
+def pytest_addoption(parser):
+    parser.addoption("--jax-enable-checks", action="store_true", default=False,
+                     help="run every test with jax_enable_checks=True")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "enable_checks: run this test a second time with jax_enable_checks=True")
+
+
+def pytest_generate_tests(metafunc):
+    if metafunc.definition.get_closest_marker("enable_checks") and not metafunc.config.getoption("--jax-enable-checks"):
+        metafunc.parametrize("jax_checks", [False, True], ids=["default", "enable_checks"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def jax_checks(request):
+    """Under ``jax_enable_checks`` (``@pytest.mark.enable_checks`` or
+    ``--jax-enable-checks``) every jaxpr jax builds or transforms is
+    type-checked, collectives against the axis names bound at that point;
+    restored afterwards."""
+    if not (getattr(request, "param", False) or request.config.getoption("--jax-enable-checks")):
+        yield False
+        return
+    import jax
+
+    from pxla_mlir import lru
+
+    lru.clear_all()  # a cached trace would skip the checks
+    with jax.enable_checks(True):
+        yield True

@@ -166,6 +166,7 @@ def vmap_as_pmap(f, name, in_axes=0, out_axes=0):
     return jax.vmap(f, in_axes=in_axes, out_axes=out_axes, axis_name=name)
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("mode, unshard, shardings", MODES)
 def test_two_levels(mode, unshard, shardings):
     x, w = data(2, 3, 4, 5), np.float32(2.0)
@@ -221,6 +222,7 @@ def test_sibling_inner_pmaps_of_different_sizes():
 
 # -- arguments ---------------------------------------------------------------------------------
 
+@pytest.mark.enable_checks
 def test_static_arguments_and_closures():
     scale = data(3)
 
@@ -270,3 +272,16 @@ def test_donation_when_in_and_out_axes_differ():
     text = f.lower(x).as_text()
     assert "tf.aliasing_output" not in text and "jax.buffer_donor = true" in text
     np.testing.assert_allclose(np.asarray(f(x)), (x * 3).T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode, shardings", FORMS)
+def test_zero_size_inner_dimensions(mode, shardings):
+    """XLA folds a partitioned program whose only result has zero elements to a constant of the global shape on
+    every device; the result still comes back with one (1, 0) shard per device."""
+    x = data(8, 0)
+    got = pxla_mlir.pmap(lambda a: a * 2, "i", mode=mode, shardings=shardings)(x)
+    assert_tree_close(got, np.zeros((8, 0), np.float32), tol=0)
+    assert [s.data.shape for s in got.addressable_shards] == [(1, 0)] * 8
+    y = data(8, 3)
+    both = pxla_mlir.pmap(lambda a, b: (a + 1, lax.psum(b, "i")), "i", mode=mode, shardings=shardings)(x, y)
+    assert_tree_close(both, jax.vmap(lambda a, b: (a + 1, lax.psum(b, "i")), axis_name="i")(x, y))

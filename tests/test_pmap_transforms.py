@@ -134,6 +134,7 @@ def test_custom_vjp_after_psum_follows_pmap_semantics():
     assert_close(jax.grad(loss(pxla_mlir.pmap(body, "i")))(x), jax.grad(loss(jax.pmap(body, "i")))(x))
 
 
+@pytest.mark.enable_checks
 def test_vmap_with_collectives_over_both_axes():
     def body(x):
         return lax.psum(x, "b") * lax.psum(x, "i") + lax.axis_index("b")
@@ -168,6 +169,7 @@ def test_repeated_transformed_calls_reuse_traces_and_executables(transform):
     assert_close(again, first, tol=0)
 
 
+@pytest.mark.enable_checks
 def test_pxla_mlir_jit_makes_one_program_with_nested_pmaps():
     def step(x, w):
         z = jnp.cos(w) * 2.0  # outside the pmaps: replicated

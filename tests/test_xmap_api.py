@@ -205,6 +205,7 @@ def test_one_named_axis_over_two_mesh_axes_shards_major_to_minor():
 
 # -- inside pxla_mlir.jit, jax.jit and pmap bodies -------------------------------------------------
 
+@pytest.mark.enable_checks
 def test_pxla_mlir_jit_of_xmaps_is_one_program_on_their_mesh():
     with pxla_mlir.Mesh.create({"x": 4}):
         f = pxla_mlir.xmap(lambda v: jnp.sin(v) + lax.psum(v, "i"), ["i"], ["i"], axis_resources={"i": "x"})

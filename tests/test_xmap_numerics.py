@@ -46,6 +46,7 @@ def run(fun, in_axes, out_axes, args, m, lowering, **kw):
         return pxla_mlir.xmap(fun, in_axes, out_axes, **form(lowering), **kw)(*args)
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("lowering", LOWERINGS)
 def test_one_mesh_axis(lowering):
     f = lambda a: a - lax.pmean(a, "batch")  # noqa: E731
@@ -142,6 +143,7 @@ def test_pytrees_and_axis_sizes(lowering):
     check(got, want)
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("lowering", LOWERINGS)
 def test_collectives_inside_control_flow(lowering):
     def f(a):
@@ -264,3 +266,56 @@ def test_collectives_needing_constant_tables_inside_control_flow(lowering, resou
     got = run(control_flow_tables, ["b", ...], ["b", ...], (x,), mesh(x=2, y=4), lowering,
               axis_resources={"b": resources})
     check(got, control_flow_reference(x), tol=1e-4)
+
+
+# -- zero-size axes -----------------------------------------------------------------------------
+
+def _empty_collectives(v):
+    return {"scaled": v * 2 + lax.axis_index("i"), "sum": lax.psum(v, "i"), "max": lax.pmax(v, "i"),
+            "gathered": lax.all_gather(v, "i"), "tiled": lax.all_gather(v, "i", tiled=True)}
+
+
+EMPTY_OUT_AXES = {"scaled": ["i", ...], "sum": [...], "max": [...], "gathered": ["i", ...], "tiled": ["i", ...]}
+
+
+@pytest.mark.enable_checks
+@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("resources", [("x", "y"), "x", ()], ids=["xy", "x", "vectorized"])
+def test_a_named_axis_of_size_zero(lowering, resources):
+    """Each device gets a tile of zero elements; reductions over it give their identities, as jax.vmap does."""
+    x = np.zeros((0, 3), np.int32)
+    got = run(_empty_collectives, ["i", ...], EMPTY_OUT_AXES, (x,), mesh(x=2, y=4), lowering,
+              axis_resources={"i": resources})
+    want = jax.vmap(_empty_collectives, axis_name="i", out_axes={"scaled": 0, "sum": None, "max": None,
+                                                                  "gathered": 0, "tiled": 0})(x)
+    check(got, want, tol=0)
+    np.testing.assert_array_equal(np.asarray(got["max"]), np.full(3, np.iinfo(np.int32).min))
+
+
+@pytest.mark.parametrize("lowering", ["replica", "manual", "vectorize"])
+def test_a_nested_xmap_over_a_named_axis_of_size_zero(lowering):
+    def inner(w):
+        return w + lax.psum(w, "j") + lax.pmean(w, "i")
+
+    def outer(u):
+        return pxla_mlir.xmap(inner, ["j", ...], ["j", ...], axis_resources={"j": "y"})(u)
+
+    x = data(4, 0, 3)  # i over x, j (size 0) over y
+    got = run(outer, ["i", ...], ["i", ...], (x,), mesh(x=2, y=4), lowering, axis_resources={"i": "x"})
+    check(got, jax.vmap(jax.vmap(inner, axis_name="j"), axis_name="i")(x), tol=0)
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("alone", [True, False], ids=["one-result", "with-collectives"])
+def test_zero_size_inner_dimensions(lowering, alone):
+    """XLA folds a program whose only result has zero elements to a constant of the global shape on every device;
+    it still comes back laid out as out_axes say."""
+    def f(a, b):
+        return (a * 2,) if alone else (a * 2, lax.psum(b, "i"), lax.all_gather(b, "i"))
+
+    a, b = np.zeros((16, 0), np.float32), np.zeros((16, 0, 2), np.int32)
+    out_axes = (["i", ...], [...], ["i", ...])[:1 if alone else 3]
+    got = run(f, (["i", ...], ["i", ...]), out_axes, (a, b), mesh(x=8), lowering, axis_resources={"i": "x"})
+    check(got, jax.vmap(f, axis_name="i", out_axes=(0, None, 0)[:len(out_axes)])(a, b), tol=0)
+    assert [s.data.shape for s in got[0].addressable_shards] == [(2, 0)] * 8
+    check(got[0] + 1, a + 1, tol=0)  # a result is an ordinary array for the next computation

@@ -73,6 +73,7 @@ def two_axes(v):
     return jnp.sin(v) * lax.psum(v, "n") + lax.pmean(v, ("m", "n")) * lax.axis_index("m")
 
 
+@pytest.mark.enable_checks
 @pytest.mark.parametrize("lowering", LOWERINGS)
 def test_grad_and_vmap_over_two_named_axes_with_local_tiles(lowering):
     x = data(4, 8, 3)  # m=4 over x (tile 2), n=8 over y (tile 2)

@@ -58,7 +58,8 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
     consts = tuple(jaxpr.consts)
     if consts:
         n = len(consts)
-        jaxpr = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
+        with core.extend_axis_env_nd([(axis_name, axis_size)]):  # jax_enable_checks re-checks the body here
+            jaxpr = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
         in_axes = (None,) * n + tuple(in_axes)
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
         donated = (False,) * n + tuple(donated)

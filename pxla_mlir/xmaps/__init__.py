@@ -10,10 +10,10 @@ typing of nested xmaps (:mod:`.checks`).
 from .api import LOWERINGS, XmapFunction, xmap
 from .kind import XMAP
 from .mlir_rule import XmapInsideJitWarning
-from .plan import XmapError, XmapMeshError, XmapTypeError
+from .plan import XmapError, XmapMeshError, XmapTypeError, XmapUnsupportedError
 from .resources import SerialLoop, serial_loop
 
 XMAP.register()
 
-__all__ = ["xmap", "XmapFunction", "LOWERINGS", "XmapError", "XmapTypeError", "XmapMeshError", "serial_loop",
-           "SerialLoop", "XmapInsideJitWarning", "XMAP"]
+__all__ = ["xmap", "XmapFunction", "LOWERINGS", "XmapError", "XmapTypeError", "XmapMeshError", "XmapUnsupportedError",
+           "serial_loop", "SerialLoop", "XmapInsideJitWarning", "XMAP"]

@@ -35,7 +35,7 @@ import numpy as np
 from jax import tree_util
 
 from ..invariance import named_shapes
-from ..jax_internals import api_util, core, pe
+from ..jax_internals import api_util, call_site, core, pe
 from ..maps.arguments import argnums
 from ..maps.function import CallCache, MapFunction, Traced
 from ..pipelines import XmapPipeline, choices, configure
@@ -43,10 +43,10 @@ from ..sharding.mesh import Mesh
 from ..stages import Lowered, Signature
 from ..stats import timed
 from ..tracing import trace_flat
-from .checks import ResourceTyping, check_outputs
-from .plan import XmapError, XmapMeshError, XmapTypeError, check_resource_clash, make_plan
-from .primitive import bind, spec_of
-from .resources import active_loops, active_mesh, normalize_resources
+from .checks import ResourceTyping, check_outputs, show_axes
+from .plan import XmapError, XmapMeshError, XmapTypeError, check_resource_clash, make_plan, set_repr
+from .primitive import bind
+from .resources import active_loops, active_mesh, mapping_arg, normalize_resources
 from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
 from .stage import XmapCall, lower
 
@@ -98,7 +98,11 @@ class XmapFunction(MapFunction):
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
                  donate_argnums, backend, options: XmapPipeline):
         if not callable(fun):
-            raise TypeError(f"xmap needs a callable, got {fun!r}")
+            raise TypeError(f"Expected a callable value, got {fun}. pxla_mlir.xmap(fun, in_axes, out_axes) maps a "
+                            f"function")
+        if isinstance(out_axes, tuple) and not out_axes:
+            raise XmapError(f"xmapped functions cannot have no return values. The xmap of "
+                            f"{getattr(fun, '__name__', fun)!r} has out_axes=(); return at least one array")
         self.options = options
         self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
                           backend=backend)
@@ -106,22 +110,28 @@ class XmapFunction(MapFunction):
             in_axes = tuple(in_axes)  # a list of per-argument entries is the argument tuple (as 2022)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self._in_specs, self._out_specs = parse_tree(in_axes, "in_axes"), parse_tree(out_axes, "out_axes")
-        for n, size in dict(axis_sizes).items():
-            if not isinstance(size, (int, np.integer)) or size < 1:
-                raise XmapError(f"axis_sizes gives {n!r} size {size!r}; sizes must be positive integers")
-        self.axis_sizes = {n: int(s) for n, s in dict(axis_sizes).items()}
-        self.axis_resources = dict(axis_resources)
+        axis_sizes = mapping_arg(axis_sizes, "axis_sizes", fun)
+        axis_resources = mapping_arg(axis_resources, "axis_resources", fun)
+        for n, size in axis_sizes.items():
+            if not isinstance(size, (int, np.integer)) or size < 0:
+                raise XmapError(f"axis_sizes gives {n!r} size {size!r}; sizes must be non-negative integers")
+        self.axis_sizes = {n: int(s) for n, s in axis_sizes.items()}
+        self.axis_resources = axis_resources
         self._resources, self._anonymous_loops = normalize_resources(axis_resources)
         declared = spec_names(self._in_specs)
         defined = set(declared) | set(self.axis_sizes)
-        missing = sorted(set(self._resources) - defined, key=str)
+        missing = set(self._resources) - defined
         if missing:
-            raise XmapError(f"axis_resources maps {missing[0]!r}, but all axes that were assigned resources have "
-                            f"to appear in in_axes or axis_sizes")
-        missing = sorted(set(spec_names(self._out_specs)) - defined, key=str)
+            raise XmapError(f"All axes that were assigned resources have to appear in in_axes or axis_sizes, but "
+                            f"the following are missing: {set_repr(missing)}. axis_resources maps "
+                            f"{sorted(missing, key=str)[0]!r}, which no in_axes entry names: name it there, or give "
+                            f"its size in axis_sizes")
+        missing = set(spec_names(self._out_specs)) - defined
         if missing:
-            raise XmapError(f"out_axes names {missing[0]!r}, but all axis names appearing in out_axes must also "
-                            f"appear in in_axes or axis_sizes")
+            raise XmapError(f"All axis names appearing in out_axes must also appear in in_axes or axis_sizes, but "
+                            f"the following are missing: {set_repr(missing)}. out_axes names "
+                            f"{sorted(missing, key=str)[0]!r}, whose size no input gives: name it in in_axes, or "
+                            f"give its size in axis_sizes")
         self._declared = tuple(declared)
         donate = argnums(donate_argnums, "xmap donate_argnums")
         self.backend, self.lowering = backend, options.lowering
@@ -147,13 +157,15 @@ class XmapFunction(MapFunction):
     def _environment(self) -> tuple:
         mesh = active_mesh()
         if _enclosing.meshes and mesh != _enclosing.meshes[-1]:
-            raise XmapMeshError(f"xmap {self.name!r} is called under mesh {mesh!r} inside an xmap running on "
-                                f"{_enclosing.meshes[-1]!r}: changing the physical mesh is not allowed inside xmap")
+            raise XmapMeshError(f"Changing the physical mesh is not allowed inside xmap. xmap {self.name!r} is called "
+                                f"under mesh {mesh!r} inside an xmap running on {_enclosing.meshes[-1]!r}; call "
+                                f"it outside the `with` block of the new mesh")
         bound = set(core.get_axis_env().axis_sizes)
         shadowed = sorted((set(self._declared) | set(self.axis_sizes)) & bound, key=str)
         if shadowed:
-            raise XmapTypeError(f"xmap {self.name!r} names axis {shadowed[0]!r}, which an enclosing map already "
-                                f"binds (disallowed shadowing); rename one of them")
+            raise XmapTypeError(f"Detected disallowed xmap axis name shadowing at {call_site()} (shadowed axes: "
+                                f"{show_axes(shadowed)}). xmap {self.name!r} names axis {shadowed[0]!r}, which an "
+                                f"enclosing map already binds; rename one of them")
         scope = active_loops()
         wanted = {r for rs in self._resources.values() for r in rs}
         loops = {**{k: v for k, v in scope.items() if k in wanted}, **self._anonymous_loops}
@@ -195,13 +207,13 @@ class XmapFunction(MapFunction):
         paths = ["args" + tree_util.keystr(p) for p, _ in
                  tree_util.tree_flatten_with_path(tree_util.tree_unflatten(in_tree, list(avals)))[0]]
         specs = flatten_specs("xmap in_axes", in_tree, self._in_specs)
-        in_maps = tuple(s.resolve(av.ndim, p) for s, av, p in zip(specs, avals, paths))
+        in_maps = tuple(s.resolve(av.ndim, p, shape=av.shape) for s, av, p in zip(specs, avals, paths))
         mesh_shape = dict(mesh.shape) if mesh is not None else {}
         plan = make_plan(in_maps, [av.shape for av in avals], self.axis_sizes, self._resources, mesh_shape, paths,
                          loops, declared=self._declared)
         for m, p in zip(in_maps, paths):
             check_resource_clash(plan.resources, set(m.values()),
-                                 f"the input {p} to the xmapped function {self.name!r}", plan.loops)
+                                 f"an input to an xmapped function {self.name} (the argument {p})", plan.loops)
         elem = [core.ShapedArray(tuple(s for d, s in enumerate(av.shape) if d not in m), av.dtype,
                                  weak_type=av.weak_type) for av, m in zip(avals, in_maps)]
         store = {}
@@ -223,11 +235,10 @@ class XmapFunction(MapFunction):
         out_paths = [tree_util.keystr(p) or "0" for p, _ in tree_util.tree_flatten_with_path(
             tree_util.tree_unflatten(out_tree, list(user.out_avals)))[0]]
         out_specs = flatten_specs("xmap out_axes", out_tree, self._out_specs)
-        out_maps = tuple(s.resolve(s.result_rank(av.ndim), p, kind="output")
-                         for s, av, p in zip(out_specs, user.out_avals, out_paths))
+        out_maps = tuple(s.resolve_result(av, plan.sizes, p) for s, av, p in zip(out_specs, user.out_avals, out_paths))
         varies = named_shapes(user.jaxpr, [frozenset(m.values()) for m in in_maps],
                               ResourceTyping(plan.resources, plan.loops))
-        check_outputs(plan.resources, plan.loops, varies, [spec_of(m) for m in out_maps], out_paths, self.name)
+        check_outputs(plan.resources, plan.loops, varies, out_maps, out_paths, self.name)
         return self._hoisted(plan, user, in_tree, out_tree, in_maps, out_maps, avals, mesh)
 
     def _hoisted(self, plan, user, in_tree, out_tree, in_maps, out_maps, avals, mesh) -> _Traced:
@@ -253,7 +264,8 @@ def _aval(x, index: int) -> core.ShapedArray:
             or (hasattr(x, "shape") and hasattr(x, "dtype")):
         aval = core.shaped_abstractify(x)
     else:
-        raise TypeError(f"xmap argument {index} of type {type(x).__name__} is not an array")
+        raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type. It is leaf {index} of the "
+                        f"xmap's arguments; pass arrays, scalars or pytrees of them")
     return core.ShapedArray(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 

@@ -7,8 +7,8 @@
   out_axes may not put two named axes on one resource;
 * a nested xmap may not reuse a name of an enclosing one (shadowing).
 
-Mistakes raise :class:`~.plan.XmapTypeError` (a TypeError, as 2022's
-JAXTypeError was).
+Mistakes raise :class:`~.plan.XmapTypeError` (a ``jax.errors.JAXTypeError``,
+as 2022's were), its message starting with 2022's words.
 """
 
 from __future__ import annotations
@@ -16,11 +16,16 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..invariance import Names, named_shapes
-from ..jax_internals import source_info_util
+from ..jax_internals import call_site
 from .plan import XmapTypeError, check_resource_clash
 from .primitive import names_of
 
-__all__ = ["ResourceTyping", "check_outputs", "xmap_names"]
+__all__ = ["ResourceTyping", "check_outputs", "show_axes", "xmap_names"]
+
+
+def show_axes(axes) -> str:
+    """Axis names as 2022's messages showed them: ```a`, `b```."""
+    return ", ".join(sorted(f"`{a}`" for a in axes))
 
 
 class ResourceTyping:
@@ -32,7 +37,7 @@ class ResourceTyping:
 
     def __call__(self, eqn, names) -> None:
         check_resource_clash(self.resources, set(names) & set(self.resources), lambda: (
-            f"a value computed by {eqn.primitive.name} at {source_info_util.summarize(eqn.source_info)}"
+            f"a value returned from a primitive {eqn.primitive.name} created at {call_site(eqn.source_info)}"
             f"{self.where}"), self.loops)
 
     def inner(self, eqn, body_inputs: Sequence[Names]) -> "ResourceTyping":
@@ -41,17 +46,17 @@ class ResourceTyping:
         p = eqn.params
         inner = dict(p["axis_resources"])
         shadowed = sorted(set(inner) & set(self.resources))
-        where = f"the xmap {p['name']!r}"
-        at = source_info_util.summarize(eqn.source_info)
-        where += f" called at {at}" if at else " nested in an enclosing xmap"
+        at = call_site(eqn.source_info)
         if shadowed:
-            raise XmapTypeError(f"{where} names axis {shadowed[0]!r}, which an enclosing xmap already names "
-                                f"(disallowed shadowing); rename one of them")
+            raise XmapTypeError(f"Detected disallowed xmap axis name shadowing at {at} (shadowed axes: "
+                                f"{show_axes(shadowed)}). The xmap {p['name']!r} names axis {shadowed[0]!r}, which "
+                                f"an enclosing xmap already names; rename one of them")
+        fn = f"an xmapped function {p['name']}" + (f" (xmap called at {at})" if at else "")
         typing = ResourceTyping({**self.resources, **inner}, self.loops | {a for a, _ in p["loops"]},
-                                f" (inside {where})")
+                                f" (inside {fn})")
         for i, names in enumerate(body_inputs):
             check_resource_clash(typing.resources, set(names) & set(typing.resources),
-                                 f"input {i} of {where}", typing.loops)
+                                 f"an input to {fn} (input {i})", typing.loops)
         return typing
 
 
@@ -59,36 +64,43 @@ def check_outputs(resources: Mapping[str, tuple], loops, varies: Sequence[Names]
                   paths: Sequence[str], fn_name: str, own=None) -> None:
     """Each output places the named axes of this xmap (``own``, default: all
     of ``resources``) it varies over, and its out_axes do not put two named
-    axes on one resource. ``out_specs``: per output, ``((dim, name), ...)``;
+    axes on one resource. ``out_specs``: per output, ``{dim: name}`` (a
+    :class:`~.specs.NamedDims` shows the user's entry) or ``((dim, name), ...)``;
     ``resources`` covers every named axis in scope."""
     known = set(resources)
     own = known if own is None else set(own)
     for path, v, spec in zip(paths, varies, out_specs):
-        placed = names_of(spec)
+        mapping = dict(spec)
+        placed = set(mapping.values())
         missing = sorted((set(v) & own) - placed, key=str)
         if missing:
+            shown = getattr(spec, "user_repr", None) or repr(mapping)
             raise XmapTypeError(
-                f"output {path} of {fn_name!r} varies along named axis {missing[0]!r}, but its out_axes "
-                f"{dict(spec) or {}} does not place {missing[0]!r} in it; reduce over {missing[0]!r} first "
-                f"(lax.psum, pmean, all_gather, ...) or add it to out_axes")
+                f"One of xmap results has an out_axes specification of {shown}, but is actually mapped along more "
+                f"axes defined by this xmap call: {', '.join(map(str, missing))}. Output {path} of {fn_name!r} "
+                f"varies along {missing[0]!r}; reduce over {missing[0]!r} first (lax.psum, pmean, all_gather, ...) "
+                f"or add it to out_axes")
         varying = set(v) & known
+        used = {a for n in varying for a in resources.get(n, ())}
+        for b in sorted(placed - varying, key=str):  # broadcast along b: b's resources must be free
+            overlap = set(resources.get(b, ())) & used
+            if overlap:
+                by = {a: n for n in varying for a in resources.get(n, ())}
+                partitioning = {by[a] for a in overlap}
+                raise XmapTypeError(
+                    f"One of xmapped function ({fn_name}) outputs is broadcast along axis `{b}` which is assigned to "
+                    f"resources {show_axes(resources[b])}, but the output is already partitioned along "
+                    f"{show_axes(overlap)}, because its named shape contains {show_axes(partitioning)}. This is "
+                    f"output {path}; map {b!r} and {sorted(partitioning)[0]!r} to different resources")
         users: dict = {}
         for n in sorted(placed | varying, key=str):
             for a in resources.get(n, ()):
                 users.setdefault(a, []).append(n)
         for a, names in users.items():
-            if len(names) < 2:
-                continue
-            kind = "serial loop" if a in loops else "mesh axis"
-            partitioned = [n for n in names if n in varying]
-            broadcast = [n for n in names if n not in varying]
-            if partitioned and broadcast:
-                raise XmapTypeError(
-                    f"output {path} of {fn_name!r} is broadcast along named axis {broadcast[0]!r}, which is mapped "
-                    f"to {kind} {a!r}, but the output is already partitioned along {a!r} because it varies along "
-                    f"{partitioned[0]!r}; map {broadcast[0]!r} and {partitioned[0]!r} to different resources")
-            raise XmapTypeError(f"out_axes of output {path} of {fn_name!r} puts named axes {names[0]!r} and "
-                                f"{names[1]!r} on one {kind} {a!r}; map them to different resources")
+            if len(names) > 1:
+                kind = "serial loop" if a in loops else "mesh axis"
+                raise XmapTypeError(f"out_axes of output {path} of {fn_name!r} puts named axes {names[0]!r} and "
+                                    f"{names[1]!r} on one {kind} {a!r}; map them to different resources")
 
 
 def xmap_names(eqn, ins, on_value):

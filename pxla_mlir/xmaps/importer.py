@@ -50,9 +50,10 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
         body = tile_function(plan, t.jaxpr, t.in_maps, t.out_maps)
         debug = api_util.debug_info("pxla_mlir.xmap", body, tuple(range(len(tiles))), {})
         closed = trace_flat(body, tiles, mesh_env, debug)
-        # Results of nested xmaps that the next one takes as tiles leave dead gathers.
-        closed = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr, True, instantiate=True)[0], closed.consts)
+        # The mesh axes stay bound: with jax_enable_checks, dce_jaxpr re-checks the body's collectives.
         with core.extend_axis_env_nd(mesh_env):
+            # Results of nested xmaps that the next one takes as tiles leave dead gathers.
+            closed = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr, True, instantiate=True)[0], closed.consts)
             lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
                                        name=module_name, donated=t.donated)
         key = "pxla.tile_dims"  # per-device tile types

@@ -30,7 +30,7 @@ from ..collectives import CALL_JAXPR_PARAMS, axes_of
 from ..jax_internals import core
 from ..maps import registry
 from . import rewrites
-from .plan import Plan, XmapError
+from .plan import Plan, XmapError, XmapUnsupportedError
 
 #: jax's own maps, which cannot nest inside an xmap (nor can pxla_mlir's other map kinds).
 _JAX_MAPS = {"xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}
@@ -162,7 +162,8 @@ def _eval(sub: Substitution, eqn, ins):
         return _nested[0](sub, params, ins)
     other = _other_maps().get(p.name)
     if other is not None:
-        raise XmapError(f"{other} cannot be nested inside xmap; use a named axis of the xmap instead")
+        raise XmapUnsupportedError(f"Nesting pmap inside xmaps not supported! (a {other} inside the body of an "
+                                   f"xmap); use a named axis of the xmap instead")
     if p.name in CALL_JAXPR_PARAMS and CALL_JAXPR_PARAMS[p.name] in params:
         inner = params[CALL_JAXPR_PARAMS[p.name]]
         consts = inner.consts if isinstance(inner, core.ClosedJaxpr) else ()

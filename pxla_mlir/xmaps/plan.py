@@ -17,17 +17,20 @@ import dataclasses
 import math
 from typing import Any, Mapping, Sequence
 
+from jax.errors import JAXTypeError
+
 from ..errors import PxlaUserError
 
-__all__ = ["XmapError", "XmapTypeError", "XmapMeshError", "Plan", "make_plan", "local_name",
-           "check_resource_clash"]
+__all__ = ["XmapError", "XmapTypeError", "XmapMeshError", "XmapUnsupportedError", "Plan", "make_plan",
+           "local_name", "check_resource_clash", "set_repr"]
 
 
 class XmapError(PxlaUserError, ValueError):
-    """An xmap that cannot work as written; the message says which axis or argument."""
+    """An xmap that cannot work as written; the message starts with 2022's
+    words, then says which axis or argument and how to fix it."""
 
 
-class XmapTypeError(XmapError, TypeError):
+class XmapTypeError(XmapError, JAXTypeError):
     """A named-axis typing mistake (2022 raised TypeError/JAXTypeError): a
     malformed axes entry, a resource used twice in one value, an output that
     varies along an axis its out_axes does not place."""
@@ -36,6 +39,11 @@ class XmapTypeError(XmapError, TypeError):
 class XmapMeshError(XmapError, RuntimeError):
     """A nested xmap under a different mesh than its enclosing xmap (2022
     raised RuntimeError)."""
+
+
+class XmapUnsupportedError(XmapError, NotImplementedError):
+    """What 2022's xmap did not implement either (it raised NotImplementedError, or
+    RuntimeError for a pmap nested inside an xmap: NotImplementedError is one)."""
 
 
 def local_name(name: str) -> str:
@@ -71,8 +79,9 @@ class Plan:
         return self.tile(n) // self.loop_count(n)
 
     def local(self, n: str) -> str | None:
-        """The vmap axis that carries ``n``'s chunk, or None if it is 1."""
-        return local_name(n) if (not self.resources[n] or self.chunk(n) > 1) else None
+        """The vmap axis that carries ``n``'s chunk, or None if it is 1 (a
+        named axis of size 0 keeps one of size 0: every device gets an empty tile)."""
+        return local_name(n) if (not self.resources[n] or self.chunk(n) != 1) else None
 
     def subst(self, n: str) -> tuple:
         loc = self.local(n)
@@ -111,79 +120,108 @@ class Plan:
         return tuple(shape)
 
 
+def set_repr(items) -> str:
+    """A set as 2022's messages printed it (``{'x'}``), in a stable order."""
+    return "{" + ", ".join(repr(i) for i in sorted(items, key=str)) + "}"
+
+
 def make_plan(in_axes: Sequence[Mapping[int, str]], in_shapes: Sequence[Sequence[int]], axis_sizes: Mapping,
               axis_resources: Mapping, mesh_shape: Mapping[str, int], paths: Sequence[str],
               loops: Mapping[str, int] = {}, declared: Sequence[str] = ()) -> Plan:
     """``declared``: names the in_axes entries use, in order; a name no
-    argument carries (empty containers) needs an axis_sizes entry."""
+    argument carries (empty containers) needs an axis_sizes entry. Checks run
+    in 2022's order: resources in scope, axis_sizes divisible, sizes the
+    arguments imply, every size known."""
+    resources = {n: (r,) if isinstance(r, str) else tuple(r) for n, r in axis_resources.items()}
+    _check_in_scope(resources, mesh_shape, loops)
+    for n, r in resources.items():
+        if len(set(r)) != len(r):
+            raise XmapError(f"Resource assignment of a single axis must be a tuple of distinct resources, but "
+                            f"specified {r} for axis {n}. List each mesh axis or loop once")
+        first_loop = next((i for i, a in enumerate(r) if a in loops), len(r))
+        late_mesh = [a for a in r[first_loop:] if a not in loops]
+        if late_mesh:
+            raise XmapUnsupportedError(
+                f"Loop resources cannot appear before mesh axes in the resource_axis argument. axis_resources of "
+                f"{n!r} lists mesh axis {late_mesh[0]!r} after the serial loop {r[first_loop]!r}; put mesh axes "
+                f"first: {tuple(a for a in r if a not in loops) + tuple(a for a in r if a in loops)}")
     names: list[str] = []
-    sizes: dict[str, int] = {}
-    origin: dict[str, str] = {}
+    sizes: dict[str, int] = {n: int(s) for n, s in dict(axis_sizes).items()}
+    origin: dict[str, str] = {n: "axis_sizes" for n in sizes}
+    for n in sizes:
+        _check_divisible(n, sizes[n], resources.get(n, ()), mesh_shape, loops)
     for axes, shape, path in zip(in_axes, in_shapes, paths):
         for d, n in sorted(axes.items()):
             if n not in names:
                 names.append(n)
             size = shape[d]
             if n in sizes and sizes[n] != size:
-                raise XmapError(f"named axis {n!r} has size {sizes[n]} in {origin[n]} but {size} in {path} "
-                                f"(dimension {d} of shape {tuple(shape)})")
+                spec = getattr(axes, "user_repr", None) or repr(dict(axes))
+                raise XmapError(f"The size of axis {n} was previously inferred to be {sizes[n]}, but found an "
+                                f"argument of shape {tuple(shape)} with in_axes specification {spec}. Shape mismatch "
+                                f"occurs in dimension {d}: {size} != {sizes[n]}. This is argument {path}; {n!r} got "
+                                f"its size from {origin[n]}; give every argument the same size along {n!r}")
             sizes.setdefault(n, size)
             origin.setdefault(n, f"{path} (dimension {d} of shape {tuple(shape)})")
-    for n, size in dict(axis_sizes).items():
-        if n in sizes and sizes[n] != size:
-            raise XmapError(f"axis_sizes gives {n!r} size {size}, but {origin[n]} has size {sizes[n]}")
-        if n not in names:
-            names.append(n)
-        sizes[n] = int(size)
+    names += [n for n in sizes if n not in names]
     missing = [n for n in declared if n not in sizes]
     if missing:
-        raise XmapError(f"the size of named axis {missing[0]!r} is unknown: no argument carries it (empty "
-                        f"containers in place of the arguments in_axes names it for?); give it in axis_sizes")
-    unknown = sorted(set(axis_resources) - set(names))
+        raise XmapError(f"Failed to infer size of axes: {', '.join(map(str, missing))}. You've probably passed in "
+                        f"empty containers in place of arguments that had those axes in their in_axes. Provide the "
+                        f"sizes of missing axes explicitly via axis_sizes to fix this error.")
+    unknown = set(resources) - set(names)
     if unknown:
-        raise XmapError(f"axis_resources maps {unknown[0]!r}, which no input carries and axis_sizes does not give")
-    resources: dict[str, tuple] = {}
+        raise XmapError(f"All axes that were assigned resources have to appear in in_axes or axis_sizes, but the "
+                        f"following are missing: {set_repr(unknown)}. No input carries them and axis_sizes does not "
+                        f"give them")
     for n in names:
-        r = axis_resources.get(n, ())
-        r = (r,) if isinstance(r, str) else tuple(r)
-        for a in r:
-            if a not in mesh_shape and a not in loops:
-                if not mesh_shape:
-                    raise XmapError(f"axis_resources maps {n!r} to mesh axis {a!r}, but no mesh is active; "
-                                    f"call the xmap inside `with pxla_mlir.Mesh(devices, axis_names):` (or a "
-                                    f"jax.sharding.Mesh), or declare a loop with pxla_mlir.serial_loop({a!r}, n)")
-                raise XmapError(f"axis_resources maps {n!r} to mesh axis {a!r}, which the current mesh "
-                                f"({', '.join(f'{k}={v}' for k, v in mesh_shape.items())}) does not have "
-                                f"(and no pxla_mlir.serial_loop({a!r}, n) is in scope)")
-        if len(set(r)) != len(r):
-            raise XmapError(f"axis_resources maps {n!r} to resource {r[0]!r} twice: {r}")
-        first_loop = next((i for i, a in enumerate(r) if a in loops), len(r))
-        late_mesh = [a for a in r[first_loop:] if a not in loops]
-        if late_mesh:
-            raise XmapError(f"axis_resources of {n!r} lists mesh axis {late_mesh[0]!r} after the serial loop "
-                            f"{r[first_loop]!r}; put mesh axes first: {tuple(a for a in r if a not in loops)} + "
-                            f"{tuple(a for a in r if a in loops)}")
-        resources[n] = r
-        parts = math.prod(mesh_shape[a] for a in r if a in mesh_shape) * math.prod(loops[a] for a in r if a in loops)
-        if sizes[n] % parts:
-            looped = any(a in loops for a in r)
-            what, unit = ("mesh axes and loops", "chunks in total") if looped else ("mesh axes", "devices")
-            raise XmapError(f"named axis {n!r} has size {sizes[n]}, which its {what} {r} ({parts} {unit}) "
-                            f"do not divide")
+        resources.setdefault(n, ())
+        if n not in axis_sizes:
+            _check_divisible(n, sizes[n], resources[n], mesh_shape, loops)
     used = {a for r in resources.values() for a in r}
-    return Plan(tuple(names), sizes, resources, dict(mesh_shape), {k: v for k, v in loops.items() if k in used})
+    return Plan(tuple(names), sizes, {n: resources[n] for n in names}, dict(mesh_shape),
+                {k: v for k, v in loops.items() if k in used})
+
+
+def _check_in_scope(resources: Mapping[str, tuple], mesh_shape: Mapping[str, int], loops: Mapping[str, int]):
+    missing = {a for r in resources.values() for a in r if a not in mesh_shape and a not in loops}
+    if not missing:
+        return
+    n, a = next((n, a) for n, r in resources.items() for a in r if a in missing)
+    head = (f"In-scope resources are insufficient to execute the xmapped function. The missing resources are: "
+            f"{set_repr(missing)}")
+    if not mesh_shape:
+        raise XmapError(f"{head}. axis_resources maps {n!r} to mesh axis {a!r}, but no mesh is active; call the "
+                        f"xmap inside `with pxla_mlir.Mesh(devices, axis_names):` (or a jax.sharding.Mesh), or "
+                        f"declare a loop with pxla_mlir.serial_loop({a!r}, n)")
+    raise XmapError(f"{head}. axis_resources maps {n!r} to mesh axis {a!r}, which the current mesh "
+                    f"({', '.join(f'{k}={v}' for k, v in mesh_shape.items())}) does not have (and no "
+                    f"pxla_mlir.serial_loop({a!r}, n) is in scope)")
+
+
+def _check_divisible(n: str, size: int, r: tuple, mesh_shape: Mapping[str, int], loops: Mapping[str, int]) -> None:
+    devices = math.prod(mesh_shape[a] for a in r if a in mesh_shape)
+    iterations = math.prod(loops[a] for a in r if a in loops)
+    if size % (devices * iterations):
+        parts = " and ".join(p for p in (f"{devices} devices" if devices > 1 else "",
+                                          f"{iterations} loop iterations" if iterations > 1 else "") if p)
+        raise XmapError(f"Size of axis {n} ({size}) is not divisible by the total number of resources assigned to "
+                        f"this axis ({r}, {devices * iterations} in total). Named axis {n!r} is split over {parts}; "
+                        f"give it a size that {devices * iterations} divides, or fewer resources")
 
 
 def check_resource_clash(resources: Mapping[str, tuple], value_names, what: Any, loops=()) -> None:
-    """Two named axes of one value may not share a resource (2022 resource
-    typecheck). ``resources``: named axis -> mesh axes and ``loops``."""
+    """Two named axes of one value may not share a resource (2022's
+    resource_typecheck). ``resources``: named axis -> mesh axes and
+    ``loops``; ``what``: the value, in 2022's words (or a thunk)."""
     owner: dict[str, str] = {}
-    for n in sorted(value_names):
+    for n in sorted(value_names, key=str):
         for a in resources.get(n, ()):
             if a in owner:
-                first, second = sorted((owner[a], n))
+                first, second = sorted((str(owner[a]), str(n)))
                 kind = "serial loop" if a in loops else "mesh axis"
-                raise XmapTypeError(f"named axes {first!r} and {second!r} are both mapped to {kind} {a!r}, but "
-                                    f"they coincide in {what() if callable(what) else what}; map them to "
+                raise XmapTypeError(f"Axes `{first}` and `{second}` are both mapped to the resource `{a}`, but "
+                                    f"they coincide in the named_shape of {what() if callable(what) else what}. A "
+                                    f"value cannot be split along one {kind} twice: map {first!r} and {second!r} to "
                                     f"different resources")
             owner[a] = n

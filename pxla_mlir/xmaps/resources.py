@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from typing import Mapping
 
 import numpy as np
 
 from ..jax_internals import jax_mesh_context
 from ..sharding.mesh import Mesh, current_mesh
-from .plan import XmapError
+from .plan import XmapError, XmapTypeError
 
 __all__ = ["SerialLoop", "serial_loop", "active_mesh", "active_loops", "normalize_resources"]
 
@@ -61,11 +62,12 @@ def serial_loop(name: str, length: int):
         raise XmapError(f"serial_loop needs a non-empty name, got {name!r}")
     if not isinstance(length, (int, np.integer)) or length < 1:
         raise XmapError(f"serial_loop {name!r} needs a positive number of iterations, got {length!r}")
-    if any(n == name for n, _ in _loops.stack):
-        raise XmapError(f"serial_loop {name!r} is already defined in an enclosing block")
     mesh = active_mesh()
-    if mesh is not None and name in mesh.axis_names:
-        raise XmapError(f"serial_loop {name!r} has the name of an axis of the current mesh")
+    clash = ("a serial_loop of an enclosing block" if any(n == name for n, _ in _loops.stack) else
+             "an axis of the current mesh" if mesh is not None and name in mesh.axis_names else None)
+    if clash:
+        raise XmapError(f"Cannot extend the resource environment with loop named `{name}`. An axis of this name is "
+                        f"already defined! {name!r} is {clash}; give the loop another name")
     _loops.stack.append((name, int(length)))
     try:
         yield
@@ -92,6 +94,23 @@ def anonymous_loop(axis: str, index: int) -> str:
     return f"{axis}:loop{index}" if index else f"{axis}:loop"
 
 
+_MAPPING_ARGS = {"axis_sizes": ("sizes", "{'batch': 8}"),
+                 "axis_resources": ("resources (a mesh axis name, a SerialLoop, or a tuple of them)",
+                                    "{'batch': 'x'}")}
+
+
+def mapping_arg(value, what: str, fun) -> dict:
+    """xmap's ``axis_sizes``/``axis_resources`` as a dict (2022 had no check: a list failed on ``.keys()``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        values, example = _MAPPING_ARGS[what]
+        raise XmapTypeError(f"xmap {what} must be a dict from named axes to {values}, got {value!r} (a "
+                            f"{type(value).__name__}) in the xmap of {getattr(fun, '__name__', fun)!r}; write e.g. "
+                            f"{what}={example}")
+    return dict(value)
+
+
 def normalize_resources(axis_resources) -> tuple[dict[str, tuple], dict[str, int]]:
     """``{name: resource or tuple}`` -> ``{name: tuple of resource names}``
     and the anonymous loops (``SerialLoop``) it declares, named after their axis."""
@@ -111,7 +130,7 @@ def normalize_resources(axis_resources) -> tuple[dict[str, tuple], dict[str, int
                 raise XmapError(f"axis_resources of {axis!r}: a resource is a mesh axis name or a SerialLoop, "
                                 f"got {r!r}")
         if len(set(names)) != len(names):
-            raise XmapError(f"axis_resources must give each named axis distinct resources, but specified "
-                            f"{tuple(items)} for axis {axis}")
+            raise XmapError(f"Resource assignment of a single axis must be a tuple of distinct resources, but "
+                            f"specified {tuple(items)} for axis {axis}. List each mesh axis or loop once")
         out[axis] = tuple(names)
     return out, anonymous

@@ -120,6 +120,11 @@ def _gather(sub, x, axes: tuple):
 
 
 def _all_gather(sub, x, axes: tuple, dim: int, tiled: bool):
+    if x.size == 0:  # nothing to move; MHLO rejects an all_gather along a dimension of size 0
+        shape = list(x.shape)
+        n = math.prod(_sizes(axes))
+        shape[dim:dim + 1] = [shape[dim] * n] if tiled else [n, shape[dim]] if dim < len(shape) else [n]
+        return jnp.zeros(shape, x.dtype)
     if not any(sub.is_local(a) for a in axes):
         return lax.all_gather(x, _one(axes), axis=dim, tiled=tiled)
     y = jnp.moveaxis(_gather(sub, x, axes), 0, dim)

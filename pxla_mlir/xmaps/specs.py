@@ -20,7 +20,7 @@ from jax import tree_util
 from ..jax_internals import api_util
 from .plan import XmapError, XmapTypeError
 
-__all__ = ["AxisSpec", "is_entry", "parse_tree", "flatten_specs", "spec_names"]
+__all__ = ["AxisSpec", "NamedDims", "is_entry", "parse_tree", "flatten_specs", "spec_names"]
 
 
 def is_entry(x) -> bool:
@@ -63,15 +63,19 @@ class AxisSpec:
             names = [n for n in items if n is not None and n is not Ellipsis]
             self.user_repr = repr(entry).replace("Ellipsis", "...")
         else:
-            raise XmapTypeError(f"{what}: an axes entry must be a {{dim: name}} dict or a list of names like "
-                                f"['batch', ...], got {entry!r}")
+            raise XmapTypeError(
+                f"Value mapping specification in xmap {what} pytree can be either:\n"
+                f"- lists of axis names (possibly ending with the ellipsis object: ...)\n"
+                f"- dictionaries that map positional axes (integers) to axis names (e.g. {{2: 'name'}})\n"
+                f"but got: {entry}\n(an entry of the {what} pytree; write e.g. ['batch', ...] or {{0: 'batch'}}, "
+                f"or None for a value without named axes)")
         for n in names:
             if not isinstance(n, str) or not n:
                 raise XmapTypeError(f"{what}: axis names must be non-empty strings, got {n!r} in {self.user_repr}")
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup is not None:
-            raise XmapError(f"{what}: named axes must be unique within one entry, but {dup!r} names two "
-                            f"dimensions in {self.user_repr}")
+            raise XmapError(f"Named axes should be unique within each {what} argument specification, but one them "
+                            f"is: {self.user_repr}. {dup!r} names two dimensions; give each dimension its own name")
 
     @property
     def names(self) -> tuple:
@@ -89,27 +93,59 @@ class AxisSpec:
         return ("list", self.front, self.back, self.ellipsis)
 
     def min_rank(self) -> int:
+        """The rank the entry implies (2022: its last named dimension + 1)."""
         if self.mapping is not None:
             return max(self.mapping, default=-1) + 1
-        return len(self.front) + len(self.back)
+        if self.back:
+            return len(self.front) + len(self.back)
+        return max((i for i, n in enumerate(self.front) if n is not None), default=-1) + 1
 
-    def resolve(self, ndim: int, where: str, kind: str = "argument") -> dict[int, str]:
-        """``{dim: name}`` for a value of rank ``ndim``."""
+    def resolve(self, ndim: int, where: str, kind: str = "argument", shape=None) -> "NamedDims":
+        """``{dim: name}`` for a value of rank ``ndim`` (and ``shape``, for messages)."""
+        if kind == "argument" and ndim < self.min_rank():
+            of_shape = f" (shape {tuple(shape)})" if shape is not None else ""
+            raise XmapError(f"One of xmap arguments has an in_axes specification of {self.user_repr}, which "
+                            f"implies that it has at least {self.min_rank()} dimensions, but the argument has rank "
+                            f"{ndim}. This is argument {where}{of_shape}; give it the dimensions its in_axes names")
+        if kind != "argument" and ndim < self.min_rank():
+            named = len(self.names)
+            raise XmapError(f"One of xmap outputs has an out_axes specification of {self.user_repr}, which requires "
+                            f"the result of the xmapped function to have at least {self.min_rank() - named} "
+                            f"positional dimensions, but it only has {ndim - named}. This is output {where}; return a "
+                            f"value of that rank or place the named axes at lower dimensions")
         if not self.ellipsis and self.mapping is None and ndim != len(self.front):
-            raise XmapError(f"the {kind} {where} has an axes specification of {self.user_repr}, which asserts "
-                            f"that it should be of rank {len(self.front)}, but the {kind} has rank {ndim}")
-        if ndim < self.min_rank():
-            raise XmapError(f"the {kind} {where} has an axes specification of {self.user_repr}, which implies "
-                            f"that it has at least {self.min_rank()} dimensions, but the {kind} has rank {ndim}")
+            spec = "in_axes" if kind == "argument" else "out_axes"
+            shown = f" (and shape {tuple(shape)})" if shape is not None else ""
+            raise XmapError(f"xmap {kind} has an {spec} specification of {self.user_repr}, which asserts that it "
+                            f"should be of rank {len(self.front)}, but the {kind} has rank {ndim}{shown}. This is "
+                            f"{kind} {where}; end the list with ... to allow any rank")
         if self.mapping is not None:
-            return dict(self.mapping)
+            return NamedDims(self.mapping, self.user_repr)
         out = {i: n for i, n in enumerate(self.front) if n is not None}
         out.update({ndim - len(self.back) + i: n for i, n in enumerate(self.back) if n is not None})
-        return out
+        return NamedDims(out, self.user_repr)
+
+    def resolve_result(self, aval, sizes: Mapping[str, int], where: str) -> "NamedDims":
+        """``{dim: name}`` for a result whose per-element value has ``aval``."""
+        ndim = self.result_rank(aval.ndim)
+        shape = None
+        if not self.ellipsis and self.mapping is None and ndim >= self.min_rank():  # the rank error shows it
+            shape = list(aval.shape)
+            for d, n in sorted((i, n) for i, n in enumerate(self.front) if n is not None):
+                shape.insert(d, sizes[n])
+        return self.resolve(ndim, where, kind="output", shape=shape)
 
     def result_rank(self, elem_rank: int) -> int:
         """The rank of a result whose per-element rank is ``elem_rank``."""
         return elem_rank + len(self.names)
+
+
+class NamedDims(dict):
+    """``{dim: name}`` of one value, keeping its entry as the user wrote it (for messages)."""
+
+    def __init__(self, mapping, user_repr: str):
+        super().__init__(mapping)
+        self.user_repr = user_repr
 
 
 def parse_tree(tree, what: str):
@@ -139,8 +175,18 @@ def flatten_specs(what: str, value_tree, spec_tree) -> list[AxisSpec]:
     try:
         return list(api_util.flatten_axes(what, value_tree, spec_tree))
     except ValueError as e:
-        hint = (" Note that xmap in_axes that are non-trivial pytrees should always be wrapped in a tuple "
-                "representing the argument list.") if what.endswith("in_axes") else ""
+        hint = ""
+        if what.endswith("in_axes"):
+            hint = (f" Note that {what} that are non-trivial pytrees should always be wrapped in a tuple "
+                    f"representing the argument list.")
+            if len(value_tree.children()) == 1:
+                try:
+                    api_util.flatten_axes(what, value_tree, (spec_tree,))
+                except ValueError:
+                    pass  # that is not the issue
+                else:
+                    hint += (f" In particular, you're passing in a single argument which means that {what} might "
+                             f"need to be wrapped in a singleton tuple.")
         detail = str(e).split(";", 1)[-1].strip()
         raise XmapError(f"{what} specification must be a tree prefix of the corresponding value, got specification "
-                        f"{spec_tree!r} for value tree {value_tree}. {detail}{hint}") from None
+                        f"{spec_tree!r} for value tree {value_tree}.{hint}\n{detail}") from None
