@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-__all__ = ["check_lines", "split_chunks", "Block", "find_blocks", "is_begin_marker", "begin_marker", "MarkerError",
+__all__ = ["check_lines", "split_chunks", "Block", "find_blocks", "is_begin_marker", "block", "with_block", "MarkerError",
            "BEGIN", "END"]
 
 SSA_CAPTURE = "[0-9A-Za-z_$.-]+"  # MLIR's value names (suffix-id), without '#n'/':n'
@@ -271,8 +271,10 @@ BEGIN, END = "CHECK-GEN-BEGIN", "CHECK-GEN-END"
 _MARKER = re.compile(r"^\s*(//|#|;)\s*(CHECK-GEN-BEGIN|CHECK-GEN-END)\b")
 
 
-def begin_marker(comment: str) -> str:
-    return f"{comment} {BEGIN} (pxla-mlir update-checks rewrites the lines up to {END})"
+def block(checks: Sequence[str], comment: str = "//") -> list[str]:
+    """``checks`` between the markers."""
+    return [f"{comment} {BEGIN} (pxla-mlir update-checks rewrites the lines up to {END})", *checks,
+            f"{comment} {END}"]
 
 
 class MarkerError(ValueError):
@@ -314,3 +316,16 @@ def find_blocks(lines: Sequence[str]) -> list[Block]:
     if begin is not None:
         raise MarkerError(f"{BEGIN} without a {END} after it", begin + 1)
     return blocks
+
+
+def with_block(text: str, checks: Sequence[str], comment: str = "//") -> str:
+    """``text`` with its one generated block holding ``checks`` (appended if it has none)."""
+    lines = text.splitlines()
+    blocks = find_blocks(lines)
+    if len(blocks) > 1:
+        raise MarkerError(f"a second generated block (the first is at line {blocks[0].begin + 1})", blocks[1].begin + 1)
+    if blocks:
+        lines[blocks[0].begin:blocks[0].end + 1] = block(checks, comment)
+    else:
+        lines += ([""] if lines and lines[-1].strip() else []) + block(checks, comment)
+    return "\n".join(lines) + "\n"

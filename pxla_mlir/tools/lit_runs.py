@@ -154,7 +154,7 @@ def _with_capture(command: str) -> str:
     return _FILECHECK_WORD.sub(lambda m: f'"{sys.executable}" "{_SHIM}" {m.group(0)}', command)
 
 
-def _summary(text: str, limit: int = 3) -> str:
+def summary(text: str, limit: int = 3) -> str:
     lines = [l.strip() for l in text.splitlines() if l.strip()]
     more = f" / ... ({len(lines) - limit} more lines)" if len(lines) > limit else ""
     return " / ".join(lines[:limit]) + more if lines else "no output on stderr"
@@ -184,10 +184,10 @@ def capture(path: str) -> tuple[list[RunLine], list[Capture], list[str]]:
                 out, err, code, timeout, *_ = execute(test, lit_config, os.path.join(tmp_dir, "script"), [command],
                                                       exec_dir, **kwargs)
             except lit.TestRunner.ScriptFatal as e:
-                raise RunError(f"lit cannot run this RUN line: {_summary(str(e))}", run.line) from None
+                raise RunError(f"lit cannot run this RUN line: {summary(str(e))}", run.line) from None
             if code != 0:
                 why = f"timed out ({timeout})" if timeout else f"exit {code}"
-                raise RunError(f"RUN line failed ({why}): {_summary(err or out)}", run.line)
+                raise RunError(f"RUN line failed ({why}): {summary(err or out)}", run.line)
             for name in sorted(os.listdir(directory)):
                 with open(os.path.join(directory, name)) as f:
                     record = json.load(f)

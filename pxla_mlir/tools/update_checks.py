@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 
 from . import gen_checks, lit_runs
-from .gen_checks import END, Block, MarkerError, begin_marker, check_lines, find_blocks
+from .gen_checks import Block, MarkerError, block, check_lines, find_blocks
 
 _SPLIT_FLAG = re.compile(r"(?<!\S)--?split-input-file(?:=\S*)?(?!\S)")
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
@@ -105,7 +105,7 @@ def _insert_at(lines: list[str], start: int, end: int, comment: str) -> int:
     return last + 1
 
 
-def _verify(path: str, new: str, captures: list[lit_runs.Capture]) -> None:
+def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str]) -> None:
     """Each FileCheck of a generated prefix passes on its captured input with the new text."""
     with tempfile.TemporaryDirectory(prefix="pxla-update-checks-") as tmp:
         checks = os.path.join(tmp, os.path.basename(path))
@@ -121,9 +121,13 @@ def _verify(path: str, new: str, captures: list[lit_runs.Capture]) -> None:
             done = subprocess.run(command + args, input=c.input, capture_output=True, text=True, cwd=c.cwd,
                                   timeout=300)
             if done.returncode != 0:
-                raise UpdateError(f"the new checks fail RUN line {c.run.line} ({lit_runs._summary(done.stderr, 2)}); "
-                                  "does it also check hand-written lines across the generated CHECK-LABELs? "
-                                  "give the generated prefix a RUN line of its own", c.run.line)
+                why = lit_runs.summary(done.stderr.replace(checks, path), 1)
+                mixed = sorted(hand & set(parsed.prefixes))
+                hint = (f"its hand-written {', '.join(mixed)} checks may not fit between the generated CHECK-LABELs; "
+                        "give the generated prefix a RUN line of its own" if mixed else
+                        "the generated checks do not fit this FileCheck's options")
+                raise UpdateError(f"the new checks would fail RUN line {c.run.line} ({why}): {hint}; "
+                                  "the test is unchanged", c.run.line)
 
 
 def update(path: str, *, verify: bool = True) -> Update:
@@ -154,6 +158,14 @@ def update(path: str, *, verify: bool = True) -> Update:
                           "add a RUN line with a prefix of its own (e.g. '| filecheck %s --check-prefix=GEN')",
                           own[0].run.line)
 
+    for cs in chosen.values():  # LLVM's FileCheck rejects a prefix without check lines
+        for c in cs:
+            unused = [p for p in c.parsed.prefixes if p not in hand and p not in chosen]
+            if unused and not any(a.lstrip("-").startswith("allow-unused-prefixes") for a in c.args):
+                raise UpdateError(f"RUN line {c.run.line} checks prefix {unused[0]}, which would have no check line "
+                                  "(LLVM's FileCheck rejects that): drop it from the RUN line or write checks for it",
+                                  c.run.line)
+
     split = {p: bool(_SPLIT_FLAG.search(cs[0].run.command)) for p, cs in chosen.items()}
     spans = _chunk_spans(lines, any(split.values()))
     for b in blocks:
@@ -177,23 +189,23 @@ def update(path: str, *, verify: bool = True) -> Update:
 
     edits = []  # (start, end, lines), applied from the last
     for (start, end), checks in zip(spans, generated):
-        block = [begin_marker(comment), *checks, f"{comment} {END}"]
+        new_block = block(checks, comment)
         mine = [b for b in blocks if start <= b.begin < end]
         if len(mine) > 1:
             raise UpdateError(f"two generated blocks in one chunk (lines {mine[0].begin + 1} and {mine[1].begin + 1})",
                               mine[1].begin + 1)
         if mine:
-            edits.append((mine[0].begin, mine[0].end + 1, block))
+            edits.append((mine[0].begin, mine[0].end + 1, new_block))
         else:
             at = _insert_at(lines, start, end, comment)
             before = [""] if at > start and lines[at - 1].strip() and at == end else []
-            edits.append((at, at, before + block + ([] if at == end else [""])))
+            edits.append((at, at, before + new_block + ([] if at == end else [""])))
     new_lines = list(lines)
-    for start, end, block in sorted(edits, reverse=True):
-        new_lines[start:end] = block
+    for start, end, replacement in sorted(edits, reverse=True):
+        new_lines[start:end] = replacement
     new = "\n".join(new_lines) + ("\n" if old.endswith("\n") or not old else "")
     if verify and new != old:
-        _verify(path, new, [c for cs in chosen.values() for c in cs])
+        _verify(path, new, [c for cs in chosen.values() for c in cs], hand)
     return Update(path, old, new)
 
 
