@@ -129,6 +129,17 @@ def test_large_constants_are_elided_small_ones_kept(checker, tmp_path):
     assert filecheck(checker, lines, text.replace("tensor<40xf32>", "tensor<40xf16>"), tmp_path).returncode == 1
 
 
+@pytest.mark.parametrize("checker", CHECKERS)
+def test_filecheck_syntax_in_the_text_is_checked_literally(checker, tmp_path):
+    text = ('module {\n  func.func @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n'
+            '    %0 = mhlo.custom_call @g(%arg0) {backend_config = "{{a}} [[b]] {[[c [[[d {{{e"} : '
+            '(tensor<2xf32>) -> tensor<2xf32>\n    return %0 : tensor<2xf32>\n  }\n}\n')
+    lines = check_lines(text)
+    assert filecheck(checker, lines, text, tmp_path).returncode == 0, "\n".join(lines)
+    for old, new in (("[[b]]", "[b]]"), ("{[[c", "{[c"), ("{{{e", "{{e"), ("{{a}}", "{a}}")):
+        assert filecheck(checker, lines, text.replace(old, new), tmp_path).returncode == 1, old
+
+
 def test_cli_reads_a_file_or_stdin_and_names_an_empty_input(tmp_path, forms):
     module = tmp_path / "out.mlir"
     module.write_text(forms["replica"])

@@ -56,20 +56,24 @@ def split_chunks(text: str) -> list[str]:
     return chunks
 
 
+_SPECIAL_RUN = re.compile(r"\{*\[{2,}|\{{2,}")  # '[[' and '{{' start variables and regexes
+
+
 def _escape(text: str) -> str:
-    """Literal text for FileCheck: '{{' and '[[' start regexes and variables."""
-    return text.replace("{{", "{{\\{\\{}}").replace("[[", "{{\\[\\[}}")
+    """Literal text for FileCheck: runs of '[' or '{' that FileCheck would read as
+    a variable or a regex (with a '{' just before, which would join them) become regexes."""
+    return _SPECIAL_RUN.sub(lambda m: "{{" + re.sub(r"([\[{])", r"\\\1", m.group(0)) + "}}", text)
 
 
 def _join(pieces: Iterable[tuple[bool, str]]) -> str:
     """Literal and raw (already FileCheck syntax) pieces joined; a literal '{'
-    or '[' before a raw '{{'/'[[' would merge with it, so it is escaped."""
+    just before a raw '{{' would join it, so it is escaped."""
     out = ""
     for literal, piece in pieces:
         if literal:
             piece = _escape(piece)
-        elif out.endswith("{") or out.endswith("["):
-            out = out[:-1] + ("{{\\{}}" if out.endswith("{") else "{{\\[}}")
+        elif out.endswith("{") and piece.startswith("{{"):
+            out = out[:-1] + "{{\\{}}"
         out += piece
     return out
 

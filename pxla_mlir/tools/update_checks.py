@@ -65,7 +65,7 @@ def _choose_prefixes(captures: list[lit_runs.Capture], hand: set[str]) -> dict[s
         for p in c.parsed.prefixes:
             with_prefix.setdefault(p, []).append(c)
     chosen: dict[str, list[lit_runs.Capture]] = {}
-    covered: set[int] = set()
+    covered: dict[int, str] = {}  # id(capture) -> its generated prefix
     for c in captures:
         free = [p for p in c.parsed.prefixes if p not in hand]
         if not free or id(c) in covered:
@@ -74,12 +74,18 @@ def _choose_prefixes(captures: list[lit_runs.Capture], hand: set[str]) -> dict[s
                   and not any(id(o) in covered for o in with_prefix[p])]
         if not usable:
             p = free[0]
-            other = next(o for o in with_prefix[p] if o.input != c.input or id(o) in covered)
-            raise UpdateError(f"RUN line {c.run.line} prints other text than RUN line {other.run.line}, which also checks "
-                              f"prefix {p}; give one of them a prefix of its own (--check-prefixes=...)", c.run.line)
+            other = next((o for o in with_prefix[p] if o.input != c.input), None)
+            if other is not None:
+                why = f"prints other text than RUN line {other.run.line}, which also checks prefix {p}"
+            else:
+                other = next(o for o in with_prefix[p] if id(o) in covered)
+                why = (f"shares prefix {p} with RUN line {other.run.line}, which is already checked by generated "
+                       f"prefix {covered[id(other)]}")
+            raise UpdateError(f"RUN line {c.run.line} {why}; give one of them a prefix of its own "
+                              "(--check-prefixes=...)", c.run.line)
         best = max(usable, key=lambda p: (len(with_prefix[p]), -free.index(p)))
         chosen[best] = with_prefix[best]
-        covered |= {id(o) for o in with_prefix[best]}
+        covered.update({id(o): best for o in with_prefix[best]})
     return chosen
 
 
