@@ -60,8 +60,11 @@ def run_gen(args) -> int:
     if args.output == "-":
         sys.stdout.write(out)
     else:
-        with open(args.output, "w") as f:
-            f.write(out)
+        try:
+            with open(args.output, "w") as f:
+                f.write(out)
+        except OSError as e:
+            raise CliError(f"cannot write {args.output!r}: {e.strerror}") from None
     return 0
 
 
