@@ -215,3 +215,14 @@ def test_filecheck_arguments_are_read_in_every_spelling():
     b = parse_args(["--check-prefix=P", "t.mlir", "-input-file=y"])
     assert (b.check_file, b.check_index, b.prefixes, b.input_file, b.input_indices) == ("t.mlir", 1, ["P"], "y", (2,))
     assert parse_args(["t.mlir"]).prefixes == ["CHECK"]
+
+
+def test_every_filecheck_is_captured_but_one_expected_to_fail():
+    from pxla_mlir.tools.lit_runs import _with_capture
+
+    shim = f'"{sys.executable}" "{REPO / "pxla_mlir" / "tools" / "check_capture.py"}"'
+    assert _with_capture("a %s | filecheck %s") == f"a %s | {shim} filecheck %s"
+    assert _with_capture('a -o %t && "/x/bin/FileCheck" %s --input-file=%t') == \
+        f'a -o %t && {shim} "/x/bin/FileCheck" %s --input-file=%t'
+    assert _with_capture("not filecheck %t.c --input-file=%t") == "not filecheck %t.c --input-file=%t"
+    assert _with_capture("a | not --crash FileCheck-19 %s") == "a | not --crash FileCheck-19 %s"
