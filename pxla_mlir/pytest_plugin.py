@@ -64,6 +64,7 @@ class Golden:
 
 
     def filecheck(self, name: str, text: str, *, prefix: str = "CHECK") -> None:
+        """``text`` passes FileCheck with the lines of the golden ``name`` (``prefix`` selects them)."""
         from .tools.gen_checks import MarkerError, check_lines, with_block
 
         path = self.directory / name

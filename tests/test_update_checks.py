@@ -197,9 +197,11 @@ def test_cli_reports_every_test_and_writes_only_the_good_ones(suite):
 
 def test_a_test_outside_any_lit_suite_gets_pxla_mlirs_substitutions(tmp_path):
     test = tmp_path / "alone.mlir"
-    test.write_text(f"// RUN: pxla-opt %s {HANDOFF} | filecheck %s\n{PSUM}")
+    text = f"// RUN: pxla-opt %s {HANDOFF} | filecheck %s\n{PSUM}".replace("\n", "\r\n")  # and keeps CRLF
+    test.write_bytes(text.encode())
     new = update(str(test)).new
-    assert "// CHECK-NEXT:      %[[PARTITION_ID:" in new and without_blocks(new) == test.read_text().splitlines()
+    assert "// CHECK-NEXT:      %[[PARTITION_ID:" in new and without_blocks(new) == text.splitlines()
+    assert new.count("\n") == new.count("\r\n")
 
 
 def test_the_projects_generated_blocks_are_up_to_date():

@@ -139,7 +139,7 @@ def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str
 def update(path: str, *, verify: bool = True) -> Update:
     """The test's text with its generated blocks rewritten (nothing is written)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", newline="") as f:
             old = f.read()
     except OSError as e:
         raise UpdateError(f"cannot read the test: {e.strerror}") from None
@@ -209,7 +209,8 @@ def update(path: str, *, verify: bool = True) -> Update:
     new_lines = list(lines)
     for start, end, replacement in sorted(edits, reverse=True):
         new_lines[start:end] = replacement
-    new = "\n".join(new_lines) + ("\n" if old.endswith("\n") or not old else "")
+    eol = "\r\n" if "\r\n" in old else "\n"
+    new = eol.join(new_lines) + (eol if old.endswith("\n") or not old else "")
     if verify and new != old:
         _verify(path, new, [c for cs in chosen.values() for c in cs], hand)
     return Update(path, old, new)
@@ -220,7 +221,7 @@ def write(result: Update) -> None:
     directory = os.path.dirname(os.path.abspath(result.path))
     fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(result.new)
         os.chmod(tmp, os.stat(result.path).st_mode & 0o7777)
         os.replace(tmp, result.path)
