@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint docs pytest lit lit-llvm fuzz bench bench-explore bench-multiprocess screenshot clean
+.PHONY: demo test lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
@@ -41,6 +41,11 @@ docs: $(STAMP)
 lit-llvm: $(STAMP)
 	@test -n "$(LLVM_FILECHECK)" || { echo "no LLVM FileCheck found; set LLVM_FILECHECK=/path/to/FileCheck"; exit 1; }
 	$(BIN)/lit -sv test/lit -DFILECHECK=$(LLVM_FILECHECK)
+
+# Rewrite the generated CHECK blocks (// CHECK-GEN-BEGIN ... END) of the lit
+# tests from what their RUN lines print now; hand-written checks are kept.
+update-checks: $(STAMP)
+	$(BIN)/pxla-mlir update-checks test/lit
 
 # Long seeded fuzzing (the suite runs a bounded sample; FUZZ_SEED=n draws another):
 # pxla-opt on mutated .mlir files and bad pipelines, random pmap programs against jax.vmap.

@@ -7,11 +7,26 @@ is installed).
 The golden lives in ``goldens/`` next to the test file (or ``golden.at(dir)``).
 A mismatch fails with an MLIR-aware diff; ``pytest --update-goldens``
 rewrites the files instead.
+
+FileCheck goldens hold CHECK lines instead of the whole text:
+
+    def test_my_pmap_checks(golden):
+        golden.filecheck("my_pmap.checks.mlir", text)
+
+The text must pass FileCheck (``$FILECHECK``, else ``filecheck``, else
+``FileCheck`` on PATH) with the golden's lines. ``--update-goldens`` rewrites
+only its generated block (``pxla-mlir gen-checks`` lines between the
+``CHECK-GEN-BEGIN``/``CHECK-GEN-END`` markers) and keeps hand-written lines
+outside it.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -46,6 +61,45 @@ class Golden:
         if delta:
             pytest.fail(f"emitted MHLO differs from the golden file:\n{delta}\n"
                         f"(if the change is intended: pytest --update-goldens)", pytrace=False)
+
+
+    def filecheck(self, name: str, text: str, *, prefix: str = "CHECK") -> None:
+        """``text`` passes FileCheck with the lines of the golden ``name`` (``prefix`` selects them)."""
+        from .tools.gen_checks import MarkerError, check_lines, with_block
+
+        path = self.directory / name
+        if self.update:
+            try:
+                new = with_block(path.read_text() if path.exists() else "", check_lines(text, prefix))
+            except MarkerError as e:
+                pytest.fail(f"{path}:{e.line}: {e}", pytrace=False)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(new)
+        elif not path.exists():
+            pytest.fail(f"golden file {path} does not exist; create it with pytest --update-goldens", pytrace=False)
+        failure = _filecheck(path, text, prefix)
+        if failure:
+            hint = ("its hand-written lines do not fit the regenerated block" if self.update
+                    else "if the change is intended: pytest --update-goldens")
+            pytest.fail(f"emitted text does not pass the FileCheck golden {path}:\n{failure}\n({hint})",
+                        pytrace=False)
+
+
+def _filecheck_command() -> list[str]:
+    chosen = os.environ.get("FILECHECK")
+    found = chosen or shutil.which("filecheck", path=os.path.dirname(sys.executable)) or \
+        shutil.which("filecheck") or shutil.which("FileCheck")
+    if not found:
+        pytest.fail("golden.filecheck needs a FileCheck: pip install filecheck, or set FILECHECK=/path/to/FileCheck",
+                    pytrace=False)
+    return [found]
+
+
+def _filecheck(path: pathlib.Path, text: str, prefix: str) -> str:
+    """FileCheck's complaint about ``text`` against the checks in ``path`` ("" if it passes)."""
+    done = subprocess.run(_filecheck_command() + [str(path), f"--check-prefix={prefix}"], input=text,
+                          capture_output=True, text=True, timeout=300)
+    return "" if done.returncode == 0 else (done.stderr.strip() or f"FileCheck exited {done.returncode}")
 
 
 @pytest.fixture

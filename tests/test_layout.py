@@ -43,7 +43,8 @@ def test_jax_free_floor_loads_no_jax():
     assert not loaded, f"modules of the jax-free floor that load jax: {loaded}"
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["passes"], ["passes", "pxla-expand-shard"]])
+@pytest.mark.parametrize("argv", [["--version"], ["passes"], ["passes", "pxla-expand-shard"],
+                                  ["gen-checks", "examples/per_device_psum.mlir"]])
 def test_cli_listing_loads_no_jax(argv):
     proc = _loads_jax(f"import contextlib, io\nfrom pxla_mlir.tools import cli\n"
                       f"with contextlib.redirect_stdout(io.StringIO()):\n"

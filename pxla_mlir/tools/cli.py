@@ -6,6 +6,8 @@
     pxla-mlir run TARGET [...]            compile, run, time
     pxla-mlir explore TARGET [-o page]    one HTML page: every stage, pass diffs, collectives, shardings
     pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
+    pxla-mlir gen-checks [FILE|-]         FileCheck lines that check a printed module
+    pxla-mlir update-checks TEST... [--check]  rewrite lit tests' generated CHECK blocks from their RUN lines
 
 Mistakes print one line (``pxla-mlir: error: ...``) and exit 1.
 """
@@ -20,7 +22,7 @@ import sys
 from .. import __version__
 from ..errors import PxlaUserError
 from ..pass_infra import registry
-from . import cmd_diff, cmd_emit, cmd_explore, cmd_sharding
+from . import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_sharding
 from .errors import CliError, describe, positive_int
 
 PROG = "pxla-mlir"
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_diff.add_parser(sub)
     cmd_sharding.add_parser(sub)
     cmd_explore.add_parser(sub)
+    cmd_checks.add_parsers(sub)
     return parser
 
 

@@ -29,12 +29,11 @@ for name, value in os.environ.items():
     if name.startswith("PXLA_"):
         config.environment[name] = value
 
-# %python must be defined here: lit's built-in %p would otherwise eat it.
-config.substitutions.append(("%python", f'"{python}"'))
-# The bare word pxla-opt (not pass names like pxla-opt-foo) runs this
-# checkout's driver with this interpreter.
-config.substitutions.append((r"(?<![\w./-])pxla-opt(?=\s|$)", f'"{python}" -m pxla_mlir.tools.pxla_opt'))
-config.substitutions.append((r"(?<![\w./-])pxla-mlir(?=\s|$)", f'"{python}" -m pxla_mlir.tools.cli'))
+# %python, pxla-opt and pxla-mlir run this checkout's tools with this
+# interpreter (the same substitutions serve pxla-mlir update-checks).
+from pxla_mlir.tools.lit_runs import pxla_substitutions  # noqa: E402
+
+config.substitutions += pxla_substitutions(python)
 
 # FILECHECK (lit -DFILECHECK=... or the environment) picks the FileCheck that
 # runs the checks, e.g. LLVM's (stricter than the PyPI clone, the default).

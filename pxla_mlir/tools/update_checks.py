@@ -1,0 +1,247 @@
+"""Rewriting a lit test's generated CHECK blocks from what its RUN lines print now.
+
+A test's RUN lines run as lit runs them (``lit_runs``). Each FileCheck that
+reads the test itself is checked by one *generated prefix*: one of its
+prefixes with no hand-written check line in the file, shared only by RUN lines
+that print the same text. For every ``// -----`` chunk (with
+``--split-input-file``, else the whole file) the lines of those prefixes
+replace the chunk's block between ``CHECK-GEN-BEGIN`` and ``CHECK-GEN-END``,
+or become a new block above the chunk's input. Everything outside the blocks
+(RUN lines, hand-written checks, comments, the input) is left as it is. The
+new text is checked with the RUN lines' own FileCheck on the captured outputs
+before the file is replaced in one step; any error leaves the file untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from . import gen_checks, lit_runs
+from .gen_checks import Block, MarkerError, block, check_lines, find_blocks
+
+_SPLIT_FLAG = re.compile(r"(?<!\S)--?split-input-file(?:=\S*)?(?!\S)")
+_RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
+
+
+class UpdateError(Exception):
+    """Why a test's generated checks cannot be rewritten: one line, with the test's line when known."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Update:
+    path: str
+    old: str
+    new: str
+
+    @property
+    def stale(self) -> bool:
+        return self.old != self.new
+
+
+def _hand_written(lines: list[str], blocks: list[Block], prefixes: set[str]) -> set[str]:
+    """The prefixes with a check line outside the generated blocks."""
+    inside = {i for b in blocks for i in range(b.begin, b.end + 1)}
+    found = set()
+    for prefix in prefixes:
+        directive = re.compile(rf"(?:^|[^A-Za-z0-9_-]){re.escape(prefix)}"
+                               r"(?:-(?:DAG|COUNT-\d+|NOT|EMPTY|NEXT|SAME|LABEL))?(?:\{LITERAL\})?:")
+        if any(directive.search(line) for i, line in enumerate(lines) if i not in inside):
+            found.add(prefix)
+    return found
+
+
+def _choose_prefixes(captures: list[lit_runs.Capture], hand: set[str]) -> dict[str, list[lit_runs.Capture]]:
+    """Generated prefix -> the captures it checks; every capture with a free prefix gets exactly one."""
+    with_prefix = {}
+    for c in captures:
+        for p in c.parsed.prefixes:
+            with_prefix.setdefault(p, []).append(c)
+    chosen: dict[str, list[lit_runs.Capture]] = {}
+    covered: dict[int, str] = {}  # id(capture) -> its generated prefix
+    for c in captures:
+        free = [p for p in c.parsed.prefixes if p not in hand]
+        if not free or id(c) in covered:
+            continue
+        usable = [p for p in free if len({o.input for o in with_prefix[p]}) == 1
+                  and not any(id(o) in covered for o in with_prefix[p])]
+        if not usable:
+            p = free[0]
+            other = next((o for o in with_prefix[p] if o.input != c.input), None)
+            if other is not None:
+                why = f"prints other text than RUN line {other.run.line}, which also checks prefix {p}"
+            else:
+                other = next(o for o in with_prefix[p] if id(o) in covered)
+                why = (f"shares prefix {p} with RUN line {other.run.line}, which is already checked by generated "
+                       f"prefix {covered[id(other)]}")
+            raise UpdateError(f"RUN line {c.run.line} {why}; give one of them a prefix of its own "
+                              "(--check-prefixes=...)", c.run.line)
+        best = max(usable, key=lambda p: (len(with_prefix[p]), -free.index(p)))
+        chosen[best] = with_prefix[best]
+        covered.update({id(o): best for o in with_prefix[best]})
+    return chosen
+
+
+def _chunk_spans(lines: list[str], split: bool) -> list[tuple[int, int]]:
+    """[start, end) line spans of the test's chunks (the ``// -----`` lines belong to none)."""
+    if not split:
+        return [(0, len(lines))]
+    spans, start = [], 0
+    for i, line in enumerate(lines):
+        if gen_checks.SPLIT_MARKER.match(line):
+            spans.append((start, i))
+            start = i + 1
+    spans.append((start, len(lines)))
+    return spans
+
+
+def _insert_at(lines: list[str], start: int, end: int, comment: str) -> int:
+    """Where a new block goes in a chunk: above its first line of input, or after its last line."""
+    for i in range(start, end):
+        if lines[i].strip() and not lines[i].lstrip().startswith(comment):
+            return i
+    last = max((i for i in range(start, end) if lines[i].strip()), default=start - 1)
+    return last + 1
+
+
+def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str]) -> None:
+    """Each FileCheck of a generated prefix passes on its captured input with the new text."""
+    with tempfile.TemporaryDirectory(prefix="pxla-update-checks-") as tmp:
+        checks = os.path.join(tmp, os.path.basename(path))
+        with open(checks, "w") as f:
+            f.write(new)
+        for c in captures:
+            command = lit_runs.filecheck_command(c)
+            if command is None:
+                raise UpdateError(f"RUN line {c.run.line}: FileCheck '{c.filecheck}' is not on PATH", c.run.line)
+            parsed = c.parsed
+            args = [checks if i == parsed.check_index else a for i, a in enumerate(c.args)
+                    if i not in parsed.input_indices]
+            done = subprocess.run(command + args, input=c.input, capture_output=True, text=True, cwd=c.cwd,
+                                  timeout=300)
+            if done.returncode != 0:
+                why = lit_runs.summary(done.stderr.replace(checks, path), 1)
+                mixed = sorted(hand & set(parsed.prefixes))
+                hint = (f"its hand-written {', '.join(mixed)} checks may not fit between the generated CHECK-LABELs; "
+                        "give the generated prefix a RUN line of its own" if mixed else
+                        "the generated checks do not fit this FileCheck's options")
+                raise UpdateError(f"the new checks would fail RUN line {c.run.line} ({why}): {hint}; "
+                                  "the test is unchanged", c.run.line)
+
+
+def update(path: str, *, verify: bool = True) -> Update:
+    """The test's text with its generated blocks rewritten (nothing is written)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            old = f.read()
+    except OSError as e:
+        raise UpdateError(f"cannot read the test: {e.strerror}") from None
+    lines = old.splitlines()
+    try:
+        blocks = find_blocks(lines)
+    except MarkerError as e:
+        raise UpdateError(str(e), e.line) from None
+    try:
+        runs, captures, places = lit_runs.capture(path)
+    except lit_runs.RunError as e:
+        raise UpdateError(str(e), e.line) from None
+    own = [c for c in captures if c.checks(path)]
+    if not own:
+        raise UpdateError("no RUN line pipes into a FileCheck of this test (e.g. '... | filecheck %s')", runs[0].line)
+    first_run = lines[runs[0].line - 1]
+    comment = _RUN.match(first_run).group(1) or "//"
+    hand = _hand_written(lines, blocks, {p for c in own for p in c.parsed.prefixes})
+    chosen = _choose_prefixes(own, hand)
+    if not chosen:
+        raise UpdateError(f"every prefix the RUN lines check ({', '.join(sorted(hand))}) has hand-written checks; "
+                          "add a RUN line with a prefix of its own (e.g. '| filecheck %s --check-prefix=GEN')",
+                          own[0].run.line)
+
+    for cs in chosen.values():  # LLVM's FileCheck rejects a prefix without check lines
+        for c in cs:
+            unused = [p for p in c.parsed.prefixes if p not in hand and p not in chosen]
+            if unused and not any(a.lstrip("-").startswith("allow-unused-prefixes") for a in c.args):
+                raise UpdateError(f"RUN line {c.run.line} checks prefix {unused[0]}, which would have no check line "
+                                  "(LLVM's FileCheck rejects that): drop it from the RUN line or write checks for it",
+                                  c.run.line)
+
+    split = {p: bool(_SPLIT_FLAG.search(cs[0].run.command)) for p, cs in chosen.items()}
+    spans = _chunk_spans(lines, any(split.values()))
+    for b in blocks:
+        if not any(start <= b.begin and b.end < end for start, end in spans):
+            raise UpdateError(f"the generated block from line {b.begin + 1} spans a '// -----' line", b.begin + 1)
+    generated: list[list[str]] = [[] for _ in spans]
+    for prefix, cs in chosen.items():
+        run = cs[0].run
+        outputs = gen_checks.split_chunks(cs[0].input) if split[prefix] else [cs[0].input]
+        if len(outputs) != len(spans):
+            raise UpdateError(f"RUN line {run.line} prints {len(outputs)} chunk(s) for the test's {len(spans)} "
+                              "('// -----'); every chunk must print its output (a chunk that fails prints nothing)",
+                              run.line)
+        for k, (output, (start, _)) in enumerate(zip(outputs, spans)):
+            checks = check_lines(output, prefix, comment=comment, elide=places)
+            if not checks:
+                where = f"chunk {k + 1} (from line {start + 1})" if len(spans) > 1 else "the test"
+                raise UpdateError(f"RUN line {run.line} prints nothing for {where}: no checks to generate",
+                                  start + 1)
+            generated[k] += ([comment] if generated[k] else []) + checks
+
+    edits = []  # (start, end, lines), applied from the last
+    for (start, end), checks in zip(spans, generated):
+        new_block = block(checks, comment)
+        mine = [b for b in blocks if start <= b.begin < end]
+        if len(mine) > 1:
+            raise UpdateError(f"two generated blocks in one chunk (lines {mine[0].begin + 1} and {mine[1].begin + 1})",
+                              mine[1].begin + 1)
+        if mine:
+            edits.append((mine[0].begin, mine[0].end + 1, new_block))
+        else:
+            at = _insert_at(lines, start, end, comment)
+            before = [""] if at > start and lines[at - 1].strip() and at == end else []
+            edits.append((at, at, before + new_block + ([] if at == end else [""])))
+    new_lines = list(lines)
+    for start, end, replacement in sorted(edits, reverse=True):
+        new_lines[start:end] = replacement
+    eol = "\r\n" if "\r\n" in old else "\n"
+    new = eol.join(new_lines) + (eol if old.endswith("\n") or not old else "")
+    if verify and new != old:
+        _verify(path, new, [c for cs in chosen.values() for c in cs], hand)
+    return Update(path, old, new)
+
+
+def write(result: Update) -> None:
+    """Replaces the test in one step (a reader sees the old file or the new one)."""
+    directory = os.path.dirname(os.path.abspath(result.path))
+    fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(result.new)
+        os.chmod(tmp, os.stat(result.path).st_mode & 0o7777)
+        os.replace(tmp, result.path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def tests_with_blocks(directory: str) -> list[str]:
+    """Files under ``directory`` that hold a generated block (lit's Output/ folders skipped)."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in ("Output", "__pycache__") and not d.startswith("."))
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    if any(gen_checks.is_begin_marker(line) for line in f):
+                        found.append(path)
+            except (OSError, UnicodeDecodeError):
+                continue
+    return found

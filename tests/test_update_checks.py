@@ -1,0 +1,230 @@
+"""pxla-mlir update-checks: generated blocks rewritten from the tests' RUN lines under their lit
+config, everything else untouched, --check for CI, one-line errors that leave the test as it was."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import REPO
+
+from pxla_mlir.tools.check_capture import parse_args
+from pxla_mlir.tools.update_checks import UpdateError, update, write
+
+LIT = os.path.join(os.path.dirname(sys.executable), "lit")
+LLVM_FILECHECK = shutil.which("FileCheck", path="/usr/lib/llvm-19/bin")
+PSUM = (REPO / "examples" / "per_device_psum.mlir").read_text()
+GATHER = textwrap.dedent("""\
+    module @gather attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+      func.func public @main(%arg0: tensor<2x2xf32>) -> tensor<4x2xf32> {
+        %0 = "stablehlo.all_gather"(%arg0) <{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, use_global_device_ids}> : (tensor<2x2xf32>) -> tensor<4x2xf32>
+        return %0 : tensor<4x2xf32>
+      }
+    }
+    """)
+HANDOFF = "--pass-pipeline='builtin.module(pxla-handoff-pipeline{mode=partition})'"
+
+
+@pytest.fixture
+def suite(tmp_path):
+    """A lit suite of its own: pxla_mlir's substitutions, a substitution of the suite's own, FILECHECK."""
+    (tmp_path / "lit.cfg.py").write_text(textwrap.dedent("""\
+        import os, sys
+        import lit.formats
+        from pxla_mlir.tools.lit_runs import pxla_substitutions
+        config.name = "tmp"
+        config.test_format = lit.formats.ShTest(execute_external=False)
+        config.suffixes = [".mlir"]
+        config.test_source_root = os.path.dirname(__file__)
+        config.environment["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), config.environment["PATH"]])
+        config.substitutions.append(("%handoff", "pxla-opt --pass-pipeline='builtin.module(pxla-handoff-pipeline)'"))
+        config.substitutions += pxla_substitutions(sys.executable)
+        fc = lit_config.params.get("FILECHECK")
+        if fc:
+            config.substitutions.append((r"(?<![\\w./-])filecheck(?=\\s|$)", f'"{fc}"'))
+        """))
+    (tmp_path / "chunks.py").write_text("print('module {\\n}\\n// -----\\n')\n")  # a second chunk prints nothing
+    return tmp_path
+
+
+def lit(path, *params):
+    run = subprocess.run([LIT, "-a", str(path), *params], capture_output=True, text=True, timeout=300)
+    return run.returncode, run.stdout + run.stderr
+
+
+def without_blocks(text):
+    """The lines outside the generated blocks (and the blank line update-checks puts after a new one)."""
+    out, inside, dropped = [], False, False
+    for line in text.splitlines():
+        if "CHECK-GEN-BEGIN" in line:
+            inside = True
+        elif "CHECK-GEN-END" in line:
+            inside, dropped = False, True
+        elif not inside:
+            if dropped and not line.strip():
+                dropped = False
+                continue
+            out.append(line)
+            dropped = False
+    return out
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", "update-checks", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+TWO_RUNS = f"""\
+// Two generated prefixes (one through the suite's own %handoff, one reading
+// a %t file) and a hand-written one.
+// RUN: %handoff %s | filecheck %s --check-prefix=GEN-REPLICA
+// RUN: pxla-opt %s {HANDOFF} -o %t && filecheck %s --input-file=%t --check-prefix=GEN-PARTITION
+// RUN: pxla-opt %s {HANDOFF} | filecheck %s --check-prefix=INTENT
+
+// INTENT: mhlo.all_reduce{{{{.*}}}}use_global_device_ids
+{PSUM}"""
+
+
+def test_round_trip_keeps_everything_but_the_block(suite):
+    test = suite / "psum.mlir"
+    test.write_text(TWO_RUNS)
+    result = update(str(test))
+    assert result.stale
+    write(result)
+    new = test.read_text()
+    assert without_blocks(new) == TWO_RUNS.splitlines()
+    assert "// GEN-REPLICA-NEXT:      %[[REPLICA_ID:" in new and "// GEN-PARTITION-NEXT:      %[[PARTITION_ID:" in new
+    assert "INTENT-" not in new and new.count("CHECK-GEN-BEGIN") == 1
+    # The block sits above the input, below the comments.
+    assert new.index("CHECK-GEN-END") < new.index("module @per_device_psum") and \
+        new.index("// INTENT:") < new.index("CHECK-GEN-BEGIN")
+    assert lit(test)[0] == 0, lit(test)[1]
+    if LLVM_FILECHECK:
+        code, out = lit(test, f"-DFILECHECK={LLVM_FILECHECK}")
+        assert code == 0 and LLVM_FILECHECK in out, out
+    assert not update(str(test)).stale  # idempotent
+    # An intended change: --check sees it without writing, and only the block follows it.
+    changed = new.replace("dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use", "dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>, use")
+    test.write_text(changed)
+    assert update(str(test), verify=False).stale and test.read_text() == changed
+    write(update(str(test)))
+    assert without_blocks(test.read_text()) == without_blocks(changed)
+    assert "dense<{{\\[\\[}}0, 1], [2, 3]]> : tensor<2x2xi64>" in test.read_text() and lit(test)[0] == 0
+
+
+def test_split_input_file_gets_a_block_per_chunk(suite):
+    test = suite / "split.mlir"
+    original = (f"// RUN: pxla-opt %s --split-input-file {HANDOFF} | filecheck %s --check-prefix=GEN\n"
+                f"// RUN: pxla-opt %s --split-input-file {HANDOFF} | filecheck %s --check-prefix=HAND\n\n"
+                f"{PSUM}\n// -----\n\n// HAND: mhlo.all_gather\n{GATHER}")
+    test.write_text(original)
+    write(update(str(test)))
+    new = test.read_text()
+    first, second = new.split("\n// -----\n")
+    assert first.count("CHECK-GEN-BEGIN") == 1 and "GEN-LABEL: module @per_device_psum" in first
+    assert second.count("CHECK-GEN-BEGIN") == 1 and "GEN-LABEL: module @gather" in second
+    assert "@gather" not in first and "@per_device_psum" not in second
+    assert without_blocks(new) == original.splitlines()
+    assert lit(test)[0] == 0
+    if LLVM_FILECHECK:
+        assert lit(test, f"-DFILECHECK={LLVM_FILECHECK}")[0] == 0
+
+
+BAD = {  # name: (test text, error message pattern)
+    "no_run_line": (PSUM, r"^no RUN line \(add one, e\.g\. '// RUN: pxla-opt %s \| filecheck %s'\)$"),
+    "run_line_fails": ("// RUN: pxla-opt %s | filecheck %s\nmodule {\n  bogus\n}\n",
+                       r"^RUN line failed \(exit 1\): .*bad\.mlir:3:3: error: custom op 'bogus' is unknown"),
+    "empty_chunk": ("// RUN: %python %S/chunks.py --split-input-file | filecheck %s\nmodule {\n}\n// -----\nmodule {\n}\n",
+                    r"^RUN line 1 prints nothing for chunk 2 \(from line 5\): no checks to generate$"),
+    "dropped_chunk": ("// RUN: pxla-opt %s --split-input-file --verify-diagnostics | filecheck %s\nmodule {\n}\n"
+                      "// -----\n// expected-error @+2 {{custom op}}\nmodule {\n  bogus\n}\n",
+                      r"^RUN line 1 prints 1 chunk\(s\) for the test's 2 \('// -----'\); every chunk must print"),
+    "only_hand_written": ("// RUN: pxla-opt %s | filecheck %s\n// CHECK: module\nmodule {\n}\n",
+                          r"^every prefix the RUN lines check \(CHECK\) has hand-written checks; add a RUN line"),
+    "no_filecheck_of_the_test": ("// RUN: pxla-opt %s -o %t\nmodule {\n}\n",
+                                 r"^no RUN line pipes into a FileCheck of this test"),
+    "prefix_shared_by_other_outputs": (
+        f"// RUN: pxla-opt %s | filecheck %s --check-prefix=GEN\n// RUN: pxla-opt %s {HANDOFF} | filecheck %s "
+        f"--check-prefix=GEN\n{PSUM}", r"^RUN line 1 prints other text than RUN line 2, which also checks prefix GEN"),
+    "prefix_left_without_checks": ("// RUN: pxla-opt %s | filecheck %s --check-prefixes=CHECK,GEN\nmodule {\n}\n",
+                                   r"^RUN line 1 checks prefix GEN, which would have no check line \(LLVM's FileCheck "),
+    "unbalanced_markers": ("// RUN: pxla-opt %s | filecheck %s\n// CHECK-GEN-BEGIN\nmodule {\n}\n",
+                           r"^CHECK-GEN-BEGIN without a CHECK-GEN-END after it$"),
+    "hand_written_across_labels": (
+        "// RUN: pxla-opt %s | filecheck %s --check-prefixes=HAND,GEN\n// HAND: func.func @g\n"
+        "module {\n  func.func @f() {\n    return\n  }\n  func.func @g() {\n    return\n  }\n}\n",
+        r"^the new checks would fail RUN line 1 \(.*\): its hand-written HAND checks may not fit between the "
+        r"generated CHECK-LABELs; give the generated prefix a RUN line of its own; the test is unchanged$"),
+}
+LINES = {"no_run_line": None, "empty_chunk": 5, "unbalanced_markers": 2}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_inputs_are_one_line_errors_and_leave_the_test_alone(suite, name):
+    text, pattern = BAD[name]
+    test = suite / "bad.mlir"
+    test.write_text(text)
+    with pytest.raises(UpdateError) as e:
+        update(str(test))
+    message = str(e.value)
+    assert "\n" not in message and re.search(pattern, message), message
+    assert e.value.line == LINES.get(name, 1)
+    assert test.read_text() == text
+
+
+def test_cli_reports_every_test_and_writes_only_the_good_ones(suite):
+    good, stale, broken = suite / "good.mlir", suite / "stale.mlir", suite / "broken.mlir"
+    for path in (good, stale):
+        path.write_text(f"// RUN: pxla-opt %s | filecheck %s\n{PSUM}")
+    write(update(str(good)))
+    broken.write_text("// RUN: pxla-opt %s | filecheck %s\nmodule {\n  bogus\n}\n")
+    before = {p: p.read_text() for p in (good, stale, broken)}
+    check = cli("--check", str(good), str(stale), str(broken))
+    assert check.returncode == 1
+    assert check.stdout == f"{stale}: generated checks are stale (run: pxla-mlir update-checks {stale})\n"
+    assert re.fullmatch(rf"pxla-mlir: error: {re.escape(str(broken))}:1: RUN line failed \(exit 1\): [^\n]*custom op "
+                        r"'bogus' is unknown[^\n]*\n", check.stderr), check.stderr
+    assert {p: p.read_text() for p in before} == before
+    # A directory means its tests that have a generated block: only good.mlir here.
+    assert cli("--check", str(suite)).returncode == 0
+    run = cli(str(stale), str(broken))
+    assert run.returncode == 1 and run.stdout == f"updated {stale}\n" and "CHECK-GEN-BEGIN" in stale.read_text()
+    assert broken.read_text() == before[broken]
+
+
+def test_a_test_outside_any_lit_suite_gets_pxla_mlirs_substitutions(tmp_path):
+    test = tmp_path / "alone.mlir"
+    text = f"// RUN: pxla-opt %s {HANDOFF} | filecheck %s\n{PSUM}".replace("\n", "\r\n")  # and keeps CRLF
+    test.write_bytes(text.encode())
+    new = update(str(test)).new
+    assert "// CHECK-NEXT:      %[[PARTITION_ID:" in new and without_blocks(new) == text.splitlines()
+    assert new.count("\n") == new.count("\r\n")
+
+
+def test_the_projects_generated_blocks_are_up_to_date():
+    run = cli("--check", str(REPO / "test" / "lit"))
+    assert run.returncode == 0, f"{run.stdout}{run.stderr}(regenerate with: make update-checks)"
+    make = subprocess.run(["make", "-n", "update-checks"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert make.returncode == 0 and "update-checks test/lit" in make.stdout
+
+
+def test_filecheck_arguments_are_read_in_every_spelling():
+    a = parse_args(["%s", "--check-prefixes=A,B", "-check-prefix", "C", "--input-file", "x", "--dump-input=fail"])
+    assert (a.check_file, a.check_index, a.prefixes, a.input_file, a.input_indices) == ("%s", 0, ["A", "B", "C"], "x", (4, 5))
+    b = parse_args(["--check-prefix=P", "t.mlir", "-input-file=y"])
+    assert (b.check_file, b.check_index, b.prefixes, b.input_file, b.input_indices) == ("t.mlir", 1, ["P"], "y", (2,))
+    assert parse_args(["t.mlir"]).prefixes == ["CHECK"]
+
+
+def test_every_filecheck_is_captured_but_one_expected_to_fail():
+    from pxla_mlir.tools.lit_runs import _with_capture
+
+    shim = f'"{sys.executable}" "{REPO / "pxla_mlir" / "tools" / "check_capture.py"}"'
+    assert _with_capture("a %s | filecheck %s") == f"a %s | {shim} filecheck %s"
+    assert _with_capture('a -o %t && "/x/bin/FileCheck" %s --input-file=%t') == \
+        f'a -o %t && {shim} "/x/bin/FileCheck" %s --input-file=%t'
+    assert _with_capture("not filecheck %t.c --input-file=%t") == "not filecheck %t.c --input-file=%t"
+    assert _with_capture("a | not --crash FileCheck-19 %s") == "a | not --crash FileCheck-19 %s"
