@@ -185,11 +185,12 @@ def _one_of(values: tuple) -> str:
 
 def configure(cls, **values):
     """``cls(**values)`` for Python callers (keywords: fields or API names), with
-    each choice checked: ``ValueError("mode must be 'replica' or 'partition', got 'spmd'")``."""
+    each choice checked: ``OptionError("mode must be 'replica' or 'partition', got 'spmd'")``
+    (a ``ValueError``)."""
     fields = {}
     for name, value in values.items():
         allowed = choices(cls, name)
         if value not in allowed:
-            raise ValueError(f"{name} must be {_one_of(allowed)}, got {value!r}")
+            raise OptionError(f"{name} must be {_one_of(allowed)}, got {value!r}")
         fields[_info(cls, name).field] = value
     return cls(**fields)
