@@ -117,3 +117,15 @@ def test_colors_follow_the_terminal_and_no_color(monkeypatch, capsys, env, flags
     assert bool(re.search(r"\x1b\[[0-9;]*3[1-7]m", capsys.readouterr().out)) == wanted
     choice = "never" if "--no-color" in flags else flags[1] if flags else "auto"
     assert cmd_diff.use_color(choice, sys.stdout) == wanted  # diff decides the same way
+
+
+def test_the_device_view_colors_each_piece_without_an_array_view():
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=120)
+    show_sharding((2, 4, 6), AbstractMesh((2, 2, 2), ("a", "b", "c")).sharding_spec(3, {"a": 0, "b": 1, "c": 2}),
+                  console=console)
+    out = console.file.getvalue()
+    assert "\x1b[31m" in out and "\x1b[32m" in out and "\x1b[2m" not in out  # red, green, ...; nothing dim

@@ -195,7 +195,7 @@ def _device_view(grid: np.ndarray, ranges, colors, names, left_out) -> Table:
             dev = int(grid[i, j])
             r = ranges[dev]
             text = "nothing" if r is None else _fmt(r)
-            cells.append(Text(f"dev {names[dev]}\n{text}", style=colors.get(r, "dim") if r is not None else "dim"))
+            cells.append(Text(f"dev {names[dev]}\n{text}", style="dim" if r is None else _color(colors, r)))
         table.add_row(*cells)
     return table
 
