@@ -13,10 +13,11 @@ XMAP = str(REPO / "examples/xmap_2d.py") + ":normalise_2d"
 PLAIN = str(REPO / "examples/pmap_demo.py") + ":inner"  # a plain function: psum over 'j'
 
 
-def cli(*args, stdin=None):
+def cli(*args, stdin=None, cwd=None, **extra_env):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # the CLI sets 8 CPU devices itself
+    env.update(extra_env)
     return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", *map(str, args)], capture_output=True,
-                          text=True, env=env, input=stdin, timeout=300)
+                          text=True, env=env, input=stdin, timeout=300, cwd=cwd)
 
 
 def test_emit_to_a_file_then_diff_against_the_same_emit_is_empty(tmp_path):
@@ -72,7 +73,7 @@ def test_stages_dumps_and_dialects(tmp_path):
                                                "pxla-expand-unshard{strategy=all-reduce})")
     assert "dynamic_update_slice" in custom.stdout and "partition_id" in custom.stdout
     unlegalized = cli("emit", NESTED, "--pipeline", "builtin.module(pxla-expand-shard)")
-    assert unlegalized.returncode == 1 and "legalize the module to MHLO first" in unlegalized.stderr
+    assert unlegalized.returncode == 2 and "legalize the module to MHLO first" in unlegalized.stderr
 
 
 def test_plain_function_with_map_flags(tmp_path):
@@ -86,6 +87,44 @@ def test_plain_function_with_map_flags(tmp_path):
     gspmd = cli(*flags, "--shardings", "gspmd")
     assert gspmd.returncode == 0, gspmd.stderr
     assert 'mhlo.sharding = "{devices=[8,1]<=[8]}"' in gspmd.stdout and "sdy" not in gspmd.stdout
+
+
+def test_diff_reads_bytecode_and_stdin(tmp_path):
+    text = cli("emit", NESTED).stdout
+    (tmp_path / "a.mlir").write_text(text)
+    opt = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", tmp_path / "a.mlir", "--emit-bytecode",
+                          "-o", tmp_path / "a.mlirbc"], capture_output=True, timeout=300)
+    assert opt.returncode == 0, opt.stderr
+    same = cli("diff", tmp_path / "a.mlirbc", "-", stdin=text)
+    assert same.returncode == 0 and same.stdout == "", same.stderr
+    other = cli("diff", tmp_path / "a.mlirbc", "-", stdin=text.replace("mhlo.num_replicas = 8", "mhlo.num_replicas = 4"))
+    assert other.returncode == 1 and "+module @pmap_two_level_sum attributes {mhlo.num_partitions = 1 : i32, " \
+                                     "mhlo.num_replicas = 4" in other.stdout
+
+
+def test_targets_import_like_python(tmp_path):
+    (tmp_path / "helper_mod.py").write_text("AXIS = 'i'\n")
+    (tmp_path / "mymod.py").write_text("from jax import lax\nimport helper_mod\n\n"
+                                       "def f(x):\n    return lax.psum(x, helper_mod.AXIS)\n")
+    flags = ("--map", "pmap", "--axis-name", "i", "--arg", "f32[8,2]")
+    here = cli("emit", "mymod:f", *flags, cwd=tmp_path)  # the current directory, as for python -m
+    assert here.returncode == 0 and "mhlo.all_reduce" in here.stdout, here.stderr
+    there = cli("emit", tmp_path / "mymod.py:f", *flags)  # a file's own imports from its directory
+    assert there.returncode == 0 and "mhlo.all_reduce" in there.stdout, there.stderr
+    odd = tmp_path / os.fsdecode(b"\xff-dir")
+    odd.mkdir()
+    (odd / "prog.py").write_text("def f(x):\n    return x\n")
+    result = cli("emit", f"{odd}/prog.py:f", *flags)
+    assert result.returncode == 2 and result.stderr == (
+        f"pxla-mlir: error: bad target: the path '{tmp_path}/\\xff-dir/prog.py' is not UTF-8, and jax cannot record "
+        f"such file names in MLIR locations; rename the directory (or move the file) to a UTF-8 name\n")
+
+
+def test_cpu_devices_says_when_it_cannot_apply():
+    result = cli("show-sharding", "--shape", "4", "--hlo", "{replicated}", "--devices", "2", "--cpu-devices", "4",
+                 "--no-color", JAX_PLATFORMS="tpu")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "pxla-mlir: note: --cpu-devices 4 does not apply: JAX_PLATFORMS=tpu runs on other devices\n"
 
 
 def test_run_prints_timings_and_outputs():
@@ -146,12 +185,20 @@ def test_run_prints_timings_and_outputs():
     (("emit", XMAP, "--mesh", "4x4:x,y"), "needs 16 devices, but only 8 exist"),
     (("diff", "nope.mlir", NESTED), "cannot open 'nope.mlir'"),
     (("diff", NESTED + "?colour=red", NESTED), "unknown emit option 'colour'"),
+    (("diff", NESTED + "?unshard=bogus", NESTED), "unshard must be 'all-gather' or 'all-reduce', got 'bogus'"),
+    (("diff", NESTED + "?unshard", NESTED), "bad emit spec '" + NESTED + "?unshard': bad query field: 'unshard'"),
+    (("diff", "-", "-"), "both sides are '-': standard input can be read only once"),
+    (("diff", str(REPO / "examples"), NESTED), "is a directory; give a .mlir file or an emit spec"),
+    (("emit", NESTED, "--dump-dir", str(REPO / "README.md")), "is a file, not a directory"),
+    (("emit", NESTED, "--dump-d", "x"), "unrecognized arguments: --dump-d x"),  # no abbreviations
+    (("emit", NESTED, "--cpu-devices", "0"), "argument --cpu-devices: expected a positive integer, got 0"),
+    (("emit", NESTED, "--cpu-devices", "4"), "but only 4 XLA devices are available"),  # after the command too
     (("emit",), "the following arguments are required: target"),
     (("frobnicate",), "invalid choice: 'frobnicate'"),
 ])
 def test_mistakes_give_one_line(args, message):
     result = cli(*args)
-    assert result.returncode == 1, result.stdout
+    assert result.returncode == 2, result.stdout
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pxla-mlir: error: "), result.stderr
     assert message in lines[0], lines[0]
@@ -162,7 +209,7 @@ def test_failing_user_module_is_one_line(tmp_path):
     src = tmp_path / "broken.py"
     src.write_text("raise RuntimeError('boom at import')\n")
     result = cli("emit", f"{src}:f")
-    assert result.returncode == 1 and result.stderr.strip() == \
+    assert result.returncode == 2 and result.stderr.strip() == \
         f"pxla-mlir: error: importing '{src}' failed: RuntimeError: boom at import"
 
 
@@ -170,14 +217,20 @@ def test_diff_rejects_invalid_mlir(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("module { func.func @f( }")
     result = cli("diff", bad, bad)
-    assert result.returncode == 1 and "is not valid MLIR" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert result.returncode == 2 and "is not valid MLIR" in result.stderr and len(result.stderr.splitlines()) == 1
+    binary = tmp_path / "binary.mlir"
+    binary.write_bytes(b"module {\n}\n\xff\xfe")
+    result = cli("diff", binary, bad)
+    assert result.returncode == 2 and result.stderr == (f"pxla-mlir: error: '{binary}' is neither MLIR text nor MLIR "
+                                                        f"bytecode: byte 0xff at line 3 is not UTF-8; give a .mlir "
+                                                        f"file or an emit spec\n")
 
 
 def test_errors_in_the_users_function_name_its_line_without_the_debug_hint(tmp_path):
     src = tmp_path / "prog.py"
     src.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.dot(x, jnp.ones(5))\n")
     result = cli("emit", f"{src}:f", "--map", "pmap", "--arg", "f32[8,3]")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "pxla-mlir: error: TypeError: dot_general requires contracting dimensions to have the same shape, got (3,) "
         f"and (5,). (in f, {src}:4)"]
@@ -191,7 +244,7 @@ def test_a_bug_of_pxla_mlir_asks_for_the_traceback(monkeypatch, capsys):
     monkeypatch.delenv("PXLA_DEBUG", raising=False)
     # A KeyError raised inside pxla_mlir stands for a bug of ours.
     monkeypatch.setattr(cmd_emit, "stage_text", lambda *args, **kwargs: choices(PmapPipeline, "nope"))
-    assert cli_module.main(["emit", NESTED]) == 1
+    assert cli_module.main(["emit", NESTED]) == 2
     assert capsys.readouterr().err == ("pxla-mlir: error: KeyError: \"PmapPipeline has no choice option 'nope'\" "
                                        "(set PXLA_DEBUG=1 for the traceback)\n")
 
@@ -218,7 +271,7 @@ def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
     deep = tmp_path / "deep.mlir"
     deep.write_text("module attributes {x.a = " + "[" * 20000 + "]" * 20000 + "} {}\n")
     result = cli("diff", deep, deep)
-    assert result.returncode == 1 and result.stderr.startswith(f"pxla-mlir: error: {deep}:1:1025: input nested "
+    assert result.returncode == 2 and result.stderr.startswith(f"pxla-mlir: error: {deep}:1:1025: input nested "
                                                                f"more than 1000 levels deep"), result.stderr
 
 
@@ -232,7 +285,7 @@ def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path,
 
     monkeypatch.setenv("PXLA_REPRO_DIR", str(tmp_path))
     monkeypatch.setattr(cmd_emit, "stage_text", failing)
-    assert cli_module.main(["emit", NESTED]) == 1
+    assert cli_module.main(["emit", NESTED]) == 2
     err = capsys.readouterr().err.splitlines()
     [saved] = tmp_path.iterdir()
     assert err == ["pxla-mlir: error: -:1:1: error: module has no 'mhlo.num_partitions' attribute; XLA needs "

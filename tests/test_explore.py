@@ -350,7 +350,7 @@ def test_cli_compare_with_the_other_unshard_strategy(tmp_path):
 ])
 def test_cli_mistakes_give_one_line(args, message):
     result = cli(*args)
-    assert result.returncode == 1, result.stdout
+    assert result.returncode == 2, result.stdout
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pxla-mlir: error: "), result.stderr
     assert message in lines[0], lines[0]

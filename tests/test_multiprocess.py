@@ -118,7 +118,7 @@ def test_cli_run_processes_matches_one_process(target):
 def test_cli_run_processes_mistakes():
     result = _cli("--cpu-devices", "6", "run", "examples/nested_reduction.py:two_level_sum", "--processes", "4",
                   XLA_FLAGS="")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "6 CPU devices cannot be split evenly between 4 processes" in result.stderr
 
 

@@ -111,3 +111,15 @@ def test_console_script_is_installed():
     exe = os.path.join(os.path.dirname(sys.executable), "pxla-opt")
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and "jaxlib 0.10.2" in proc.stdout
+
+
+def test_source_excerpt_points_at_byte_columns():
+    from pxla_mlir.ir.diagnostics import EXCERPT_WIDTH, source_excerpt
+
+    assert source_excerpt(b"a\n  bc\n", 2, 3) == ["  bc", "  ^"]
+    assert source_excerpt("x = \u00e9t\u00e9 + y\r\n", 1, 13) == ["x = \u00e9t\u00e9 + y", "          ^"]  # y, after 2-byte chars
+    assert source_excerpt(b"a\n", 3, 1) == [] and source_excerpt(b"a\n", 0, 1) == []
+    line = "x" * 1000 + "!" + "y" * 1000
+    text, caret = source_excerpt(line, 1, 1001)
+    assert len(text) <= EXCERPT_WIDTH + 6 and text.startswith("...") and text.endswith("...")
+    assert text[caret.index("^")] == "!"

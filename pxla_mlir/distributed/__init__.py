@@ -17,13 +17,25 @@ collectives on CPU, NCCL on GPU).
 * :mod:`.launch`: N local processes on a free 127.0.0.1 port.
 """
 
-from .launch import Finished, launch
-from .lifecycle import PEER_FAILED_EXIT, initialize
-from .processes import MultiProcessError, check_devices, default_devices, is_multi_process, spans_processes
-from .program_check import ProgramMismatchError, check_before_launch
-from .shares import LocalPlacement, bound_avals, global_avals, is_global, is_process_local, process_local, share_note
+from .launch import Finished, launch  # jax-free: launching processes needs no jax
 
-__all__ = ["initialize", "process_local", "launch", "Finished", "MultiProcessError", "ProgramMismatchError",
-           "PEER_FAILED_EXIT", "is_multi_process", "spans_processes", "default_devices", "check_devices",
-           "check_before_launch", "LocalPlacement", "bound_avals", "global_avals", "is_global", "is_process_local",
-           "share_note"]
+# The rest is loaded on first use (it needs jax).
+_LAZY = {"initialize": "lifecycle", "PEER_FAILED_EXIT": "lifecycle",
+         "MultiProcessError": "processes", "check_devices": "processes", "default_devices": "processes",
+         "is_multi_process": "processes", "spans_processes": "processes", "ProgramMismatchError": "program_check",
+         "check_before_launch": "program_check", "LocalPlacement": "shares", "bound_avals": "shares",
+         "global_avals": "shares", "is_global": "shares", "is_process_local": "shares", "process_local": "shares",
+         "share_note": "shares"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["launch", "Finished", *_LAZY]

@@ -3,7 +3,7 @@
 Each process gets ``PXLA_MP_COORDINATOR`` (127.0.0.1 and a free port),
 ``PXLA_MP_NUM_PROCESSES``, ``PXLA_MP_PROCESS_ID`` (what
 :func:`pxla_mlir.distributed.initialize` reads) and its number of virtual
-CPU devices in ``XLA_FLAGS``. Every process runs under a hard deadline:
+CPU devices (``JAX_NUM_CPU_DEVICES`` and ``XLA_FLAGS``). Every process runs under a hard deadline:
 at the deadline it is killed with SIGKILL (jax's preemption notifier
 swallows SIGTERM). Used by ``pxla-mlir run --processes``, the tests and the
 benchmarks.
@@ -64,6 +64,7 @@ def process_env(index: int, count: int, port: int, *, cpu_devices: int | None = 
     if cpu_devices is not None:
         flags = [f for f in env.get("XLA_FLAGS", "").split() if "xla_force_host_platform_device_count" not in f]
         env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={cpu_devices}"])
+        env["JAX_NUM_CPU_DEVICES"] = str(cpu_devices)  # jax's own setting, which wins over XLA_FLAGS
     return env
 
 

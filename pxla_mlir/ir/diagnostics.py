@@ -22,6 +22,7 @@ __all__ = [
     "PxlaWarning",
     "emit",
     "location_of",
+    "source_excerpt",
 ]
 
 SEVERITIES = ("error", "warning", "note", "remark")
@@ -64,6 +65,35 @@ def location_of(loc: ir.Location | None) -> SourceLoc | None:
     return SourceLoc(m.group(1), int(m.group(2)), int(m.group(3)))
 
 
+#: Longest source line shown whole under a diagnostic; longer ones show a window around the column.
+EXCERPT_WIDTH = 160
+
+
+def source_excerpt(source: bytes | str, line: int, col: int) -> list[str]:
+    """The source line (tabs expanded, like LLVM's) and a caret line under
+    byte column ``col`` (1-based); nothing if ``line`` is not in ``source``."""
+    data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    if line < 1:
+        return []
+    start = 0
+    for _ in range(line - 1):
+        start = data.find(b"\n", start) + 1
+        if start == 0:
+            return []
+    end = data.find(b"\n", start)
+    raw = data[start:] if end < 0 else data[start:end]
+    raw = raw.rstrip(b"\r")
+    text = raw.decode("utf-8", "replace").expandtabs(8)
+    at = len(raw[:max(col - 1, 0)].decode("utf-8", "replace").expandtabs(8))
+    if len(text) > EXCERPT_WIDTH:  # a window around the column
+        half = EXCERPT_WIDTH // 2
+        first = max(0, at - half)
+        window = text[first:at + half]
+        text = ("..." if first else "") + window + ("..." if at + half < len(text) else "")
+        at = at - first + (3 if first else 0)
+    return [text, " " * min(at, len(text)) + "^"]
+
+
 @dataclasses.dataclass(frozen=True)
 class Diagnostic:
     severity: str  # one of SEVERITIES
@@ -71,13 +101,18 @@ class Diagnostic:
     loc: SourceLoc | None
     notes: tuple["Diagnostic", ...] = ()
 
-    def format(self, buffer_name: str | None = None) -> str:
+    def format(self, buffer_name: str | None = None, source: bytes | str | None = None) -> str:
         """``file:line:col: error: message`` lines, notes indented after it.
 
         ``buffer_name`` replaces MLIR's name for an in-memory buffer ("-").
+        With ``source`` (the text of that buffer), each diagnostic located in
+        it is followed by its source line and a caret under the column, as
+        mlir-opt prints them.
         """
         lines = [f"{self._where(buffer_name)}{self.severity}: {self.message}"]
-        lines += [n.format(buffer_name) for n in self.notes]
+        if source is not None and self.loc is not None and self.loc.file == "-":
+            lines += source_excerpt(source, self.loc.line, self.loc.col)
+        lines += [n.format(buffer_name, source) for n in self.notes]
         return "\n".join(lines)
 
     def _where(self, buffer_name: str | None) -> str:
@@ -157,8 +192,8 @@ class DiagnosticCollector:
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "error"]
 
-    def format(self, buffer_name: str | None = None) -> str:
-        return "\n".join(d.format(buffer_name) for d in self.diagnostics)
+    def format(self, buffer_name: str | None = None, source: bytes | str | None = None) -> str:
+        return "\n".join(d.format(buffer_name, source) for d in self.diagnostics)
 
 
 def emit(severity: str, loc: ir.Location, message: str, notes: Iterable[tuple[ir.Location, str]] = ()) -> None:

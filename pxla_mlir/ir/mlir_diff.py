@@ -101,10 +101,11 @@ def _rename_values(lines: list[str]) -> list[str]:
     return lines[:1] + out
 
 
-def normalize(text: str, *, ignore: Sequence[str] = (), name: str = "<input>") -> list[str]:
-    """Canonical lines of a module (see the module docs)."""
+def normalize(text: str | bytes, *, ignore: Sequence[str] = (), name: str = "<input>") -> list[str]:
+    """Canonical lines of a module, MLIR text or bytecode (see the module docs)."""
     try:
-        check_nesting(text)
+        if not (isinstance(text, bytes) and text.startswith(b"ML\xefR")):  # bytecode skips the text parser
+            check_nesting(text)
     except NestingError as e:
         raise DiffError(f"{name}:{e.line}:{e.col}: {e.message}") from None
     ctx = make_context(allow_unregistered_dialects=True)
@@ -126,7 +127,7 @@ def normalize(text: str, *, ignore: Sequence[str] = (), name: str = "<input>") -
     return out + [lines[i] for i in tail]
 
 
-def diff(a: str, b: str, *, a_name: str = "a", b_name: str = "b", ignore: Sequence[str] = (),
+def diff(a: str | bytes, b: str | bytes, *, a_name: str = "a", b_name: str = "b", ignore: Sequence[str] = (),
          color: bool = False) -> str:
     """A unified diff of the normalized modules ("" when they are the same)."""
     lines = list(difflib.unified_diff(normalize(a, ignore=ignore, name=a_name), normalize(b, ignore=ignore, name=b_name),

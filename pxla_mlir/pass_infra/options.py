@@ -187,8 +187,8 @@ def _one_of(values: tuple) -> str:
 
 def configure(cls, **values):
     """``cls(**values)`` for Python callers (keywords: fields or API names), with
-    each choice checked: ``ValueError("mode must be 'replica' or 'partition', got 'spmd'")``.
-    Given an instance instead of a class, its other options are kept."""
+    each choice checked: ``OptionError("mode must be 'replica' or 'partition', got 'spmd'")``
+    (a ``ValueError``). Given an instance instead of a class, its other options are kept."""
     fields = {}
     if not isinstance(cls, type):
         fields = {i.field: getattr(cls, i.field) for i in option_fields(type(cls))}
@@ -196,6 +196,6 @@ def configure(cls, **values):
     for name, value in values.items():
         allowed = choices(cls, name)
         if value not in allowed:
-            raise ValueError(f"{name} must be {_one_of(allowed)}, got {value!r}")
+            raise OptionError(f"{name} must be {_one_of(allowed)}, got {value!r}")
         fields[_info(cls, name).field] = value
     return cls(**fields)

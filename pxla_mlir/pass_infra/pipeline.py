@@ -7,7 +7,8 @@ text itself: pxla passes become Python pass instances, pxla pipelines expand in
 place, and every other element is validated and canonicalized by jaxlib's own
 parser. :meth:`Pipeline.pass_manager` then builds ONE jaxlib ``PassManager``
 that runs everything in order. ``str(pipeline)`` is the canonical, fully
-expanded text; parsing it again gives the same text.
+expanded text (a jaxlib pipeline whose expansion does not parse again stays
+as written); parsing it again gives the same text.
 """
 
 from __future__ import annotations
@@ -280,8 +281,21 @@ def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
             pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({_source(el)})", context=ctx)
     except ValueError as e:  # the capture has closed: what LLVM printed is in llvm_said
         raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx, "".join(llvm_said)), text, el.col) from None
-    printed = str(pm)
-    return _clean(printed[len(ROOT_ANCHOR) + 1:-1])
+    printed = _clean(str(pm)[len(ROOT_ANCHOR) + 1:-1])
+    if not _parses(printed, ctx):
+        # Some pipelines print passes that are not registered on their own (sdy's
+        # pipelines print sdy-save-module): such an element stays as written.
+        return _source(el)
+    return printed
+
+
+def _parses(elements: str, ctx: ir.Context) -> bool:
+    try:
+        with _stderr_captured():
+            passmanager.PassManager.parse(f"{ROOT_ANCHOR}({elements})", context=ctx)
+    except ValueError:
+        return False
+    return True
 
 
 # -- running -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ Two views, like ``jax.debug.visualize_array_sharding`` and more:
 
 from __future__ import annotations
 
+import heapq
 import io
 from typing import Sequence, Union
 
@@ -70,13 +71,55 @@ def _layout(sharding: ShardingSpec | HloSharding, n: int) -> np.ndarray:
     return grid
 
 
+#: Rows or columns of pieces (or devices) drawn per table; more are summarized
+#: as the first ones, an ellipsis and the last one.
+MAX_DRAWN = 8
+#: Device names listed in a label before the rest are counted instead.
+MAX_LISTED = 4
+
+
 def _fmt(r: Range) -> str:
     return "[" + ", ".join(f"{a}:{b}" for a, b in r) + "]"
 
 
+def _drawn(n: int) -> tuple[list[int], bool]:
+    """The indices of ``n`` rows (or columns) that are drawn, and whether some are left out."""
+    if n <= MAX_DRAWN:
+        return list(range(n)), False
+    return [*range(MAX_DRAWN - 2), n - 1], True
+
+
+def _drawn_values(values: set) -> tuple[list, bool]:
+    """The sorted values drawn of a set (the smallest ones and the largest), and whether some are left out."""
+    if len(values) <= MAX_DRAWN:
+        return sorted(values), False
+    return [*heapq.nsmallest(MAX_DRAWN - 2, values), max(values)], True
+
+
+def _label(devs: list[int], names: Sequence[str]) -> str:
+    """"dev 0,1", "dev 0-3", or for many devices some and a count: "dev 0,4,...(16)"."""
+    if len(devs) <= 2:
+        return "dev " + ",".join(names[d] for d in devs)
+    items: list[str] = []
+    if all(names[d] == str(d) for d in devs):
+        start = devs[0]
+        for prev, d in zip(devs, devs[1:] + [None]):
+            if d != prev + 1:  # a run of 3 or more is written a-b
+                items += [f"{start}-{prev}"] if prev - start >= 2 else [str(i) for i in range(start, prev + 1)]
+                start = d
+    else:
+        items = [names[d] for d in devs]
+    if len(items) <= 2:
+        return "dev " + ",".join(items)
+    return f"dev {','.join(items[:2])},...({len(devs)})"
+
+
 def render_sharding(shape: Sequence[int], sharding: Sharding, num_devices: int | None = None,
                     device_names: Sequence[str] | None = None):
-    """A rich renderable with the array view (rank <= 2) and the device view."""
+    """A rich renderable with the array view (rank <= 2) and the device view.
+
+    Tables of more than :data:`MAX_DRAWN` rows or columns are summarized (the
+    first ones, an ellipsis, the last one), and a line says what was left out."""
     sharding = _as_sharding(sharding)
     ranges = shard_ranges(shape, sharding, num_devices)
     n = len(ranges)
@@ -85,46 +128,74 @@ def render_sharding(shape: Sequence[int], sharding: Sharding, num_devices: int |
     for dev, r in enumerate(ranges):
         if r is not None:
             pieces.setdefault(r, []).append(dev)
-    color = {r: _COLORS[k % len(_COLORS)] for k, r in enumerate(pieces)}
     title = f"{tuple(shape)} {sharding if isinstance(sharding, HloSharding) else repr(sharding)}"
     parts = [Text(title, style="bold")]
+    left_out: list[str] = []
+    colors: dict[Range, str] = {}
     if 1 <= len(shape) <= 2:
-        parts.append(_array_view(tuple(shape), pieces, color, names))
-    parts.append(_device_view(_layout(sharding, n), ranges, color, names))
+        parts.append(_array_view(tuple(shape), pieces, colors, names, left_out))
+    parts.append(_device_view(_layout(sharding, n), ranges, colors, names, left_out))
+    if left_out:
+        parts.append(Text(f"summarized: {'; '.join(left_out)} ('...' marks the rest; shard_ranges() has them all)",
+                          style="dim"))
     return Group(*parts)
 
 
-def _array_view(shape, pieces, color, names) -> Table:
+def _color(colors: dict, r: Range) -> str:
+    """A color per piece, in the order pieces are drawn."""
+    return colors.setdefault(r, _COLORS[len(colors) % len(_COLORS)])
+
+
+def _array_view(shape, pieces, colors, names, left_out) -> Table:
     to2 = (lambda r: r) if len(shape) == 2 else (lambda r: ((0, 1),) + r)
-    rows = sorted({to2(r)[0] for r in pieces})
-    cols = sorted({to2(r)[1] for r in pieces})
+    at = {to2(r): (r, devs) for r, devs in pieces.items()}
+    all_rows = {key[0] for key in at}
+    all_cols = {key[1] for key in at}
+    rows, cut_rows = _drawn_values(all_rows)
+    cols, cut_cols = _drawn_values(all_cols)
+    if cut_rows or cut_cols:
+        left_out.append(f"the array view draws {len(rows)} of {len(all_rows)} rows and {len(cols)} of "
+                        f"{len(all_cols)} columns of pieces")
     table = Table(box=box.SQUARE, show_header=False, show_lines=True, title="array")
-    for _ in cols:
+    for _ in range(len(cols) + cut_cols):
         table.add_column(justify="center")
-    for row in rows:
+    for i, row in enumerate(rows):
+        if cut_rows and i == len(rows) - 1:
+            table.add_row(*[Text("...", style="dim")] * (len(cols) + cut_cols))
         cells = []
-        for col in cols:
-            hit = [(r, devs) for r, devs in pieces.items() if to2(r) == (row, col)]
+        for j, col in enumerate(cols):
+            if cut_cols and j == len(cols) - 1:
+                cells.append(Text("...", style="dim"))
+            hit = at.get((row, col))
             if hit:
-                r, devs = hit[0]
-                label = "dev " + ",".join(names[d] for d in devs)
-                cells.append(Text(f"{label}\n{_fmt(r)}", style=f"bold {color[r]}"))
+                r, devs = hit
+                cells.append(Text(f"{_label(devs, names)}\n{_fmt(r)}", style=f"bold {_color(colors, r)}"))
             else:
                 cells.append(Text("nobody", style="dim"))
         table.add_row(*cells)
     return table
 
 
-def _device_view(grid: np.ndarray, ranges, color, names) -> Table:
+def _device_view(grid: np.ndarray, ranges, colors, names, left_out) -> Table:
+    drawn_rows, cut_rows = _drawn(grid.shape[0])
+    drawn_cols, cut_cols = _drawn(grid.shape[1])
+    if cut_rows or cut_cols:
+        left_out.append(f"the device view draws {len(drawn_rows) * len(drawn_cols)} of {grid.size} devices "
+                        f"({grid.shape[0]}x{grid.shape[1]})")
     table = Table(box=box.ROUNDED, show_header=False, show_lines=True, title="devices")
-    for _ in range(grid.shape[1]):
+    for _ in range(len(drawn_cols) + cut_cols):
         table.add_column(justify="center")
-    for row in grid:
+    for i in drawn_rows:
+        if cut_rows and i == grid.shape[0] - 1:
+            table.add_row(*[Text("...", style="dim")] * (len(drawn_cols) + cut_cols))
         cells = []
-        for dev in row:
-            r = ranges[int(dev)]
+        for j in drawn_cols:
+            if cut_cols and j == grid.shape[1] - 1:
+                cells.append(Text("...", style="dim"))
+            dev = int(grid[i, j])
+            r = ranges[dev]
             text = "nothing" if r is None else _fmt(r)
-            cells.append(Text(f"dev {names[int(dev)]}\n{text}", style=color.get(r, "dim")))
+            cells.append(Text(f"dev {names[dev]}\n{text}", style="dim" if r is None else _color(colors, r)))
         table.add_row(*cells)
     return table
 
@@ -132,10 +203,14 @@ def _device_view(grid: np.ndarray, ranges, color, names) -> Table:
 def show_sharding(shape: Sequence[int], sharding: Sharding, *, num_devices: int | None = None,
                   device_names: Sequence[str] | None = None, console: Console | None = None,
                   color: bool | None = None) -> str:
-    """Prints the picture (to ``console``, default stdout) and returns it as plain text."""
+    """Prints the picture (to ``console``, default stdout) and returns it as plain text.
+
+    ``color``: None lets rich decide (a terminal, unless NO_COLOR is set;
+    FORCE_COLOR forces it); True or False force it on or off."""
     renderable = render_sharding(shape, sharding, num_devices, device_names)
     recorder = Console(record=True, file=io.StringIO(), width=(console.width if console else 120))
     recorder.print(renderable)
-    out = console or Console(no_color=color is False, force_terminal=color)
-    out.print(renderable)
+    if console is None:
+        console = Console() if color is None else Console(force_terminal=color, no_color=not color)
+    console.print(renderable)
     return recorder.export_text()

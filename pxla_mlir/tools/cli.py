@@ -9,7 +9,8 @@
     pxla-mlir gen-checks [FILE|-]         FileCheck lines that check a printed module
     pxla-mlir update-checks TEST... [--check]  rewrite lit tests' generated CHECK blocks from their RUN lines
 
-Mistakes print one line (``pxla-mlir: error: ...``) and exit 1.
+Mistakes print one line (``pxla-mlir: error: ...``) and exit 2; exit 1 is
+kept for ``diff``'s "the modules differ", as diff(1) does.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from .. import __version__
 from ..errors import PxlaUserError
 from ..pass_infra import registry
 from . import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_sharding
-from .errors import CliError, describe, positive_int
+from .argparsing import ExactArgumentParser
+from .errors import ERROR_EXIT, CliError, describe, positive_int
 
 PROG = "pxla-mlir"
+_CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or JAX_NUM_CPU_DEVICES sets)"
 
 
 def _cmd_passes(args) -> int:
@@ -42,16 +45,15 @@ def _cmd_passes(args) -> int:
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 1 (argparse: usage dump, exit 2)
+class _Parser(ExactArgumentParser):
+    def error(self, message):  # one line (argparse: a usage dump)
         raise CliError(f"{message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="pxla_mlir command line")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    parser.add_argument("--cpu-devices", type=positive_int, default=8, metavar="N",
-                        help="virtual CPU devices when XLA_FLAGS does not set a count (default 8)")
+    parser.add_argument("--cpu-devices", type=positive_int, metavar="N", help=_CPU_DEVICES_HELP)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
     p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
@@ -61,14 +63,33 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_sharding.add_parser(sub)
     cmd_explore.add_parser(sub)
     cmd_checks.add_parsers(sub)
+    for command in sub.choices.values():  # before or after the command name alike
+        command.add_argument("--cpu-devices", type=positive_int, metavar="N", default=argparse.SUPPRESS,
+                             help=_CPU_DEVICES_HELP)
     return parser
 
 
-def _cpu_devices(n: int) -> None:
-    """jax reads the virtual CPU device count once, when its backend starts."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+def _cpu_devices(n: int | None) -> None:
+    """Sets jax's jax_num_cpu_devices, which jax reads once, when its backend starts
+    (it wins over XLA_FLAGS's xla_force_host_platform_device_count)."""
+    from ..distributed.launch import ENV_PROCESS_ID
+
+    if os.environ.get(ENV_PROCESS_ID) is not None:
+        return  # one process of 'run --processes': its launcher set its share
+    if n is None:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "JAX_NUM_CPU_DEVICES" in os.environ or "xla_force_host_platform_device_count" in flags:
+            return  # the environment's count
+        n = 8
+    else:
+        platforms = [p.strip() for p in os.environ.get("JAX_PLATFORMS", "").split(",") if p.strip()]
+        if platforms and "cpu" not in platforms:
+            print(f"{PROG}: note: --cpu-devices {n} does not apply: JAX_PLATFORMS={','.join(platforms)} runs on "
+                  f"other devices", file=sys.stderr)
+            return
+    os.environ["JAX_NUM_CPU_DEVICES"] = str(n)  # for a jax imported later
+    if "jax" in sys.modules:
+        sys.modules["jax"].config.update("jax_num_cpu_devices", n)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,15 +98,16 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # run --processes starts copies of this command
         if not getattr(args, "func", None):
-            parser.print_help()
-            return 1
+            parser.print_help(sys.stderr)
+            return ERROR_EXIT
         _cpu_devices(args.cpu_devices)
         return args.func(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 1
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return ERROR_EXIT
     except Exception as e:  # one line; only a bug of ours asks for the traceback
         if os.environ.get("PXLA_DEBUG") and not isinstance(e, PxlaUserError):
             raise
@@ -95,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         reproducer = getattr(e, "reproducer", None)
         if reproducer:
             print(f"{PROG}: reproduce with: pxla-opt {reproducer} --pass-pipeline='{e.pipeline}'", file=sys.stderr)
-        return 1
+        return ERROR_EXIT
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .emit import MapOptions, prepare, stage_text
@@ -54,7 +55,19 @@ def emit_text(target: str, options: dict) -> str:
                           dialect=one.get("dialect", "mhlo"))
 
 
+def _check_dump_dir(path: str) -> None:
+    """--dump-dir must be a directory that exists or can be made (before the lowering's work)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CliError(f"--dump-dir {path!r} is a file, not a directory; give a directory (it is made if missing)")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise CliError(f"cannot make --dump-dir {path!r}: {e.strerror}") from None
+
+
 def run_emit(args) -> int:
+    if args.dump_dir is not None:
+        _check_dump_dir(args.dump_dir)
     prepared = prepare(args.target, map_options(args))
     with prepared.context():
         lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])

@@ -38,9 +38,18 @@ def run(args) -> int:
     return _worker(args)
 
 
-def _devices_per_process(count: int) -> int:
+def _cpu_device_count() -> int:
+    """The CPU devices jax starts with: jax_num_cpu_devices (pxla-mlir sets it), else XLA_FLAGS's count, else 1."""
+    import jax
+
+    if jax.config.jax_num_cpu_devices >= 0:
+        return jax.config.jax_num_cpu_devices
     match = re.search(r"xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
-    total = int(match[1]) if match else 8
+    return int(match[1]) if match else 1
+
+
+def _devices_per_process(count: int) -> int:
+    total = _cpu_device_count()
     if total % count:
         raise CliError(f"{total} CPU devices cannot be split evenly between {count} processes; pass --cpu-devices "
                        f"with a multiple of {count}")

@@ -1,4 +1,9 @@
-"""pxla-mlir show-sharding: draw which piece of an array each device holds."""
+"""pxla-mlir show-sharding: draw which piece of an array each device holds.
+
+Pictures of more than a few rows or columns are summarized (see
+:mod:`pxla_mlir.sharding.show`); colors follow rich: a terminal, unless
+NO_COLOR is set, FORCE_COLOR forces them, and --color overrides both.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ def add_parser(sub) -> None:
     s.add_argument("--dims", help="mesh axes per array dimension: ',' between dims, '*' between axes, '-' none")
     s.add_argument("--devices", type=positive_int,
                    help="number of devices (default: what the sharding names; --hlo only)")
-    s.add_argument("--no-color", action="store_true", help="plain text")
+    s.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="auto (the default): on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it)")
+    s.add_argument("--no-color", action="store_const", dest="color", const="never", help="plain text (--color never)")
     s.set_defaults(func=run)
 
 
@@ -68,7 +75,8 @@ def run(args) -> int:
         sharding = mesh.sharding_spec(len(shape), mapping)
     _check_devices(sharding, args.devices)
     try:
-        show_sharding(shape, sharding, num_devices=args.devices, color=False if args.no_color else None)
+        color = {"auto": None, "always": True, "never": False}[args.color]  # None: rich decides
+        show_sharding(shape, sharding, num_devices=args.devices, color=color)
     except ValueError as e:  # the sharding does not fit the shape
         raise CliError(str(e)) from None
     return 0
@@ -77,9 +85,12 @@ def run(args) -> int:
 def _check_devices(sharding, devices: int | None) -> None:
     """--devices must fit the sharding; it is never silently ignored."""
     from ..sharding import ShardingSpec
+    from ..sharding.devices import MAX_DEVICES
 
     if devices is None:
         return
+    if devices > MAX_DEVICES:
+        raise CliError(f"--devices {devices} is more than the {MAX_DEVICES} devices a sharding may span")
     named = sharding.num_devices
     if isinstance(sharding, ShardingSpec):
         if devices != named:

@@ -1,4 +1,4 @@
-"""User mistakes on the command line: one line on stderr, exit 1.
+"""User mistakes on the command line: one line on stderr, exit 2 (``ERROR_EXIT``).
 
 Only a bug of pxla_mlir itself adds "set PXLA_DEBUG=1 for the traceback";
 mistakes in the input, the flags or the user's own function are reported
@@ -10,6 +10,9 @@ import os
 import traceback
 
 from ..errors import PxlaUserError
+
+#: pxla-mlir's exit status for every error (1 means "differ" for diff, as for diff(1)).
+ERROR_EXIT = 2
 
 
 class CliError(PxlaUserError):

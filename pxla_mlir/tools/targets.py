@@ -104,15 +104,38 @@ def literal(text: str, what: str):
         raise TargetError(f"{what} must be a Python literal like (0, None) or {{'batch': 'x'}}, got {text!r}") from None
 
 
+def _check_utf8_path(path: str) -> None:
+    """jax records source file names in MLIR locations, which must be UTF-8
+    (a file under a non-UTF-8 directory makes jaxlib throw std::bad_cast)."""
+    path = os.path.abspath(path)
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise TargetError(f"bad target: the path '{shown}' is not UTF-8, and jax cannot record such file names in "
+                          f"MLIR locations; rename the directory (or move the file) to a UTF-8 name") from None
+
+
+def _on_path(directory: str) -> None:
+    """Imports look in ``directory`` first, as ``python -m``/``python file.py`` would."""
+    directory = os.path.abspath(directory)
+    if directory not in (os.path.abspath(p or os.curdir) for p in sys.path):
+        sys.path.insert(0, directory)
+
+
 def resolve(target: str) -> Callable:
     """``package.module:function`` or ``path/to/file.py:function`` (dotted
-    attributes allowed after the colon)."""
+    attributes allowed after the colon). Modules are found in the current
+    directory first (as ``python -m`` does), a file's own imports in its
+    directory (as ``python file.py`` does)."""
     where, sep, attr = target.rpartition(":")
     if not sep or not where or not attr:
         raise TargetError(f"bad target {target!r}: expected module:function or path/to/file.py:function")
     if where.endswith(".py") or os.sep in where:
         if not os.path.isfile(where):
             raise TargetError(f"bad target {target!r}: no such file {where!r}")
+        _check_utf8_path(where)
+        _on_path(os.path.dirname(where))
         name = "_pxla_target_" + re.sub(r"\W", "_", os.path.abspath(where))
         spec = importlib.util.spec_from_file_location(name, where)
         module = importlib.util.module_from_spec(spec)
@@ -120,6 +143,7 @@ def resolve(target: str) -> Callable:
         loader = lambda: spec.loader.exec_module(module)  # noqa: E731
     else:
         module = None
+        _on_path(os.curdir)
         loader = lambda: importlib.import_module(where)  # noqa: E731
     try:
         loaded = loader()
@@ -127,6 +151,8 @@ def resolve(target: str) -> Callable:
         raise TargetError(f"bad target {target!r}: cannot import {where!r} ({e})") from None
     except Exception as e:  # the user's module failed while importing
         raise TargetError(f"importing {where!r} failed: {type(e).__name__}: {e}") from None
+    if module is None and getattr(loaded, "__file__", None):
+        _check_utf8_path(loaded.__file__)
     obj: Any = module if module is not None else loaded
     for part in attr.split("."):
         if not hasattr(obj, part):

@@ -16,3 +16,16 @@ func.func @first() {
   func.func @second() {
     return
   }
+
+// --no-implicit-module: the input is its one top-level op, printed as it is.
+// RUN: printf 'func.func @alone() {\n  return\n}\n' > %t.func.mlir
+// RUN: pxla-opt %t.func.mlir --no-implicit-module | filecheck %s --check-prefix=NO-IMPLICIT
+// NO-IMPLICIT: {{^}}func.func @alone() {
+// NO-IMPLICIT-NOT: module
+// RUN: pxla-opt %t.func.mlir | filecheck %s --check-prefix=IMPLICIT
+// IMPLICIT: {{^}}module {
+// RUN: not pxla-opt %t.func.mlir --no-implicit-module --pass-pipeline='builtin.module(cse)' 2>&1 | filecheck %s --check-prefix=NOT-A-MODULE
+// NOT-A-MODULE: func.mlir:1:1: error: the top-level operation is 'func.func', but the pass pipeline runs on 'builtin.module'; wrap the input in a module or drop --no-implicit-module
+// RUN: printf 'func.func @f() {\n  return\n}\nfunc.func @g() {\n  return\n}\n' > %t.two.mlir
+// RUN: not pxla-opt %t.two.mlir --no-implicit-module 2>&1 | filecheck %s --check-prefix=TWO
+// TWO: two.mlir:1:1: error: source must contain a single top-level operation, found: 2

@@ -4,13 +4,15 @@
 // MISSING: pxla-opt: error: could not open input file '{{.*}}does-not-exist.mlir': No such file or directory
 
 // RUN: not pxla-opt %s 2>&1 | filecheck %s --check-prefix=PARSE
-// PARSE: input_errors.mlir:19:14: error: operation being parsed with an unregistered dialect
+// PARSE: input_errors.mlir:21:14: error: operation being parsed with an unregistered dialect
+// PARSE-NEXT: {{^}}    "foo.bar"() : () -> (){{$}}
+// PARSE-NEXT: {{^}}             ^{{$}}
 // PARSE-NOT: Traceback
 
 // With --allow-unregistered-dialect the op parses, and the handoff verifier
 // names it.
 // RUN: not pxla-opt %s --allow-unregistered-dialect --pass-pipeline='builtin.module(pxla-verify-handoff)' 2>&1 | filecheck %s --check-prefix=UNREG
-// UNREG: input_errors.mlir:19:5: error: 'foo.bar' is not builtin/func/mhlo
+// UNREG: input_errors.mlir:21:5: error: 'foo.bar' is not builtin/func/mhlo
 
 // RUN: pxla-opt %s --allow-unregistered-dialect | filecheck %s --check-prefix=ROUNDTRIP
 // ROUNDTRIP: "foo.bar"
@@ -24,7 +26,7 @@ module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32
 // jaxlib's chlo-legalize-to-hlo dies with SIGSEGV on an unregistered op; a
 // guard before it reports the op instead.
 // RUN: not pxla-opt %s --allow-unregistered-dialect --pass-pipeline='builtin.module(pxla-pmap-pipeline)' 2>&1 | filecheck %s --check-prefix=GUARD
-// GUARD: input_errors.mlir:19:5: error: 'foo.bar' belongs to an unregistered dialect, and chlo-legalize-to-hlo (in this pipeline) crashes on such ops; remove the op or the pass
+// GUARD: input_errors.mlir:21:5: error: 'foo.bar' belongs to an unregistered dialect, and chlo-legalize-to-hlo (in this pipeline) crashes on such ops; remove the op or the pass
 // GUARD-NOT: error
 
 // Nesting deep enough to overflow the parser's stack is refused before

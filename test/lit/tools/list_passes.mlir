@@ -7,6 +7,25 @@
 // CHECK: pxla-handoff-pipeline
 // CHECK-NEXT: mode=<replica|partition> (default 'replica')
 
+// CHECK: jaxlib's passes (jaxlib 0.10.2
+// CHECK: canonicalize, {{.*}}cse
+// CHECK: jaxlib's passes on func.func (nest them: func.func(NAME)):
+// CHECK-NEXT: chlo-legalize-to-high-level-mhlo, chlo-legalize-to-hlo,
+// CHECK: jaxlib's pass pipelines:
+// CHECK-NEXT: sdy-export-pipeline, sdy-import-pipeline, sdy-propagation-pipeline
+
+// --help lists them too, after the flags, as mlir-opt's does.
+// RUN: pxla-opt --help | filecheck %s --check-prefix=HELP
+// HELP: usage: pxla-opt
+// HELP: --pass-pipeline PASS_PIPELINE
+// HELP: Passes:
+// HELP: pxla-expand-unshard {{ *}}Expand pxla.unshard into an all_gather
+// HELP-NEXT: strategy=<all-gather|all-reduce>
+// HELP: Pass pipelines:
+// HELP: pxla-pmap-pipeline
+// HELP: jaxlib's passes
+// HELP: jaxlib's pass pipelines:
+
 // RUN: pxla-opt --version | filecheck %s --check-prefix=VERSION
 // VERSION: pxla-opt (pxla-mlir {{[0-9.]+}}) with the MLIR of jaxlib 0.10.2
 

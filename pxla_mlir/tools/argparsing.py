@@ -1,0 +1,24 @@
+"""argparse without abbreviated flags, for pxla-opt and pxla-mlir.
+
+mlir-opt refuses a flag it does not know exactly; argparse would take
+``--verify-diag`` for ``--verify-diagnostics``, and ``allow_abbrev=False``
+still lets single-dash prefixes through (``-verify-diag``, Python 3.11).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["ExactArgumentParser"]
+
+
+class ExactArgumentParser(argparse.ArgumentParser):
+    """Flags match only when spelled in full (``-oFILE`` for a one-letter flag still works)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def _get_option_tuples(self, option_string):
+        # What argparse offers here are prefix matches; keep only '-o' matching '-oFILE'.
+        return [t for t in super()._get_option_tuples(option_string) if len(t[1]) == 2]
