@@ -221,8 +221,21 @@ def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums:
     """jaxlib's C++ ``PjitFunction``: calls with a signature it has seen run
     from the fast-path data ``cache_miss`` returned for it, without Python;
     ``fun`` runs under ``jax.disable_jit()``."""
-    return _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
-                     pxla.cc_shard_arg, _CPP_CACHE)
+    cpp = _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
+                    pxla.cc_shard_arg, _CPP_CACHE)
+
+    def call(*args, **kwargs):
+        try:
+            return cpp(*args, **kwargs)
+        except Exception as e:  # a too-deep pytree leaks C++'s RecursionError as some other error
+            from .pytree_depth import too_deep
+
+            clear = too_deep(e, (args, kwargs), f"the arguments of {name!r}")
+            if clear is None:
+                raise
+            raise clear from None
+
+    return call
 
 
 def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequence, out_shardings: Sequence,
