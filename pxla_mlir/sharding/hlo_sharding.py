@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["HloSharding", "parse", "canonical_iota"]
+__all__ = ["HloSharding", "parse", "parse_elements", "canonical_iota"]
 
 SUBGROUP_KINDS = ("manual", "replicated")  # XLA's canonical order
 
@@ -262,3 +262,23 @@ def parse(text: str) -> HloSharding:
     tile = dims[: len(dims) - len(kinds)]
     groups = list(zip(kinds, dims[len(tile):]))
     return HloSharding.tiled(tile, devices, groups)
+
+
+def parse_elements(text: str) -> list[HloSharding]:
+    """The shardings of a possibly tuple-shaped HLO sharding string
+    (``{{...}, {...}}``: one per tuple element; else one)."""
+    s = text.strip()
+    if not s.startswith("{{"):
+        return [parse(s)]
+    if not s.endswith("}"):
+        raise ValueError(f"cannot parse HLO sharding {text!r}: unbalanced braces")
+    parts, depth, start = [], 0, 1
+    for k, c in enumerate(s[1:-1], 1):
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth < 0:
+            raise ValueError(f"cannot parse HLO sharding {text!r}: unbalanced braces")
+        if c == "," and depth == 0:
+            parts.append(s[start:k])
+            start = k + 1
+    parts.append(s[start:-1])
+    return [parse(part) for part in parts]
