@@ -13,6 +13,7 @@ import os
 import threading
 from typing import Any, Callable, Sequence
 
+import jax
 import numpy as np
 from jax._src import api_util, compilation_cache, compiler, config, core, dispatch, dtypes, effects
 from jax._src import sharding_impls, source_info_util
@@ -243,6 +244,8 @@ def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequen
     """What the C++ callable needs to run ``xla_executable`` itself.
     ``in_shardings`` covers ``const_args`` (device-resident, prepended by C++
     on every call) and then the flat arguments."""
+    if any(is_empty(av) for av in out_avals):
+        return None  # C++ would wrap XLA's buffers of an empty output as they are (see _empty_result)
     _, dispatch_tree = pxla.reflatten_outputs_for_dispatch(out_tree, list(outs))
     n_in = len(in_shardings)
     return pxla.MeshExecutableFastpathData(
@@ -324,10 +327,32 @@ def physical(aval, sharding):
 
 def result_handler(aval, sharding):
     """jax's own handler: plain arrays, float0 (host zeros, as jax returns
-    them) and extended dtypes (key arrays over the physical buffers)."""
+    them) and extended dtypes (key arrays over the physical buffers); an
+    output with no elements is rebuilt with its sharding (see
+    :func:`_empty_result`)."""
     if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
         return pxla.global_aval_to_result_handler(aval, sharding, True)
+    if is_empty(aval):
+        return _empty_result(aval, sharding)
     return array_result_handler(aval, sharding)
+
+
+def is_empty(aval) -> bool:
+    return 0 in tuple(aval.shape)
+
+
+def _empty_result(aval, sharding):
+    """XLA's SPMD partitioner hands back an output with no elements whole on
+    every device (an (8, 0) buffer per device for an (8, 0) value sharded 8
+    ways), so wrapping the buffers in the declared sharding gives a malformed
+    Array. Such an output holds no data: it is made afresh with its
+    sharding's piece shapes, and XLA's buffers are dropped."""
+    empty = np.zeros(aval.shape, aval.dtype)
+
+    def handle(buffers):
+        return jax.make_array_from_callback(tuple(aval.shape), sharding, lambda index: empty[index])
+
+    return handle
 
 
 def set_runtime_tokens(devices, token) -> None:
