@@ -40,7 +40,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
            "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
            "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
-           "distributed_client", "concrete_value", "is_differentiated",
+           "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context"]
 
@@ -279,6 +279,11 @@ def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, opt
     grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
     return compiler.compile_or_get_cached(backend(platform), module, grid, options, list(host_callbacks),
                                           xc.DeviceList(tuple(devices)))
+
+
+def backends_are_initialized() -> bool:
+    """Whether jax has started its backends (after which jax.distributed cannot start)."""
+    return xla_bridge.backends_are_initialized()
 
 
 def distributed_client():
