@@ -85,7 +85,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                                "backend (a computation, jax.devices(), jax.device_put, ...): move it to the start "
                                "of the program")
     except (ValueError, TypeError, RuntimeError) as e:
-        if explicit:
+        if explicit and process_id != 0:  # process 0 is where the others would hear it: they time out instead
             rendezvous.report(coordinator_address, num_processes, process_id, str(e),
                               within_s=min(timeouts.init, 10.0))
         raise
