@@ -134,7 +134,7 @@ JOIN_WORKER = REPO / "tests" / "multiprocess" / "join_worker.py"
 def test_run_that_cannot_start_is_an_error_on_every_process(scenario, expected):
     victim = 0 if scenario == "port_in_use" else 1
     finished = launch([sys.executable, str(JOIN_WORKER)], 2, timeout_s=60, cpu_devices=4, cwd=str(REPO),
-                      env=mp_helpers.env(MP_SCENARIO=scenario, MP_VICTIM=str(victim), MP_SLEEP="10",
+                      env=mp_helpers.env(MP_SCENARIO=scenario, MP_VICTIM=str(victim), MP_SLEEP="5" if scenario == "never" else "10",
                                          # bad_id: the report reaches process 0 however late it starts
                                          PXLA_MP_INIT_TIMEOUT="20" if scenario == "bad_id" else "4"))
     text = "\n".join(f.output for f in finished)
