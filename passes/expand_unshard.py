@@ -17,10 +17,24 @@ Two strategies (option ``strategy``), both correct for every out_axis:
 
 * ``all-reduce`` (the 2022 form): zeros of the result shape, the value
   written at the device's index with dynamic_update_slice, then an
-  all_reduce sum (``or`` for booleans) over the groups. It moves axis_size
-  times more data; it is kept so the two can be compared. The slot is
-  written directly at the out_axis, so no transpose is involved (the 2022
-  transpose for out_axis != 0 was wrong: jax issue #5756).
+  all_reduce sum (``or`` for booleans) over the groups. Every slot has one
+  non-zero term, so the sum is exact; floats are summed as their bit
+  patterns (bitcast_convert to same-width integers and back), because a
+  float sum turns a -0.0 into +0.0 whatever the padding (XLA:CPU's
+  all_reduce starts its sums at +0.0; jax's own psum of -0.0 is +0.0).
+  Complex values are summed as their real and imaginary parts, one
+  all_reduce each. It moves axis_size times more data; it is kept so the
+  two can be compared. The slot is written directly at the out_axis, so no
+  transpose is involved (the 2022 transpose for out_axis != 0 was wrong:
+  jax issue #5756). After this strategy::
+
+      %z = mhlo.constant dense<0> : tensor<3x4x5xi32>
+      %b = mhlo.bitcast_convert %v : (tensor<3x5xf32>) -> tensor<3x5xi32>
+      %u = mhlo.reshape %b : (tensor<3x5xi32>) -> tensor<3x1x5xi32>
+      %i = ... (partition_id / 2) % 4, as i32 ...
+      %p = mhlo.dynamic_update_slice %z, %u, %c0, %i, %c0
+      %s = "mhlo.all_reduce"(%p) ({ mhlo.add }) <{channel_handle = ..., replica_groups = dense<[[0, 2, 4, 6], [1, 3, 5, 7]]> ...}>
+      %y = mhlo.bitcast_convert %s : (tensor<3x4x5xi32>) -> tensor<3x4x5xf32>
 
 Collectives are emitted in partition form (flattened ids, a fresh channel);
 pxla-convert-to-replica-mode turns them into replica collectives.
@@ -54,8 +68,9 @@ class ExpandUnshardPass(ModulePass):
         todo = placeholders(module, UNSHARD)
         if not todo:
             return
-        handle = mhlo_build.next_channel_handle(module, len(todo))
-        for p in todo:
+        handles = [_handles_needed(p, self.strategy) for p in todo]
+        handle = mhlo_build.next_channel_handle(module, sum(handles))
+        for p, used in zip(todo, handles):
             expected = p.operand_shape[:p.axis] + [p.axis_size] + p.operand_shape[p.axis:]
             p.check(p.result_shape == expected,
                     f"the result must be the operand with dimension {p.axis} of size {p.axis_size} inserted: "
@@ -63,7 +78,7 @@ class ExpandUnshardPass(ModulePass):
             with ir.InsertionPoint(p.op), p.op.location:
                 build = _all_gather if self.strategy == "all-gather" else _all_reduce
                 new = build(p, handle)
-            handle += 1
+            handle += used
             ir_utils.replace_op(p.op, [new])
 
 
@@ -73,17 +88,37 @@ def _all_gather(p: Placeholder, handle: int) -> ir.Value:
                             channel_handle=mhlo_build.channel_handle(handle), use_global_device_ids=True).results[0]
 
 
+def _handles_needed(p: Placeholder, strategy: str) -> int:
+    complex_ = isinstance(ir.RankedTensorType(p.op.results[0].type).element_type, ir.ComplexType)
+    return 2 if strategy == "all-reduce" and complex_ else 1
+
+
 def _all_reduce(p: Placeholder, handle: int) -> ir.Value:
-    out_t = ir.RankedTensorType(p.op.results[0].type)
-    element = out_t.element_type
+    value = p.op.operands[0]
+    if isinstance(ir.RankedTensorType(value.type).element_type, ir.ComplexType):
+        real = _sum_slots(p, mhlo.RealOp(value).result, handle)
+        imag = _sum_slots(p, mhlo.ImagOp(value).result, handle + 1)
+        return mhlo.ComplexOp(real, imag).result
+    return _sum_slots(p, value, handle)
+
+
+def _sum_slots(p: Placeholder, value: ir.Value, handle: int) -> ir.Value:
+    """``value`` in this device's slot of zeros, summed over the axis' groups."""
+    element = ir.RankedTensorType(value.type).element_type
+    if mhlo_build.is_float(element):
+        value = mhlo_build.to_bits(value)
+    summed = ir.RankedTensorType(value.type).element_type
+    out_shape = list(ir.RankedTensorType(p.op.results[0].type).shape)
+    out_t = ir.RankedTensorType.get(out_shape, summed)
     zeros = mhlo_build.zeros(out_t)
-    unit = mhlo_build.with_unit_dim(p.op.operands[0], p.axis)
+    unit = mhlo_build.with_unit_dim(value, p.axis)
     start = mhlo_build.device_index(p.stride, p.axis_size)
-    zero = mhlo_build.scalar(0, "int32") if out_t.rank > 1 else None
-    starts = [start if d == p.axis else zero for d in range(out_t.rank)]
+    zero = mhlo_build.scalar(0, "int32") if len(out_shape) > 1 else None
+    starts = [start if d == p.axis else zero for d in range(len(out_shape))]
     placed = mhlo.DynamicUpdateSliceOp(zeros, unit, starts).result
     reduce = mhlo.AllReduceOp([out_t], [placed], ir_utils.dense_i64(p.groups),
                               channel_handle=mhlo_build.channel_handle(handle), use_global_device_ids=True)
-    combine = mhlo.OrOp if mhlo_build.is_bool(element) else mhlo.AddOp
-    mhlo_build.reducer_region(reduce, element, combine)
-    return reduce.results[0]
+    combine = mhlo.OrOp if mhlo_build.is_bool(summed) else mhlo.AddOp
+    mhlo_build.reducer_region(reduce, summed, combine)
+    out = reduce.results[0]
+    return mhlo_build.from_bits(out, element) if mhlo_build.is_float(element) else out

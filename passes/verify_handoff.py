@@ -11,7 +11,11 @@ error at the offending op, when:
   ``@Sharding``/``@SPMDFullToShardShape``/``@SPMDShardToFullShape`` custom
   call (XLA ignores the first and rejects the others once Shardy is on), or
   an ``sdy.mesh`` whose device count is not ``mhlo.num_partitions`` (with
-  one replica). ``sharding-dialect=auto`` (the default) reads the form from
+  one replica). In the GSPMD form of a multi-partition module, an
+  ``mhlo.sharding`` must name devices of the module: ``{maximal device=N}``
+  with N below ``mhlo.num_partitions``, a tile assignment naming every
+  partition once (XLA's HLO verifier rejects anything else, deep inside
+  the compile). ``sharding-dialect=auto`` (the default) reads the form from
   the module: Shardy when it has any ``sdy`` op or ``sdy.sharding``;
 * a ``pxla.*`` placeholder (``mhlo.custom_call @pxla.shard`` etc.) survived;
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` are missing, not positive,
@@ -47,10 +51,12 @@ import dataclasses
 from typing import Literal
 
 import numpy as np
+from jaxlib.mlir import ir
 
 from pxla_mlir.ir import device_groups, ir_utils, pxla_attrs, shardy
 from pxla_mlir.ir.pxla_attrs import NUM_PARTITIONS, NUM_REPLICAS
 from pxla_mlir.pass_infra import ModulePass, PassError, option
+from pxla_mlir.sharding.hlo_sharding import parse_elements
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +116,8 @@ class VerifyHandoffPass(ModulePass):
             dialect = op.name.split(".", 1)[0] if "." in op.name else "builtin"
             target = pxla_attrs.custom_call_target(op)
             self._check_sharding_attrs(op, form)
+            if name == "gspmd" and partitions > 1:
+                self._check_sharding_devices(op, partitions)
             if target is not None and target.startswith("pxla."):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
                 self.error(op, f"placeholder @{target} was not expanded; run {expander or form.manual_expander} "
@@ -148,14 +156,27 @@ class VerifyHandoffPass(ModulePass):
 
     def _check_sharding_attrs(self, op, form: Form) -> None:
         """No sharding attribute of another form, on the op or its function boundary."""
-        places = [("", op.attributes)]
-        if op.name == "func.func":
-            for key, kind in (("arg_attrs", "argument"), ("res_attrs", "result")):
-                if key in op.attributes:
-                    places += [(f"{kind} {i} of ", d) for i, d in enumerate(pxla_attrs.boundary_attrs(op, key))]
-        for where, attrs in places:
+        for where, attrs in _sharding_places(op):
             if form.foreign_attr in attrs:
                 self.error(op, f"{where}{op.name} has {form.foreign_attr} in {form.module}: {form.foreign_attr_hint}")
+
+    def _check_sharding_devices(self, op, partitions: int) -> None:
+        """Every device an mhlo.sharding names is one of the module's partitions."""
+        for where, attrs in _sharding_places(op):
+            if shardy.GSPMD_SHARDING not in attrs or not isinstance(attrs[shardy.GSPMD_SHARDING], ir.StringAttr):
+                continue
+            text = ir.StringAttr(attrs[shardy.GSPMD_SHARDING]).value
+            try:
+                shardings = parse_elements(text)
+            except ValueError:
+                continue  # a form this checker does not read (XLA validates it)
+            for sharding in shardings:
+                problem = _device_problem(sharding, partitions)
+                if problem:
+                    self.error(op, f"{where}{op.name} has mhlo.sharding = \"{text}\": {problem} for num_partitions "
+                                   f"= {partitions} (a sharding names devices 0..{partitions - 1}, a tile assignment "
+                                   f"each of them once); XLA's HLO verifier would reject it inside the compile")
+                    break
 
     def _check_mesh(self, op, replicas: int, partitions: int) -> None:
         mesh = shardy.read_mesh(op)
@@ -206,6 +227,34 @@ class VerifyHandoffPass(ModulePass):
             vals, counts = np.unique(pairs[:, col], return_counts=True)
             if (counts > 1).any():
                 self.error(op, f"{what}: {role} ids {vals[counts > 1].tolist()} appear more than once")
+
+
+def _sharding_places(op) -> list[tuple[str, dict]]:
+    """("where", attributes) of the op and, for a function, of each argument and result."""
+    places = [("", op.attributes)]
+    if op.name == "func.func":
+        for key, kind in (("arg_attrs", "argument"), ("res_attrs", "result")):
+            if key in op.attributes:
+                places += [(f"{kind} {i} of ", d) for i, d in enumerate(pxla_attrs.boundary_attrs(op, key))]
+    return places
+
+
+def _device_problem(sharding, partitions: int) -> str:
+    """What is wrong with the devices ``sharding`` names ('' when nothing)."""
+    if sharding.kind == "maximal":
+        return f"device {sharding.device} is out of range" if sharding.device >= partitions else ""
+    if sharding.kind != "tiled":
+        return ""
+    ids = np.array(sharding.devices)
+    bad = sorted({int(i) for i in ids if i >= partitions})
+    if bad:
+        return f"devices {bad} are out of range"
+    values, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        return f"devices {values[counts > 1].tolist()} appear more than once in its tile assignment"
+    if len(ids) != partitions:
+        return f"its tile assignment names {len(ids)} devices, not {partitions},"
+    return ""
 
 
 def _padded_rows(ids) -> bool:

@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
+import jax
 import numpy as np
 from jax._src import (
     api_util,
@@ -46,7 +47,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
            "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
            "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
-           "distributed_client", "concrete_value", "is_differentiated",
+           "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
            "call_site"]
@@ -231,8 +232,21 @@ def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums:
     """jaxlib's C++ ``PjitFunction``: calls with a signature it has seen run
     from the fast-path data ``cache_miss`` returned for it, without Python;
     ``fun`` runs under ``jax.disable_jit()``."""
-    return _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
-                     pxla.cc_shard_arg, _CPP_CACHE)
+    cpp = _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
+                    pxla.cc_shard_arg, _CPP_CACHE)
+
+    def call(*args, **kwargs):
+        try:
+            return cpp(*args, **kwargs)
+        except Exception as e:  # a too-deep pytree leaks C++'s RecursionError as some other error
+            from .pytree_depth import too_deep
+
+            clear = too_deep(e, (args, kwargs), f"the arguments of {name!r}")
+            if clear is None:
+                raise
+            raise clear from None
+
+    return call
 
 
 def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequence, out_shardings: Sequence,
@@ -240,6 +254,8 @@ def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequen
     """What the C++ callable needs to run ``xla_executable`` itself.
     ``in_shardings`` covers ``const_args`` (device-resident, prepended by C++
     on every call) and then the flat arguments."""
+    if any(is_empty(av) for av in out_avals):
+        return None  # C++ would wrap XLA's buffers of an empty output as they are (see _empty_result)
     _, dispatch_tree = pxla.reflatten_outputs_for_dispatch(out_tree, list(outs))
     n_in = len(in_shardings)
     return pxla.MeshExecutableFastpathData(
@@ -273,6 +289,11 @@ def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, opt
     grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
     return compiler.compile_or_get_cached(backend(platform), module, grid, options, list(host_callbacks),
                                           xc.DeviceList(tuple(devices)))
+
+
+def backends_are_initialized() -> bool:
+    """Whether jax has started its backends (after which jax.distributed cannot start)."""
+    return xla_bridge.backends_are_initialized()
 
 
 def distributed_client():
@@ -321,10 +342,32 @@ def physical(aval, sharding):
 
 def result_handler(aval, sharding):
     """jax's own handler: plain arrays, float0 (host zeros, as jax returns
-    them) and extended dtypes (key arrays over the physical buffers)."""
+    them) and extended dtypes (key arrays over the physical buffers); an
+    output with no elements is rebuilt with its sharding (see
+    :func:`_empty_result`)."""
     if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
         return pxla.global_aval_to_result_handler(aval, sharding, True)
+    if is_empty(aval):
+        return _empty_result(aval, sharding)
     return array_result_handler(aval, sharding)
+
+
+def is_empty(aval) -> bool:
+    return 0 in tuple(aval.shape)
+
+
+def _empty_result(aval, sharding):
+    """XLA's SPMD partitioner hands back an output with no elements whole on
+    every device (an (8, 0) buffer per device for an (8, 0) value sharded 8
+    ways), so wrapping the buffers in the declared sharding gives a malformed
+    Array. Such an output holds no data: it is made afresh with its
+    sharding's piece shapes, and XLA's buffers are dropped."""
+    empty = np.zeros(aval.shape, aval.dtype)
+
+    def handle(buffers):
+        return jax.make_array_from_callback(tuple(aval.shape), sharding, lambda index: empty[index])
+
+    return handle
 
 
 def set_runtime_tokens(devices, token) -> None:

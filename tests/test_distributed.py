@@ -143,3 +143,114 @@ def test_program_check_times_out_with_a_message(monkeypatch):
     check, _ = _check_with(monkeypatch, None)
     with pytest.raises(ProgramMismatchError, match="process 1 did not reach its launch #\\d+ .* within 0.01 s"):
         check()
+
+
+# -- starting a run: checked before anything starts ---------------------------------------------------
+
+def test_settings_that_cannot_work_are_refused_before_anything_starts(monkeypatch):
+    from pxla_mlir.distributed import initialize
+
+    monkeypatch.setenv("PXLA_MP_NUM_PROCESSES", "two")
+    with pytest.raises(ValueError, match=r"^environment variable PXLA_MP_NUM_PROCESSES='two' is not an integer: "
+                                         r"set it to the number of processes of the run .* pass num_processes="):
+        initialize()
+    monkeypatch.setenv("PXLA_MP_NUM_PROCESSES", "2")
+    monkeypatch.setenv("PXLA_MP_PROCESS_ID", "-1")
+    with pytest.raises(ValueError, match=r"PXLA_MP_PROCESS_ID=-1 must be at least 0"):
+        initialize()
+    monkeypatch.delenv("PXLA_MP_PROCESS_ID")
+    monkeypatch.setenv("PXLA_MP_SHUTDOWN_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match=r"environment variable PXLA_MP_SHUTDOWN_TIMEOUT='soon' is not a timeout"):
+        initialize()
+    monkeypatch.delenv("PXLA_MP_SHUTDOWN_TIMEOUT")
+    with pytest.raises(ValueError, match=r"^initialization_timeout=0 is not a timeout: give a positive number"):
+        initialize(initialization_timeout=0)
+    for address, why in [("127.0.0.1", "is not 'host:port'"), ("h:0", "port '0' is not a number between 1"),
+                         ("h:port", "port 'port' is not a number")]:
+        with pytest.raises(ValueError, match=why):
+            initialize(address, 2, 0, initialization_timeout=0.1)
+    with pytest.raises(ValueError, match=r"process_id=2 is out of range for num_processes=2: give each process "
+                                         r"its own id in 0\.\.1"):
+        initialize("127.0.0.1:1", 2, 2, initialization_timeout=0.1)
+    with pytest.raises(TypeError, match="num_processes must be an int, got '2'"):
+        initialize("127.0.0.1:1", "2", 0, initialization_timeout=0.1)
+    with pytest.raises(RuntimeError, match="must come before anything that starts jax's backend"):
+        initialize("127.0.0.1:1", 2, 1, initialization_timeout=0.1)  # this test process has used jax
+
+
+def test_initialize_twice_says_so(monkeypatch):
+    from pxla_mlir.distributed import initialize, lifecycle
+
+    monkeypatch.setattr(lifecycle, "_joined", {"address": "127.0.0.1:1234", "process": 1, "count": 2})
+    with pytest.raises(RuntimeError, match=r"already called in this process \(process 1 of 2, coordinator "
+                                           r"127.0.0.1:1234\): .* remove the second call"):
+        initialize()
+    monkeypatch.setattr(lifecycle, "_joined", None)
+    monkeypatch.setattr(lifecycle.jax.distributed, "is_initialized", lambda: True)
+    with pytest.raises(RuntimeError, match="jax.distributed.initialize was already called in this process: call "
+                                           "pxla_mlir.distributed.initialize instead of it"):
+        initialize()
+
+
+def _join_all(address, hellos, n=2, timeout_s=5.0):
+    """Process 0's join, with the other processes' hellos sent from threads; its error text (or None)."""
+    import socket
+    import threading
+
+    from pxla_mlir.distributed import rendezvous
+
+    def check_in(hello):
+        for _ in range(50):
+            try:
+                with socket.create_connection(address, timeout=2) as s:
+                    rendezvous.send(s, hello) if isinstance(hello, dict) else s.sendall(hello)
+                    s.recv(4096)
+                return
+            except OSError:
+                import time
+
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=check_in, args=(h,), daemon=True) for h in hellos]
+    for t in threads:
+        t.start()
+    try:
+        sockets = rendezvous.join(f"{address[0]}:{address[1]}", n, 0, timeout_s=timeout_s)
+    except rendezvous.JoinError as e:
+        return str(e)
+    finally:
+        for t in threads:
+            t.join(5)
+    for s in sockets.values():
+        s.close()
+    return None
+
+
+@pytest.mark.parametrize("hellos, why", [
+    ([{"process_id": 1, "num_processes": 2}], None),
+    ([{"process_id": 1, "num_processes": 3}], "process 1 (pid None on None) was started with num_processes=3, "
+                                              "process 0 with num_processes=2"),
+    ([{"process_id": 0, "num_processes": 2}], "has process_id=0, but the run's process ids are 0..1"),
+    ([{"process_id": 1, "num_processes": 3, "pid": 7}, {"process_id": 1, "num_processes": 3, "pid": 8}],
+     "two processes have process_id=1"),
+    ([b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"], "without checking in: it called jax.distributed.initialize itself"),
+    ([{"process_id": 1, "num_processes": 2, "error": "bad arguments"}], "process 1 (pid None on None) cannot join "
+                                                                        "the run: bad arguments"),
+    ([], "process 0 waited 0.5 s at 127.0.0.1:"),
+], ids=["joins", "other_count", "id_zero", "same_id", "plain_jax", "reported", "nobody"])
+def test_the_join_names_what_is_wrong(hellos, why):
+    from pxla_mlir.distributed.launch import free_port
+
+    n = 3 if len(hellos) == 2 else 2
+    got = _join_all(("127.0.0.1", free_port()), hellos, n=n, timeout_s=0.5 if not hellos else 5.0)
+    assert (got is None) if why is None else (got is not None and why in got), got
+
+
+def test_a_process_that_cannot_reach_the_coordinator_says_where():
+    from pxla_mlir.distributed import rendezvous
+    from pxla_mlir.distributed.launch import free_port
+
+    port = free_port()
+    with pytest.raises(rendezvous.JoinError, match=rf"process 1 could not reach the run's coordinator \(process 0\) "
+                                                   rf"at 127.0.0.1:{port} within 0.3 s \(Connection refused\)"):
+        rendezvous.join(f"127.0.0.1:{port}", 2, 1, timeout_s=0.3)

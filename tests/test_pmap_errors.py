@@ -123,3 +123,35 @@ def test_compiled_with_other_arguments():
                       r"float32\[8,4\]$", compiled, np.zeros((8, 4), np.float32))
     raises(TypeError, r"^Function compiled with input pytree does not match the input pytree it was called with",
            compiled, (np.zeros((8, 3)),))
+
+
+def nested_lists(depth, leaf):
+    tree = leaf
+    for _ in range(depth):
+        tree = [tree]
+    return tree
+
+
+def test_arguments_nested_deeper_than_jax_flattens():
+    """jax's C++ flattening stops at the recursion limit and leaks its
+    RecursionError (once an AttributeError from deep inside a pmap call)."""
+    import sys
+
+    deep = nested_lists(2000, np.ones(8, np.float32))
+    for f in (pxla_mlir.pmap(lambda t: t, "i"), pxla_mlir.jit(lambda t: t)):
+        with pytest.raises(RecursionError, match=r"nest more pytree levels than jax can flatten: .*"
+                                                 r"sys.getrecursionlimit\(\) = \d+\)\. Pass a flatter structure"):
+            f(deep)
+    with pytest.raises(Exception) as info:  # jax's own error (jax.jit gives the same)
+        pxla_mlir.pmap(lambda t: t, "i").lower(deep)
+    assert isinstance(info.value.__cause__, RecursionError) and "in flatten" in str(info.value.__cause__)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(6000)
+    try:  # what the message advises works
+        leaves = jax.tree.leaves(pxla_mlir.pmap(lambda t: t, "i")(deep))
+    finally:
+        sys.setrecursionlimit(limit)
+    np.testing.assert_array_equal(leaves[0], np.ones(8, np.float32))
+    # Errors of shallow arguments pass through unchanged.
+    with pytest.raises(ValueError, match="must equal the number of local devices"):
+        pxla_mlir.pmap(lambda t: t, "i", devices=jax.devices()[:4])(nested_lists(3, np.ones(8)))

@@ -176,6 +176,53 @@ def test_two_levels(mode, unshard, shardings):
     assert_tree_close(got, want)
 
 
+def exact_values(dtype, shape):
+    """Signed zeros, infinities, NaN and extremes among ordinary values of ``dtype``."""
+    if dtype == np.bool_:
+        return data(*shape, dtype=np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        special = [np.iinfo(dtype).min, np.iinfo(dtype).max, 0, -1]
+    else:
+        special = [-0.0, 0.0, np.inf, -np.inf, np.nan, -0.0]
+    values = data(*shape).astype(np.float32 if dtype == jnp.bfloat16 else dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        values = values + 1j * data(*shape)
+        special += [complex(-0.0, 0.0), complex(0.0, -0.0), complex(-0.0, -0.0)]
+    flat = values.reshape(-1)
+    flat[:len(special)] = np.array(special, dtype=flat.dtype)
+    RNG.shuffle(flat)
+    return flat.reshape(shape).astype(dtype)
+
+
+def bits(x):
+    x = np.ascontiguousarray(np.asarray(x))
+    return x.view(f"u{x.dtype.itemsize}")
+
+
+@pytest.mark.parametrize("mode, unshard, shardings", MODES)
+def test_unshard_keeps_every_value_exactly(mode, unshard, shardings):
+    """An inner pmap's mapped outputs at every out_axis hold each device's
+    value bit for bit: -0.0, NaN, infinities, integer extremes, booleans,
+    complex parts (the all-reduce strategy sums zero-padded slots)."""
+    dtypes = [np.float32, jnp.bfloat16, np.int32, np.bool_, np.complex64]
+    xs = [exact_values(dtype, (2, 4, 3, 2)) for dtype in dtypes]
+
+    def outer(pmap_fn):
+        def shifted(*vs):
+            moved = [lax.ppermute(v, "j", [(k, (k + 1) % 4) for k in range(4)]) for v in vs]
+            return tuple(v for v in moved for _ in range(3))
+        return lambda *vs: pmap_fn(shifted, "j", out_axes=(0, 1, 2) * len(vs))(*vs)
+
+    f = pxla_mlir.pmap(outer(pxla_mlir.pmap), "i", mode=mode, unshard=unshard, shardings=shardings)
+    assert ("mhlo.dynamic_update_slice" in f.lower(*xs).as_text()) == (unshard == "all-reduce")
+    got = f(*xs)
+    want = jax.vmap(outer(vmap_as_pmap), axis_name="i")(*xs)
+    assert len(got) == len(want) == 3 * len(dtypes)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and g.dtype == w.dtype, (k, g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"output {k} ({w.dtype}, out_axis {k % 3})")
+
+
 def three_levels(pmap_fn):
     def level3(z):
         return (lax.psum(z, "k") + lax.psum(z, "j") * 10 + lax.psum(z, "i") * 100,

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 from jaxlib.mlir import ir
 
 import pxla_mlir
@@ -54,3 +55,36 @@ def test_lowerings_share_an_mlir_context():
     for k in range(30):
         pxla_mlir.pmap(lambda v, k=k: v * k, "i").lower(x)  # a new function each time: no cache hit
     assert ir.Context._get_live_count() - before <= 2
+
+
+def test_unusable_cache_directories_are_clear_errors(tmp_path, monkeypatch):
+    """Said at the first compile (the variable) or at the call, naming the
+    path and the fix, instead of a bare OSError from deep inside jax."""
+    from pxla_mlir.runtime import compile as compile_mod
+    from pxla_mlir.runtime.compile import CACHE_DIR_ENV, CacheDirError
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    f = pxla_mlir.pmap(lambda v: v * 3, "i")
+    x = np.ones((8, 2), np.float32)
+    monkeypatch.setattr(compile_mod, "_env_applied", False)
+    for value, why in [(a_file, f"{a_file} exists and is not a directory"),
+                       (a_file / "cache", f"{a_file / 'cache'} cannot be created: {a_file} is not a directory"),
+                       ("/proc/pxla_mlir_cache", "cannot create or write the directory /proc/pxla_mlir_cache")]:
+        monkeypatch.setenv(CACHE_DIR_ENV, str(value))
+        for _ in range(2):  # an error at every compile until fixed, never silently skipped
+            with pytest.raises(CacheDirError, match=f"^{CACHE_DIR_ENV}='{value}': {why}.*; set it to a directory "
+                                                    f"this process may create and write \\(or unset {CACHE_DIR_ENV}"):
+                f.lower(x).compile()
+    monkeypatch.delenv(CACHE_DIR_ENV)
+    assert float(np.asarray(f(x)).sum()) == 48.0  # without the variable: no cache, no error
+    with pytest.raises(CacheDirError, match=r"^enable_compilation_cache\(path\) = '': the compilation cache needs a "
+                                            r"directory path, got an empty one; pass a directory"):
+        pxla_mlir.enable_compilation_cache("")
+    with pytest.raises(CacheDirError, match="exists and is not a directory"):
+        pxla_mlir.enable_compilation_cache(a_file)
+    with pytest.raises(TypeError, match="needs a directory path"):
+        pxla_mlir.enable_compilation_cache(None)
+    from pxla_mlir.jax_internals import persistent_cache_enabled
+
+    assert not persistent_cache_enabled()

@@ -13,14 +13,19 @@ collectives on CPU, NCCL on GPU).
   ``process_local`` out);
 * :mod:`.program_check`: the same program on every process, checked before
   the first launch;
-* :mod:`.lifecycle`: ``initialize``, and ending every process when one fails;
+* :mod:`.lifecycle`: ``initialize`` and ``shutdown``;
+* :mod:`.rendezvous`: every process joins through process 0 before jax
+  starts, so that a run that cannot start is an error on every process;
+* :mod:`.link`: the join's connections, kept open, end every process when
+  one fails, dies or ends early;
+* :mod:`.settings`: the run's timeouts (arguments, ``PXLA_MP_*`` variables);
 * :mod:`.launch`: N local processes on a free 127.0.0.1 port.
 """
 
 from .launch import Finished, launch  # jax-free: launching processes needs no jax
 
 # The rest is loaded on first use (it needs jax).
-_LAZY = {"initialize": "lifecycle", "PEER_FAILED_EXIT": "lifecycle",
+_LAZY = {"initialize": "lifecycle", "shutdown": "lifecycle", "PEER_FAILED_EXIT": "lifecycle", "JoinError": "rendezvous",
          "MultiProcessError": "processes", "check_devices": "processes", "default_devices": "processes",
          "is_multi_process": "processes", "spans_processes": "processes", "ProgramMismatchError": "program_check",
          "check_before_launch": "program_check", "LocalPlacement": "shares", "bound_avals": "shares",

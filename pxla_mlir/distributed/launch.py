@@ -76,27 +76,25 @@ def launch(argv: Sequence[str], count: int, *, timeout_s: float, cpu_devices: in
     sees each output line as it comes."""
     port = free_port()
     start = time.monotonic()
-    procs, outputs, ended = [], [[] for _ in range(count)], [None] * count
+    procs, outputs, ended, readers = [], [[] for _ in range(count)], [None] * count, []
+    late: set[int] = set()
     try:
         for i in range(count):
             procs.append(subprocess.Popen(
                 list(argv), env=process_env(i, count, port, cpu_devices=cpu_devices, base=env), cwd=cwd,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                 errors="replace", start_new_session=True))
-        readers = [threading.Thread(target=_read, args=(i, p, outputs[i], on_line), daemon=True)
+        readers = [threading.Thread(target=_read, args=(i, p, outputs[i], on_line, ended, start), daemon=True)
                    for i, p in enumerate(procs)]
         for r in readers:
             r.start()
         deadline = start + timeout_s
-        for i, p in enumerate(procs):
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-                ended[i] = time.monotonic() - start
-            except subprocess.TimeoutExpired:
-                pass
+        for r in readers:  # each reader records when its process ended (in any order)
+            r.join(timeout=max(0.0, deadline - time.monotonic()))
     finally:
-        for p in procs:
+        for i, p in enumerate(procs):
             if p.poll() is None:
+                late.add(i)
                 p.kill()  # SIGKILL: SIGTERM is swallowed by jax's preemption notifier
         for p in procs:
             p.wait()
@@ -105,14 +103,17 @@ def launch(argv: Sequence[str], count: int, *, timeout_s: float, cpu_devices: in
     now, wall = time.monotonic(), time.time()
     results = []
     for i, p in enumerate(procs):
-        seconds = ended[i] if ended[i] is not None else now - start
-        results.append(Finished(i, p.returncode if ended[i] is not None else None, "".join(outputs[i]), seconds,
+        done = ended[i] is not None and i not in late
+        seconds = ended[i] if done else now - start
+        results.append(Finished(i, p.returncode if done else None, "".join(outputs[i]), seconds,
                                 wall - (now - start) + seconds))
     return results
 
 
-def _read(index: int, proc, sink: list, on_line) -> None:
+def _read(index: int, proc, sink: list, on_line, ended: list, start: float) -> None:
     for line in proc.stdout:
         sink.append(line)
         if on_line is not None:
             on_line(index, line)
+    proc.wait()
+    ended[index] = time.monotonic() - start

@@ -2,143 +2,154 @@
 
 ``initialize`` is ``jax.distributed.initialize`` (same arguments; they
 default to the ``PXLA_MP_*`` variables set by ``pxla-mlir run --processes``
-and :mod:`.launch`) plus what keeps a failure from leaving the other
-processes blocked:
+and :mod:`.launch`) plus what keeps a run that cannot start or cannot go on
+from aborting or hanging its processes:
 
-* An uncaught exception in one process is announced through the
-  coordination service's key-value store, and that process ends at once
-  (plain jax would first wait up to ``shutdown_timeout_seconds`` at its exit
-  barrier while the others block in a collective that never completes).
-  Every other process prints which process failed and why, and ends with
-  exit code ``PEER_FAILED_EXIT``.
-* A process that dies without a word (killed, crashed) is found by the
-  coordination service when its heartbeats stop: jax then ends each other
-  process with SIGABRT about ``heartbeat_timeout_seconds`` later (default
-  100), logging which task died; if the dead process hosted the service
-  (process 0), within a fraction of a second. ``faulthandler`` is enabled so
-  the abort also shows where each thread of Python was.
+* its arguments are checked before anything starts;
+* every process joins through process 0 first (:mod:`.rendezvous`): a
+  process that never comes, an unreachable coordinator, a process id out
+  of range or twice, a port in use are Python errors on every process that
+  came, within ``initialization_timeout`` (jax would SIGABRT them);
+* the join's connections stay open as the run's link (:mod:`.link`): a
+  process that fails (an uncaught exception), dies (killed, crashed) or
+  ends its program while others still run ends every process within
+  milliseconds (``shutdown_timeout_seconds`` for the last), each saying
+  why, with exit code :data:`PEER_FAILED_EXIT`;
+* jax's own timeouts are what :mod:`.settings` says (20 s by default, not
+  jax's 300/100/300 s), as a backstop.
+
+``faulthandler`` is enabled so that an abort from jax's runtime still shows
+where each thread of Python was.
 """
 
 from __future__ import annotations
 
-import atexit
 import faulthandler
+import math
 import os
-import sys
-import threading
 
 import jax
 
-from ..jax_internals import distributed_client
+from ..jax_internals import backends_are_initialized
+from . import link, rendezvous
 from .launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from .link import PEER_FAILED_EXIT
+from .settings import Timeouts, env_int
 
-__all__ = ["initialize", "PEER_FAILED_EXIT"]
+__all__ = ["initialize", "shutdown", "PEER_FAILED_EXIT"]
 
-#: Exit code of a process ended because another process of the run failed.
-PEER_FAILED_EXIT = 75
-_FAILED = "pxla_mlir/failed"
-_POLL_MS = 500
-_ACK_WAIT_S = 3.0
+#: jax's shutdown barrier waits this much longer than the link, which ends stragglers with a message first.
+_JAX_SHUTDOWN_MARGIN_S = 10
+_joined: dict | None = None  # this process's run, once initialize succeeded
 
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
                process_id: int | None = None, *, cpu_devices: int | None = None, end_all_on_failure: bool = True,
-               **jax_options) -> None:
+               initialization_timeout: float | None = None, heartbeat_timeout_seconds: float | None = None,
+               shutdown_timeout_seconds: float | None = None, **jax_options) -> None:
     """``jax.distributed.initialize`` for pxla_mlir's maps.
 
+    ``coordinator_address``, ``num_processes`` and ``process_id`` default to
+    ``PXLA_MP_COORDINATOR``, ``PXLA_MP_NUM_PROCESSES`` and
+    ``PXLA_MP_PROCESS_ID`` (without them, jax's cluster detection decides,
+    and the run gets jax's behaviour with this module's timeouts).
     ``cpu_devices`` sets this process's number of virtual CPU devices.
-    ``jax_options`` go to jax unchanged: ``heartbeat_timeout_seconds`` (how
-    long a dead process goes unnoticed, default 100), ``initialization_timeout``,
-    ``shutdown_timeout_seconds``, ``local_device_ids``, ...
-    ``end_all_on_failure=False`` leaves failure handling to jax alone.
+    ``initialization_timeout``: how long processes wait for each other to
+    join; ``heartbeat_timeout_seconds``: jax's backstop for a process that
+    stops answering; ``shutdown_timeout_seconds``: how long the others may
+    run on after a process ended its program (defaults and variables: see
+    :mod:`.settings`). Other ``jax_options`` go to jax unchanged
+    (``local_device_ids``, ``coordinator_bind_address``, ...).
+    ``end_all_on_failure=False`` leaves failures to jax alone.
     """
+    _check_once()
     env = os.environ
-    coordinator_address = coordinator_address or env.get(ENV_COORDINATOR)
-    if num_processes is None and env.get(ENV_NUM_PROCESSES):
-        num_processes = int(env[ENV_NUM_PROCESSES])
-    if process_id is None and env.get(ENV_PROCESS_ID):
-        process_id = int(env[ENV_PROCESS_ID])
+    coordinator_address = coordinator_address or env.get(ENV_COORDINATOR) or None
+    if num_processes is None:
+        num_processes = env_int(ENV_NUM_PROCESSES, minimum=1, meaning="the number of processes of the run",
+                                argument="num_processes")
+    if process_id is None:
+        process_id = env_int(ENV_PROCESS_ID, minimum=0, meaning="this process's index in 0..num_processes-1",
+                             argument="process_id")
+    timeouts = Timeouts.resolve(initialization_timeout, heartbeat_timeout_seconds, shutdown_timeout_seconds)
+    explicit = None not in (coordinator_address, num_processes, process_id)
+    try:
+        if explicit:
+            _check_arguments(coordinator_address, num_processes, process_id)
+        if cpu_devices is not None:
+            if isinstance(cpu_devices, bool) or not isinstance(cpu_devices, int) or cpu_devices < 1:
+                raise ValueError(f"cpu_devices={cpu_devices!r}: give this process's number of CPU devices, a "
+                                 f"positive int")
+        if backends_are_initialized():
+            raise RuntimeError("pxla_mlir.distributed.initialize must come before anything that starts jax's "
+                               "backend (a computation, jax.devices(), jax.device_put, ...): move it to the start "
+                               "of the program")
+    except (ValueError, TypeError, RuntimeError) as e:
+        if explicit and process_id != 0:  # process 0 is where the others would hear it: they time out instead
+            rendezvous.report(coordinator_address, num_processes, process_id, str(e),
+                              within_s=min(timeouts.init, 10.0))
+        raise
     if cpu_devices is not None:
         jax.config.update("jax_num_cpu_devices", int(cpu_devices))
-    jax.distributed.initialize(coordinator_address, num_processes, process_id, **jax_options)
-    if end_all_on_failure and jax.process_count() > 1:
-        _FailureWatch.start_once()
-
-
-class _FailureWatch:
-    """Ends this process when another announces an uncaught exception, and
-    announces this process's own."""
-
-    _instance: "_FailureWatch | None" = None
-
-    @classmethod
-    def start_once(cls) -> None:
-        if cls._instance is None:
-            cls._instance = cls()
-
-    def __init__(self):
-        self.client = distributed_client()
-        self.me, self.count = jax.process_index(), jax.process_count()
-        self._stop = threading.Event()
-        self._previous_hook = sys.excepthook
-        sys.excepthook = self._excepthook
-        if not faulthandler.is_enabled():
-            faulthandler.enable()
-        self._thread = threading.Thread(target=self._watch, name="pxla_mlir-failure-watch", daemon=True)
-        self._thread.start()
-        atexit.register(self._stop_watching)  # runs before jax's own exit handler shuts the client down
-
-    def _stop_watching(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2 * _POLL_MS / 1000)
-
-    def _watch(self) -> None:
-        while not self._stop.is_set():
-            try:
-                message = self.client.blocking_key_value_get(_FAILED, _POLL_MS)
-            except Exception as e:  # jaxlib's runtime error: a timeout, a shutdown, or the service is gone
-                if "DEADLINE_EXCEEDED" in str(e):
-                    continue
-                if self._stop.is_set() or "UNAVAILABLE" not in str(e):
-                    return  # jax.distributed.shutdown() cancelled the wait
-                _end(f"pxla_mlir: process {self.me} lost the JAX coordination service "
-                     f"({str(e).splitlines()[0][:200]}); process 0, which hosts it, has probably ended. Ending "
-                     f"process {self.me} too: its collectives cannot complete.", PEER_FAILED_EXIT)
-            if message.startswith(f"process {self.me} "):
-                return  # our own announcement
-            self._end_for_peer(message)
-
-    def _end_for_peer(self, message: str) -> None:
-        print(f"pxla_mlir: {message}\npxla_mlir: ending process {self.me} too (exit {PEER_FAILED_EXIT}): the "
-              f"other processes' collectives cannot complete without it.", file=sys.stderr, flush=True)
-        try:
-            self.client.key_value_set(f"{_FAILED}/ack/{self.me}", "1")
-            if self.me == 0:  # hosts the service: its end would abort the failing process mid-announcement
-                self.client.blocking_key_value_get(f"{_FAILED}/gone", int(_ACK_WAIT_S * 1000))
-        except Exception:
-            pass
-        _end("", PEER_FAILED_EXIT)
-
-    def _excepthook(self, etype, value, tb) -> None:
-        self._previous_hook(etype, value, tb)
-        try:
-            first = (str(value).strip().splitlines() or [""])[0][:300]
-            self.client.key_value_set(_FAILED, f"process {self.me} failed with {etype.__name__}: {first}")
-            # Wait until the others have said why they end (process 0 waits for us instead).
-            for other in range(self.count):
-                if other != self.me and (other != 0 or self.me == 0):
-                    self.client.blocking_key_value_get(f"{_FAILED}/ack/{other}", int(_ACK_WAIT_S * 1000))
-            self.client.key_value_set(f"{_FAILED}/gone", "1")
-        except Exception:  # another process failed first, or the service is gone: end anyway
-            pass
-        _end(f"pxla_mlir: process {self.me} ends after an uncaught {etype.__name__}; the other processes are "
-             f"told to end too.", 1)
-
-
-def _end(message: str, code: int) -> None:
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
+    run_link, sockets = None, {}
+    if explicit and num_processes > 1:
+        sockets = rendezvous.join(coordinator_address, num_processes, process_id, timeout_s=timeouts.init,
+                                  bind_address=jax_options.get("coordinator_bind_address"))
+        if end_all_on_failure:
+            run_link = link.Link(process_id, num_processes, sockets, timeouts.shutdown)
+            # Watching from here on: a process that dies while the others are in jax's connect ends them too.
+            run_link.start()
+    shutdown_s = timeouts.shutdown + (_JAX_SHUTDOWN_MARGIN_S if run_link is not None else 0)
     try:
-        sys.stdout.flush()
-        if message:
-            print(message, file=sys.stderr, flush=True)
-    finally:
-        os._exit(code)
+        jax.distributed.initialize(coordinator_address, num_processes, process_id,
+                                   initialization_timeout=math.ceil(timeouts.init),
+                                   heartbeat_timeout_seconds=math.ceil(timeouts.heartbeat),
+                                   shutdown_timeout_seconds=math.ceil(shutdown_s), **jax_options)
+    except Exception as e:
+        if run_link is not None:
+            run_link.abandon(f"process {process_id} could not start jax.distributed: "
+                             f"{(str(e).splitlines() or [''])[0][:300]}")
+        raise
+    if run_link is not None:
+        run_link.jax_started = True
+    else:
+        for sock in sockets.values():  # joined; failures are jax's from here on
+            sock.close()
+    global _joined
+    _joined = {"address": coordinator_address, "process": jax.process_index(), "count": jax.process_count()}
+
+
+def shutdown() -> None:
+    """Ends this process's part of the run: tells the others it ended its
+    program, then ``jax.distributed.shutdown()`` (which waits for them).
+    What a process does at exit anyway; call it instead of
+    ``jax.distributed.shutdown()`` to end earlier."""
+    run_link = link.current()
+    if run_link is not None:
+        run_link.bye()
+    jax.distributed.shutdown()
+
+
+def _check_once() -> None:
+    if _joined is not None:
+        raise RuntimeError(f"pxla_mlir.distributed.initialize was already called in this process (process "
+                           f"{_joined['process']} of {_joined['count']}, coordinator {_joined['address']}): a process "
+                           f"joins its run once, at the start; remove the second call")
+    if jax.distributed.is_initialized():
+        raise RuntimeError("jax.distributed.initialize was already called in this process: call "
+                           "pxla_mlir.distributed.initialize instead of it (it starts jax.distributed itself), not "
+                           "after it")
+
+
+def _check_arguments(address, num_processes, process_id) -> None:
+    rendezvous.split_address(address)
+    for name, value in (("num_processes", num_processes), ("process_id", process_id)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if num_processes < 1:
+        raise ValueError(f"num_processes={num_processes}: a run has at least one process")
+    if not 0 <= process_id < num_processes:
+        raise ValueError(f"process_id={process_id} is out of range for num_processes={num_processes}: give each "
+                         f"process its own id in 0..{num_processes - 1} (process 0 hosts the coordinator)")

@@ -19,19 +19,22 @@ import difflib
 import hashlib
 import itertools
 import json
-import os
 import threading
+import time
 
 import jax
 
 from ..jax_internals import distributed_client
+from . import link
 from .processes import MultiProcessError, spans_processes
+from .settings import check_timeout
 
 __all__ = ["ProgramMismatchError", "ProgramCheck", "check_before_launch", "CHECK_TIMEOUT_S"]
 
-#: Seconds to wait for another process to reach the same launch
-#: (PXLA_MP_CHECK_TIMEOUT overrides it).
-CHECK_TIMEOUT_S = float(os.environ.get("PXLA_MP_CHECK_TIMEOUT", "120"))
+#: Seconds to wait for another process to reach the same launch; None:
+#: PXLA_MP_CHECK_TIMEOUT, else 120 (read at each check).
+CHECK_TIMEOUT_S: float | None = None
+_POLL_MS = 500  # between looks at the run's link: a process that ended is not waited for
 _TEXT_LIMIT = 256 * 1024  # MHLO longer than this is compared by hash only
 _KEY = "pxla_mlir/programs"
 _launches = itertools.count(1)
@@ -86,28 +89,42 @@ class ProgramCheck:
             number = next(_launches)
         base = f"{_KEY}/{number}"
         client.key_value_set(f"{base}/{me}", json.dumps(self.record))
+        timeout = CHECK_TIMEOUT_S if CHECK_TIMEOUT_S is not None else check_timeout()
+        deadline = time.monotonic() + timeout
         for other in range(count):
-            if other == me:
-                continue
+            if other != me:
+                theirs = self._read(client, f"{base}/{other}", other, number, timeout, deadline)
+                differences = describe_difference(self.record, theirs, me, other)
+                if differences:
+                    raise ProgramMismatchError(
+                        f"process {me} and process {other} are about to launch different programs as their "
+                        f"multi-process launch #{number}: {differences}\nEvery process must launch the same maps, "
+                        f"with the same shapes, options and devices, in the same order, or their collectives never "
+                        f"meet. Nothing was launched.")
+
+    def _read(self, client, key: str, other: int, number: int, timeout: float, deadline: float) -> dict:
+        """Process ``other``'s record, waiting for it in slices while it still runs its program."""
+        me, name = jax.process_index(), self.record["name"]
+        while True:
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
             try:
-                theirs = json.loads(client.blocking_key_value_get(f"{base}/{other}", int(CHECK_TIMEOUT_S * 1000)))
+                return json.loads(client.blocking_key_value_get(key, max(1, min(_POLL_MS, remaining_ms))))
             except Exception as e:  # jaxlib raises its runtime error type
                 if "DEADLINE_EXCEEDED" not in str(e):
                     raise MultiProcessError(f"could not read process {other}'s program from the coordination "
                                             f"service: {str(e).splitlines()[0]}") from None
+            run = link.current()
+            if run is not None and run.peer_ended(other):
+                raise ProgramMismatchError(
+                    f"process {other} ended its program without reaching its multi-process launch #{number}, "
+                    f"while process {me} is about to launch {name!r} there: it would wait forever. Every process "
+                    f"must launch the same maps in the same order. Nothing was launched.")
+            if remaining_ms <= 0:
                 raise ProgramMismatchError(
                     f"process {other} did not reach its launch #{number} of a multi-process program within "
-                    f"{CHECK_TIMEOUT_S:g} s, while process {me} is about to launch {self.record['name']!r} there. "
-                    f"Every process must launch the same maps in the same order; one that takes another path or "
-                    f"fails before launching leaves the others waiting (PXLA_MP_CHECK_TIMEOUT sets this wait)"
-                ) from None
-            differences = describe_difference(self.record, theirs, me, other)
-            if differences:
-                raise ProgramMismatchError(
-                    f"process {me} and process {other} are about to launch different programs as their "
-                    f"multi-process launch #{number}: {differences}\nEvery process must launch the same maps, with "
-                    f"the same shapes, options and devices, in the same order, or their collectives never meet. "
-                    f"Nothing was launched.")
+                    f"{timeout:g} s, while process {me} is about to launch {name!r} there. Every process must "
+                    f"launch the same maps in the same order; one that takes another path or fails before "
+                    f"launching leaves the others waiting (PXLA_MP_CHECK_TIMEOUT sets this wait)")
 
 
 def describe_difference(mine: dict, theirs: dict, me: int, other: int) -> str:

@@ -81,6 +81,27 @@ def zeros(t: ir.RankedTensorType) -> ir.Value:
     return mhlo.ConstantOp(ir.DenseElementsAttr.get_splat(t, zero)).result
 
 
+def bits_type(t: ir.RankedTensorType) -> ir.RankedTensorType:
+    """``t`` with its float elements as signless integers of the same width."""
+    width = ir.FloatType(t.element_type).width
+    return ir.RankedTensorType.get(list(t.shape), ir.IntegerType.get_signless(width))
+
+
+def to_bits(x: ir.Value) -> ir.Value:
+    """A float tensor's bit patterns (bitcast_convert to same-width integers)."""
+    return mhlo.BitcastConvertOp(bits_type(ir.RankedTensorType(x.type)), x).result
+
+
+def from_bits(x: ir.Value, element_type: ir.Type) -> ir.Value:
+    """The floats of type ``element_type`` whose bit patterns ``x`` holds."""
+    t = ir.RankedTensorType(x.type)
+    return mhlo.BitcastConvertOp(ir.RankedTensorType.get(list(t.shape), element_type), x).result
+
+
+def is_float(element_type: ir.Type) -> bool:
+    return isinstance(element_type, ir.FloatType)
+
+
 def is_bool(element_type: ir.Type) -> bool:
     return isinstance(element_type, ir.IntegerType) and ir.IntegerType(element_type).width == 1
 

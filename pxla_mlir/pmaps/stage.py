@@ -22,6 +22,8 @@ __all__ = ["lower_traced", "register_impl"]
 def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") -> list:
     """The ``n`` devices a pmap over ``axis_size`` (times nested pmaps) runs on."""
     if devices is not None:
+        if distributed.is_multi_process(backend):  # which processes they cover comes before how many they are
+            distributed.check_devices(devices, what)
         if len(devices) != n:
             listed = ", ".join(map(str, devices))
             if n == axis_size:

@@ -11,20 +11,26 @@ It is off by default, as in jax.
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
 
 from .. import jax_internals
+from ..errors import PxlaUserError
 from ..ir.pxla_attrs import device_counts
 from ..ir.shardy import uses_shardy
 
-__all__ = ["compile_module", "enable_compilation_cache", "CACHE_DIR_ENV", "to_xla_computation"]
+__all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "CACHE_DIR_ENV", "to_xla_computation"]
 
 #: Environment variable that turns the persistent cache on (its value: the directory).
 CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
 _env_applied = False
+
+
+class CacheDirError(PxlaUserError, ValueError):
+    """The persistent compilation cache's directory cannot be used."""
 
 
 def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -> None:
@@ -32,17 +38,58 @@ def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -
     cache, shared with jax.jit) and loads them from there in later processes.
     ``min_compile_time_secs``: only programs that took at least this long to
     compile are written (jax's default is 1 s; 0 keeps every program)."""
-    os.makedirs(path, exist_ok=True)
-    jax_internals.enable_persistent_cache(os.path.abspath(path), min_compile_time_secs)
+    path = _usable_cache_dir(path, "enable_compilation_cache(path)")
+    jax_internals.enable_persistent_cache(path, min_compile_time_secs)
+
+
+def _usable_cache_dir(path, source: str) -> str:
+    """``path`` as an absolute directory, created if needed and writable, or a
+    :class:`CacheDirError` saying what is wrong with it and how to fix it."""
+    fix = ("set it to a directory this process may create and write" if source == CACHE_DIR_ENV
+           else "pass a directory this process may create and write")
+    fix += f" (or unset {CACHE_DIR_ENV} to compile without the cache)" if source == CACHE_DIR_ENV else ""
+    where = f"{CACHE_DIR_ENV}={str(path)!r}" if source == CACHE_DIR_ENV else f"{source} = {path!r}"
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: the compilation cache needs a directory path (str or os.PathLike)")
+    path = os.fspath(path)
+    if not path.strip():
+        raise CacheDirError(f"{where}: the compilation cache needs a directory path, got an empty one; {fix}")
+    full = os.path.abspath(os.path.expanduser(path))
+    blocker = _file_on_the_way(full)
+    if blocker == full:
+        raise CacheDirError(f"{where}: {full} exists and is not a directory; {fix}")
+    if blocker is not None:
+        raise CacheDirError(f"{where}: {full} cannot be created: {blocker} is not a directory; {fix}")
+    try:
+        os.makedirs(full, exist_ok=True)
+        with tempfile.TemporaryFile(dir=full):
+            pass
+    except OSError as e:
+        raise CacheDirError(f"{where}: cannot create or write the directory {full} ({e.strerror or e}); "
+                            f"{fix}") from None
+    return full
+
+
+def _file_on_the_way(path: str) -> str | None:
+    """The first of ``path`` and its parents that exists and is not a directory."""
+    probe = path
+    while True:
+        if os.path.lexists(probe):
+            return None if os.path.isdir(probe) else probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
 
 
 def _apply_env() -> None:
     global _env_applied
     if not _env_applied:
-        _env_applied = True
         path = os.environ.get(CACHE_DIR_ENV)
         if path and not jax_internals.persistent_cache_enabled():
-            enable_compilation_cache(path)
+            # Checked on every compile until it works: a bad directory is an error each time, never skipped.
+            jax_internals.enable_persistent_cache(_usable_cache_dir(path, CACHE_DIR_ENV), 0.0)
+        _env_applied = True
 
 
 def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None,

@@ -49,10 +49,6 @@ class ShardedExecutable:
         self._local = LocalPlacement(self.devices, [s for _, s in self._physical], [av for av, _ in self._physical]) \
             if spans_processes(self.devices) else None  # multi-process: host values are placed per process
         self._handlers = [result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
-        # XLA folds a zero-element result to a constant of the global shape on every device, dropping its
-        # sharding: an Array built from those buffers breaks on the first read. It holds no data: make it anew.
-        self._empty = [i for i, av in enumerate(self.out_avals)
-                       if 0 in av.shape and not is_extended(av.dtype) and av.dtype != float0]
 
     # -- arguments -----------------------------------------------------------------
     def place(self, x, index: int):
@@ -94,8 +90,6 @@ class ShardedExecutable:
         args = [self.place(x, i) for i, x in enumerate(flat_args)]
         results = self.xla.execute_sharded(args, with_tokens=True)
         outs = results.consume_with_handlers(self._handlers)
-        for i in self._empty:
-            outs[i] = _empty_array(self.out_avals[i], self.out_shardings[i])
         token = results.consume_token()
         if self._callback_devices is not None:
             set_runtime_tokens(self._callback_devices, token)
@@ -108,12 +102,6 @@ class ShardedExecutable:
 
     def cost_analysis(self):
         return self.xla.cost_analysis()
-
-
-def _empty_array(aval, sharding) -> jax.Array:
-    """A zero-element ``aval`` laid out by ``sharding`` (each process makes its own shards)."""
-    return jax.make_array_from_callback(aval.shape, sharding, lambda index: np.zeros(
-        np.empty(aval.shape, np.bool_)[index].shape, aval.dtype))
 
 
 def _check_type(x, aval, index: int) -> None:

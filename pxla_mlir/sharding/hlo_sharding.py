@@ -25,7 +25,7 @@ from .devices import check_device_count
 from .mesh import AbstractMesh, MeshError
 from .spec import NoSharding, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked
 
-__all__ = ["HloSharding", "parse", "canonical_iota"]
+__all__ = ["HloSharding", "parse", "parse_elements", "canonical_iota", "of_spec", "of_mapping", "manual_tile"]
 
 SUBGROUP_KINDS = ("manual", "replicated")  # XLA's canonical order
 
@@ -254,6 +254,26 @@ def parse(text: str) -> HloSharding:
     tile = dims[: len(dims) - len(kinds)]
     groups = list(zip(kinds, dims[len(tile):]))
     return HloSharding.tiled(tile, devices, groups)
+
+
+def parse_elements(text: str) -> list[HloSharding]:
+    """The shardings of a possibly tuple-shaped HLO sharding string
+    (``{{...}, {...}}``: one per tuple element; else one)."""
+    s = text.strip()
+    if not s.startswith("{{"):
+        return [parse(s)]
+    if not s.endswith("}"):
+        raise ValueError(f"cannot parse HLO sharding {text!r}: unbalanced braces")
+    parts, depth, start = [], 0, 1
+    for k, c in enumerate(s[1:-1], 1):
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth < 0:
+            raise ValueError(f"cannot parse HLO sharding {text!r}: unbalanced braces")
+        if c == "," and depth == 0:
+            parts.append(s[start:k])
+            start = k + 1
+    parts.append(s[start:-1])
+    return [parse(part) for part in parts]
 
 
 # -- encoders: the vocabulary's layouts as HLO shardings ----------------------------------------------

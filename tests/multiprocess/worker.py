@@ -6,8 +6,10 @@ Runs the cases of the named groups in order and prints one line per case,
 ``CASE <name> OK`` or ``CASE <name> FAIL <why>``; every process runs the same
 cases, each checks the pieces it holds. References are computed in this
 process without pxla_mlir (NumPy, jax.vmap with axis names) on the whole
-input. Groups: numerics, errors, raise (process 1 raises), kill (process 1
-kills itself).
+input. Groups: numerics, errors, raise (process MP_VICTIM raises), kill (it
+kills itself), exit (it ends its program while the others are in
+collectives), exit_then_launch (it ends its program before the others'
+next launch).
 """
 
 import os
@@ -20,7 +22,7 @@ import numpy as np
 
 import pxla_mlir
 
-pxla_mlir.distributed.initialize(heartbeat_timeout_seconds=int(os.environ.get("MP_HEARTBEAT", "20")))
+pxla_mlir.distributed.initialize()  # PXLA_MP_* from the launcher
 
 import jax
 import jax.numpy as jnp
@@ -162,6 +164,40 @@ for _outer, _modes in ((2, [("replica", "all-gather"), ("replica", "all-reduce")
 
 
 @case("numerics")
+def unshard_all_reduce_exact_values():
+    # -0.0, NaN and integer extremes through gloo's all_reduce, bit for bit (bf16 and complex included).
+    rows = N // 2
+    f32 = np.array([-0.0, 0.0, np.nan, -np.inf, 1.5, -2.0] * rows, np.float32).reshape(2, rows, 3)
+    values = [f32, f32.astype(jnp.bfloat16), (f32 - 1j * f32).astype(np.complex64),
+              np.arange(2 * rows * 3, dtype=np.int32).reshape(2, rows, 3) * (2 ** 30 - 7)]
+
+    def inner(*vs):
+        return tuple(lax.ppermute(v, "j", [(k, (k + 1) % rows) for k in range(rows)]) for v in vs)
+
+    for mode in ("replica", "partition"):
+        f = pxla_mlir.pmap(lambda *vs: pxla_mlir.pmap(inner, "j", out_axes=1)(*vs), "i", mode=mode,
+                           unshard="all-reduce")
+        want = jax.vmap(jax.vmap(inner, axis_name="j", out_axes=1), axis_name="i")(*values)
+        for y, w in zip(f(*[global_array(v) for v in values]), want):
+            w = np.asarray(w)
+            for s in y.addressable_shards:
+                got = np.ascontiguousarray(np.asarray(s.data))
+                ref = np.ascontiguousarray(w[s.index])
+                assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, ref.dtype)
+                np.testing.assert_array_equal(got.view(f"u{got.dtype.itemsize}"), ref.view(f"u{ref.dtype.itemsize}"))
+
+
+@case("numerics")
+def empty_outputs():
+    for mode in ("replica", "partition"):
+        y = pxla_mlir.pmap(lambda v: v * 2, "i", mode=mode)(np.ones((K, 0, 3), np.float32))
+        assert y.shape == (N, 0, 3), y.shape
+        for s in y.addressable_shards:
+            assert s.data.shape == (1, 0, 3), s.data.shape
+        assert process_local(y).shape == (K, 0, 3)
+
+
+@case("numerics")
 def nested_interleaved_devices_inner_groups_span_processes():
     x = nested_input(2)
     for mode in ("replica", "partition"):
@@ -261,6 +297,12 @@ def devices_leave_a_process_out():
     raises(lambda: pxla_mlir.pmap(flat, "i", devices=only0)(x), MultiProcessError,
            "process 0 only", "none of its pieces")
     raises(lambda: _xmap_on(only0), MultiProcessError, "none of its pieces")
+    mine = jax.local_devices()  # each process its own devices: 2022's habit
+    for fn in (lambda: pxla_mlir.pmap(flat, "i", devices=mine)(share(X8)),
+               lambda: pxla_mlir.pmap(flat, "i", devices=mine).lower(share(X8)),
+               lambda: pxla_mlir.jit(lambda v: 2 * v, devices=mine[:1])(X8)):
+        raises(fn, MultiProcessError, f"devices of process {ME} only", "each process passes its own devices",
+               "pass devices=None")
     assert STATS["compiles"] == 0
 
 
@@ -301,6 +343,12 @@ def mismatched_module():
 
 
 @case("errors")
+def initialize_twice():
+    raises(pxla_mlir.distributed.initialize, RuntimeError, "already called in this process",
+           f"process {ME} of {NPROC}", "remove the second call")
+
+
+@case("errors")
 def run_still_healthy_after_the_errors():
     check(pxla_mlir.pmap(flat, "i")(share(X8)), REF_FLAT)
 
@@ -318,7 +366,11 @@ def _loop_until_peer_fails(how):
             print(f"FAILING_AT {time.time():.3f}", flush=True)
             if how == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            if how in ("exit", "exit_then_launch"):
+                sys.exit(0)
             raise RuntimeError(f"deliberate failure in process {ME}")
+        if how == "exit_then_launch" and k == 20:
+            pxla_mlir.pmap(lambda v: v * 2, "i")(x)  # a new program: its launch check finds the victim gone
         f(x).block_until_ready()
 
 
@@ -332,12 +384,22 @@ def peer_killed():
     _loop_until_peer_fails("kill")
 
 
+@case("exit")
+def peer_exits():
+    _loop_until_peer_fails("exit")
+
+
+@case("exit_then_launch")
+def peer_exits_before_a_launch():
+    _loop_until_peer_fails("exit_then_launch")
+
+
 def main(groups):
     for group, fn in CASES:
         if group not in groups:
             continue
         start = time.time()
-        if group in ("raise", "kill"):
+        if group in ("raise", "kill", "exit", "exit_then_launch"):
             fn()  # uncaught: what a real failure does
         try:
             fn()
@@ -345,7 +407,7 @@ def main(groups):
         except Exception as e:
             lines = "".join(traceback.format_exception(type(e), e, e.__traceback__)).strip().splitlines()
             print(f"CASE {fn.__name__} FAIL {' | '.join(lines[-6:])}", flush=True)
-    jax.distributed.shutdown()
+    pxla_mlir.distributed.shutdown()
     print("WORKER DONE", flush=True)
 
 

@@ -45,6 +45,6 @@ print_lowering("pxla_form", pxla_mlir.pmap(outer, "i"), x, stage="pxla")
 print_lowering("replica_all_gather", pxla_mlir.pmap(outer, "i"), x)
 
 # CHECK-LABEL: TEST: replica_all_reduce
-# CHECK: mhlo.dynamic_update_slice {{.*}} : (tensor<3x4xf32>, tensor<3x1xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
+# CHECK: mhlo.dynamic_update_slice {{.*}} : (tensor<3x4xi32>, tensor<3x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x4xi32>
 # CHECK-NOT: mhlo.all_gather
 print_lowering("replica_all_reduce", pxla_mlir.pmap(outer, "i", unshard="all-reduce"), x)

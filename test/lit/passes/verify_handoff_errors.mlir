@@ -190,3 +190,40 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
 // expected-error @+1 {{mhlo.num_replicas must be an integer attribute (e.g. 4 : i64), got "4"}}
 module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = "4"} {
 }
+
+// -----
+
+// GSPMD shardings name partitions: XLA's HLO verifier rejects other ids deep inside the compile.
+
+module @sharding_devices attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  // expected-error @+1 {{argument 0 of func.func has mhlo.sharding = "{maximal device=4}": device 4 is out of range for num_partitions = 4 (a sharding names devices 0..3, a tile assignment each of them once); XLA's HLO verifier would reject it inside the compile}}
+  func.func public @main(%x: tensor<8xf32> {mhlo.sharding = "{maximal device=4}"}) -> tensor<8xf32> {
+    // expected-error @+1 {{mhlo.custom_call has mhlo.sharding = "{maximal device=99}": device 99 is out of range for num_partitions = 4}}
+    %0 = mhlo.custom_call @Sharding(%x) {mhlo.sharding = "{maximal device=99}"} : (tensor<8xf32>) -> tensor<8xf32>
+    // expected-error @+1 {{mhlo.sharding = "{devices=[4]0,1,2,5}": devices [5] are out of range for num_partitions = 4}}
+    %1 = mhlo.custom_call @Sharding(%0) {mhlo.sharding = "{devices=[4]0,1,2,5}"} : (tensor<8xf32>) -> tensor<8xf32>
+    // expected-error @+1 {{mhlo.sharding = "{devices=[4]0,1,1,2}": devices [1] appear more than once in its tile assignment for num_partitions = 4}}
+    %2 = mhlo.custom_call @Sharding(%1) {mhlo.sharding = "{devices=[4]0,1,1,2}"} : (tensor<8xf32>) -> tensor<8xf32>
+    // expected-error @+1 {{mhlo.sharding = "{devices=[2]0,1}": its tile assignment names 2 devices, not 4, for num_partitions = 4}}
+    %3 = mhlo.custom_call @Sharding(%2) {mhlo.sharding = "{devices=[2]0,1}"} : (tensor<8xf32>) -> tensor<8xf32>
+    // expected-error @+1 {{mhlo.sharding = "{{replicated}, {maximal device=7}}": device 7 is out of range}}
+    %4:2 = mhlo.custom_call @Sharding(%3, %3) {mhlo.sharding = "{{replicated}, {maximal device=7}}"} : (tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+    // Valid: every partition once, a replicated subgroup, the last device, an iota, a tuple.
+    %5 = mhlo.custom_call @Sharding(%4#0) {mhlo.sharding = "{devices=[2,2]3,1,2,0 last_tile_dim_replicate}"} : (tensor<8xf32>) -> tensor<8xf32>
+    %6 = mhlo.custom_call @Sharding(%5) {mhlo.sharding = "{maximal device=3}"} : (tensor<8xf32>) -> tensor<8xf32>
+    %7 = mhlo.custom_call @Sharding(%6) {mhlo.sharding = "{devices=[4]<=[2,2]T(1,0)}"} : (tensor<8xf32>) -> tensor<8xf32>
+    %8:2 = mhlo.custom_call @Sharding(%7, %7) {mhlo.sharding = "{{replicated}, {maximal device=0}}"} : (tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+    return %8#0 : tensor<8xf32>
+  }
+}
+
+// -----
+
+// One partition (replica mode): XLA does not partition, and reads no sharding's devices.
+
+module @one_partition attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = mhlo.custom_call @Sharding(%x) {mhlo.sharding = "{maximal device=3}"} : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}

@@ -40,8 +40,9 @@
 // CHECK: "mhlo.all_reduce"({{.*}}replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>
 // Unshard along out_axis 1 over the same groups.
 // GATHER: "mhlo.all_gather"({{.*}}) <{all_gather_dim = 1 : i64, {{.*}}replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>{{.*}}}> : (tensor<3x1xf32>) -> tensor<3x4xf32>
-// REDUCE: mhlo.dynamic_update_slice {{.*}} : (tensor<3x4xf32>, tensor<3x1xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
+// REDUCE: mhlo.dynamic_update_slice {{.*}} : (tensor<3x4xi32>, tensor<3x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x4xi32>
 // REDUCE: "mhlo.all_reduce"({{.*}}replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>
+// REDUCE: mhlo.bitcast_convert {{.*}} : (tensor<3x4xi32>) -> tensor<3x4xf32>
 // CHECK-NOT: pxla.shard
 // CHECK-NOT: pxla.unshard
 // REPLICA-NOT: partition_id
