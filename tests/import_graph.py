@@ -154,10 +154,14 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
             if len(component) > 1:
                 found.append(sorted(component))
 
-    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
-    for v in graph:
-        if v not in index:
-            visit(v)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(10000, limit))
+    try:  # restored: the suite's other tests run in this interpreter
+        for v in graph:
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
     return sorted(found, key=len, reverse=True)
 
 
