@@ -49,7 +49,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "distributed_client", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site"]
+           "call_site", "refined_module", "persistent_cache_used"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -160,6 +160,17 @@ def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name:
             num_partitions=num_partitions, lowering_parameters=jax_mlir.LoweringParameters())
 
 
+def refined_module(lowering):
+    """The module of jax's ``LoweringResult`` with shape-polymorphic code (a
+    ``jax.export``'ed function called in the body) refined to static shapes,
+    as jax does before compiling; the module itself when it has none."""
+    state = lowering.shape_poly_state
+    if state is None or not state.uses_dim_vars:
+        return lowering.module
+    with config.use_shardy_partitioner(False):  # as it was lowered (see _lower)
+        return jax_mlir.refine_polymorphic_shapes(lowering.module)
+
+
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
                     spmd: bool = False, shardy: bool = False, overrides: dict | None = None) -> xc.CompileOptions:
     """CompileOptions for a replica- or partition-mode module on given devices.
@@ -255,7 +266,15 @@ def is_extended(dtype) -> bool:
 # -- the persistent compilation cache -------------------------------------------------------
 
 def persistent_cache_enabled() -> bool:
+    """Is a persistent cache directory set (jax's or ours)?"""
     return bool(config.compilation_cache_dir.value)
+
+
+def persistent_cache_used(platform: str | None = None) -> bool:
+    """Do compiles go through the persistent cache: a directory is set and
+    jax's own gate (``is_cache_used``: ``jax_enable_compilation_cache`` on, a
+    platform that can serialize executables) says yes, as for jax.jit."""
+    return persistent_cache_enabled() and compilation_cache.is_cache_used(backend(platform))
 
 
 def enable_persistent_cache(path: str, min_compile_time_secs: float) -> None:

@@ -188,7 +188,7 @@ def test_lower_with_shape_dtype_structs_compile_and_call_checks():
     np.testing.assert_array_equal(np.asarray(compiled(x)), x + 4)
     with pytest.raises(TypeError, match=r"Function compiled with input pytree does not match the input pytree"):
         compiled([x])
-    with pytest.raises(TypeError, match=r"Argument args\[0\] compiled with float32\[2,2\] and called with int32\[2,2\]"):
+    with pytest.raises(TypeError, match=r"Argument 'flat_args\[0\]' compiled with float32\[2,2\] and called with int32\[2,2\]"):
         compiled(jnp.asarray(x, jnp.int32))
 
 

@@ -29,7 +29,7 @@ from ..pipelines import PmapPipeline, configure
 from ..stages import Lowered
 from ..stats import timed
 from ..tracing import trace_flat
-from .arguments import Call, PmapUsageError, check_axis_size, examine_call, flatten_out_axes
+from .arguments import Call, PmapUsageError, check_axes_spec, check_axis_size, examine_call, flatten_out_axes
 from .primitive import bind
 from .stage import lower_traced
 
@@ -77,6 +77,8 @@ class PmapFunction(MapFunction):
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
                           devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums)
         self.options = options
+        check_axes_spec(in_axes, "in_axes")
+        check_axes_spec(out_axes, "out_axes")
         static = argnums(static_broadcasted_argnums, "pmap static_broadcasted_argnums")
         donate = argnums(donate_argnums, "pmap donate_argnums")
         check_donation(donate, static)

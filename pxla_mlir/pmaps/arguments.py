@@ -14,7 +14,7 @@ from ..errors import PxlaUserError
 from ..jax_internals import api_util
 from ..maps.arguments import Call, check_array_like, is_int, keystr, plain_aval, static_args
 
-__all__ = ["PmapUsageError", "examine_call", "flatten_out_axes", "check_axis_size"]
+__all__ = ["PmapUsageError", "examine_call", "flatten_out_axes", "check_axis_size", "check_axes_spec"]
 
 
 class PmapUsageError(PxlaUserError, ValueError):
@@ -33,6 +33,13 @@ def check_axis_size(axis_size):
         raise ValueError(f"pmap axis_size must be a positive int, got {axis_size}: a pmap runs one shard per "
                          f"device, so it needs at least one")
     return int(axis_size)
+
+
+def check_axes_spec(axes, what: str) -> None:
+    """jax.pmap's TypeError for ``in_axes``/``out_axes`` leaves that are not ints (``False``, ``1.0``, ``'0'``)."""
+    if not all(is_int(leaf) for leaf in tree_util.tree_leaves(axes)):
+        raise TypeError(f"pmap {what} must be an int, None, or (nested) container with those types as leaves, but "
+                        f"got {axes}.")
 
 
 # -- a call ---------------------------------------------------------------------------------------
