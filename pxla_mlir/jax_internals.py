@@ -49,7 +49,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "distributed_client", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site", "refined_module", "persistent_cache_used"]
+           "call_site", "refined_module", "persistent_cache_used", "typed_aval"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -336,6 +336,16 @@ def physical(aval, sharding):
         phys = core.physical_aval(aval)
         return core.ShapedArray(phys.shape, phys.dtype), sharding_impls.physical_sharding(aval, sharding)
     return aval, sharding
+
+
+def typed_aval(aval, sharding):
+    """``aval`` as jax types the result of a program laid out by ``sharding``:
+    a NamedSharding over its mesh's axes (auto axes: no dimension named, as
+    jax.jit's and jax.pmap's outputs say); other shardings leave it as it is."""
+    if not isinstance(sharding, sharding_impls.NamedSharding) or not hasattr(aval, "ndim"):
+        return aval
+    mesh = sharding.mesh.abstract_mesh
+    return aval.update(sharding=sharding_impls.NamedSharding(mesh, sharding_impls.PartitionSpec(*[None] * aval.ndim)))
 
 
 def result_handler(aval, sharding):

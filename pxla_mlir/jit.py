@@ -53,10 +53,11 @@ class JitFunction(MapFunction):
         static = argnums(static_argnums, "pxla_mlir.jit static_argnums")
         donate = argnums(donate_argnums, "pxla_mlir.jit donate_argnums")
         check_donation(donate, static)
-        super().__init__(fun, static_argnums=static, donate_argnums=donate)
         self.devices = check_devices(devices)
         self.backend = backend
         self.options = options  # pipeline options by api name, for the kind that lowers the body
+        shared = (static, donate, self.devices, backend, tuple(sorted(options.items())))
+        super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
 
     def _examine(self, args, kwargs) -> Call:
         return examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)

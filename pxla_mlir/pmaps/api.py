@@ -7,7 +7,9 @@
 
 A call with concrete arguments takes the fast path: its signature (pytree,
 avals, static arguments) finds a cached executable, so a repeated call does
-no tracing, lowering or compiling (:class:`pxla_mlir.maps.function.MapFunction`).
+no tracing, lowering or compiling (:class:`pxla_mlir.maps.function.MapFunction`),
+also from a new ``pmap(f)`` object made with the same function and options
+(the caches are shared and weakly keyed on the function, as jax.pmap's).
 Called on tracers (inside an outer pmap, grad, vmap, ...), the pmap is bound
 as the ``pxla_pmap`` primitive instead.
 """
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 from typing import Any, Callable
 
 from jax import tree_util
@@ -33,9 +34,20 @@ from .arguments import Call, PmapUsageError, check_axes_spec, check_axis_size, e
 from .primitive import bind
 from .stage import lower_traced
 
-__all__ = ["pmap", "PmapFunction"]
+__all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 
-_unnamed = itertools.count()
+
+def unnamed_axis() -> str:
+    """The axis name of a pmap given none: jax.pmap's at the top level, and a
+    fresh one inside maps (pmaps nest, and each level needs its own name).
+    The same at the same depth, so it never tells one pmap object from another."""
+    bound = set(core.get_axis_env().axis_sizes)
+    if _UNNAMED not in bound:
+        return _UNNAMED
+    return next(f"_pxla_unnamed{k}" for k in range(1, len(bound) + 2) if f"_pxla_unnamed{k}" not in bound)
+
+
+_UNNAMED = "_internal_pmap_axis_name"  # jax.pmap's name for an unnamed axis
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,12 +94,19 @@ class PmapFunction(MapFunction):
         static = argnums(static_broadcasted_argnums, "pmap static_broadcasted_argnums")
         donate = argnums(donate_argnums, "pmap donate_argnums")
         check_donation(donate, static)
-        super().__init__(fun, static_argnums=static, donate_argnums=donate)
-        self.axis_name = axis_name if axis_name is not None else f"_pxla_unnamed{next(_unnamed)}"
+        self._axis_name = axis_name
         self.in_axes, self.out_axes = in_axes, out_axes
         self.devices = check_devices(devices)
         self.backend = backend
         self.axis_size = check_axis_size(axis_size)
+        shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
+                  self.axis_size, options)
+        super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
+
+    @property
+    def axis_name(self):
+        """The mapped axis's name (for a pmap given none, the one it has where it is called)."""
+        return self._axis_name if self._axis_name is not None else unnamed_axis()
 
     # -- the front end's hooks (see maps.function) ----------------------------------------------
     def _examine(self, args, kwargs) -> Call:
@@ -124,8 +143,14 @@ class PmapFunction(MapFunction):
         if unknown:
             raise TypeError(f"pmap has no option {sorted(unknown)[0]!r}")
         pipeline = {k: options.pop(k) for k in list(options) if k in _PIPELINE_OPTIONS}
-        return PmapFunction(self.fun, self.axis_name, **{**self._init, **options},
+        return PmapFunction(self.fun, self._axis_name, **{**self._init, **options},
                             options=configure(self.options, **pipeline))
+
+
+def _axes_key(axes):
+    """in_axes/out_axes as a hashable value (lists and dicts are prefixes too)."""
+    leaves, tree = tree_util.tree_flatten(axes, is_leaf=lambda x: x is None)
+    return tree, tuple(leaves)
 
 
 #: pmap's pipeline options, by their API names (mode, unshard, shardings).

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..distributed.processes import spans_processes
 from ..distributed.shares import LocalPlacement, is_global
-from ..jax_internals import core, float0, is_extended, physical, result_handler, set_runtime_tokens
+from ..jax_internals import core, float0, is_extended, physical, result_handler, set_runtime_tokens, typed_aval
 from .donation import check_donations
 from .inflight import remember_launch
 from .placement import piece_indices, put_pieces
@@ -37,7 +37,9 @@ class ShardedExecutable:
         self.xla = xla
         self.devices = list(devices)
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
-        self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
+        self.in_avals = tuple(in_avals)
+        # Results carry their sharding in their type, as jax.jit's and jax.pmap's do (jax.typeof(out).sharding).
+        self.out_avals = tuple(typed_aval(av, s) for av, s in zip(out_avals, out_shardings))
         self.keepalive = keepalive  # what must outlive the executable (jax's lowering keepalive)
         self.has_effects = bool(host_callbacks)  # launches with host callbacks must not skip Python
         self.donated = tuple(donated) or (False,) * len(self.in_avals)

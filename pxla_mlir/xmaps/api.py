@@ -18,9 +18,9 @@ Three lowerings (``lowering=``), all giving the same numbers:
   partitioner splits it.
 
 A call with concrete arguments finds its compiled program by (function,
-options, argument avals, mesh, loops) in one cache all xmaps share
-(:class:`pxla_mlir.maps.function.MapFunction`): a new xmap object around the
-same function does not trace or compile again. Called on tracers (under
+options, argument avals, mesh, loops) in caches every xmap object made with
+that function and those options shares (:class:`pxla_mlir.maps.function.MapFunction`):
+a new xmap object around the same function does not trace or compile again. Called on tracers (under
 grad, vmap, jit, inside another map) or closing over them, the xmap is bound
 as the ``pxla_xmap`` primitive instead (:mod:`.primitive`).
 """
@@ -37,7 +37,7 @@ from jax import tree_util
 from ..invariance import named_shapes
 from ..jax_internals import api_util, call_site, core, pe
 from ..maps.arguments import argnums
-from ..maps.function import CallCache, MapFunction, Traced
+from ..maps.function import MapFunction, Traced
 from ..pipelines import XmapPipeline, choices, configure
 from ..sharding.mesh import Mesh
 from ..stages import Lowered, Signature
@@ -53,9 +53,6 @@ from .stage import XmapCall, lower
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
 LOWERINGS = choices(XmapPipeline, "lowering")
-
-#: Traced, lowered and compiled xmaps by (function, options, avals, mesh, loops), shared by every xmap object.
-_CACHE = CallCache(128)
 
 
 class _Enclosing(threading.local):
@@ -135,10 +132,10 @@ class XmapFunction(MapFunction):
         self._declared = tuple(declared)
         donate = argnums(donate_argnums, "xmap donate_argnums")
         self.backend, self.lowering = backend, options.lowering
-        identity = (fun, tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
-                    tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate,
-                    backend, self.options)
-        super().__init__(fun, donate_argnums=donate, cache=_CACHE, identity=identity)
+        shared = (tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
+                  tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate, backend,
+                  self.options)
+        super().__init__(fun, donate_argnums=donate, options=shared)
 
     def with_options(self, **options) -> "XmapFunction":
         """The same xmap with other options (e.g. ``lowering``, ``shardings``)."""
