@@ -49,7 +49,8 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "distributed_client", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site", "refined_module", "persistent_cache_used", "typed_aval"]
+           "call_site", "refined_module", "persistent_cache_used", "typed_aval", "special_checks_active",
+           "debug_nans_active", "find_special_values", "InternalFloatingPointError", "no_special_values_in_deoptimized"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -354,6 +355,34 @@ def result_handler(aval, sharding):
     if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
         return pxla.global_aval_to_result_handler(aval, sharding, True)
     return array_result_handler(aval, sharding)
+
+
+# -- jax_debug_nans / jax_debug_infs --------------------------------------------------------------
+
+#: Is jax_debug_nans or jax_debug_infs on?
+special_checks_active = dispatch.needs_check_special
+#: What a jax.jit inside a body raises for a nan in its output when its caller reports it.
+InternalFloatingPointError = api_util.InternalFloatingPointError
+
+
+def debug_nans_active() -> bool:
+    return bool(config.debug_nans.value)
+
+
+def find_special_values(name: str, arrays: Sequence) -> str | None:
+    """"nan" or "inf" if one of this process's pieces of ``arrays`` holds one that
+    jax_debug_nans / jax_debug_infs asks to report (jax's own check), else None."""
+    buffers = [s.data for x in arrays for s in getattr(x, "addressable_shards", ())]
+    try:
+        dispatch.check_special(name, buffers)
+    except api_util.InternalFloatingPointError as e:
+        return e.ty
+    return None
+
+
+def no_special_values_in_deoptimized(what: str, kind: str) -> None:
+    """jax's FloatingPointError for a program whose de-optimized run found no nan/inf."""
+    api_util._raise_no_nan_in_deoptimized(f"Invalid value ({kind}) encountered in {what}")
 
 
 def set_runtime_tokens(devices, token) -> None:

@@ -94,6 +94,11 @@ class JitFunction(MapFunction):
                               devices=self.devices, backend=self.backend, options=self.options)
 
 
+    def _deoptimized(self, traced: _Traced, call: Call, env):
+        body, _ = call.flat_function(self.fun, self.name)  # un-jitted: each map inside checks its own outputs
+        return body(*call.flat_args)
+
+
 def _map_eqns(jaxpr, found: list | None = None) -> list:
     """Every map equation of ``jaxpr``, at any depth."""
     found = [] if found is None else found

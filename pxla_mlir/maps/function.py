@@ -32,6 +32,7 @@ from ..jax_internals import core, trace_context
 from ..runtime.dispatch import FastDispatch
 from ..stages import Lowered
 from ..stats import STATS
+from . import debug_checks
 from .arguments import BoundMethod
 from .caches import CACHE_SIZE, CacheEntry, CallCache, entry_for
 
@@ -95,6 +96,11 @@ class MapFunction:
     def _lower_traced(self, traced: Traced, call, env) -> Lowered:
         raise NotImplementedError
 
+    def _deoptimized(self, traced: Traced, call, env):
+        """Runs the body un-jitted on the call's arguments (jax_debug_nans:
+        each primitive checked on its own, to name the one making a nan)."""
+        raise NotImplementedError
+
     def _staged(self, call) -> bool:
         """Is this call bound as the primitive (under a transformation, on
         tracers) instead of run?"""
@@ -103,6 +109,8 @@ class MapFunction:
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         env = self._environment()
+        if debug_checks.active():  # jax_debug_nans/infs: the outputs are checked, in Python
+            return self._resolve(env, args, kwargs)[0]
         dispatchers = self._entry.dispatchers
         dispatch = dispatchers.get(env)
         if dispatch is None:
@@ -136,7 +144,11 @@ class MapFunction:
                     if not traced.cacheable:  # closes over an enclosing transformation's tracers
                         return self._bind(traced, call), None, None
                     compiled = self._cache.compiled[key] = self._lowered(call, env, key, traced).compile()
-        return compiled.signature.unflatten(compiled.call_flat(call.flat_args)), compiled, call.flat_args
+        outs = compiled.call_flat(call.flat_args)
+        if debug_checks.active():
+            debug_checks.check_outputs(outs, what=f"{self.what} {self.name!r}", devices=compiled.executable.devices,
+                                       rerun=lambda: self._deoptimized(self._traced(call, env, key), call, env))
+        return compiled.signature.unflatten(outs), compiled, call.flat_args
 
     def lower(self, *args, **kwargs) -> Lowered:
         call = self._examine(args, kwargs)
@@ -147,7 +159,9 @@ class MapFunction:
 
     # -- the caches ----------------------------------------------------------------------------
     def _key(self, call, env) -> tuple:
-        return call.key, env, trace_context()
+        # jax_debug_nans turns donation off (debug_checks), which changes the program of a donating map.
+        nans = bool(self.donate_argnums) and not debug_checks.donation_allowed()
+        return call.key, env, trace_context(), nans
 
     def _traced(self, call, env, key) -> Traced:
         traced = self._cache.traced.get(key)

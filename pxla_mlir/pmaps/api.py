@@ -32,7 +32,7 @@ from ..stats import timed
 from ..tracing import trace_flat
 from .arguments import Call, PmapUsageError, check_axes_spec, check_axis_size, examine_call, flatten_out_axes
 from .primitive import bind
-from .stage import lower_traced
+from .stage import deoptimized, lower_traced
 
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 
@@ -135,6 +135,11 @@ class PmapFunction(MapFunction):
                             out_axes=traced.out_axes, name=self.name, global_avals=call.global_avals,
                             donated=call.donated(self.donate_argnums), devices=self.devices, backend=self.backend,
                             options=self.options, signature=call.signature(traced.out_tree))
+
+    def _deoptimized(self, traced: Traced, call: Call, env):
+        body, _ = call.flat_function(self.fun, self.name)  # the user's function again, as jax.jit does
+        return deoptimized(body, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
+                           in_axes=call.in_axes, out_axes=traced.out_axes)
 
     def with_options(self, **options) -> "PmapFunction":
         """The same pmap with other options (e.g. ``mode``, ``unshard``, ``shardings``), fresh caches."""

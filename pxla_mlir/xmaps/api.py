@@ -36,6 +36,7 @@ from jax import tree_util
 
 from ..invariance import named_shapes
 from ..jax_internals import api_util, call_site, core, pe
+from ..maps import debug_checks
 from ..maps.arguments import argnums
 from ..maps.function import MapFunction, Traced
 from ..pipelines import XmapPipeline, choices, configure
@@ -48,7 +49,7 @@ from .plan import XmapError, XmapMeshError, XmapTypeError, check_resource_clash,
 from .primitive import bind
 from .resources import active_loops, active_mesh, mapping_arg, normalize_resources
 from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
-from .stage import XmapCall, lower
+from .stage import XmapCall, deoptimized, lower
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
@@ -184,6 +185,9 @@ class XmapFunction(MapFunction):
     def _lower_traced(self, traced: _Traced, call: _Call, env) -> Lowered:
         return lower(traced.call, signature=Signature(traced.in_tree, traced.out_tree), consts=traced.consts)
 
+    def _deoptimized(self, traced: _Traced, call: _Call, env):
+        return deoptimized(traced.call, [*traced.consts, *call.flat_args])
+
     def lower(self, *args, **kwargs) -> Lowered:
         call = self._examine(args, kwargs)
         if call.has_tracers:
@@ -246,6 +250,8 @@ class XmapFunction(MapFunction):
         children = in_tree.children()
         nargs = len(children)
         donate = {n % nargs for n in self.donate_argnums if -nargs <= n < nargs}  # others ignored, as jax does
+        if not debug_checks.donation_allowed():  # jax_debug_nans: the inputs are needed again
+            donate = set()
         donated = tuple(i in donate for i, child in enumerate(children) for _ in range(child.num_leaves))
         const_avals = tuple(_aval(c, i) for i, c in enumerate(consts))
         call = XmapCall(plan, jaxpr, ({},) * len(consts) + in_maps, out_maps, const_avals + tuple(avals),

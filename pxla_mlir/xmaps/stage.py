@@ -18,11 +18,13 @@ from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
 from ..distributed.processes import check_devices
 from ..jax_internals import core, pe
+from ..maps import debug_checks
 from ..maps.impl import ImplCache, plain_avals
 from ..pipelines import XmapPipeline
 from ..sharding.mesh import Mesh
 from ..stages import Layout, Lowered, Signature, lower as lower_imported
 from ..stats import timed
+from .bodies import global_function
 from .importer import import_xmap
 from .plan import Plan, XmapError
 from .primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
@@ -149,7 +151,16 @@ def _impl(*args, jaxpr, **params):
         return lower(call, signature=Signature.flat(len(avals), len(call.out_maps))).compile()
 
     compiled = _impl_cache.compiled(jaxpr, (tuple(params.items()), avals), build)
-    return compiled.call_flat(args)
+    outs = compiled.call_flat(args)
+    if debug_checks.active():
+        debug_checks.check_outputs(outs, what=f"xmap {params['name']!r}", devices=compiled.executable.devices,
+                                   rerun=lambda: deoptimized(XmapCall.from_params(jaxpr, params, avals), args))
+    return outs
+
+
+def deoptimized(call: XmapCall, args):
+    """An xmap's body run un-jitted, as its global view (jax.vmap over its named axes; jax_debug_nans)."""
+    return global_function(call.plan.without_resources(), call.jaxpr, call.in_maps, call.out_maps)(*args)
 
 
 def register_impl() -> None:
