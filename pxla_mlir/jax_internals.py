@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from jax._src import (
     api_util,
+    checkify as _checkify,
     compilation_cache,
     compiler,
     config,
@@ -50,7 +51,8 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
            "call_site", "refined_module", "persistent_cache_used", "typed_aval", "special_checks_active",
-           "debug_nans_active", "find_special_values", "InternalFloatingPointError", "no_special_values_in_deoptimized"]
+           "debug_nans_active", "find_special_values", "InternalFloatingPointError",
+           "checkify_rules", "checkify_jaxpr", "has_checks", "no_special_values_in_deoptimized"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -355,6 +357,24 @@ def result_handler(aval, sharding):
     if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
         return pxla.global_aval_to_result_handler(aval, sharding, True)
     return array_result_handler(aval, sharding)
+
+
+# -- checkify -----------------------------------------------------------------------------------
+
+#: checkify's rule per primitive: rule(error, enabled_errors, *operands, **params) -> (error, outputs).
+checkify_rules = _checkify.error_checks
+
+
+def checkify_jaxpr(jaxpr: core.ClosedJaxpr, enabled_errors, err_tree, *avals):
+    """``jaxpr`` with its checks functionalized: (checked jaxpr taking the error
+    leaves then ``jaxpr``'s operands, the pytree of (error, outputs))."""
+    checked, out_tree, _ = _checkify.jaxpr_to_checkify_jaxpr(jaxpr, enabled_errors, err_tree, *avals)
+    return checked, out_tree
+
+
+def has_checks(jaxpr) -> bool:
+    """Does ``jaxpr`` hold ``checkify.check``s (effects only checkify can discharge)?"""
+    return any(isinstance(e, _checkify.ErrorEffect) for e in jaxpr.effects)
 
 
 # -- jax_debug_nans / jax_debug_infs --------------------------------------------------------------

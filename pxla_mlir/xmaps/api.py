@@ -35,7 +35,7 @@ import numpy as np
 from jax import tree_util
 
 from ..invariance import named_shapes
-from ..jax_internals import api_util, call_site, core, pe
+from ..jax_internals import api_util, call_site, core, has_checks, pe
 from ..maps import debug_checks
 from ..maps.arguments import argnums
 from ..maps.function import MapFunction, Traced
@@ -176,7 +176,14 @@ class XmapFunction(MapFunction):
         return _Call(leaves, in_tree, tuple(_aval(x, i) for i, x in enumerate(leaves)))
 
     def _staged(self, call: _Call) -> bool:
-        return call.has_tracers  # with concrete arguments an xmap runs, even inside a transformation
+        # With concrete arguments an xmap runs, even inside a transformation; unless its body holds
+        # checkify.checks, which only the enclosing checkify.checkify can discharge.
+        if call.has_tracers:
+            return True
+        if core.trace_state_clean():
+            return False
+        env = self._environment()
+        return has_checks(self._traced(call, env, self._key(call, env)).call.jaxpr)
 
     def _bind(self, traced: _Traced, call: _Call):
         outs = bind(traced.call.jaxpr, [*traced.consts, *call.flat_args], **traced.call.params())
