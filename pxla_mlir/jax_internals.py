@@ -52,7 +52,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
            "call_site", "refined_module", "persistent_cache_used", "typed_aval", "special_checks_active",
            "debug_nans_active", "find_special_values", "InternalFloatingPointError",
-           "checkify_rules", "checkify_jaxpr", "has_checks", "no_special_values_in_deoptimized"]
+           "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -357,6 +357,37 @@ def result_handler(aval, sharding):
     if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
         return pxla.global_aval_to_result_handler(aval, sharding, True)
     return array_result_handler(aval, sharding)
+
+
+# -- the devices of maps inside jax.jit ----------------------------------------------------------
+
+#: primitive -> fn(eqn) -> the shardings (devices) that equation's program needs inside jax.jit.
+_JIT_DEVICES: dict = {}
+_jax_intermediate_shardings = dispatch.get_intermediate_shardings
+
+
+def register_jit_devices(primitive, shardings: Callable) -> None:
+    """Tells jax.jit which devices an equation of ``primitive`` runs on:
+    ``shardings(eqn)`` gives shardings over them. jax.jit picks its device
+    assignment from the shardings of arguments, outputs and equations (a
+    shard_map's mesh); a map's devices join them, so ``jax.jit`` of a map is a
+    program over the map's devices, and a committed argument on other devices
+    is jax's "incompatible devices" error."""
+    _JIT_DEVICES[primitive] = shardings
+
+
+def _intermediate_shardings(jaxpr):
+    ours = [eqn for eqn in jaxpr.eqns if eqn.primitive in _JIT_DEVICES]
+    if not ours:
+        return _jax_intermediate_shardings(jaxpr)
+    found = [(s, dispatch.SourceInfo(eqn.source_info, eqn.primitive.name))
+             for eqn in ours for s in _JIT_DEVICES[eqn.primitive](eqn)]
+    # jax's walk (it recurses through this function) never enters a map's body: nested maps are the map's.
+    rest = jaxpr.replace(eqns=[eqn for eqn in jaxpr.eqns if eqn.primitive not in _JIT_DEVICES])
+    return found + list(_jax_intermediate_shardings(rest))
+
+
+dispatch.get_intermediate_shardings = _intermediate_shardings
 
 
 # -- checkify -----------------------------------------------------------------------------------

@@ -94,14 +94,15 @@ def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
     options = call.options if mesh is not None else dataclasses.replace(call.options, lowering="vectorize")
     layout = Layout(devices, call.global_in, call.global_out,
-                    [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
-                    [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
+                    [value_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
+                    [value_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
                     call.donated, consts)
     return lower_imported(imported, pipeline=options.anchored(), layout=layout, signature=signature,
                           jaxpr_text=call.jaxpr.pretty_print, plan=plan)
 
 
-def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
+def value_sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
+    """Where a value with named dims ``mapping`` lives on ``jmesh`` (without a mesh: on one device)."""
     if jmesh is None:
         return jax.sharding.SingleDeviceSharding(devices[0])
     spec = []
