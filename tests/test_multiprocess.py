@@ -19,7 +19,8 @@ from pxla_mlir.distributed.launch import launch
 
 NUMERICS = [
     "flat_replica_local_input", "flat_partition_local_input", "flat_global_inputs",
-    "flat_interleaved_devices_local_input",
+    "flat_interleaved_devices_local_input", "per_process_pmap_on_local_devices", "key_and_float0_shares",
+    "jax_jit_of_pmap_like_jax_pmap", "debug_nans_without_a_rerun",
     "nested_2x4_replica_all-gather", "nested_2x4_replica_all-reduce", "nested_2x4_partition_all-gather",
     "nested_2x4_partition_all-reduce", "nested_4x2_replica_all-gather", "nested_4x2_partition_all-reduce",
     "nested_interleaved_devices_inner_groups_span_processes",

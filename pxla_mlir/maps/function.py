@@ -96,6 +96,11 @@ class MapFunction:
     def _lower_traced(self, traced: Traced, call, env) -> Lowered:
         raise NotImplementedError
 
+    def _call_outputs(self, outs: list, compiled) -> tuple[list, bool]:
+        """The flat results of a call as the caller gets them, and whether the
+        C++ fast path may hand out the executable's own results from now on."""
+        return outs, True
+
     def _deoptimized(self, traced: Traced, call, env):
         """Runs the body un-jitted on the call's arguments (jax_debug_nans:
         each primitive checked on its own, to name the one making a nan)."""
@@ -148,7 +153,8 @@ class MapFunction:
         if debug_checks.active():
             debug_checks.check_outputs(outs, what=f"{self.what} {self.name!r}", devices=compiled.executable.devices,
                                        rerun=lambda: self._deoptimized(self._traced(call, env, key), call, env))
-        return compiled.signature.unflatten(outs), compiled, call.flat_args
+        outs, fast = self._call_outputs(outs, compiled)
+        return compiled.signature.unflatten(outs), compiled if fast else None, call.flat_args
 
     def lower(self, *args, **kwargs) -> Lowered:
         call = self._examine(args, kwargs)

@@ -50,7 +50,7 @@ _KWARGS_NOTE = ("\n\nWhen some arguments are passed by keyword to the pmapped fu
 
 
 def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple, axis_size: int | None,
-                 fn_name: str, kwargs_axis: int | None = 0) -> Call:
+                 fn_name: str, kwargs_axis: int | None = 0, devices=None) -> Call:
     """As jax.pmap: ``in_axes`` is a prefix of the positional arguments; every
     leaf passed by keyword is mapped over ``kwargs_axis`` (0; None for jit)."""
     static = static_args(args, static_argnums, fn_name)
@@ -79,7 +79,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
                                     "positionally: keyword arguments are always mapped)" if aval.ndim == 0 else ""))
         norm_axes.append(int(a) % aval.ndim)
     flat = [x for _, x in paths_and_leaves]
-    avals = global_avals(flat, avals, norm_axes, lambda i: keystr(paths_and_leaves[i][0]))  # multi-process
+    avals = global_avals(flat, avals, norm_axes, lambda i: keystr(paths_and_leaves[i][0]), devices)  # multi-process
     size = _axis_size(paths_and_leaves, avals, norm_axes, axis_size)
     return Call(tuple(static), in_tree, flat, tuple(norm_axes), tuple(avals), size, len(args))
 
