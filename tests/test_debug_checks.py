@@ -77,6 +77,15 @@ def test_grad_of_a_pmap_checks_the_backward_pmap():
     assert "encountered in jit(g)" in ours and "pmap 'transpose(lin(g))'" in ours
 
 
+def test_vmap_of_a_pmap_checks_the_batched_pmap():
+    f = jax.vmap(pxla_mlir.pmap(log_body), in_axes=1, out_axes=1)
+    with jax.debug_nans(True):
+        ours = message(lambda: f(np.stack([X, X], 1)))
+        theirs = message(lambda: jax.vmap(jax.pmap(log_body), in_axes=1, out_axes=1)(np.stack([X, X], 1)))
+    assert ours.startswith("invalid value (nan) encountered in ") and theirs[:-1] in ours
+    assert "an output of pmap 'vmap(log_body)' on 8 devices" in ours
+
+
 def test_pxla_mlir_jit_and_xmap():
     with jax.debug_nans(True):
         ours = message(lambda: pxla_mlir.jit(lambda v: pxla_mlir.pmap(lambda w: 0.0 / w)(v) + 1)(jnp.zeros([2])))
