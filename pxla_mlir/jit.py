@@ -10,8 +10,8 @@ maps in the body lowers it (:meth:`pxla_mlir.maps.kind.MapKind.lower_jit`):
 pmaps make a replica-mode program over the product of their axis sizes (the
 body is a pmap of size 1, every argument and result broadcast), xmaps one
 over their mesh; a body without maps is lowered by the registry's first
-kind. ``jax.jit`` around a map works too, but there the map runs as
-``jax.vmap`` on jit's devices (see each kind's ``mlir_rule``).
+kind. ``jax.jit`` around a map works too, with jax's own pipeline (see
+each kind's ``under_jit``).
 """
 
 from __future__ import annotations

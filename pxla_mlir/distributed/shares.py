@@ -9,7 +9,9 @@ mapped axis of global size ``L * P`` is rows ``[p * L, (p + 1) * L)``.
 
 A host input (numpy, Python scalars, a jax.Array held by this process
 alone) given to a pmap is this process's share: its mapped axis is
-multiplied by the process count. jax.Arrays spanning processes are global
+multiplied by the process count. Given to an xmap it is the share of every
+named dimension whose mesh axes span processes (:func:`share_factor` says
+how many times longer each is). jax.Arrays spanning processes are global
 as they are. A value traced by jax.vmap, jax.jvp or jax.grad keeps the
 locality of the value it was made from; values staged by jax.jit have none
 and are global. The runtime then reads a host value by its shape (the whole
@@ -30,6 +32,7 @@ from ..runtime.placement import piece_plan, put_pieces
 from .processes import MultiProcessError, process_count, spans_processes
 
 __all__ = ["Share", "LocalPlacement", "is_global", "is_process_local", "global_avals", "bound_avals",
+           "share_factor", "scaled_avals",
            "process_local", "share_note", "local_sharding", "host_local_outputs"]
 
 
@@ -73,6 +76,42 @@ def global_avals(leaves: Sequence, avals: Sequence, axes: Sequence,
                     f"gives this process's rows)")
             shape = list(aval.shape)
             shape[axis] *= count
+            aval = core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
+        out.append(aval)
+    return out
+
+
+def share_factor(devices: np.ndarray, axis_names: Sequence[str], axes: Sequence[str]) -> int:
+    """How many times this process's share of a dimension split over the mesh
+    ``axes`` (of a mesh of ``devices`` with ``axis_names``) goes into the
+    whole dimension: the positions along those axes in the mesh over those
+    this process's devices hold (1 where it holds them all, or none)."""
+    pos = [list(axis_names).index(a) for a in axes]
+    if not pos:
+        return 1
+    total = int(np.prod([devices.shape[p] for p in pos]))
+    me = jax.process_index()
+    held = {tuple(i[p] for p in pos) for i in np.ndindex(devices.shape) if devices[i].process_index == me}
+    return total // len(held) if held and total % len(held) == 0 else 1
+
+
+def scaled_avals(leaves: Sequence, avals: Sequence, factors: Sequence[dict], name_of: Callable[[int], str],
+                 what: str) -> list:
+    """The global avals of a map call in a multi-process run: a host input
+    (process-local, see :func:`is_process_local`) is this process's share,
+    so each dimension ``d`` of leaf ``i`` is ``factors[i][d]`` times longer;
+    global jax.Arrays and traced values without a concrete one are global."""
+    out = []
+    for i, (x, aval, grow) in enumerate(zip(leaves, avals, factors)):
+        grow = {d: f for d, f in grow.items() if f > 1}
+        if grow and is_process_local(x):
+            if is_differentiated(x):
+                raise MultiProcessError(
+                    f"{what} argument {name_of(i)} is differentiated in reverse mode (jax.grad, jax.vjp) and is "
+                    f"this process's share of mapped axes that span processes: jax wants its cotangent in the "
+                    f"share's shape {tuple(aval.shape)}, but the map's is global. Make it a global jax.Array first "
+                    f"(jax.make_array_from_process_local_data with the map's input sharding)")
+            shape = [n * grow.get(d, 1) for d, n in enumerate(aval.shape)]
             aval = core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
         out.append(aval)
     return out

@@ -28,6 +28,8 @@ import functools
 import threading
 from typing import Callable, Hashable, Sequence
 
+from ..distributed.processes import spans_processes
+from ..distributed.shares import host_local_outputs
 from ..jax_internals import core, trace_context
 from ..runtime.dispatch import FastDispatch
 from ..stages import Lowered
@@ -99,7 +101,11 @@ class MapFunction:
     def _call_outputs(self, outs: list, compiled) -> tuple[list, bool]:
         """The flat results of a call as the caller gets them, and whether the
         C++ fast path may hand out the executable's own results from now on."""
-        return outs, True
+        exe = compiled.executable
+        if not spans_processes(exe.devices):
+            return outs, True
+        # Multi-process: as jax.pmap, each process gets its part of every result (np.asarray works on it).
+        return host_local_outputs(outs, exe.out_shardings), False
 
     def _deoptimized(self, traced: Traced, call, env):
         """Runs the body un-jitted on the call's arguments (jax_debug_nans:

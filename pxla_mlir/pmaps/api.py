@@ -22,8 +22,6 @@ from typing import Any, Callable
 
 from jax import tree_util
 
-from ..distributed.processes import spans_processes
-from ..distributed.shares import host_local_outputs
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core
 from ..maps.arguments import argnums, check_devices, check_donation
@@ -137,13 +135,6 @@ class PmapFunction(MapFunction):
                             out_axes=traced.out_axes, name=self.name, global_avals=call.global_avals,
                             donated=call.donated(self.donate_argnums), devices=self.devices, backend=self.backend,
                             options=self.options, signature=call.signature(traced.out_tree))
-
-    def _call_outputs(self, outs, compiled):
-        exe = compiled.executable
-        if not spans_processes(exe.devices):
-            return outs, True
-        # Multi-process: as jax.pmap, each process gets its part of every result (np.asarray works on it).
-        return host_local_outputs(outs, exe.out_shardings), False
 
     def _deoptimized(self, traced: Traced, call: Call, env):
         body, _ = call.flat_function(self.fun, self.name)  # the user's function again, as jax.jit does

@@ -34,6 +34,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from jax import tree_util
 
+from ..distributed.processes import is_multi_process, spans_processes
+from ..distributed.shares import scaled_avals, share_factor
 from ..invariance import named_shapes
 from ..jax_internals import api_util, call_site, core, has_checks, pe
 from ..maps import debug_checks
@@ -173,7 +175,26 @@ class XmapFunction(MapFunction):
         if kwargs:
             raise TypeError(f"xmap-ed function {self.name!r} takes positional arguments only")
         leaves, in_tree = tree_util.tree_flatten(args)
-        return _Call(leaves, in_tree, tuple(_aval(x, i) for i, x in enumerate(leaves)))
+        avals = tuple(_aval(x, i) for i, x in enumerate(leaves))
+        if is_multi_process():
+            avals = self._global_avals(leaves, in_tree, avals)
+        return _Call(leaves, in_tree, avals)
+
+    def _global_avals(self, leaves, in_tree, avals) -> tuple:
+        """Multi-process: a host input is this process's share of every named
+        dimension whose mesh axes span processes (pmap's rule, per dimension)."""
+        mesh = active_mesh()
+        if mesh is None or not spans_processes(list(mesh.devices.flat)):
+            return avals  # no mesh, or a per-process one: host inputs are whole
+        try:
+            specs = flatten_specs("xmap in_axes", in_tree, self._in_specs)
+            maps = [s.resolve(av.ndim, str(i), shape=av.shape) for i, (s, av) in enumerate(zip(specs, avals))]
+        except (ValueError, TypeError):
+            return avals  # the trace raises it, with its words
+        names = mesh.axis_names
+        factors = [{d: share_factor(mesh.devices, names, [r for r in self._resources.get(n, ()) if r in names])
+                    for d, n in m.items()} for m in maps]
+        return tuple(scaled_avals(leaves, avals, factors, lambda i: f"leaf {i}", "xmap"))
 
     def _staged(self, call: _Call) -> bool:
         # With concrete arguments an xmap runs, even inside a transformation; unless its body holds

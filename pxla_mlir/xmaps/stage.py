@@ -16,7 +16,7 @@ from typing import Any
 import jax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from ..distributed.processes import check_devices
+from ..distributed.processes import check_devices, is_multi_process
 from ..jax_internals import core, pe
 from ..maps import debug_checks
 from ..maps.impl import ImplCache, plain_avals
@@ -145,7 +145,7 @@ _impl_cache = ImplCache(256)
 
 
 def _impl(*args, jaxpr, **params):
-    avals = plain_avals(args)
+    avals = _global_avals(plain_avals(args), params)
 
     def build():
         call = XmapCall.from_params(jaxpr, params, avals)
@@ -157,6 +157,22 @@ def _impl(*args, jaxpr, **params):
         debug_checks.check_outputs(outs, what=f"xmap {params['name']!r}", devices=compiled.executable.devices,
                                    rerun=lambda: deoptimized(XmapCall.from_params(jaxpr, params, avals), args))
     return outs
+
+
+def _global_avals(avals, params) -> tuple:
+    """Multi-process: a bound xmap's host operand may be this process's share
+    of its named dimensions (as the front end took it); their sizes are the plan's."""
+    if not is_multi_process():
+        return avals
+    sizes = plan_of(params).sizes
+    out = []
+    for av, spec in zip(avals, params["in_axes"]):
+        shape = list(av.shape)
+        for d, n in mapping_of(spec).items():
+            if 0 < shape[d] < sizes[n] and sizes[n] % shape[d] == 0:
+                shape[d] = sizes[n]
+        out.append(core.ShapedArray(tuple(shape), av.dtype, weak_type=av.weak_type))
+    return tuple(out)
 
 
 def deoptimized(call: XmapCall, args):

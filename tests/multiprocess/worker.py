@@ -291,20 +291,44 @@ def pxla_jit_of_grad_and_nested():
     np.testing.assert_allclose(process_local(y), 2.0 * ref_nested(x), rtol=1e-5)
 
 
+def share_of(x, sharding):
+    """This process's share of a host value laid out by ``sharding`` (the pieces its devices hold, side by side)."""
+    return process_local(jax.make_array_from_callback(x.shape, sharding, lambda index: x[index]))
+
+
 @case("numerics")
-def xmap_three_lowerings():
+def xmap_three_lowerings_over_shares():
+    # A 2-D mesh whose axis x spans processes (2 x 4: x is the process axis; 4 x 2: y spans them too). A host
+    # input is this process's share of every named dimension on such axes, as a pmap's.
     b = np.arange(4 * 8 * 3, dtype=np.float32).reshape(4, 8, 3)
 
     def f(v):
         return lax.psum(v, "n") + lax.axis_index("m")
 
     ref = np.broadcast_to(b.sum(1, keepdims=True) + np.arange(4, dtype=np.float32)[:, None, None], b.shape)
+    mesh = pxla_mlir.Mesh.create({"x": 2, "y": N // 2})
+    layout = NamedSharding(Mesh(mesh.devices, ("x", "y")), P("x", "y"))
     for lowering in ("replica", "manual", "vectorize"):
-        with pxla_mlir.Mesh.create({"x": 2, "y": N // 2}):
+        with mesh:
             g = pxla_mlir.xmap(f, in_axes={0: "m", 1: "n"}, out_axes={0: "m", 1: "n"},
                                axis_resources={"m": "x", "n": "y"}, lowering=lowering)
-            check(g(b), ref)  # host input: the whole value
-            check(g(global_array(b)), ref)
+            check_local(g(share_of(b, layout)), share_of(ref, layout))  # this process's part, as pmap's
+            check_local(g(global_array(b)), share_of(ref, layout))  # a global Array passes through
+            check(g.lower(share_of(b, layout)).compile()(global_array(b)), ref)  # the global result: a Compiled
+
+
+@case("numerics")
+def grad_of_xmap_and_jit_over_shares():
+    w = np.float32(0.3)
+    with pxla_mlir.Mesh.create({"x": N}):
+        xloss = pxla_mlir.xmap(lambda w, v: lax.psum(jnp.sum(jnp.tanh(v * w) ** 2), "b"), in_axes=({}, ["b", ...]),
+                               out_axes={}, axis_resources={"b": "x"})
+        ref = jax.grad(lambda w: jnp.sum(jnp.tanh(X8 * w) ** 2))(w)
+        # A local share that is not differentiated; as for pmap, values made under jax.grad are global.
+        np.testing.assert_allclose(process_local(jax.grad(xloss)(w, share(X8))), ref, rtol=1e-5)
+        raises(lambda: jax.grad(xloss, argnums=1)(w, share(X8)), MultiProcessError, "differentiated")
+        step = pxla_mlir.jit(lambda w, v: w - 0.1 * jax.grad(xloss)(w, v))
+        check_local(step(w, X8), w - 0.1 * ref)  # jit arguments are broadcast: whole values; results host-local
 
 
 @case("numerics")
@@ -378,6 +402,16 @@ def mismatched_module():
     raises(lambda: pxla_mlir.pmap(lambda x: flat(x) * 3.0, "i", devices=order)(global_array(X8)), ProgramMismatchError,
            "device order")
     assert time.time() - start < 20, f"took {time.time() - start:.1f} s"
+
+
+@case("errors")
+def shares_that_disagree_between_processes():
+    rows = K if ME == 0 else 2 * K  # process 0 passes fewer rows than the others
+    with pxla_mlir.Mesh.create({"x": N}):
+        g = pxla_mlir.xmap(lambda v: lax.psum(v, "b"), in_axes=["b", ...], out_axes=["b", ...],
+                           axis_resources={"b": "x"})
+        raises(lambda: g(np.ones((rows, 3), np.float32)), ProgramMismatchError, "the global shapes of the inputs "
+               "differ", f"float32[{NPROC * K if ME == 0 else 2 * NPROC * K},3] here", "Nothing was launched")
 
 
 @case("errors")
