@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
 	$(BIN)/python bench/bench_pmap.py
 	$(BIN)/python bench/bench_dispatch.py
+	$(BIN)/python bench/bench_dropin.py
 	$(BIN)/python bench/bench_lowering.py
 	$(BIN)/python bench/bench_xmap.py
 	$(BIN)/python bench/bench_explore.py

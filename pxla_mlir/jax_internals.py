@@ -18,6 +18,7 @@ import jax
 import numpy as np
 from jax._src import (
     api_util,
+    checkify as _checkify,
     compilation_cache,
     compiler,
     config,
@@ -50,7 +51,9 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site"]
+           "call_site", "refined_module", "persistent_cache_used", "typed_aval", "special_checks_active",
+           "debug_nans_active", "find_special_values", "InternalFloatingPointError",
+           "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -159,6 +162,17 @@ def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name:
             platforms=(platform,), backend=backend(platform), axis_context=axis_context,
             donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
             num_partitions=num_partitions, lowering_parameters=jax_mlir.LoweringParameters())
+
+
+def refined_module(lowering):
+    """The module of jax's ``LoweringResult`` with shape-polymorphic code (a
+    ``jax.export``'ed function called in the body) refined to static shapes,
+    as jax does before compiling; the module itself when it has none."""
+    state = lowering.shape_poly_state
+    if state is None or not state.uses_dim_vars:
+        return lowering.module
+    with config.use_shardy_partitioner(False):  # as it was lowered (see _lower)
+        return jax_mlir.refine_polymorphic_shapes(lowering.module)
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
@@ -271,7 +285,15 @@ def is_extended(dtype) -> bool:
 # -- the persistent compilation cache -------------------------------------------------------
 
 def persistent_cache_enabled() -> bool:
+    """Is a persistent cache directory set (jax's or ours)?"""
     return bool(config.compilation_cache_dir.value)
+
+
+def persistent_cache_used(platform: str | None = None) -> bool:
+    """Do compiles go through the persistent cache: a directory is set and
+    jax's own gate (``is_cache_used``: ``jax_enable_compilation_cache`` on, a
+    platform that can serialize executables) says yes, as for jax.jit."""
+    return persistent_cache_enabled() and compilation_cache.is_cache_used(backend(platform))
 
 
 def enable_persistent_cache(path: str, min_compile_time_secs: float) -> None:
@@ -340,6 +362,16 @@ def physical(aval, sharding):
     return aval, sharding
 
 
+def typed_aval(aval, sharding):
+    """``aval`` as jax types the result of a program laid out by ``sharding``:
+    a NamedSharding over its mesh's axes (auto axes: no dimension named, as
+    jax.jit's and jax.pmap's outputs say); other shardings leave it as it is."""
+    if not isinstance(sharding, sharding_impls.NamedSharding) or not hasattr(aval, "ndim"):
+        return aval
+    mesh = sharding.mesh.abstract_mesh
+    return aval.update(sharding=sharding_impls.NamedSharding(mesh, sharding_impls.PartitionSpec(*[None] * aval.ndim)))
+
+
 def result_handler(aval, sharding):
     """jax's own handler: plain arrays, float0 (host zeros, as jax returns
     them) and extended dtypes (key arrays over the physical buffers); an
@@ -368,6 +400,81 @@ def _empty_result(aval, sharding):
         return jax.make_array_from_callback(tuple(aval.shape), sharding, lambda index: empty[index])
 
     return handle
+# -- the devices of maps inside jax.jit ----------------------------------------------------------
+
+#: primitive -> fn(eqn) -> the shardings (devices) that equation's program needs inside jax.jit.
+_JIT_DEVICES: dict = {}
+_jax_intermediate_shardings = dispatch.get_intermediate_shardings
+
+
+def register_jit_devices(primitive, shardings: Callable) -> None:
+    """Tells jax.jit which devices an equation of ``primitive`` runs on:
+    ``shardings(eqn)`` gives shardings over them. jax.jit picks its device
+    assignment from the shardings of arguments, outputs and equations (a
+    shard_map's mesh); a map's devices join them, so ``jax.jit`` of a map is a
+    program over the map's devices, and a committed argument on other devices
+    is jax's "incompatible devices" error."""
+    _JIT_DEVICES[primitive] = shardings
+
+
+def _intermediate_shardings(jaxpr):
+    ours = [eqn for eqn in jaxpr.eqns if eqn.primitive in _JIT_DEVICES]
+    if not ours:
+        return _jax_intermediate_shardings(jaxpr)
+    found = [(s, dispatch.SourceInfo(eqn.source_info, eqn.primitive.name))
+             for eqn in ours for s in _JIT_DEVICES[eqn.primitive](eqn)]
+    # jax's walk (it recurses through this function) never enters a map's body: nested maps are the map's.
+    rest = jaxpr.replace(eqns=[eqn for eqn in jaxpr.eqns if eqn.primitive not in _JIT_DEVICES])
+    return found + list(_jax_intermediate_shardings(rest))
+
+
+dispatch.get_intermediate_shardings = _intermediate_shardings
+
+
+# -- checkify -----------------------------------------------------------------------------------
+
+#: checkify's rule per primitive: rule(error, enabled_errors, *operands, **params) -> (error, outputs).
+checkify_rules = _checkify.error_checks
+
+
+def checkify_jaxpr(jaxpr: core.ClosedJaxpr, enabled_errors, err_tree, *avals):
+    """``jaxpr`` with its checks functionalized: (checked jaxpr taking the error
+    leaves then ``jaxpr``'s operands, the pytree of (error, outputs))."""
+    checked, out_tree, _ = _checkify.jaxpr_to_checkify_jaxpr(jaxpr, enabled_errors, err_tree, *avals)
+    return checked, out_tree
+
+
+def has_checks(jaxpr) -> bool:
+    """Does ``jaxpr`` hold ``checkify.check``s (effects only checkify can discharge)?"""
+    return any(isinstance(e, _checkify.ErrorEffect) for e in jaxpr.effects)
+
+
+# -- jax_debug_nans / jax_debug_infs --------------------------------------------------------------
+
+#: Is jax_debug_nans or jax_debug_infs on?
+special_checks_active = dispatch.needs_check_special
+#: What a jax.jit inside a body raises for a nan in its output when its caller reports it.
+InternalFloatingPointError = api_util.InternalFloatingPointError
+
+
+def debug_nans_active() -> bool:
+    return bool(config.debug_nans.value)
+
+
+def find_special_values(name: str, arrays: Sequence) -> str | None:
+    """"nan" or "inf" if one of this process's pieces of ``arrays`` holds one that
+    jax_debug_nans / jax_debug_infs asks to report (jax's own check), else None."""
+    buffers = [s.data for x in arrays for s in getattr(x, "addressable_shards", ())]
+    try:
+        dispatch.check_special(name, buffers)
+    except api_util.InternalFloatingPointError as e:
+        return e.ty
+    return None
+
+
+def no_special_values_in_deoptimized(what: str, kind: str) -> None:
+    """jax's FloatingPointError for a program whose de-optimized run found no nan/inf."""
+    api_util._raise_no_nan_in_deoptimized(f"Invalid value ({kind}) encountered in {what}")
 
 
 def set_runtime_tokens(devices, token) -> None:

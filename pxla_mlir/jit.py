@@ -10,8 +10,8 @@ maps in the body lowers it (:meth:`pxla_mlir.maps.kind.MapKind.lower_jit`):
 pmaps make a replica-mode program over the product of their axis sizes (the
 body is a pmap of size 1, every argument and result broadcast), xmaps one
 over their mesh; a body without maps is lowered by the registry's first
-kind. ``jax.jit`` around a map works too, but there the map runs as
-``jax.vmap`` on jit's devices (see each kind's ``mlir_rule``).
+kind. ``jax.jit`` around a map works too, with jax's own pipeline (see
+each kind's ``under_jit``).
 """
 
 from __future__ import annotations
@@ -53,10 +53,11 @@ class JitFunction(MapFunction):
         static = argnums(static_argnums, "pxla_mlir.jit static_argnums")
         donate = argnums(donate_argnums, "pxla_mlir.jit donate_argnums")
         check_donation(donate, static)
-        super().__init__(fun, static_argnums=static, donate_argnums=donate)
         self.devices = check_devices(devices)
         self.backend = backend
         self.options = options  # pipeline options by api name, for the kind that lowers the body
+        shared = (static, donate, self.devices, backend, tuple(sorted(options.items())))
+        super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
 
     def _examine(self, args, kwargs) -> Call:
         return examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
@@ -91,6 +92,11 @@ class JitFunction(MapFunction):
         return kind.lower_jit(traced.jaxpr, eqns, name=self.name, global_avals=call.global_avals,
                               donated=call.donated(self.donate_argnums), signature=call.signature(traced.out_tree),
                               devices=self.devices, backend=self.backend, options=self.options)
+
+
+    def _deoptimized(self, traced: _Traced, call: Call, env):
+        body, _ = call.flat_function(self.fun, self.name)  # un-jitted: each map inside checks its own outputs
+        return body(*call.flat_args)
 
 
 def _map_eqns(jaxpr, found: list | None = None) -> list:

@@ -95,17 +95,20 @@ def pytree_mismatch(got, expected) -> str:
 
 
 def check_avals(expected: Sequence, leaves: Sequence, args_tree) -> None:
-    """jax's TypeError for arguments of other shapes or dtypes than compiled for."""
+    """jax's TypeError for arguments of other shapes or dtypes than compiled
+    for: jax's words (a flat argument is ``'flat_args[i]'``, as jax.pmap names
+    it), then where it is in the call's pytree."""
     errors = []
     for i, (want, x) in enumerate(zip(expected, leaves)):
         got = core.shaped_abstractify(x)
         if (got.shape, got.dtype) != (want.shape, want.dtype):
-            errors.append(f"Argument {_arg_path(args_tree, i)} compiled with {want.str_short()} and called with "
-                          f"{got.str_short()}")
+            errors.append(f"Argument 'flat_args[{i}]' compiled with {want.str_short()} and called with "
+                          f"{got.str_short()} (it is {_arg_path(args_tree, i)} of the call)")
     if errors:
-        count = f"The first 5 of {len(errors)}" if len(errors) > 5 else "The"
-        raise TypeError("Argument types differ from the types for which this computation was compiled. "
-                        f"{count} mismatches are:\n" + "\n".join(errors[:5]))
+        count = f"The first 5 of {len(errors)}" if len(errors) >= 5 else "The"
+        raise TypeError("Argument types differ from the types for which this computation was compiled. Perhaps you "
+                        "are calling the compiled executable with a different enable_x64 mode than when it was AOT "
+                        f"compiled? {count} mismatches are:\n" + "\n".join(errors[:5]))
 
 
 def _arg_path(args_tree, index: int) -> str:

@@ -13,6 +13,7 @@ from conftest import REPO
 #: Each script with arguments that make it quick; every script in bench/ must be listed.
 SMOKE_ARGS = {
     "bench_dispatch.py": ["--rounds", "1", "--calls", "2"],
+    "bench_dropin.py": ["--rounds", "1", "--calls", "2"],
     "bench_explore.py": ["--runs", "1"],
     "bench_lowering.py": ["--rounds", "1", "--skip-scale"],
     "bench_multiprocess.py": ["--calls", "2", "--rounds", "1", "--timeout", "240"],

@@ -73,7 +73,8 @@ def test_inputs_the_fast_path_must_not_take_are_still_correct():
     y = f(x)
     f(y)  # warm: the signature of y now has a fast path
     devices = list(y.sharding.mesh.devices.flat)
-    reversed_mesh = jax.sharding.Mesh(np.array(devices[::-1]).reshape(8, 1), y.sharding.mesh.axis_names)
+    reversed_mesh = jax.sharding.Mesh(np.array(devices[::-1]).reshape(y.sharding.mesh.devices.shape),
+                                     y.sharding.mesh.axis_names)
     flipped = jax.device_put(y, jax.sharding.NamedSharding(reversed_mesh, y.sharding.spec))
     np.testing.assert_allclose(f(flipped), f(y))
     replicated = jax.device_put(y, jax.sharding.NamedSharding(y.sharding.mesh, jax.sharding.PartitionSpec()))

@@ -86,6 +86,10 @@ def test_program_records_name_their_difference():
     assert "device order [0, 1, 2048, 2049] here, [0, 2048, 1, 2049] on process 1" in text
     assert "-  %0 = add\n+  %0 = sub" in text
     assert "sha256 aaaaaaaaaaaa here" in describe_difference(mine, {**theirs, "text": None}, 0, 1)
+    shares = describe_difference({**mine, "inputs": ["f32[8,3]", "f32[]"]}, {**mine, "inputs": ["f32[16,3]", "f32[]"]},
+                                 0, 1)
+    assert shares.startswith("the global shapes of the inputs differ (input 0: f32[8,3] here, f32[16,3] on process "
+                             "1). A host input to a map is this process's share")
 
 
 class FakeClient:

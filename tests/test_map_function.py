@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 
 import pxla_mlir
 from pxla_mlir.lru import LRU
@@ -126,3 +127,85 @@ def test_lru_is_thread_safe():
     for t in threads:
         t.join()
     assert not errors and len(cache) <= 4
+
+
+# -- caches shared by every object of one function and options, weakly keyed ---------------------------------
+
+def _counts():
+    return {k: STATS[k] for k in ("traces", "compiles", "python_calls")}
+
+
+def _psum_body(v):
+    return lax.psum(v, "i") * 2
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pxla_mlir.pmap(_psum_body, "i"),
+    lambda: pxla_mlir.pmap(_psum_body, "i", in_axes=[0]),  # a prefix that cannot be hashed
+    lambda: pxla_mlir.jit(_jit_body),
+    lambda: pxla_mlir.xmap(_xmap_body, ["b", ...], ["b", ...]),
+], ids=["pmap", "pmap list axes", "jit", "xmap"])
+def test_a_new_object_of_the_same_function_and_options_reuses_everything(make):
+    x = np.arange(8.0, dtype=np.float32)
+    want = np.asarray(make()(x))
+    before = _counts()
+    for _ in range(3):
+        np.testing.assert_array_equal(make()(x), want)
+    # No trace, compile or Python call: the new objects share the C++ dispatcher too.
+    assert _counts() == before
+
+
+def _jit_body(v):
+    return pxla_mlir.pmap(_psum_body, "i")(v) + 1
+
+
+def _xmap_body(v):
+    return v * 3
+
+
+
+def test_unnamed_pmaps_share_programs_and_still_nest():
+    x = np.arange(8.0, dtype=np.float32)
+    pxla_mlir.pmap(lambda_double)(x)
+    before = _counts()
+    for _ in range(3):
+        out = pxla_mlir.pmap(lambda_double)(x)
+    assert _counts() == before
+    assert out.sharding.mesh.axis_names == jax.pmap(lambda_double)(x).sharding.mesh.axis_names
+    nested = pxla_mlir.pmap(pxla_mlir.pmap(lambda_double))(x.reshape(2, 4))  # two unnamed levels
+    np.testing.assert_array_equal(nested, 2 * x.reshape(2, 4))
+
+
+def lambda_double(v):
+    return v * 2
+
+
+def test_other_options_are_other_programs():
+    x = np.arange(8.0, dtype=np.float32).reshape(8, 1)
+    a = pxla_mlir.pmap(lambda_double, "i")(x)
+    b = pxla_mlir.pmap(lambda_double, "i", out_axes=1)(x)
+    c = pxla_mlir.pmap(lambda_double, "i", mode="partition")(x)
+    assert a.shape == (8, 1) and b.shape == (1, 8) and c.shape == (8, 1)
+    assert pxla_mlir.pmap(lambda_double, "i", mode="partition").lower(x).pipeline != \
+        pxla_mlir.pmap(lambda_double, "i").lower(x).pipeline
+
+
+@pytest.mark.parametrize("kind", ["pmap", "jit", "xmap"])
+def test_caches_never_keep_the_function_alive(kind):
+    import gc
+    import weakref
+
+    def body(v):
+        return v * 5
+
+    make = {"pmap": lambda f: pxla_mlir.pmap(f, "i"), "jit": lambda f: pxla_mlir.jit(f),
+            "xmap": lambda f: pxla_mlir.xmap(f, ["b", ...], ["b", ...])}[kind]
+    x = np.arange(8.0, dtype=np.float32)
+    mapped = make(body)
+    mapped(x)
+    mapped(x)  # the C++ path
+    mapped.lower(x).compile()
+    alive = weakref.ref(body)
+    del body, mapped
+    gc.collect()
+    assert alive() is None

@@ -19,15 +19,18 @@ from pxla_mlir.distributed.launch import launch
 
 NUMERICS = [
     "flat_replica_local_input", "flat_partition_local_input", "flat_global_inputs",
-    "flat_interleaved_devices_local_input",
+    "flat_interleaved_devices_local_input", "per_process_pmap_on_local_devices", "key_and_float0_shares",
+    "jax_jit_of_pmap_like_jax_pmap", "debug_nans_without_a_rerun",
     "nested_2x4_replica_all-gather", "nested_2x4_replica_all-reduce", "nested_2x4_partition_all-gather",
     "nested_2x4_partition_all-reduce", "nested_4x2_replica_all-gather", "nested_4x2_partition_all-reduce",
     "nested_interleaved_devices_inner_groups_span_processes",
-    "grad_of_pmap", "vmap_of_pmap_local_input", "pxla_jit_of_grad_and_nested", "xmap_three_lowerings",
+    "grad_of_pmap", "vmap_of_pmap_local_input", "pxla_jit_of_grad_and_nested", "xmap_three_lowerings_over_shares",
+    "grad_of_xmap_and_jit_over_shares",
     "out_axes_none_is_replicated", "unblocked_200_chained_calls", "unshard_all_reduce_exact_values", "empty_outputs",
 ]
 ERRORS = ["devices_leave_a_process_out", "devices_cover_processes_unevenly", "too_many_devices_hint",
-          "mismatched_module", "initialize_twice", "run_still_healthy_after_the_errors"]
+          "mismatched_module", "shares_that_disagree_between_processes", "initialize_twice",
+          "run_still_healthy_after_the_errors"]
 
 
 @pytest.fixture(scope="module", params=[(2, 4), (4, 2)], ids=["2x4", "4x2"])

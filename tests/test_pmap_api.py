@@ -128,3 +128,24 @@ def test_closed_over_arrays_and_constants():
     x = np.random.default_rng(1).normal(size=(8, 3)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(pxla_mlir.pmap(f, "i")(x)),
                                np.asarray(jax.vmap(f, axis_name="i")(x)), rtol=1e-6)
+
+
+def test_output_shardings_and_types_are_jax_pmaps():
+    x = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    cases = [dict(), dict(out_axes=1), dict(in_axes=(0, None)), dict(in_axes=(1, None), out_axes=(0, None))]
+    for case in cases:
+        def body(a, b, case=case):
+            out = a * b
+            return (out, lax.psum(b, "x")) if isinstance(case.get("out_axes"), tuple) else out
+
+        args = (x, np.float32(2)) if "in_axes" in case else (x, x)
+        if case.get("in_axes", (0,))[0] == 1:
+            args = (x.T, np.float32(2))
+        ours, theirs = pxla_mlir.pmap(body, "x", **case)(*args), jax.pmap(body, "x", **case)(*args)
+        for o, t in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+            assert o.sharding == t.sharding, case
+            assert jax.typeof(o) == jax.typeof(t) and jax.typeof(o).sharding == jax.typeof(t).sharding, case
+            np.testing.assert_array_equal(o, t)
+    # A pmap with nested pmaps keeps a second mesh axis for the inner devices (jax.pmap does not nest).
+    nested = pxla_mlir.pmap(pxla_mlir.pmap(lambda v: v * 2, "j"), "i")(x.reshape(2, 4, 2))
+    assert nested.sharding.mesh.axis_names == ("i", "_pxla_rep") and nested.sharding.spec == jax.P("i")

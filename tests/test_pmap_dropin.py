@@ -89,8 +89,7 @@ def test_pmap_bodies_closing_over_outer_tracers():
             jax.grad(lambda w: pmap(lambda x: lax.psum(x * w, "i"), "i")(X).sum())(np.float32(1.5)),
         ]
 
-    with pytest.warns(pxla_mlir.PmapInsideJitWarning):
-        ours = cases(pxla_mlir.pmap)
+    ours = cases(pxla_mlir.pmap)
     for got, want in zip(ours, cases(jax.pmap)):
         jax.tree_util.tree_map(lambda g, w: np.testing.assert_allclose(g, w, rtol=1e-6), got, want)
     # The same pmap object, called again at the top level, recompiles nothing and holds no stale tracer.
@@ -146,3 +145,56 @@ def test_out_axes_none_on_invariant_choices_is_accepted():
     pure = pxla_mlir.pmap(lambda v: jax.pure_callback(lambda: np.float32(5), jax.ShapeDtypeStruct((), np.float32)),
                           "i", out_axes=None)
     assert float(pure(X)) == 5.0
+
+
+# -- small drop-in gaps -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", [dict(in_axes=False), dict(in_axes=(0, 1.0)), dict(out_axes=False),
+                                  dict(out_axes={"a": "0"})])
+def test_axes_that_are_not_ints_are_jax_type_errors(spec):
+    with pytest.raises(TypeError) as theirs:
+        jax.pmap(lambda x: x, **spec)
+    with pytest.raises(TypeError) as ours:  # when the pmap is made, as jax.pmap
+        pxla_mlir.pmap(lambda x: x, **spec)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_an_ordered_effect_without_a_host_callback():
+    from jax._src import effects
+    from jax._src.interpreters import mlir
+
+    class OrderedTestEffect(effects.Effect):
+        pass
+
+    effects.lowerable_effects.add_type(OrderedTestEffect)
+    effects.ordered_effects.add_type(OrderedTestEffect)
+    effect_p = core.Primitive("ordered_test_effect")
+    effect_p.multiple_results = True
+    effect_p.def_effectful_abstract_eval(lambda *avals, effect: (avals, {effect}))
+
+    def lowering(ctx, *, effect):
+        ctx.set_tokens_out(ctx.tokens_in)
+        return []
+
+    mlir.register_lowering(effect_p, lowering)
+    effect = OrderedTestEffect()
+
+    def body(v):
+        effect_p.bind(effect=effect)
+        return v * 2
+
+    np.testing.assert_array_equal(pxla_mlir.pmap(body)(X), 2 * X)  # its tokens live inside the program
+    assert "stablehlo.token" not in pxla_mlir.pmap(body).lower(X).as_text("stablehlo")
+
+
+def test_shape_polymorphic_code_in_a_body_is_refined():
+    from jax import export
+
+    exported = export.export(jax.jit(lambda v: v * jnp.arange(v.shape[0], dtype=v.dtype)))(
+        jax.ShapeDtypeStruct(export.symbolic_shape("b"), np.float32))
+    x = np.arange(24.0, dtype=np.float32).reshape(8, 3)
+    np.testing.assert_array_equal(pxla_mlir.pmap(exported.call)(x), jax.pmap(exported.call)(x))
+    with pxla_mlir.Mesh.create({"x": 8}):
+        xm = pxla_mlir.xmap(exported.call, in_axes=["m", ...], out_axes=["m", ...], axis_resources={"m": "x"},
+                            lowering="manual")
+        np.testing.assert_array_equal(xm(x), jax.pmap(exported.call)(x))

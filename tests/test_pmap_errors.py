@@ -118,9 +118,10 @@ def test_bad_options():
 
 def test_compiled_with_other_arguments():
     compiled = pxla_mlir.pmap(lambda x: x * 2).lower(np.zeros((8, 3), np.float32)).compile()
-    raises(TypeError, r"^Argument types differ from the types for which this computation was compiled. The "
-                      r"mismatches are:\nArgument args\[0\] compiled with float32\[8,3\] and called with "
-                      r"float32\[8,4\]$", compiled, np.zeros((8, 4), np.float32))
+    raises(TypeError, r"^Argument types differ from the types for which this computation was compiled. Perhaps you "
+                      r"are calling the compiled executable with a different enable_x64 mode than when it was AOT "
+                      r"compiled\? The mismatches are:\nArgument 'flat_args\[0\]' compiled with float32\[8,3\] and "
+                      r"called with float32\[8,4\] \(it is args\[0\] of the call\)$", compiled, np.zeros((8, 4), np.float32))
     raises(TypeError, r"^Function compiled with input pytree does not match the input pytree it was called with",
            compiled, (np.zeros((8, 3)),))
 

@@ -19,6 +19,8 @@ PROGRAM = textwrap.dedent("""
     from jax import lax
     if sys.argv[1] == "python":
         pxla_mlir.enable_compilation_cache(sys.argv[2])
+    if sys.argv[1] == "disabled":  # a directory is set, but jax's gate (is_cache_used) says no
+        jax.config.update("jax_enable_compilation_cache", False)
     hits = []
     jax.monitoring.register_event_listener(lambda name, **kw: hits.append(name) if name.endswith("cache_hits") else 0)
     def step(x):
@@ -30,7 +32,8 @@ PROGRAM = textwrap.dedent("""
 
 
 def run(how: str, cache_dir) -> list[str]:
-    env = {"PATH": "/usr/bin:/bin", "PXLA_MLIR_CACHE_DIR": str(cache_dir)} if how == "env" else {"PATH": "/usr/bin"}
+    env = {"PATH": "/usr/bin:/bin", "PXLA_MLIR_CACHE_DIR": str(cache_dir)} if how in ("env", "disabled") \
+        else {"PATH": "/usr/bin"}
     p = subprocess.run([sys.executable, "-c", PROGRAM, how, str(cache_dir)], capture_output=True, text=True,
                        timeout=240, env=env)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -46,6 +49,13 @@ def test_second_process_loads_from_the_cache(tmp_path):
         warm = run(how, cache)
         assert warm[1] == "1" and warm[4] == "2", "both executables came from the cache"
         assert warm[2] == cold[2] and warm[5] == cold[5] and cold[2] == cold[5]
+
+
+def test_jax_enable_compilation_cache_false_keeps_the_cache_off(tmp_path):
+    cache = tmp_path / "off"
+    out = run("disabled", cache)
+    assert out[1] == "0" and out[4] == "0"
+    assert not cache.exists() or not list(cache.iterdir()), "jax_enable_compilation_cache=False: nothing written"
 
 
 def test_lowerings_share_an_mlir_context():

@@ -188,7 +188,7 @@ def test_lower_with_shape_dtype_structs_compile_and_call_checks():
     np.testing.assert_array_equal(np.asarray(compiled(x)), x + 4)
     with pytest.raises(TypeError, match=r"Function compiled with input pytree does not match the input pytree"):
         compiled([x])
-    with pytest.raises(TypeError, match=r"Argument args\[0\] compiled with float32\[2,2\] and called with int32\[2,2\]"):
+    with pytest.raises(TypeError, match=r"Argument 'flat_args\[0\]' compiled with float32\[2,2\] and called with int32\[2,2\]"):
         compiled(jnp.asarray(x, jnp.int32))
 
 
@@ -228,13 +228,18 @@ def test_pxla_mlir_jit_refuses_pmaps_and_xmaps_in_one_program():
         pxla_mlir.jit(lambda v: pm(xm(v)))(np.ones((2, 3), np.float32))
 
 
-def test_jax_jit_around_an_xmap_runs_it_as_vmap_and_says_so():
+def test_jax_jit_around_an_xmap_keeps_its_layout_on_the_mesh():
     with pxla_mlir.Mesh.create({"x": 2}):
         f = pxla_mlir.xmap(lambda v: jnp.sin(v) + lax.psum(v, "i"), ["i"], ["i"], axis_resources={"i": "x"})
         x = np.arange(20, dtype=np.float32)
-        with pytest.warns(pxla_mlir.XmapInsideJitWarning, match=r"runs as jax.vmap over its named axes"):
-            got = jax.jit(lambda v: f(v * v) + v)(x)
+        got = jax.jit(lambda v: f(v * v) + v)(x)
+        text = jax.jit(lambda v: f(v * v) + v).lower(x).as_text()
     np.testing.assert_allclose(np.asarray(got), np.sin(x * x) + np.sum(x * x) + x, rtol=1e-5)
+    assert "mhlo.num_partitions = 2" in text and text.count("sdy.sharding_constraint") == 2
+    with pxla_mlir.Mesh.create({"x": 2}), pxla_mlir.serial_loop("l", 2):
+        g = pxla_mlir.xmap(lambda v: v * 2, ["i"], ["i"], axis_resources={"i": ("x", "l")})
+        with pytest.warns(pxla_mlir.XmapInsideJitWarning, match=r"does not use its serial loops"):
+            np.testing.assert_array_equal(jax.jit(g)(x), 2 * x)
 
 
 def test_xmap_inside_a_pmap_body_is_vectorized_and_mesh_axes_are_refused():

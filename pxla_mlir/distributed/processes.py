@@ -1,7 +1,8 @@
 """Which devices a map runs on when jax.distributed joins several processes.
 
 A map's program runs on every device it names, and each process feeds and
-reads only its own devices. Devices that leave a process out would hand that
+reads only its own devices. A map given only this process's devices
+(``devices=jax.local_devices()``) is a program of this process alone. Devices that leave a process out would hand that
 process an Array with none of its pieces; devices spread unevenly would give
 processes shares of different sizes. Both are refused before compiling.
 By default a map takes the first ``n / P`` devices of each of the ``P``
@@ -19,7 +20,7 @@ import jax
 from ..errors import PxlaUserError
 
 __all__ = ["MultiProcessError", "process_count", "is_multi_process", "spans_processes", "default_devices",
-           "check_devices"]
+           "check_devices", "is_local_program"]
 
 
 class MultiProcessError(PxlaUserError, ValueError):
@@ -70,13 +71,21 @@ def default_devices(n: int, backend, what: str) -> list:
     return [d for p in range(count) for d in local[p][:per]]
 
 
+def is_local_program(devices: Sequence | None) -> bool:
+    """Are ``devices`` (given to a map) this process's alone? Such a map is a
+    program of this process only, as jax.pmap with ``devices=jax.local_devices()``:
+    host inputs are whole values and nothing is exchanged with other processes."""
+    return devices is not None and process_count() > 1 and not spans_processes(devices)
+
+
 def check_devices(devices: Sequence, what: str) -> list:
-    """``devices`` unchanged if they cover every process evenly (or the run has one process)."""
+    """``devices`` unchanged if they cover every process evenly, or are this
+    process's alone (a per-process map), or the run has one process."""
     devices = list(devices)
     if not devices:
         return devices
     count = jax.process_count()
-    if count == 1:
+    if count == 1 or not spans_processes(devices):
         return devices
     per = collections.Counter(d.process_index for d in devices)
     missing = [p for p in range(count) if p not in per]

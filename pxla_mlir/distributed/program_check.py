@@ -62,6 +62,7 @@ class ProgramCheck:
             "name": str(lowered.mhlo().operation.attributes["sym_name"]).strip('"'),
             "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "devices": [d.id for d in lowered.devices],
+            "inputs": [av.str_short() for av in lowered.in_avals],
             "text": text if len(text) <= _TEXT_LIMIT else None,
         }
         self._lock = threading.Lock()
@@ -134,6 +135,12 @@ def describe_difference(mine: dict, theirs: dict, me: int, other: int) -> str:
         parts.append(f"{mine['name']!r} here, {theirs['name']!r} on process {other}")
     if mine["devices"] != theirs["devices"]:
         parts.append(f"device order {mine['devices']} here, {theirs['devices']} on process {other}")
+    inputs = [(i, a, b) for i, (a, b) in enumerate(zip(mine.get("inputs", []), theirs.get("inputs", []))) if a != b]
+    if inputs:
+        i, a, b = inputs[0]
+        parts.append(f"the global shapes of the inputs differ (input {i}: {a} here, {b} on process {other}). A host "
+                     f"input to a map is this process's share of every mapped axis that spans processes, so every "
+                     f"process must pass a share of the same shape (or all pass one global jax.Array)")
     if mine["sha256"] != theirs["sha256"]:
         if mine.get("text") is not None and theirs.get("text") is not None:
             diff = list(difflib.unified_diff(mine["text"].splitlines(), theirs["text"].splitlines(),

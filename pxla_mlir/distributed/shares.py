@@ -9,7 +9,9 @@ mapped axis of global size ``L * P`` is rows ``[p * L, (p + 1) * L)``.
 
 A host input (numpy, Python scalars, a jax.Array held by this process
 alone) given to a pmap is this process's share: its mapped axis is
-multiplied by the process count. jax.Arrays spanning processes are global
+multiplied by the process count. Given to an xmap it is the share of every
+named dimension whose mesh axes span processes (:func:`share_factor` says
+how many times longer each is). jax.Arrays spanning processes are global
 as they are. A value traced by jax.vmap, jax.jvp or jax.grad keeps the
 locality of the value it was made from; values staged by jax.jit have none
 and are global. The runtime then reads a host value by its shape (the whole
@@ -23,13 +25,15 @@ from typing import Callable, Sequence
 
 import jax
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
 
 from ..jax_internals import concrete_value, core, is_differentiated
 from ..runtime.placement import piece_plan, put_pieces
-from .processes import MultiProcessError, process_count
+from .processes import MultiProcessError, process_count, spans_processes
 
 __all__ = ["Share", "LocalPlacement", "is_global", "is_process_local", "global_avals", "bound_avals",
-           "process_local", "share_note"]
+           "share_factor", "scaled_avals",
+           "process_local", "share_note", "local_sharding", "host_local_outputs"]
 
 
 def is_global(x) -> bool:
@@ -52,11 +56,12 @@ def is_process_local(x) -> bool:
 
 
 def global_avals(leaves: Sequence, avals: Sequence, axes: Sequence,
-                 name_of: Callable[[int], str] = lambda i: f"argument {i}") -> list:
+                 name_of: Callable[[int], str] = lambda i: f"argument {i}", devices: Sequence | None = None) -> list:
     """The global avals of a pmap call's flat arguments: in a multi-process run
-    a process-local mapped argument's axis counts every process's share."""
+    a process-local mapped argument's axis counts every process's share
+    (unless the pmap's ``devices`` are this process's alone)."""
     count = process_count()
-    if count == 1:
+    if count == 1 or (devices is not None and not spans_processes(devices)):
         return list(avals)
     out = []
     for i, (x, aval, axis) in enumerate(zip(leaves, avals, axes)):
@@ -71,6 +76,42 @@ def global_avals(leaves: Sequence, avals: Sequence, axes: Sequence,
                     f"gives this process's rows)")
             shape = list(aval.shape)
             shape[axis] *= count
+            aval = core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
+        out.append(aval)
+    return out
+
+
+def share_factor(devices: np.ndarray, axis_names: Sequence[str], axes: Sequence[str]) -> int:
+    """How many times this process's share of a dimension split over the mesh
+    ``axes`` (of a mesh of ``devices`` with ``axis_names``) goes into the
+    whole dimension: the positions along those axes in the mesh over those
+    this process's devices hold (1 where it holds them all, or none)."""
+    pos = [list(axis_names).index(a) for a in axes]
+    if not pos:
+        return 1
+    total = int(np.prod([devices.shape[p] for p in pos]))
+    me = jax.process_index()
+    held = {tuple(i[p] for p in pos) for i in np.ndindex(devices.shape) if devices[i].process_index == me}
+    return total // len(held) if held and total % len(held) == 0 else 1
+
+
+def scaled_avals(leaves: Sequence, avals: Sequence, factors: Sequence[dict], name_of: Callable[[int], str],
+                 what: str) -> list:
+    """The global avals of a map call in a multi-process run: a host input
+    (process-local, see :func:`is_process_local`) is this process's share,
+    so each dimension ``d`` of leaf ``i`` is ``factors[i][d]`` times longer;
+    global jax.Arrays and traced values without a concrete one are global."""
+    out = []
+    for i, (x, aval, grow) in enumerate(zip(leaves, avals, factors)):
+        grow = {d: f for d, f in grow.items() if f > 1}
+        if grow and is_process_local(x):
+            if is_differentiated(x):
+                raise MultiProcessError(
+                    f"{what} argument {name_of(i)} is differentiated in reverse mode (jax.grad, jax.vjp) and is "
+                    f"this process's share of mapped axes that span processes: jax wants its cotangent in the "
+                    f"share's shape {tuple(aval.shape)}, but the map's is global. Make it a global jax.Array first "
+                    f"(jax.make_array_from_process_local_data with the map's input sharding)")
+            shape = [n * grow.get(d, 1) for d, n in enumerate(aval.shape)]
             aval = core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
         out.append(aval)
     return out
@@ -146,6 +187,7 @@ class LocalPlacement:
         me = jax.process_index()
         self.devices = [d for d in devices if d.process_index == me]
         self._plans: list = []  # per input: the whole value's plan, the share's plan, the share's shape (or error)
+        self._local_shardings: list = []  # per input: the layout of a host-local jax.Array holding the share
         for sharding, aval in zip(in_shardings, in_avals):
             by_device = sharding.devices_indices_map(tuple(aval.shape))
             whole = piece_plan([by_device[d] for d in self.devices])
@@ -154,10 +196,18 @@ class LocalPlacement:
                 self._plans.append((whole, piece_plan(share.local_index), share.shape))
             except MultiProcessError as e:
                 self._plans.append((whole, None, e))
+            self._local_shardings.append(local_sharding(sharding))
 
     def place(self, x, index: int, aval, sharding) -> jax.Array:
-        host = np.asarray(x, dtype=aval.dtype)
         whole, local, share_shape = self._plans[index]
+        held = self._local_shardings[index]
+        if isinstance(x, jax.Array) and held is not None and x.shape == share_shape and x.dtype == aval.dtype \
+                and x.sharding.is_equivalent_to(held, x.ndim):
+            # A host-local Array laid out as pmap returns them (jax.pmap's outputs): its buffers, no copy.
+            by_device = {s.device: s.data for s in x.addressable_shards}
+            return jax.make_array_from_single_device_arrays(
+                tuple(aval.shape), sharding, [by_device[d] for d in sharding.addressable_devices])
+        host = np.asarray(x, dtype=aval.dtype)
         if host.shape == tuple(aval.shape):
             plan = whole
         elif local is not None and host.shape == share_shape:
@@ -178,6 +228,53 @@ def _shape_message(shape, aval, share_shape) -> str:
                  "processes' devices), so pass the whole value or a global jax.Array built with "
                  "jax.make_array_from_callback and the Lowered's in_shardings")
     return text
+
+
+def local_sharding(sharding) -> NamedSharding | None:
+    """The layout of this process's part of a value laid out by ``sharding``,
+    over this process's devices (as jax.pmap lays out its host-local results),
+    or None where its devices do not form one block of the mesh."""
+    if not isinstance(sharding, NamedSharding):
+        return None
+    mesh = sharding.mesh
+    me = jax.process_index()
+    try:
+        if mesh.devices.ndim == 1:  # any order: its local devices, in mesh order
+            local = Mesh(np.array([d for d in mesh.devices if d.process_index == me], dtype=object), mesh.axis_names)
+        else:
+            local = mesh.local_mesh
+    except ValueError:
+        return None
+    return NamedSharding(local, sharding.spec)
+
+
+def host_local_outputs(outs: Sequence, shardings: Sequence) -> list:
+    """A multi-process pmap's results as jax.pmap returns them: each this
+    process's part (its rows of a mapped result, a replicated one whole) as
+    an Array on its own devices, readable with ``np.asarray``; the buffers
+    are the global result's, not copied. A result whose local devices do not
+    form one block of the mesh stays global."""
+    return [_host_local(y, s) for y, s in zip(outs, shardings)]
+
+
+def _host_local(y, sharding):
+    held = local_sharding(sharding)
+    if held is None:
+        return y
+    if isinstance(y, np.ndarray):  # float0 results are host zeros
+        indices = [sharding.devices_indices_map(y.shape)[d] for d in held.mesh.devices.flat]
+        return np.zeros(Share.of(y.shape, indices).shape, y.dtype)
+    if not isinstance(y, jax.Array) or y.is_fully_addressable:
+        return y
+    if jax.dtypes.issubdtype(y.dtype, jax.dtypes.extended):  # key arrays: their data, wrapped again
+        return jax.random.wrap_key_data(_host_local(jax.random.key_data(y), sharding),
+                                        impl=jax.random.key_impl(y))
+    try:
+        shape = Share.of(y.shape, [s.index for s in y.addressable_shards]).shape
+    except MultiProcessError:
+        return y
+    by_device = {s.device: s.data for s in y.addressable_shards}
+    return jax.make_array_from_single_device_arrays(shape, held, [by_device[d] for d in held.mesh.devices.flat])
 
 
 def process_local(tree):

@@ -13,6 +13,7 @@ from jax import tree_util
 
 from ..jax_internals import core
 from ..stages import Signature
+from .debug_checks import donation_allowed
 
 __all__ = ["argnums", "check_donation", "check_devices", "check_outputs", "plain_aval", "is_int", "BoundMethod", "Call",
            "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr"]
@@ -173,8 +174,10 @@ class Call:
     def donated(self, donate_argnums: tuple) -> tuple:
         """One donation flag per flat argument, as jax.pmap: argnums out of
         range are ignored (negative ones count from the end), keyword
-        arguments are never donated."""
+        arguments are never donated, and nothing is under jax_debug_nans."""
         n = self.nargs
+        if not donation_allowed():  # jax_debug_nans: as jax.pmap, nothing is donated
+            donate_argnums = ()
         donate = {d % n for d in donate_argnums if -n <= d < n}
         static = {i for i, _ in self.static_args}
         positions = [i for i in range(n) if i not in static]

@@ -13,9 +13,13 @@ path (:mod:`pxla_mlir.runtime.dispatch`), methods decorated with a map,
 * ``_bind(traced, call)``: the map under a transformation (the primitive);
 * ``_lower_traced(traced, call, env)``: its ``Lowered``.
 
-A cache key is (the map's ``_identity``, the call's key, the environment,
-jax's trace context): jax's config (x64, matmul precision, ...) and the axis
-environment decide what tracing gives, so they decide what may be reused.
+The caches belong to (function, options), not to the object
+(:mod:`.caches`): every object made with the same function and options
+shares them and their C++ dispatcher, as jax.pmap's objects do, and none of
+it keeps the function alive. A cache key is (the call's key, the
+environment, jax's trace context): jax's config (x64, matmul precision, ...)
+and the axis environment decide what tracing gives, so they decide what may
+be reused.
 """
 
 from __future__ import annotations
@@ -24,31 +28,32 @@ import functools
 import threading
 from typing import Callable, Hashable, Sequence
 
+from ..distributed.processes import spans_processes
+from ..distributed.shares import host_local_outputs
 from ..jax_internals import core, trace_context
-from ..lru import LRU
 from ..runtime.dispatch import FastDispatch
 from ..stages import Lowered
 from ..stats import STATS
+from . import debug_checks
 from .arguments import BoundMethod
+from .caches import CACHE_SIZE, CacheEntry, CallCache, entry_for
 
-__all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE"]
+__all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE", "PRIVATE"]
 
-#: Signatures (pytree, avals, statics, environment) each map object keeps
-#: traced, lowered and compiled; the least recently used is dropped beyond it.
-CACHE_SIZE = 64
+#: ``options`` of a map whose caches are its own (not shared with other objects).
+PRIVATE = object()
 
 
-class CallCache:
-    """Traced bodies, ``Lowered`` and ``Compiled`` programs by call key, each
-    a bounded LRU, and the lock that makes lowering and compiling happen once."""
+class _Calling(threading.local):
+    obj = None  # the map object whose call is being dispatched on this thread
 
-    def __init__(self, size: int = CACHE_SIZE):
-        self.traced, self.lowered, self.compiled = LRU(size), LRU(size), LRU(size)
-        self.lock = threading.RLock()
 
-    def clear(self) -> None:
-        for table in (self.traced, self.lowered, self.compiled):
-            table.clear()
+_calling = _Calling()
+
+
+def _resolve_for_caller(env, args: tuple, kwargs: dict):
+    """A shared dispatcher's Python path: resolved by the object calling it."""
+    return _calling.obj._resolve(env, args, kwargs)
 
 
 class Traced:
@@ -65,14 +70,16 @@ class MapFunction:
     what: str = "map"
 
     def __init__(self, fun: Callable, *, static_argnums: Sequence[int] = (), donate_argnums: Sequence[int] = (),
-                 cache: CallCache | None = None, identity: Hashable = None):
+                 options: Hashable = PRIVATE):
+        """``options``: everything besides ``fun`` that decides what a call
+        traces, lowers and compiles to (the caches are shared by every object
+        with the same function and options); ``PRIVATE`` for caches of its own."""
         self.fun = fun
         self.name = getattr(fun, "__name__", "fun")
         self.static_argnums = tuple(static_argnums)
         self.donate_argnums = tuple(donate_argnums)
-        self._cache = cache if cache is not None else CallCache()
-        self._identity = identity  # shared caches: tells this map's entries from other maps'
-        self._dispatchers = LRU(16)  # environment -> FastDispatch
+        self._entry = CacheEntry() if options is PRIVATE else entry_for(fun, (type(self), options))
+        self._cache = self._entry.calls
         functools.update_wrapper(self, fun, updated=())  # never merge fun.__dict__ into ours
 
     # -- a front end's hooks ---------------------------------------------------------------
@@ -91,6 +98,20 @@ class MapFunction:
     def _lower_traced(self, traced: Traced, call, env) -> Lowered:
         raise NotImplementedError
 
+    def _call_outputs(self, outs: list, compiled) -> tuple[list, bool]:
+        """The flat results of a call as the caller gets them, and whether the
+        C++ fast path may hand out the executable's own results from now on."""
+        exe = compiled.executable
+        if not spans_processes(exe.devices):
+            return outs, True
+        # Multi-process: as jax.pmap, each process gets its part of every result (np.asarray works on it).
+        return host_local_outputs(outs, exe.out_shardings), False
+
+    def _deoptimized(self, traced: Traced, call, env):
+        """Runs the body un-jitted on the call's arguments (jax_debug_nans:
+        each primitive checked on its own, to name the one making a nan)."""
+        raise NotImplementedError
+
     def _staged(self, call) -> bool:
         """Is this call bound as the primitive (under a transformation, on
         tracers) instead of run?"""
@@ -99,12 +120,19 @@ class MapFunction:
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         env = self._environment()
-        dispatch = self._dispatchers.get(env)
+        if debug_checks.active():  # jax_debug_nans/infs: the outputs are checked, in Python
+            return self._resolve(env, args, kwargs)[0]
+        dispatchers = self._entry.dispatchers
+        dispatch = dispatchers.get(env)
         if dispatch is None:
-            dispatch = self._dispatchers[env] = FastDispatch(
-                self.name, functools.partial(self._resolve, env), static_argnums=self.static_argnums,
+            dispatch = dispatchers[env] = FastDispatch(
+                self.name, functools.partial(_resolve_for_caller, env), static_argnums=self.static_argnums,
                 donate_argnums=self.donate_argnums)
-        return dispatch(*args, **kwargs)
+        previous, _calling.obj = _calling.obj, self  # restored: a map may be called inside another's trace
+        try:
+            return dispatch(*args, **kwargs)
+        finally:
+            _calling.obj = previous
 
     def __get__(self, obj, objtype=None):
         """A map decorating a method binds like the function it wraps (``self``
@@ -127,7 +155,12 @@ class MapFunction:
                     if not traced.cacheable:  # closes over an enclosing transformation's tracers
                         return self._bind(traced, call), None, None
                     compiled = self._cache.compiled[key] = self._lowered(call, env, key, traced).compile()
-        return compiled.signature.unflatten(compiled.call_flat(call.flat_args)), compiled, call.flat_args
+        outs = compiled.call_flat(call.flat_args)
+        if debug_checks.active():
+            debug_checks.check_outputs(outs, what=f"{self.what} {self.name!r}", devices=compiled.executable.devices,
+                                       rerun=lambda: self._deoptimized(self._traced(call, env, key), call, env))
+        outs, fast = self._call_outputs(outs, compiled)
+        return compiled.signature.unflatten(outs), compiled if fast else None, call.flat_args
 
     def lower(self, *args, **kwargs) -> Lowered:
         call = self._examine(args, kwargs)
@@ -138,7 +171,9 @@ class MapFunction:
 
     # -- the caches ----------------------------------------------------------------------------
     def _key(self, call, env) -> tuple:
-        return self._identity, call.key, env, trace_context()
+        # jax_debug_nans turns donation off (debug_checks), which changes the program of a donating map.
+        nans = bool(self.donate_argnums) and not debug_checks.donation_allowed()
+        return call.key, env, trace_context(), nans
 
     def _traced(self, call, env, key) -> Traced:
         traced = self._cache.traced.get(key)
@@ -158,7 +193,7 @@ class MapFunction:
         return lowered
 
     def clear_cache(self) -> None:
-        """Forgets every traced, lowered and compiled program of this map (and the C++ fast paths)."""
-        self._cache.clear()
-        self._dispatchers.clear()
+        """Forgets every traced, lowered and compiled program of this map's
+        function and options, of every object made with them (and the C++ fast paths)."""
+        self._entry.clear()
 

@@ -22,6 +22,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 
 from ..ir import ir_utils, pxla_attrs
+from ..jax_internals import refined_module
 
 Dims = Sequence[Sequence[str]]  # mesh axes splitting each dimension of one value
 
@@ -38,12 +39,13 @@ def imported(lowering, *, per_device: bool = True) -> Imported:
     print/parse round trip), with a channel per collective. Host callbacks stay in the module: their ordering
     tokens become internal to @main, and each gets the sharding jax's ordered
     form forgets ({manual}: every device calls back, for a per-device
-    program; {maximal device=0} for a global one)."""
-    module = lowering.module
+    program; {maximal device=0} for a global one). Shape-polymorphic code is
+    refined to static shapes first, as jax does before compiling."""
+    module = refined_module(lowering)  # a jax.export'ed function in the body has dynamic shapes until refined
     with module.context, module.operation.location:
         _unique_channels(module)
+        _internalize_tokens(main_function(module))  # ordered effects, with or without host callbacks
         if lowering.host_callbacks:
-            _internalize_tokens(main_function(module))
             _shard_callbacks(module, "{manual}" if per_device else "{maximal device=0}")
     return Imported(module, lowering.keepalive, lowering.host_callbacks)
 

@@ -58,6 +58,8 @@ class MapRules:
 
     primitive: Any
     name: str
+    #: The spec of an operand every element of the map sees whole (pmap: None; xmap: no named dims).
+    broadcast_spec: Any = None
 
     def bind(self, jaxpr: core.ClosedJaxpr, args, params: dict) -> list:
         raise NotImplementedError
@@ -98,6 +100,11 @@ class MapRules:
     def batch_result(self, p, spec):
         """The spec of a result whose body value is batched at dimension 0
         (the vmap dimension leaves at global dimension 0)."""
+        raise NotImplementedError
+
+    def per_element_spec(self, p):
+        """The spec of a result with one value per element of the map: leading
+        dimensions over every mapped axis (checkify's errors, one per mapped index)."""
         raise NotImplementedError
 
 

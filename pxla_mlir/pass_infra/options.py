@@ -10,6 +10,7 @@ listing what is valid.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from typing import Any, Literal
 
@@ -54,6 +55,13 @@ class OptionInfo:
 
 
 def option_fields(cls) -> list[OptionInfo]:
+    return list(_option_fields(cls))
+
+
+@functools.lru_cache(maxsize=None)
+def _option_fields(cls) -> tuple[OptionInfo, ...]:
+    """Read once per class: resolving the type hints costs milliseconds, and
+    every ``pmap(...)`` configures its pipeline."""
     hints = typing.get_type_hints(cls, include_extras=False)
     out = []
     for f in dataclasses.fields(cls):
@@ -61,7 +69,7 @@ def option_fields(cls) -> list[OptionInfo]:
             continue
         out.append(OptionInfo(f.name.replace("_", "-"), f.name, hints[f.name], f.default, f.metadata["help"],
                               f.metadata.get("api_name"), f.metadata.get("range", (None, None))))
-    return out
+    return tuple(out)
 
 
 def split_top_level(text: str, sep: str) -> list[str]:

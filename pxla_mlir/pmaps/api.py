@@ -7,7 +7,9 @@
 
 A call with concrete arguments takes the fast path: its signature (pytree,
 avals, static arguments) finds a cached executable, so a repeated call does
-no tracing, lowering or compiling (:class:`pxla_mlir.maps.function.MapFunction`).
+no tracing, lowering or compiling (:class:`pxla_mlir.maps.function.MapFunction`),
+also from a new ``pmap(f)`` object made with the same function and options
+(the caches are shared and weakly keyed on the function, as jax.pmap's).
 Called on tracers (inside an outer pmap, grad, vmap, ...), the pmap is bound
 as the ``pxla_pmap`` primitive instead.
 """
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 from typing import Any, Callable
 
 from jax import tree_util
@@ -29,13 +30,24 @@ from ..pipelines import PmapPipeline, configure
 from ..stages import Lowered
 from ..stats import timed
 from ..tracing import trace_flat
-from .arguments import Call, PmapUsageError, check_axis_size, examine_call, flatten_out_axes
+from .arguments import Call, PmapUsageError, check_axes_spec, check_axis_size, examine_call, flatten_out_axes
 from .primitive import bind
-from .stage import lower_traced
+from .stage import deoptimized, lower_traced
 
-__all__ = ["pmap", "PmapFunction"]
+__all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 
-_unnamed = itertools.count()
+
+def unnamed_axis() -> str:
+    """The axis name of a pmap given none: jax.pmap's at the top level, and a
+    fresh one inside maps (pmaps nest, and each level needs its own name).
+    The same at the same depth, so it never tells one pmap object from another."""
+    bound = set(core.get_axis_env().axis_sizes)
+    if _UNNAMED not in bound:
+        return _UNNAMED
+    return next(f"_pxla_unnamed{k}" for k in range(1, len(bound) + 2) if f"_pxla_unnamed{k}" not in bound)
+
+
+_UNNAMED = "_internal_pmap_axis_name"  # jax.pmap's name for an unnamed axis
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,20 +89,29 @@ class PmapFunction(MapFunction):
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
                           devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums)
         self.options = options
+        check_axes_spec(in_axes, "in_axes")
+        check_axes_spec(out_axes, "out_axes")
         static = argnums(static_broadcasted_argnums, "pmap static_broadcasted_argnums")
         donate = argnums(donate_argnums, "pmap donate_argnums")
         check_donation(donate, static)
-        super().__init__(fun, static_argnums=static, donate_argnums=donate)
-        self.axis_name = axis_name if axis_name is not None else f"_pxla_unnamed{next(_unnamed)}"
+        self._axis_name = axis_name
         self.in_axes, self.out_axes = in_axes, out_axes
         self.devices = check_devices(devices)
         self.backend = backend
         self.axis_size = check_axis_size(axis_size)
+        shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
+                  self.axis_size, options)
+        super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
+
+    @property
+    def axis_name(self):
+        """The mapped axis's name (for a pmap given none, the one it has where it is called)."""
+        return self._axis_name if self._axis_name is not None else unnamed_axis()
 
     # -- the front end's hooks (see maps.function) ----------------------------------------------
     def _examine(self, args, kwargs) -> Call:
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
-                            axis_size=self.axis_size, fn_name=self.name)
+                            axis_size=self.axis_size, fn_name=self.name, devices=self.devices)
 
     def _trace(self, call: Call, env) -> Traced:
         flat_fun, store = call.flat_function(self.fun, self.name)
@@ -115,6 +136,11 @@ class PmapFunction(MapFunction):
                             donated=call.donated(self.donate_argnums), devices=self.devices, backend=self.backend,
                             options=self.options, signature=call.signature(traced.out_tree))
 
+    def _deoptimized(self, traced: Traced, call: Call, env):
+        body, _ = call.flat_function(self.fun, self.name)  # the user's function again, as jax.jit does
+        return deoptimized(body, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
+                           in_axes=call.in_axes, out_axes=traced.out_axes)
+
     def with_options(self, **options) -> "PmapFunction":
         """The same pmap with other options (e.g. ``mode``, ``unshard``, ``shardings``), fresh caches."""
         known = {*self._init, *_PIPELINE_OPTIONS}
@@ -122,8 +148,14 @@ class PmapFunction(MapFunction):
         if unknown:
             raise TypeError(f"pmap has no option {sorted(unknown)[0]!r}")
         pipeline = {k: options.pop(k) for k in list(options) if k in _PIPELINE_OPTIONS}
-        return PmapFunction(self.fun, self.axis_name, **{**self._init, **options},
+        return PmapFunction(self.fun, self._axis_name, **{**self._init, **options},
                             options=configure(self.options, **pipeline))
+
+
+def _axes_key(axes):
+    """in_axes/out_axes as a hashable value (lists and dicts are prefixes too)."""
+    leaves, tree = tree_util.tree_flatten(axes, is_leaf=lambda x: x is None)
+    return tree, tuple(leaves)
 
 
 #: pmap's pipeline options, by their API names (mode, unshard, shardings).

@@ -14,7 +14,7 @@ from ..errors import PxlaUserError
 from ..jax_internals import api_util
 from ..maps.arguments import Call, check_array_like, is_int, keystr, plain_aval, static_args
 
-__all__ = ["PmapUsageError", "examine_call", "flatten_out_axes", "check_axis_size"]
+__all__ = ["PmapUsageError", "examine_call", "flatten_out_axes", "check_axis_size", "check_axes_spec"]
 
 
 class PmapUsageError(PxlaUserError, ValueError):
@@ -35,6 +35,13 @@ def check_axis_size(axis_size):
     return int(axis_size)
 
 
+def check_axes_spec(axes, what: str) -> None:
+    """jax.pmap's TypeError for ``in_axes``/``out_axes`` leaves that are not ints (``False``, ``1.0``, ``'0'``)."""
+    if not all(is_int(leaf) for leaf in tree_util.tree_leaves(axes)):
+        raise TypeError(f"pmap {what} must be an int, None, or (nested) container with those types as leaves, but "
+                        f"got {axes}.")
+
+
 # -- a call ---------------------------------------------------------------------------------------
 
 _KWARGS_NOTE = ("\n\nWhen some arguments are passed by keyword to the pmapped function, they are not included in "
@@ -43,7 +50,7 @@ _KWARGS_NOTE = ("\n\nWhen some arguments are passed by keyword to the pmapped fu
 
 
 def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple, axis_size: int | None,
-                 fn_name: str, kwargs_axis: int | None = 0) -> Call:
+                 fn_name: str, kwargs_axis: int | None = 0, devices=None) -> Call:
     """As jax.pmap: ``in_axes`` is a prefix of the positional arguments; every
     leaf passed by keyword is mapped over ``kwargs_axis`` (0; None for jit)."""
     static = static_args(args, static_argnums, fn_name)
@@ -72,7 +79,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
                                     "positionally: keyword arguments are always mapped)" if aval.ndim == 0 else ""))
         norm_axes.append(int(a) % aval.ndim)
     flat = [x for _, x in paths_and_leaves]
-    avals = global_avals(flat, avals, norm_axes, lambda i: keystr(paths_and_leaves[i][0]))  # multi-process
+    avals = global_avals(flat, avals, norm_axes, lambda i: keystr(paths_and_leaves[i][0]), devices)  # multi-process
     size = _axis_size(paths_and_leaves, avals, norm_axes, axis_size)
     return Call(tuple(static), in_tree, flat, tuple(norm_axes), tuple(avals), size, len(args))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..maps.checkify_rules import register as register_checkify
 from ..maps.kind import MapKind
 from ..maps.rules import register as register_rules
 from ..pipelines import PmapPipeline, configure
@@ -46,6 +47,7 @@ class PmapKind(MapKind):
 
     def register(self) -> None:
         register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
+        register_checkify(self.rules)  # checkify.checkify of the map
         mlir_rule.register()  # nested pmaps, and pmaps inside jax.jit
         stage.register_impl()  # a pmap bound with concrete arguments runs its compiled program
 

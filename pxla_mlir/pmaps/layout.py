@@ -13,21 +13,28 @@ from ..stages import Layout
 
 class DeviceLayout:
     """The pmap axis over the devices' first mesh dimension, replicated over
-    the rest (the devices nested pmaps use)."""
+    the rest (the devices nested pmaps use).
+
+    A flat pmap's mesh is jax.pmap's, ``Mesh(devices, (axis,))``, and a value
+    mapped on axis ``a`` is ``P(None, ..., axis)`` (``a`` Nones), as jax.pmap
+    lays it out; a pmap with nested pmaps adds the inner devices as a second
+    mesh axis, ``_pxla_rep``, over which every value is replicated.
+    """
 
     def __init__(self, devices: Sequence, axis_size: int, label: str):
         self.devices = list(devices)
         self.axis_size = axis_size
         self.replication = len(self.devices) // axis_size
         self.label = label
-        self.mesh = Mesh(np.array(self.devices, dtype=object).reshape(axis_size, self.replication),
-                         (label, REP_AXIS))
+        grid = np.array(self.devices, dtype=object)
+        self.mesh = Mesh(grid, (label,)) if self.replication == 1 else \
+            Mesh(grid.reshape(axis_size, self.replication), (label, REP_AXIS))
         self._replicated = NamedSharding(self.mesh, PartitionSpec())
 
     def sharding(self, axis: int | None, ndim: int) -> NamedSharding:
         if axis is None:
             return self._replicated
-        return NamedSharding(self.mesh, PartitionSpec(*[self.label if d == axis else None for d in range(ndim)]))
+        return NamedSharding(self.mesh, PartitionSpec(*[None] * axis, self.label))
 
     def layout(self, in_axes: Sequence, in_avals: Sequence, out_axes: Sequence, out_avals: Sequence, *,
                donated: Sequence[bool] = (), consts: Sequence = ()) -> Layout:

@@ -5,26 +5,19 @@
   axis, between ``@pxla.shard`` / ``@pxla.unshard`` placeholders that the
   pmap pipeline's passes expand (2022's nested pmap: one program over the
   product of the axis sizes).
-* Inside ``jax.jit`` (jax's own pipeline, no replicas): the pmap is
-  evaluated as ``jax.vmap`` over its axis on jit's devices, with a one-time
-  :class:`PmapInsideJitWarning`; ``pxla_mlir.jit`` keeps the devices.
+* Inside ``jax.jit`` (jax's own pipeline): a manual computation over the
+  pmap's devices, as jax.jit of jax.pmap (:mod:`.under_jit`).
 """
 
 from __future__ import annotations
 
-import warnings
-
-import jax
-
 from ..ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
 from ..jax_internals import core, jax_mlir, sharding_impls_mesh, spmd_axis_context
+from . import under_jit
 from .primitive import extend_mesh, pxla_pmap_p
+from .under_jit import PmapInsideJitWarning
 
 __all__ = ["PmapInsideJitWarning", "register"]
-
-
-class PmapInsideJitWarning(UserWarning):
-    """pxla_mlir.pmap under jax.jit runs as jax.vmap on jit's devices."""
 
 
 def _placeholder(target: str, x, out_aval, mctx, **attrs):
@@ -37,9 +30,12 @@ def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, na
               donated, options):
     mctx = ctx.module_context
     mesh = sharding_impls_mesh(mctx.axis_context)
-    if mesh is None:
-        return _under_jax_jit(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
-                              in_axes=in_axes, out_axes=out_axes, name=name)
+    if under_jit.inside():  # nested in a pmap lowering inside jax.jit
+        return under_jit.lower_inside(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
+                                      in_axes=in_axes, out_axes=out_axes, name=name)
+    if mesh is None:  # inside jax.jit
+        return under_jit.lower(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
+                               in_axes=in_axes, out_axes=out_axes, name=name, devices=devices, backend=backend)
     if devices is not None:
         raise ValueError(f"nested pmap {name!r} was given devices=; only the outermost pmap chooses devices")
     names, sizes, stride = extend_mesh(tuple(mesh.axis_names), tuple(mesh.axis_sizes), axis_name, axis_size)
@@ -58,23 +54,7 @@ def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, na
             for y, a, oav in zip(outs, out_axes, ctx.avals_out)]
 
 
-_warned: set = set()
-
-
-def _under_jax_jit(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name):
-    """jax.jit compiles with jax's pipeline and no replicas: evaluate the pmap
-    as jax.vmap over its axis (same numbers, no device parallelism)."""
-    if name not in _warned:
-        _warned.add(name)
-        warnings.warn(PmapInsideJitWarning(
-            f"pxla_mlir.pmap {name!r} inside jax.jit runs as jax.vmap over its axis on jit's device(s): same "
-            f"results, but the work is not spread over {axis_size} devices. Use pxla_mlir.jit to keep the "
-            f"pmap on its devices."), stacklevel=2)
-    fn = jax.vmap(lambda *xs: tuple(core.jaxpr_as_fun(jaxpr)(*xs)), in_axes=in_axes, out_axes=out_axes,
-                  axis_name=axis_name, axis_size=axis_size)
-    return jax_mlir.lower_fun(lambda *xs: fn(*xs), multiple_results=True)(ctx, *in_nodes)
-
-
 def register() -> None:
     # cacheable=False: jax's lowering cache key ignores the axis context.
     jax_mlir.register_lowering(pxla_pmap_p, _lowering, cacheable=False)
+    under_jit.register()  # jax.jit learns a pmap's devices

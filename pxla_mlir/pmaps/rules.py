@@ -58,5 +58,8 @@ class PmapRules(rules.MapRules):
     def batch_result(self, p, spec):
         return None if spec is None else spec + 1
 
+    def per_element_spec(self, p):
+        return 0
+
 
 PMAP_RULES = PmapRules()

@@ -3,10 +3,13 @@ pmap bound with concrete arguments: lower, compile once, run)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 
 from .. import distributed
 from ..jax_internals import core, pe
+from ..maps import debug_checks
 from ..maps.impl import ImplCache
 from ..pipelines import PmapPipeline
 from ..stages import Lowered, Signature, lower
@@ -16,7 +19,7 @@ from .importer import import_pmap, mesh_axis_label
 from .layout import DeviceLayout
 from .primitive import pxla_pmap_p, replicas_needed
 
-__all__ = ["lower_traced", "register_impl"]
+__all__ = ["lower_traced", "register_impl", "deoptimized"]
 
 
 def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") -> list:
@@ -91,8 +94,22 @@ def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, 
                             name=name, global_avals=avals, donated=donated, devices=devices, backend=backend,
                             options=options).compile()
 
+    if not debug_checks.donation_allowed():
+        donated = (False,) * len(donated)
     params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
-    return _impl_cache.compiled(jaxpr, params, build).call_flat(args)
+    compiled = _impl_cache.compiled(jaxpr, params, build)
+    outs = compiled.call_flat(args)
+    if debug_checks.active():
+        body = functools.partial(core.eval_jaxpr, jaxpr.jaxpr, jaxpr.consts)
+        debug_checks.check_outputs(outs, what=f"pmap {name!r}", devices=compiled.executable.devices, rerun=lambda: (
+            deoptimized(body, args, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes)))
+    return outs
+
+
+def deoptimized(body, args, *, axis_name, axis_size: int, in_axes, out_axes):
+    """A pmap's body run un-jitted, as jax.vmap over its axis (jax_debug_nans)."""
+    return jax.vmap(lambda *xs: tuple(body(*xs)), in_axes=tuple(in_axes), out_axes=tuple(out_axes),
+                    axis_name=axis_name, axis_size=axis_size)(*args)
 
 
 def register_impl() -> None:

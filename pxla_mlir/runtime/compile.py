@@ -22,7 +22,8 @@ from ..errors import PxlaUserError
 from ..ir.pxla_attrs import device_counts
 from ..ir.shardy import uses_shardy
 
-__all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "CACHE_DIR_ENV", "to_xla_computation"]
+__all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "CACHE_DIR_ENV", "to_xla_computation",
+           "CompilerOptionsError"]
 
 #: Environment variable that turns the persistent cache on (its value: the directory).
 CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
@@ -31,6 +32,10 @@ _env_applied = False
 
 class CacheDirError(PxlaUserError, ValueError):
     """The persistent compilation cache's directory cannot be used."""
+
+
+class CompilerOptionsError(jax_internals.JaxRuntimeError, PxlaUserError):
+    """XLA refused a ``compiler_options`` entry: jax's ``JaxRuntimeError`` with XLA's text, and how to fix it."""
 
 
 def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -> None:
@@ -112,7 +117,7 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
                                          overrides=options)
     _apply_env()
     try:
-        if jax_internals.persistent_cache_enabled():
+        if jax_internals.persistent_cache_used(platform or devices[0].platform):
             # jax's cache keys on the module (without locations), the options and
             # the devices; it compiles the module object itself: give it a copy.
             return jax_internals.compile_or_get_cached(_copy(module), devices, ids, opts, platform, host_callbacks)
@@ -121,9 +126,9 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
         return jax_internals.compile_and_load(program, devices, opts, platform, host_callbacks=host_callbacks)
     except jax_internals.JaxRuntimeError as e:
         if options and ("compile option" in str(e) or "While setting option" in str(e)):
-            raise ValueError(f"compiler_options: {str(e).removeprefix('INVALID_ARGUMENT: ').rstrip('.')}. Keys are XLA "
-                             f"debug option names as in XLA_FLAGS without the leading '--' (e.g. "
-                             f"'xla_cpu_enable_fast_math'), values bool, int, float or str") from None
+            raise CompilerOptionsError(f"{str(e).rstrip('.')}. compiler_options keys are XLA debug option names as in "
+                                       f"XLA_FLAGS without the leading '--' (e.g. 'xla_cpu_enable_fast_math'), values "
+                                       f"bool, int, float or str") from None
         raise
 
 

@@ -17,9 +17,9 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from ..distributed.processes import spans_processes
+from ..distributed.processes import MultiProcessError, spans_processes
 from ..distributed.shares import LocalPlacement, is_global
-from ..jax_internals import core, float0, is_extended, physical, result_handler, set_runtime_tokens
+from ..jax_internals import core, float0, is_extended, physical, result_handler, set_runtime_tokens, typed_aval
 from .donation import check_donations
 from .inflight import remember_launch
 from .placement import piece_indices, put_pieces
@@ -37,7 +37,9 @@ class ShardedExecutable:
         self.xla = xla
         self.devices = list(devices)
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
-        self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
+        self.in_avals = tuple(in_avals)
+        # Results carry their sharding in their type, as jax.jit's and jax.pmap's do (jax.typeof(out).sharding).
+        self.out_avals = tuple(typed_aval(av, s) for av, s in zip(out_avals, out_shardings))
         self.keepalive = keepalive  # what must outlive the executable (jax's lowering keepalive)
         self.has_effects = bool(host_callbacks)  # launches with host callbacks must not skip Python
         self.donated = tuple(donated) or (False,) * len(self.in_avals)
@@ -56,9 +58,10 @@ class ShardedExecutable:
         logical = self.in_avals[index]
         aval, sharding = self._physical[index]
         if self._logical[index]:  # stored as another array
-            _check_type(x, logical, index)
+            share = self._local is not None and not is_global(x)  # multi-process: it may be this process's share
+            _check_type(x, logical, index, shape=not share)
             if logical.dtype == float0:
-                x = np.zeros(logical.shape, np.bool_)  # as jax: float0 travels as bool zeros
+                x = np.zeros(np.shape(x), np.bool_)  # as jax: float0 travels as bool zeros
             else:
                 x = jax.random.key_data(x)  # a key array's uint32 data, no copy
         if isinstance(x, core.Tracer):
@@ -66,6 +69,11 @@ class ShardedExecutable:
                             f"concrete arrays: call the map itself under the transformation")
         if self._local is not None and not is_global(x):  # multi-process: this process's share (distributed/)
             return self._local.place(x, index, aval, sharding)
+        if self._local is None and is_global(x):
+            raise MultiProcessError(
+                f"argument {index} is a jax.Array that spans processes, but this program runs on this process's "
+                f"devices alone (a per-process map, e.g. devices=jax.local_devices()): pass this process's values "
+                f"(its host data, or jax.Arrays on its own devices)")
         if isinstance(x, jax.Array):
             if x.is_deleted():
                 raise RuntimeError(f"Array has been deleted with shape={logical.str_short()}: argument {index} "
@@ -104,7 +112,8 @@ class ShardedExecutable:
         return self.xla.cost_analysis()
 
 
-def _check_type(x, aval, index: int) -> None:
-    if getattr(x, "dtype", None) != aval.dtype or tuple(getattr(x, "shape", ())) != aval.shape:
+def _check_type(x, aval, index: int, shape: bool = True) -> None:
+    """``x`` has ``aval``'s dtype (and shape: a share's is checked where it is placed)."""
+    if getattr(x, "dtype", None) != aval.dtype or (shape and tuple(getattr(x, "shape", ())) != aval.shape):
         raise TypeError(f"argument {index} of shape {getattr(x, 'shape', None)} and dtype {getattr(x, 'dtype', None)} "
                         f"does not match the compiled {aval.str_short()}")

@@ -18,9 +18,9 @@ Three lowerings (``lowering=``), all giving the same numbers:
   partitioner splits it.
 
 A call with concrete arguments finds its compiled program by (function,
-options, argument avals, mesh, loops) in one cache all xmaps share
-(:class:`pxla_mlir.maps.function.MapFunction`): a new xmap object around the
-same function does not trace or compile again. Called on tracers (under
+options, argument avals, mesh, loops) in caches every xmap object made with
+that function and those options shares (:class:`pxla_mlir.maps.function.MapFunction`):
+a new xmap object around the same function does not trace or compile again. Called on tracers (under
 grad, vmap, jit, inside another map) or closing over them, the xmap is bound
 as the ``pxla_xmap`` primitive instead (:mod:`.primitive`).
 """
@@ -34,10 +34,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from jax import tree_util
 
+from ..distributed.processes import is_multi_process, spans_processes
+from ..distributed.shares import scaled_avals, share_factor
 from ..invariance import named_shapes
-from ..jax_internals import api_util, call_site, core, pe
+from ..jax_internals import api_util, call_site, core, has_checks, pe
+from ..maps import debug_checks
 from ..maps.arguments import argnums
-from ..maps.function import CallCache, MapFunction, Traced
+from ..maps.function import MapFunction, Traced
 from ..pipelines import XmapPipeline, choices, configure
 from ..sharding.mesh import Mesh
 from ..stages import Lowered, Signature
@@ -48,14 +51,11 @@ from .plan import XmapError, XmapMeshError, XmapTypeError, check_resource_clash,
 from .primitive import bind
 from .resources import active_loops, active_mesh, mapping_arg, normalize_resources
 from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
-from .stage import XmapCall, lower
+from .stage import XmapCall, deoptimized, lower
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
 LOWERINGS = choices(XmapPipeline, "lowering")
-
-#: Traced, lowered and compiled xmaps by (function, options, avals, mesh, loops), shared by every xmap object.
-_CACHE = CallCache(128)
 
 
 class _Enclosing(threading.local):
@@ -135,10 +135,10 @@ class XmapFunction(MapFunction):
         self._declared = tuple(declared)
         donate = argnums(donate_argnums, "xmap donate_argnums")
         self.backend, self.lowering = backend, options.lowering
-        identity = (fun, tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
-                    tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate,
-                    backend, self.options)
-        super().__init__(fun, donate_argnums=donate, cache=_CACHE, identity=identity)
+        shared = (tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
+                  tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate, backend,
+                  self.options)
+        super().__init__(fun, donate_argnums=donate, options=shared)
 
     def with_options(self, **options) -> "XmapFunction":
         """The same xmap with other options (e.g. ``lowering``, ``shardings``)."""
@@ -175,10 +175,36 @@ class XmapFunction(MapFunction):
         if kwargs:
             raise TypeError(f"xmap-ed function {self.name!r} takes positional arguments only")
         leaves, in_tree = tree_util.tree_flatten(args)
-        return _Call(leaves, in_tree, tuple(_aval(x, i) for i, x in enumerate(leaves)))
+        avals = tuple(_aval(x, i) for i, x in enumerate(leaves))
+        if is_multi_process():
+            avals = self._global_avals(leaves, in_tree, avals)
+        return _Call(leaves, in_tree, avals)
+
+    def _global_avals(self, leaves, in_tree, avals) -> tuple:
+        """Multi-process: a host input is this process's share of every named
+        dimension whose mesh axes span processes (pmap's rule, per dimension)."""
+        mesh = active_mesh()
+        if mesh is None or not spans_processes(list(mesh.devices.flat)):
+            return avals  # no mesh, or a per-process one: host inputs are whole
+        try:
+            specs = flatten_specs("xmap in_axes", in_tree, self._in_specs)
+            maps = [s.resolve(av.ndim, str(i), shape=av.shape) for i, (s, av) in enumerate(zip(specs, avals))]
+        except (ValueError, TypeError):
+            return avals  # the trace raises it, with its words
+        names = mesh.axis_names
+        factors = [{d: share_factor(mesh.devices, names, [r for r in self._resources.get(n, ()) if r in names])
+                    for d, n in m.items()} for m in maps]
+        return tuple(scaled_avals(leaves, avals, factors, lambda i: f"leaf {i}", "xmap"))
 
     def _staged(self, call: _Call) -> bool:
-        return call.has_tracers  # with concrete arguments an xmap runs, even inside a transformation
+        # With concrete arguments an xmap runs, even inside a transformation; unless its body holds
+        # checkify.checks, which only the enclosing checkify.checkify can discharge.
+        if call.has_tracers:
+            return True
+        if core.trace_state_clean():
+            return False
+        env = self._environment()
+        return has_checks(self._traced(call, env, self._key(call, env)).call.jaxpr)
 
     def _bind(self, traced: _Traced, call: _Call):
         outs = bind(traced.call.jaxpr, [*traced.consts, *call.flat_args], **traced.call.params())
@@ -186,6 +212,9 @@ class XmapFunction(MapFunction):
 
     def _lower_traced(self, traced: _Traced, call: _Call, env) -> Lowered:
         return lower(traced.call, signature=Signature(traced.in_tree, traced.out_tree), consts=traced.consts)
+
+    def _deoptimized(self, traced: _Traced, call: _Call, env):
+        return deoptimized(traced.call, [*traced.consts, *call.flat_args])
 
     def lower(self, *args, **kwargs) -> Lowered:
         call = self._examine(args, kwargs)
@@ -249,6 +278,8 @@ class XmapFunction(MapFunction):
         children = in_tree.children()
         nargs = len(children)
         donate = {n % nargs for n in self.donate_argnums if -nargs <= n < nargs}  # others ignored, as jax does
+        if not debug_checks.donation_allowed():  # jax_debug_nans: the inputs are needed again
+            donate = set()
         donated = tuple(i in donate for i, child in enumerate(children) for _ in range(child.num_leaves))
         const_avals = tuple(_aval(c, i) for i, c in enumerate(consts))
         call = XmapCall(plan, jaxpr, ({},) * len(consts) + in_maps, out_maps, const_avals + tuple(avals),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import invariance
+from ..maps.checkify_rules import register as register_checkify
 from ..maps.kind import MapKind
 from ..maps.rules import register as register_rules
 from . import checks, mlir_rule, stage
@@ -29,6 +30,7 @@ class XmapKind(MapKind):
 
     def register(self) -> None:
         register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
+        register_checkify(self.rules)  # checkify.checkify of the map
         mlir_rule.register()  # xmaps inside pmap bodies and jax.jit
         stage.register_impl()  # an xmap bound with concrete arguments runs its compiled program
         invariance.MAP_RULES[pxla_xmap_p.name] = checks.xmap_names  # named-axis typing of nested xmaps

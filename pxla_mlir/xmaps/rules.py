@@ -26,6 +26,7 @@ __all__ = ["XMAP_RULES"]
 class XmapRules(MapRules):
     primitive = pxla_xmap_p
     name = "xmap"
+    broadcast_spec = ()
 
     def bind(self, jaxpr, args, params):
         return bind(jaxpr, args, **params)
@@ -62,6 +63,9 @@ class XmapRules(MapRules):
 
     def batch_result(self, p, spec):
         return tuple((d + 1, n) for d, n in spec)
+
+    def per_element_spec(self, p):
+        return tuple(enumerate(n for n, _ in p["axis_sizes"]))
 
 
 XMAP_RULES = XmapRules()

@@ -16,13 +16,15 @@ from typing import Any
 import jax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from ..distributed.processes import check_devices
+from ..distributed.processes import check_devices, is_multi_process
 from ..jax_internals import core, pe
+from ..maps import debug_checks
 from ..maps.impl import ImplCache, plain_avals
 from ..pipelines import XmapPipeline
 from ..sharding.mesh import Mesh
 from ..stages import Layout, Lowered, Signature, lower as lower_imported
 from ..stats import timed
+from .bodies import global_function
 from .importer import import_xmap
 from .plan import Plan, XmapError
 from .primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
@@ -92,14 +94,15 @@ def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
     options = call.options if mesh is not None else dataclasses.replace(call.options, lowering="vectorize")
     layout = Layout(devices, call.global_in, call.global_out,
-                    [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
-                    [_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
+                    [value_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
+                    [value_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
                     call.donated, consts)
     return lower_imported(imported, pipeline=options.anchored(), layout=layout, signature=signature,
                           jaxpr_text=call.jaxpr.pretty_print, plan=plan)
 
 
-def _sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
+def value_sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
+    """Where a value with named dims ``mapping`` lives on ``jmesh`` (without a mesh: on one device)."""
     if jmesh is None:
         return jax.sharding.SingleDeviceSharding(devices[0])
     spec = []
@@ -142,14 +145,39 @@ _impl_cache = ImplCache(256)
 
 
 def _impl(*args, jaxpr, **params):
-    avals = plain_avals(args)
+    avals = _global_avals(plain_avals(args), params)
 
     def build():
         call = XmapCall.from_params(jaxpr, params, avals)
         return lower(call, signature=Signature.flat(len(avals), len(call.out_maps))).compile()
 
     compiled = _impl_cache.compiled(jaxpr, (tuple(params.items()), avals), build)
-    return compiled.call_flat(args)
+    outs = compiled.call_flat(args)
+    if debug_checks.active():
+        debug_checks.check_outputs(outs, what=f"xmap {params['name']!r}", devices=compiled.executable.devices,
+                                   rerun=lambda: deoptimized(XmapCall.from_params(jaxpr, params, avals), args))
+    return outs
+
+
+def _global_avals(avals, params) -> tuple:
+    """Multi-process: a bound xmap's host operand may be this process's share
+    of its named dimensions (as the front end took it); their sizes are the plan's."""
+    if not is_multi_process():
+        return avals
+    sizes = plan_of(params).sizes
+    out = []
+    for av, spec in zip(avals, params["in_axes"]):
+        shape = list(av.shape)
+        for d, n in mapping_of(spec).items():
+            if 0 < shape[d] < sizes[n] and sizes[n] % shape[d] == 0:
+                shape[d] = sizes[n]
+        out.append(core.ShapedArray(tuple(shape), av.dtype, weak_type=av.weak_type))
+    return tuple(out)
+
+
+def deoptimized(call: XmapCall, args):
+    """An xmap's body run un-jitted, as its global view (jax.vmap over its named axes; jax_debug_nans)."""
+    return global_function(call.plan.without_resources(), call.jaxpr, call.in_maps, call.out_maps)(*args)
 
 
 def register_impl() -> None:

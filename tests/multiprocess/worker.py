@@ -62,13 +62,27 @@ def global_array(x, spec=P("d")):
 
 
 def check(y, ref, tol=1e-5):
-    """Every piece this process holds, and its process_local view."""
+    """A global result: every piece this process holds."""
     ref = np.asarray(ref)
     assert y.shape == ref.shape, f"shape {y.shape} != {ref.shape}"
     assert not y.is_fully_addressable, "a multi-process result should be a global Array"
     assert y.addressable_shards, "no addressable shards"
     for s in y.addressable_shards:
         np.testing.assert_allclose(np.asarray(s.data), ref[s.index], rtol=tol, atol=tol)
+
+
+def check_local(y, ref_local, tol=1e-5):
+    """A pmap result as jax.pmap returns it in a multi-process run: this process's part, on its own devices."""
+    assert isinstance(y, jax.Array) and y.is_fully_addressable, "a pmap result should be host-local, as jax.pmap's"
+    assert all(d.process_index == ME for d in y.sharding.device_set)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(ref_local), rtol=tol, atol=tol)
+    np.testing.assert_allclose(process_local(y), np.asarray(ref_local), rtol=tol, atol=tol)
+
+
+def rows_here(outer):
+    """The rows of an outer axis of size ``outer`` over all devices (process-major) that this process holds."""
+    inner = N // outer
+    return sorted({(ME * K + j) // inner for j in range(K)})
 
 
 def interleaved():
@@ -118,11 +132,19 @@ def ref_nested(x):
 
 # -- numerics ------------------------------------------------------------------------------------
 
+def like_jax_pmap(ours, theirs):
+    """The same values, shapes and shardings as jax.pmap's results (host-local ones)."""
+    for o, t in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        assert o.shape == t.shape and o.dtype == t.dtype, (o.shape, t.shape)
+        assert o.sharding == t.sharding, (o.sharding, t.sharding)
+        np.testing.assert_array_equal(np.asarray(o), np.asarray(t))
+
+
 for _mode in ("replica", "partition"):
     def _flat_local(mode=_mode):
         y = pxla_mlir.pmap(flat, "i", mode=mode)(share(X8))
-        check(y, REF_FLAT)
-        np.testing.assert_allclose(process_local(y), share(REF_FLAT), rtol=1e-5)
+        check_local(y, share(REF_FLAT))
+        like_jax_pmap(y, jax.pmap(flat, "i")(share(X8)))
     _flat_local.__name__ = f"flat_{_mode}_local_input"
     case("numerics")(_flat_local)
 
@@ -130,19 +152,67 @@ for _mode in ("replica", "partition"):
 @case("numerics")
 def flat_global_inputs():
     f = pxla_mlir.pmap(flat, "i")
-    check(f(global_array(X8)), REF_FLAT)  # jax's own layout of the rows
-    check(f(global_array(X8, P())), REF_FLAT)  # replicated: re-laid out by jax.device_put
+    check_local(f(global_array(X8)), share(REF_FLAT))  # jax's own layout of the rows
+    like_jax_pmap(f(global_array(X8)), jax.pmap(flat, "i")(global_array(X8)))
+    check_local(f(global_array(X8, P())), share(REF_FLAT))  # replicated: re-laid out by jax.device_put
     STATS.clear()
     f(share(X8))
     assert STATS["compiles"] == 0, "a local share and a global Array of the same value share one executable"
+    compiled = f.lower(share(X8)).compile()  # global access: a Compiled takes and returns global values
+    check(compiled(global_array(X8)), REF_FLAT)
 
 
 @case("numerics")
 def flat_interleaved_devices_local_input():
     # Process p's devices hold rows p, p + P, p + 2P, ...: its share is those rows, in order.
     y = pxla_mlir.pmap(flat, "i", devices=interleaved())(X8[ME::NPROC])
-    check(y, REF_FLAT)
-    np.testing.assert_allclose(process_local(y), REF_FLAT[ME::NPROC], rtol=1e-5)
+    check_local(y, REF_FLAT[ME::NPROC])  # (jax.pmap refuses these devices: not one block of the mesh per process)
+
+
+@case("numerics")
+def per_process_pmap_on_local_devices():
+    # devices=jax.local_devices(): a pmap of this process alone; host inputs are whole, collectives local.
+    x = X8[:K] + ME
+    y = pxla_mlir.pmap(flat, "i", devices=jax.local_devices())(x)
+    check_local(y, jax.vmap(flat, axis_name="i")(x))
+    like_jax_pmap(y, jax.pmap(flat, "i", devices=jax.local_devices())(x))
+    STATS.clear()
+    pxla_mlir.pmap(flat, "i", devices=jax.local_devices())(x)  # a new object: nothing compiled again
+    assert STATS["compiles"] == 0
+
+
+@case("numerics")
+def key_and_float0_shares():
+    keys = jax.random.split(jax.random.key(3), N)
+    mine = keys[ME * K:(ME + 1) * K]  # this process's share of the keys
+    draw = lambda k: jax.random.uniform(k, (2,))  # noqa: E731
+    ours = pxla_mlir.pmap(draw)(mine)
+    check_local(ours, share(np.asarray(jax.vmap(draw)(keys))))
+    like_jax_pmap(ours, jax.pmap(draw)(mine))
+    split = lambda k: jax.random.split(k)[0]  # noqa: E731
+    got = pxla_mlir.pmap(split)(mine)  # keys out: host-local key arrays
+    assert jax.dtypes.issubdtype(got.dtype, jax.dtypes.prng_key) and got.shape == (K,)
+    np.testing.assert_array_equal(jax.random.key_data(got), share(np.asarray(jax.random.key_data(jax.vmap(split)(keys)))))
+    zeros = np.zeros((K, 3), jax.dtypes.float0)
+    scaled = lambda a, t: a * 2  # noqa: E731
+    like_jax_pmap(pxla_mlir.pmap(scaled)(share(X8), zeros), jax.pmap(scaled)(share(X8), zeros))
+
+
+@case("numerics")
+def jax_jit_of_pmap_like_jax_pmap():
+    # As jax.pmap traced by jax.jit in a multi-process run: the pmap runs on this process's devices.
+    x = share(X8)
+    ours = jax.jit(pxla_mlir.pmap(flat, "i"))(x)
+    theirs = jax.jit(jax.pmap(flat, "i"))(x)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    assert ours.sharding.device_set == theirs.sharding.device_set
+
+
+@case("numerics")
+def debug_nans_without_a_rerun():
+    with jax.debug_nans(True):
+        raises(lambda: pxla_mlir.pmap(lambda v: jnp.log(v - 100.0))(share(X8)), FloatingPointError,
+               "Invalid value (nan) encountered in sharded computation", "multi-process run")
 
 
 for _outer, _modes in ((2, [("replica", "all-gather"), ("replica", "all-reduce"), ("partition", "all-gather"),
@@ -155,10 +225,9 @@ for _outer, _modes in ((2, [("replica", "all-gather"), ("replica", "all-reduce")
             f = pxla_mlir.pmap(outer, "i", mode=mode, unshard=unshard)
             if outer_size % NPROC == 0:  # every row on one process: a local share works
                 y = f(share(x))
-                np.testing.assert_allclose(process_local(y), share(ref), rtol=1e-5)
             else:  # a row's inner devices span processes: global input
                 y = f(global_array(x))
-            check(y, ref)
+            check_local(y, ref[rows_here(outer_size)])  # this process's rows, whether alone or shared
         _nested.__name__ = f"nested_{_outer}x{N // _outer}_{_mode}_{_unshard}"
         case("numerics")(_nested)
 
@@ -180,9 +249,11 @@ def unshard_all_reduce_exact_values():
         want = jax.vmap(jax.vmap(inner, axis_name="j", out_axes=1), axis_name="i")(*values)
         for y, w in zip(f(*[global_array(v) for v in values]), want):
             w = np.asarray(w)
-            for s in y.addressable_shards:
-                got = np.ascontiguousarray(np.asarray(s.data))
-                ref = np.ascontiguousarray(w[s.index])
+            # host-local where this process holds whole rows of the outer axis (as jax.pmap), else global
+            pairs = ([(np.asarray(y), w[rows_here(2)])] if y.is_fully_addressable
+                     else [(np.asarray(s.data), w[s.index]) for s in y.addressable_shards])
+            for got, ref in pairs:
+                got, ref = np.ascontiguousarray(got), np.ascontiguousarray(ref)
                 assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, ref.dtype)
                 np.testing.assert_array_equal(got.view(f"u{got.dtype.itemsize}"), ref.view(f"u{ref.dtype.itemsize}"))
 
@@ -191,10 +262,11 @@ def unshard_all_reduce_exact_values():
 def empty_outputs():
     for mode in ("replica", "partition"):
         y = pxla_mlir.pmap(lambda v: v * 2, "i", mode=mode)(np.ones((K, 0, 3), np.float32))
-        assert y.shape == (N, 0, 3), y.shape
+        assert y.is_fully_addressable and y.shape == (K, 0, 3), y.shape  # this process's part, as jax.pmap
+        assert all(d.process_index == ME for d in y.sharding.device_set)
         for s in y.addressable_shards:
             assert s.data.shape == (1, 0, 3), s.data.shape
-        assert process_local(y).shape == (K, 0, 3)
+        assert np.asarray(y).shape == process_local(y).shape == (K, 0, 3)
 
 
 @case("numerics")
@@ -202,7 +274,12 @@ def nested_interleaved_devices_inner_groups_span_processes():
     x = nested_input(2)
     for mode in ("replica", "partition"):
         y = pxla_mlir.pmap(outer, "i", mode=mode, devices=interleaved())(global_array(x))
-        check(y, ref_nested(x))
+        grid = np.array(interleaved(), dtype=object).reshape(2, N // 2)
+        if y.is_fully_addressable:  # this process's devices are a block of the mesh: its rows, as jax.pmap would
+            rows = sorted({r for r in range(2) for d in grid[r] if d.process_index == ME})
+            check_local(y, ref_nested(x)[rows])
+        else:  # they are not (2 x 4: every other device of a row): the result stays global
+            check(y, ref_nested(x))
 
 
 def loss(w, x):
@@ -253,26 +330,50 @@ def pxla_jit_of_grad_and_nested():
     np.testing.assert_allclose(process_local(y), 2.0 * ref_nested(x), rtol=1e-5)
 
 
+def share_of(x, sharding):
+    """This process's share of a host value laid out by ``sharding`` (the pieces its devices hold, side by side)."""
+    return process_local(jax.make_array_from_callback(x.shape, sharding, lambda index: x[index]))
+
+
 @case("numerics")
-def xmap_three_lowerings():
+def xmap_three_lowerings_over_shares():
+    # A 2-D mesh whose axis x spans processes (2 x 4: x is the process axis; 4 x 2: y spans them too). A host
+    # input is this process's share of every named dimension on such axes, as a pmap's.
     b = np.arange(4 * 8 * 3, dtype=np.float32).reshape(4, 8, 3)
 
     def f(v):
         return lax.psum(v, "n") + lax.axis_index("m")
 
     ref = np.broadcast_to(b.sum(1, keepdims=True) + np.arange(4, dtype=np.float32)[:, None, None], b.shape)
+    mesh = pxla_mlir.Mesh.create({"x": 2, "y": N // 2})
+    layout = NamedSharding(Mesh(mesh.devices, ("x", "y")), P("x", "y"))
     for lowering in ("replica", "manual", "vectorize"):
-        with pxla_mlir.Mesh.create({"x": 2, "y": N // 2}):
+        with mesh:
             g = pxla_mlir.xmap(f, in_axes={0: "m", 1: "n"}, out_axes={0: "m", 1: "n"},
                                axis_resources={"m": "x", "n": "y"}, lowering=lowering)
-            check(g(b), ref)  # host input: the whole value
-            check(g(global_array(b)), ref)
+            check_local(g(share_of(b, layout)), share_of(ref, layout))  # this process's part, as pmap's
+            check_local(g(global_array(b)), share_of(ref, layout))  # a global Array passes through
+            check(g.lower(share_of(b, layout)).compile()(global_array(b)), ref)  # the global result: a Compiled
+
+
+@case("numerics")
+def grad_of_xmap_and_jit_over_shares():
+    w = np.float32(0.3)
+    with pxla_mlir.Mesh.create({"x": N}):
+        xloss = pxla_mlir.xmap(lambda w, v: lax.psum(jnp.sum(jnp.tanh(v * w) ** 2), "b"), in_axes=({}, ["b", ...]),
+                               out_axes={}, axis_resources={"b": "x"})
+        ref = jax.grad(lambda w: jnp.sum(jnp.tanh(X8 * w) ** 2))(w)
+        # A local share that is not differentiated; as for pmap, values made under jax.grad are global.
+        np.testing.assert_allclose(process_local(jax.grad(xloss)(w, share(X8))), ref, rtol=1e-5)
+        raises(lambda: jax.grad(xloss, argnums=1)(w, share(X8)), MultiProcessError, "differentiated")
+        step = pxla_mlir.jit(lambda w, v: w - 0.1 * jax.grad(xloss)(w, v))
+        check_local(step(w, X8), w - 0.1 * ref)  # jit arguments are broadcast: whole values; results host-local
 
 
 @case("numerics")
 def out_axes_none_is_replicated():
     y = pxla_mlir.pmap(lambda x: lax.psum(x, "i"), "i", out_axes=None)(share(X8))
-    np.testing.assert_allclose(process_local(y), X8.sum(0), rtol=1e-5)
+    check_local(y, X8.sum(0))
 
 
 @case("numerics")
@@ -284,7 +385,7 @@ def unblocked_200_chained_calls():
         y = f(y)  # never blocked: the in-flight window bounds un-completed launches
     for _ in range(201):
         ref = ref.mean(0, keepdims=True) + 0.01 * np.arange(N, dtype=np.float32)[:, None]
-    check(y.block_until_ready(), ref, tol=1e-4)
+    check_local(y.block_until_ready(), share(ref), tol=1e-4)  # host-local results fed back in, no copies
 
 
 # -- errors: raised on every process before anything is launched -----------------------------------
@@ -294,6 +395,11 @@ def devices_leave_a_process_out():
     STATS.clear()
     only0 = jax.local_devices(process_index=0)
     x = global_array(np.ones((K, 3), np.float32), P())
+    if ME == 0:  # its own devices: a per-process map, which takes this process's values, not global Arrays
+        raises(lambda: pxla_mlir.pmap(flat, "i", devices=only0)(x), MultiProcessError, "this process's devices",
+               "spans processes")
+        _xmap_on(only0)  # a per-process xmap on its own mesh
+        return
     raises(lambda: pxla_mlir.pmap(flat, "i", devices=only0)(x), MultiProcessError,
            "process 0 only", "none of its pieces")
     raises(lambda: _xmap_on(only0), MultiProcessError, "none of its pieces")
@@ -334,10 +440,11 @@ def too_many_devices_hint():
 @case("errors")
 def mismatched_module():
     start = time.time()
-    fn = flat if ME == 0 else (lambda x: flat(x) + 1.0)
+    # New functions on every process (an executable already checked is not checked again).
+    fn = (lambda x: flat(x) + 2.0) if ME == 0 else (lambda x: flat(x) + 1.0)
     raises(lambda: pxla_mlir.pmap(fn, "i")(share(X8)), ProgramMismatchError, "the MHLO differs", "Nothing was launched")
     order = jax.devices() if ME == 0 else interleaved()
-    raises(lambda: pxla_mlir.pmap(flat, "i", devices=order)(global_array(X8)), ProgramMismatchError,
+    raises(lambda: pxla_mlir.pmap(lambda x: flat(x) * 3.0, "i", devices=order)(global_array(X8)), ProgramMismatchError,
            "device order")
     assert time.time() - start < 20, f"took {time.time() - start:.1f} s"
 
@@ -346,11 +453,18 @@ def mismatched_module():
 def initialize_twice():
     raises(pxla_mlir.distributed.initialize, RuntimeError, "already called in this process",
            f"process {ME} of {NPROC}", "remove the second call")
+def shares_that_disagree_between_processes():
+    rows = K if ME == 0 else 2 * K  # process 0 passes fewer rows than the others
+    with pxla_mlir.Mesh.create({"x": N}):
+        g = pxla_mlir.xmap(lambda v: lax.psum(v, "b"), in_axes=["b", ...], out_axes=["b", ...],
+                           axis_resources={"b": "x"})
+        raises(lambda: g(np.ones((rows, 3), np.float32)), ProgramMismatchError, "the global shapes of the inputs "
+               "differ", f"float32[{NPROC * K if ME == 0 else 2 * NPROC * K},3] here", "Nothing was launched")
 
 
 @case("errors")
 def run_still_healthy_after_the_errors():
-    check(pxla_mlir.pmap(flat, "i")(share(X8)), REF_FLAT)
+    check_local(pxla_mlir.pmap(flat, "i")(share(X8)), share(REF_FLAT))
 
 
 # -- a failing peer (process MP_VICTIM, default 1) ---------------------------------------------------
@@ -360,7 +474,7 @@ VICTIM = int(os.environ.get("MP_VICTIM", "1"))
 
 def _loop_until_peer_fails(how):
     f = pxla_mlir.pmap(flat, "i")
-    x = global_array(X8)
+    x = share(X8)
     for k in range(10 ** 6):
         if ME == VICTIM and k == 20:
             print(f"FAILING_AT {time.time():.3f}", flush=True)

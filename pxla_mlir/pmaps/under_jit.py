@@ -1,0 +1,194 @@
+"""A pmap inside ``jax.jit``: a manual computation over the pmap's devices.
+
+``jax.jit(f)`` where ``f`` calls a pxla_mlir.pmap compiles with jax's own
+pipeline, as jax.jit of jax.pmap does, and the pmap keeps its devices there:
+
+* jax.jit learns them: the pmap's devices join the shardings jax.jit picks
+  its device assignment from (``jax_internals.register_jit_devices``), so the
+  program has ``mhlo.num_partitions = N`` and a committed argument on other
+  devices is jax's "incompatible devices" error, as for jax.jit(jax.pmap);
+* the pmap equation lowers as jax's own ``shard_map`` over
+  ``Mesh(devices, (axis,))``, fully manual, with the mapped axis of each
+  operand and result split over it (in the Shardy form an
+  ``sdy.manual_computation``, exactly what jax emits for jax.pmap);
+* nested pmaps get a mesh axis each (the mesh is ``(axis, inner axis, ...)``
+  over the product of the sizes): inside the manual computation an inner
+  pmap takes its slice at ``axis_index(inner)`` and all-gathers its results
+  over it, 2022's nested pmap in jax's terms.
+
+Where that is impossible, sibling nested pmaps over different axes (one
+mesh cannot name both), the pmap runs as ``jax.vmap`` on jit's devices, with
+a :class:`PmapInsideJitWarning` that says why.
+
+Under multiple processes, as jax.pmap traced under jax.jit, the pmap runs
+on this process's devices.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import jax
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ..distributed.processes import is_multi_process
+from ..jax_internals import core, jax_mlir, register_jit_devices
+from .arguments import PmapUsageError
+from .primitive import pxla_pmap_p, replicas_needed
+from .stage import devices_for
+
+__all__ = ["PmapInsideJitWarning", "lower", "lower_inside", "inside", "register"]
+
+
+class PmapInsideJitWarning(UserWarning):
+    """A pxla_mlir.pmap under jax.jit that cannot keep its devices runs as jax.vmap on jit's devices."""
+
+
+class _Lowering(threading.local):
+    manual = 0  # > 0 while a pmap's body lowers as a manual computation inside jax.jit
+    vmapped = 0  # > 0 while one lowers as jax.vmap (its nested pmaps too, then)
+
+
+_lowering = _Lowering()
+
+
+def inside() -> bool:
+    """Is a pmap body being lowered inside jax.jit (so a pmap here is a nested one)?"""
+    return _lowering.manual > 0 or _lowering.vmapped > 0
+
+
+# -- nested pmaps: one mesh axis per level --------------------------------------------------------
+
+def _pmaps_at_top(jaxpr) -> list:
+    """The pmap equations of ``jaxpr`` (in control flow too), not those inside other pmaps."""
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is pxla_pmap_p:
+            found.append(eqn)
+        else:
+            for sub in core.jaxprs_in_params(eqn.params):
+                found.extend(_pmaps_at_top(sub))
+    return found
+
+
+def nest_chain(jaxpr) -> list | None:
+    """(axis name, size) of the nested pmaps at each level below ``jaxpr``;
+    None when pmaps at one level have different axes."""
+    pmaps = _pmaps_at_top(jaxpr)
+    if not pmaps:
+        return []
+    levels = {(e.params["axis_name"], e.params["axis_size"]) for e in pmaps}
+    if len(levels) > 1:
+        return None
+    deeper = [nest_chain(e.params["jaxpr"]) for e in pmaps]
+    if any(d is None for d in deeper):
+        return None
+    longest = max(deeper, key=len)
+    if any(d != longest[:len(d)] for d in deeper):
+        return None
+    return [levels.pop(), *longest]
+
+
+# -- the devices -----------------------------------------------------------------------------------
+
+def jit_devices(jaxpr, axis_size: int, devices, backend, name: str) -> list:
+    """The devices a pmap (with its nested pmaps) runs on inside jax.jit."""
+    n = axis_size * replicas_needed(jaxpr)
+    if devices is None and is_multi_process(backend):  # as jax.pmap traced in a multi-process run
+        local = jax.local_devices(backend=backend)
+        if n > len(local):
+            raise PmapUsageError(f"pmap {name!r} inside jax.jit needs {n} devices, but this process has {len(local)}: "
+                                 f"in a multi-process run a pmap traced by jax.jit runs on the process's own devices")
+        return local[:n]
+    return devices_for(n, axis_size, devices, backend, what=f"pmap {name!r}")
+
+
+def jit_mesh(jaxpr, axis_name, axis_size: int, devices, backend, name: str, chain: list) -> Mesh:
+    """The mesh of a pmap inside jax.jit: its axis, then one per level of nested pmaps (``chain``)."""
+    devs = jit_devices(jaxpr, axis_size, devices, backend, name)
+    names, sizes = (axis_name, *(n for n, _ in chain)), (axis_size, *(s for _, s in chain))
+    return Mesh(np.array(devs, dtype=object).reshape(sizes), names)
+
+
+def _jit_shardings(eqn) -> list:
+    """jax.jit's device assignment (and the mesh it names its outputs' shardings by) from a pmap equation."""
+    p = eqn.params
+    chain = nest_chain(p["jaxpr"])
+    if chain is None:  # runs as vmap on jit's devices: nothing to add
+        return []
+    return [NamedSharding(jit_mesh(p["jaxpr"], p["axis_name"], p["axis_size"], p["devices"], p["backend"], p["name"],
+                                   chain), PartitionSpec())]
+
+
+# -- the lowerings ---------------------------------------------------------------------------------
+
+def _spec(axis: int | None, name) -> PartitionSpec:
+    return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, name)
+
+
+def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, **_):
+    """The pmap as a manual computation over its devices (see the module docs)."""
+    chain = nest_chain(jaxpr)
+    if chain is None:
+        return _as_vmap(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, why=(
+            "its nested pmaps at one level map different axes, and one mesh inside jax.jit cannot name them all"))
+    mesh = jit_mesh(jaxpr, axis_name, axis_size, devices, backend, name, chain)
+
+    def body(*xs):
+        xs = [x if a is None else lax.squeeze(x, [a]) for x, a in zip(xs, in_axes)]
+        ys = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
+        return tuple(y if a is None else lax.expand_dims(y, [a]) for y, a in zip(ys, out_axes))
+
+    mapped = jax.shard_map(body, mesh=mesh, in_specs=tuple(_spec(a, axis_name) for a in in_axes),
+                           out_specs=tuple(_spec(a, axis_name) for a in out_axes), check_vma=False)
+    _lowering.manual += 1
+    try:
+        return jax_mlir.lower_fun(lambda *xs: list(mapped(*xs)), multiple_results=True)(ctx, *in_nodes)
+    finally:
+        _lowering.manual -= 1
+
+
+def lower_inside(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, **_):
+    """A pmap nested in one being lowered inside jax.jit: as jax.vmap inside a
+    vmapped one; inside a manual computation its axis is a mesh axis of it,
+    each device takes its slice along it and the results are all-gathered over it."""
+    if _lowering.vmapped:
+        return _vmapped(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes)
+
+    def body(*xs):
+        index = lax.axis_index(axis_name)
+        xs = [x if a is None else lax.dynamic_index_in_dim(x, index, a, keepdims=False) for x, a in zip(xs, in_axes)]
+        ys = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
+        return [y if a is None else lax.all_gather(y, axis_name, axis=a) for y, a in zip(ys, out_axes)]
+
+    return jax_mlir.lower_fun(body, multiple_results=True)(ctx, *in_nodes)
+
+
+_warned: set = set()
+
+
+def _as_vmap(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, *, why: str):
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(PmapInsideJitWarning(
+            f"pxla_mlir.pmap {name!r} inside jax.jit runs as jax.vmap over its axis on jit's device(s): {why}. Same "
+            f"results, but the work is not spread over {axis_size} devices; pxla_mlir.jit keeps them."), stacklevel=2)
+    return _vmapped(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes)
+
+
+def _vmapped(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes):
+    fn = jax.vmap(lambda *xs: tuple(core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)), in_axes=in_axes,
+                  out_axes=out_axes, axis_name=axis_name, axis_size=axis_size)
+    _lowering.vmapped += 1
+    try:
+        return jax_mlir.lower_fun(lambda *xs: fn(*xs), multiple_results=True)(ctx, *in_nodes)
+    finally:
+        _lowering.vmapped -= 1
+
+
+def register() -> None:
+    register_jit_devices(pxla_pmap_p, _jit_shardings)
