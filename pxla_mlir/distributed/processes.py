@@ -91,13 +91,9 @@ def check_devices(devices: Sequence, what: str) -> list:
     missing = [p for p in range(count) if p not in per]
     if missing:
         held = ", ".join(f"process {p}: {n}" for p, n in sorted(per.items()))
-        own = set(per) == {jax.process_index()}
         raise MultiProcessError(
             f"{what} runs on devices of {_processes(sorted(per))} only ({held}), but this run has {count} processes: "
-            + f"{_processes(missing)} would get an Array with none of its pieces"
-            + (" (and where each process passes its own devices, e.g. jax.local_devices(), each would run a "
-               "program of its own, whose collectives never reach the other processes' devices)" if own else "")
-            + f". In a multi-process run a map's "
+            f"{_processes(missing)} would get an Array with none of its pieces. In a multi-process run a map's "
             f"devices must include the same number of devices from every process; pass devices=None (the first "
             f"devices of every process, process 0's first) or add devices of {_processes(missing)} (e.g. "
             f"jax.devices())")
