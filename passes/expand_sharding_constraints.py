@@ -32,6 +32,22 @@ After (``sharding-dialect=gspmd``)::
 
         %0 = mhlo.custom_call @Sharding(%a) {mhlo.sharding = "{devices=[2,4]<=[8]}"} : (tensor<2x8xf32>) -> tensor<2x8xf32>
 
+Inside a partially manual region (a pmap whose body is partitioned, manual
+over the pmap axis and automatic over the partition axes) the placeholder
+may carry ``pxla.manual_axes`` (default: the module's ``pxla.manual_axes``,
+else none). Its ``pxla.dims`` then name automatic axes only, of the
+per-index value; ``sdy`` writes the same constraint (inside the
+``sdy.manual_computation`` it names the free axes), ``gspmd`` adds the
+manual axes as a manual subgroup, as jax writes a constraint inside a
+partially manual ``shard_map``. With ``pxla.mesh = "data=2,model=4"`` and
+``pxla.manual_axes = ["data"]``::
+
+        %0 = mhlo.custom_call @pxla.sharding_constraint(%w) {pxla.dims = [[], ["model"]]} : ...
+        // sdy:
+        %0 = sdy.sharding_constraint %w <@mesh, [{}, {"model"}]> : tensor<16x32xf32>
+        // gspmd:
+        %0 = mhlo.custom_call @Sharding(%w) {mhlo.sharding = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dims={manual}}"}
+
 Example::
 
     pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-add-sdy-mesh,pxla-expand-sharding-constraints)'
@@ -70,11 +86,12 @@ class ExpandShardingConstraintsPass(ModulePass):
                 raise PassError(op, f"@{SHARDING_CONSTRAINT} lays a value out over a mesh of {c.mesh.size} "
                                     f"devices, but the module runs {replicas} replicas x {partitions} partitions; "
                                     f"constraints need a partition-mode module over the whole mesh")
+            manual = _manual_axes(c, module)
             try:
                 c.mesh.tile_shape(c.type.shape, c.spec.mapping, "constrained value")
             except MeshError as e:
                 raise PassError(op, str(e)) from None
-            new = self._sdy(c, module) if self.sharding_dialect == "sdy" else self._gspmd(c)
+            new = self._sdy(c, module) if self.sharding_dialect == "sdy" else self._gspmd(c, manual)
             op.results[0].replace_all_uses_with(new)
             op.erase()
 
@@ -86,11 +103,27 @@ class ExpandShardingConstraintsPass(ModulePass):
                                       attributes={"sharding": shardy.attribute(sharding)})
         return new.results[0]
 
-    def _gspmd(self, c: ShardingConstraint) -> ir.Value:
-        sharding = hlo_sharding.of_mapping(c.mesh, c.type.rank, c.spec.mapping)
+    def _gspmd(self, c: ShardingConstraint, manual: tuple[str, ...] = ()) -> ir.Value:
+        sharding = hlo_sharding.of_mapping(c.mesh, c.type.rank, c.spec.mapping, manual)
         config = c.spec.backend_config()
         with ir.InsertionPoint(c.op), c.op.location:
             new = mhlo.CustomCallOp([c.type], [c.op.operands[0]], "Sharding",
                                     **({"backend_config": ir.StringAttr.get(config)} if config else {}))
         new.attributes["mhlo.sharding"] = ir.StringAttr.get(str(sharding))
         return new.result
+
+
+def _manual_axes(c: ShardingConstraint, module) -> tuple[str, ...]:
+    """The axes the constrained value is manual over (the op's, else the
+    module's ``pxla.manual_axes``; none without either); ``pxla.dims`` may
+    name only the others."""
+    if pxla_attrs.MANUAL_AXES not in c.op.attributes and pxla_attrs.MANUAL_AXES not in module.attributes:
+        return ()
+    default = pxla_attrs.manual_axes(module, c.mesh) if pxla_attrs.MANUAL_AXES in module.attributes else ()
+    manual = pxla_attrs.manual_axes(c.op, c.mesh, default)
+    named = [a for a in c.spec.mapping if a in manual]
+    if named:
+        free = ", ".join(a for a in c.mesh.axis_names if a not in manual) or "none"
+        raise PassError(c.op, f"mesh axis {named[0]!r} is manual here: a sharding constraint inside the manual "
+                              f"region can only name the automatic axes ({free})")
+    return manual

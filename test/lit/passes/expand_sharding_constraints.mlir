@@ -41,3 +41,41 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, p
     return %a : tensor<8xf32>
   }
 }
+
+// -----
+
+// Inside a region manual over data (the module's pxla.manual_axes, a
+// partitioned pmap body): Shardy names the automatic axes only; GSPMD adds
+// data as a manual subgroup.
+
+// SDY-LABEL: func.func private @body
+// SDY-NEXT: %[[C:.*]] = sdy.sharding_constraint %arg0 <@mesh, [{}, {"model"}]> : tensor<16x32xf32>
+// SDY-NEXT: %[[O:.*]] = sdy.sharding_constraint %[[C]] <@mesh, [{?}, {}]> : tensor<16x32xf32>
+// SDY-NEXT: return %[[O]]
+// GSPMD-LABEL: func.func private @body
+// GSPMD-NEXT: %[[C:.*]] = mhlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dims={manual}}"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// GSPMD-NEXT: %[[O:.*]] = mhlo.custom_call @Sharding(%[[C]]) {backend_config = "unspecified_dims=[0]", mhlo.sharding = "{devices=[1,1,2,4]<=[8] last_tile_dims={manual, replicated}}"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// GSPMD-NEXT: return %[[O]]
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "data=2,model=4", pxla.manual_axes = ["data"]} {
+  func.func private @body(%w: tensor<16x32xf32>) -> tensor<16x32xf32> {
+    %0 = mhlo.custom_call @pxla.sharding_constraint(%w) {pxla.dims = [[], ["model"]]} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+    %1 = mhlo.custom_call @pxla.sharding_constraint(%0) {pxla.dims = ["?", []]} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+    return %1 : tensor<16x32xf32>
+  }
+}
+
+// -----
+
+// The op's own pxla.manual_axes (no module default); two automatic axes on one
+// dimension (y major).
+
+// SDY-LABEL: func.func private @two_axes
+// SDY-NEXT: sdy.sharding_constraint %arg0 <@mesh, [{"y", "z"}]> : tensor<8xf32>
+// GSPMD-LABEL: func.func private @two_axes
+// GSPMD-NEXT: mhlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{devices=[4,2]<=[2,4]T(1,0) last_tile_dims={manual}}"} : (tensor<8xf32>) -> tensor<8xf32>
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=2,y=2,z=2"} {
+  func.func private @two_axes(%v: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = mhlo.custom_call @pxla.sharding_constraint(%v) {pxla.dims = [["y", "z"]], pxla.manual_axes = ["x"]} : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}

@@ -72,3 +72,35 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, p
     return %0 : tensor<8xf32>
   }
 }
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "data=2,model=4", pxla.manual_axes = ["data"]} {
+  sdy.mesh @mesh = <["data"=2, "model"=4]>
+  func.func private @names_a_manual_axis(%w: tensor<16x32xf32>) -> tensor<16x32xf32> {
+    // expected-error @+1 {{mesh axis 'data' is manual here: a sharding constraint inside the manual region can only name the automatic axes (model)}}
+    %0 = mhlo.custom_call @pxla.sharding_constraint(%w) {pxla.dims = [["data"], []]} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+    return %0 : tensor<16x32xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "data=2,model=4"} {
+  sdy.mesh @mesh = <["data"=2, "model"=4]>
+  func.func private @unknown_manual_axis(%w: tensor<16x32xf32>) -> tensor<16x32xf32> {
+    // expected-error @+1 {{manual axis 'i' is not in the mesh; its axes are 'data', 'model'}}
+    %0 = mhlo.custom_call @pxla.sharding_constraint(%w) {pxla.dims = [[], ["model"]], pxla.manual_axes = ["i"]} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+    return %0 : tensor<16x32xf32>
+  }
+}
+
+// -----
+
+module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32, pxla.mesh = "data=2,model=4", pxla.manual_axes = ["data"]} {
+  func.func private @partitioned_replica_mode(%w: tensor<16x32xf32>) -> tensor<16x32xf32> {
+    // expected-error @+1 {{@pxla.sharding_constraint lays a value out over a mesh of 8 devices, but the module runs 2 replicas x 4 partitions; constraints need a partition-mode module over the whole mesh}}
+    %0 = mhlo.custom_call @pxla.sharding_constraint(%w) {pxla.dims = [[], ["model"]]} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+    return %0 : tensor<16x32xf32>
+  }
+}
