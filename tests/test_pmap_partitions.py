@@ -109,3 +109,26 @@ def test_inside_another_map_is_refused():
     with pytest.raises(PmapUsageError, match="inside jax.jit"):
         jax.jit(lambda x: f(x, W))(X)
 
+
+def test_compile_module_refuses_replicas_with_tiled_shardings():
+    """jaxlib 0.10.2 would compile this module and abort the process running it."""
+    from isolation import run_isolated
+
+    out = run_isolated('''
+import jax
+from jaxlib.mlir import ir
+from pxla_mlir.ir.context import make_context
+from pxla_mlir.runtime.compile import ReplicaShardingError, compile_module
+text = """module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32} {
+  func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = mhlo.custom_call @Sharding(%x) {mhlo.sharding = "{devices=[4]<=[4]}"} : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}"""
+try:
+    compile_module(ir.Module.parse(text, make_context()), jax.devices())
+except ReplicaShardingError as e:
+    print("refused:", e)
+''', timeout=120)
+    assert "refused: cannot compile the module: mhlo.custom_call has mhlo.sharding" in out
+    assert 'lower it in partition mode (mode="partition"' in out
