@@ -307,6 +307,20 @@ def backends_are_initialized() -> bool:
     return xla_bridge.backends_are_initialized()
 
 
+def cluster_launch():
+    """(coordinator address, process count, this process's id, launcher name)
+    as jax's cluster detection reads them from a launcher's environment
+    (Open MPI's ``mpirun``, Slurm's ``srun``, ...), or None outside one."""
+    from jax._src.clusters import ClusterEnv
+
+    env = next((e for e in ClusterEnv._cluster_types if not e.opt_in_only_method and e.is_env_present()), None)
+    if env is None:
+        return None
+    address = env.get_coordinator_address(timeout_secs=None,
+                                          override_coordinator_port=os.environ.get("JAX_COORDINATOR_PORT"))
+    return address, env.get_process_count(), env.get_process_id(), env.name
+
+
 def distributed_client():
     """jax.distributed's client of the coordination service (key-value store), or None."""
     from jax._src import distributed
