@@ -10,9 +10,11 @@ its boundary with two placeholders. Before::
     %full2 = mhlo.custom_call @pxla.shard_to_full(%tile) {pxla.dims = ..., pxla.manual_axes = ...}
         : (tensor<4x4x3xf32>) -> tensor<8x4x3xf32>
 
-The mesh comes from ``pxla.mesh = "x=2,y=4"`` on the op or the module. Every
-mesh axis in ``pxla.dims`` must be manual; the tile is the full shape divided
-by those axes. After, each placeholder is a pair of custom calls::
+The mesh comes from ``pxla.mesh = "x=2,y=4"`` on the op or the module. The
+tile is the full shape divided by the manual axes in ``pxla.dims``; an
+automatic axis there (after the manual ones of its dimension) splits the full
+value and the tile's sharding, not the tile's shape. After, each placeholder
+is a pair of custom calls::
 
     %0 = mhlo.custom_call @Sharding(%full) {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"}
     %tile = mhlo.custom_call @SPMDFullToShardShape(%0) {mhlo.sharding = "{manual}"}
@@ -21,8 +23,10 @@ by those axes. After, each placeholder is a pair of custom calls::
     %full2 = mhlo.custom_call @SPMDShardToFullShape(%1) {mhlo.sharding = "{devices=[2,1,1,4]<=[8] last_tile_dim_replicate}"}
 
 Unspecified dimensions go into ``backend_config = "unspecified_dims=[2]"`` on
-both calls, as jax writes it. Mesh axes that are not manual stay replicated in
-the tile's sharding (``last_tile_dims={manual, replicated}``).
+both calls, as jax writes it. Mesh axes that are not manual and split nothing
+stay replicated in the tile's sharding (``last_tile_dims={manual, replicated}``);
+with ``pxla.dims = [["x"], ["y"]]`` and ``pxla.manual_axes = ["x"]`` the tile
+is split by ``y`` (``{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dims={manual}}``).
 
 Example::
 
@@ -58,7 +62,10 @@ class ExpandManualShardingPass(ModulePass):
         b = manual_boundary(op, module)
         try:
             full_sharding = hlo_sharding.of_mapping(b.mesh, b.full_type.rank, b.spec.mapping)
-            manual_sharding = hlo_sharding.manual_tile(b.mesh, b.full_type.rank, b.manual)
+            # Automatic axes splitting the full value split the tile too (a partially manual region).
+            free = {a: d for a, d in b.spec.mapping.items() if a not in b.manual}
+            manual_sharding = (hlo_sharding.of_mapping(b.mesh, b.full_type.rank, free, b.manual) if free
+                               else hlo_sharding.manual_tile(b.mesh, b.full_type.rank, b.manual))
         except MeshError as e:
             raise PassError(op, str(e)) from None
         config = b.spec.backend_config()

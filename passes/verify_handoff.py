@@ -17,6 +17,9 @@ error at the offending op, when:
   partition once (XLA's HLO verifier rejects anything else, deep inside
   the compile). ``sharding-dialect=auto`` (the default) reads the form from
   the module: Shardy when it has any ``sdy`` op or ``sdy.sharding``;
+* a module with both ``mhlo.num_replicas > 1`` and ``mhlo.num_partitions >
+  1`` carries a tiled ``mhlo.sharding`` (jaxlib 0.10.2 aborts the process
+  running it, :mod:`pxla_mlir.ir.replica_shardings`);
 * a ``pxla.*`` placeholder (``mhlo.custom_call @pxla.shard`` etc.) survived;
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` are missing, not positive,
   or differ from the expected counts given as options;
@@ -53,7 +56,7 @@ from typing import Literal
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.ir import device_groups, ir_utils, pxla_attrs, shardy
+from pxla_mlir.ir import device_groups, ir_utils, pxla_attrs, replica_shardings, shardy
 from pxla_mlir.ir.pxla_attrs import NUM_PARTITIONS, NUM_REPLICAS
 from pxla_mlir.pass_infra import ModulePass, PassError, option
 from pxla_mlir.sharding.hlo_sharding import parse_elements
@@ -85,7 +88,7 @@ FORMS = {
 }
 #: Which pass expands each placeholder (None: the form's manual_expander).
 EXPANDED_BY = {"pxla.full_to_shard": None, "pxla.shard_to_full": None, "pxla.shard": "pxla-expand-shard",
-               "pxla.unshard": "pxla-expand-unshard"}
+               "pxla.unshard": "pxla-expand-unshard", "pxla.sharding_constraint": "pxla-expand-sharding-constraints"}
 _HOW_TO_REMOVE = {
     "stablehlo": "legalize it with stablehlo-legalize-to-hlo",
     "chlo": "legalize it with func.func(chlo-legalize-to-hlo)",
@@ -118,6 +121,8 @@ class VerifyHandoffPass(ModulePass):
             self._check_sharding_attrs(op, form)
             if name == "gspmd" and partitions > 1:
                 self._check_sharding_devices(op, partitions)
+            if replicas > 1 and partitions > 1 and (problem := replica_shardings.problem(op, replicas, partitions)):
+                self.error(op, problem)
             if target is not None and target.startswith("pxla."):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
                 self.error(op, f"placeholder @{target} was not expanded; run {expander or form.manual_expander} "
@@ -156,13 +161,13 @@ class VerifyHandoffPass(ModulePass):
 
     def _check_sharding_attrs(self, op, form: Form) -> None:
         """No sharding attribute of another form, on the op or its function boundary."""
-        for where, attrs in _sharding_places(op):
+        for where, attrs in replica_shardings.places(op):
             if form.foreign_attr in attrs:
                 self.error(op, f"{where}{op.name} has {form.foreign_attr} in {form.module}: {form.foreign_attr_hint}")
 
     def _check_sharding_devices(self, op, partitions: int) -> None:
         """Every device an mhlo.sharding names is one of the module's partitions."""
-        for where, attrs in _sharding_places(op):
+        for where, attrs in replica_shardings.places(op):
             if shardy.GSPMD_SHARDING not in attrs or not isinstance(attrs[shardy.GSPMD_SHARDING], ir.StringAttr):
                 continue
             text = ir.StringAttr(attrs[shardy.GSPMD_SHARDING]).value
@@ -227,16 +232,6 @@ class VerifyHandoffPass(ModulePass):
             vals, counts = np.unique(pairs[:, col], return_counts=True)
             if (counts > 1).any():
                 self.error(op, f"{what}: {role} ids {vals[counts > 1].tolist()} appear more than once")
-
-
-def _sharding_places(op) -> list[tuple[str, dict]]:
-    """("where", attributes) of the op and, for a function, of each argument and result."""
-    places = [("", op.attributes)]
-    if op.name == "func.func":
-        for key, kind in (("arg_attrs", "argument"), ("res_attrs", "result")):
-            if key in op.attributes:
-                places += [(f"{kind} {i} of ", d) for i, d in enumerate(pxla_attrs.boundary_attrs(op, key))]
-    return places
 
 
 def _device_problem(sharding, partitions: int) -> str:

@@ -26,6 +26,19 @@ After (the placeholders are expanded by pxla-expand-manual-sharding, the
 Other argument and result attributes (donation, result names) move to the
 new ``@main``.
 
+A module ``pxla.manual_axes = ["i"]`` makes the region manual over those
+axes only (a pmap whose body is partitioned): the tile is the global value
+divided by its manual axes, an automatic axis in ``pxla.tile_dims`` (after
+the manual ones of its dimension) lays the global value out without
+dividing the tile, and the placeholders get the module's
+``pxla.manual_axes``. With ``pxla.mesh = "i=2,model=4"``::
+
+    func.func public @main(%w: tensor<1x16x32xf32> {pxla.tile_dims = [["i"], [], ["model"]]})
+    // becomes
+    func.func public @main(%g: tensor<2x16x32xf32> {pxla.dims = [["i"], [], ["model"]]}) {
+      %t = mhlo.custom_call @pxla.full_to_shard(%g) {pxla.dims = [["i"], [], ["model"]], pxla.manual_axes = ["i"]}
+          : (tensor<2x16x32xf32>) -> tensor<1x16x32xf32>
+
 Example::
 
     pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-wrap-manual-main,pxla-expand-manual-sharding,pxla-annotate-shardings)'
@@ -39,7 +52,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, mhlo
 
 from pxla_mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.ir.pxla_attrs import DIMS, FULL_TO_SHARD, SHARD_TO_FULL, TILE_DIMS, mesh_of, parse_dims
+from pxla_mlir.ir.pxla_attrs import DIMS, FULL_TO_SHARD, MANUAL_AXES, SHARD_TO_FULL, TILE_DIMS, mesh_of, parse_dims
 from pxla_mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.sharding.mesh import MeshError
 
@@ -60,10 +73,11 @@ class WrapManualMainPass(ModulePass):
         if partitions != mesh.size or replicas != 1:
             raise PassError(module, f"pxla.mesh has {mesh.size} devices; the module must be in partition mode with "
                                     f"mhlo.num_partitions = {mesh.size} and mhlo.num_replicas = 1")
+        manual = pxla_attrs.manual_axes(module, mesh)
         ftype = pxla_attrs.function_type(main)
-        ins = [self._boundary(main, mesh, d, t, f"argument {i}")
+        ins = [self._boundary(main, mesh, manual, d, t, f"argument {i}")
                for i, (d, t) in enumerate(zip(pxla_attrs.boundary_attrs(main, "arg_attrs"), ftype.inputs))]
-        outs = [self._boundary(main, mesh, d, t, f"result {i}")
+        outs = [self._boundary(main, mesh, manual, d, t, f"result {i}")
                 for i, (d, t) in enumerate(zip(pxla_attrs.boundary_attrs(main, "res_attrs"), ftype.results))]
         main.attributes["sym_name"] = ir.StringAttr.get(BODY)
         main.attributes["sym_visibility"] = ir.StringAttr.get("private")
@@ -81,7 +95,7 @@ class WrapManualMainPass(ModulePass):
                 call = func.CallOp([b.tile_type for b in outs], ir.FlatSymbolRefAttr.get(BODY), tiles)
                 func.ReturnOp([b.convert(SHARD_TO_FULL, r, b.global_type) for b, r in zip(outs, call.results)])
 
-    def _boundary(self, main, mesh, attrs: dict, tile_type, what) -> "_Boundary":
+    def _boundary(self, main, mesh, manual, attrs: dict, tile_type, what) -> "_Boundary":
         if not isinstance(tile_type, ir.RankedTensorType):
             raise PassError(main, f"{what} of @main is {tile_type}; only ranked tensors can be tiled")
         dims_attr = attrs.pop(TILE_DIMS, None)
@@ -89,11 +103,14 @@ class WrapManualMainPass(ModulePass):
         if dims_attr is None:
             dims_attr = pxla_attrs.dims_attr([()] * rank)
         spec = parse_dims(dims_attr, rank, mesh, main, what, TILE_DIMS)
-        try:
-            shape = mesh.untile_shape(tile_type.shape, spec.mapping, what)
+        try:  # automatic axes split the global value, not the tile
+            shape = mesh.untile_shape(tile_type.shape, {a: d for a, d in spec.mapping.items() if a in manual}, what)
         except MeshError as e:
             raise PassError(main, str(e)) from None
-        return _Boundary(dims_attr, tile_type, ir.RankedTensorType.get(list(shape), tile_type.element_type), attrs)
+        manual_attr = None if len(manual) == len(mesh.axis_names) else \
+            ir.ArrayAttr.get([ir.StringAttr.get(a) for a in manual])
+        return _Boundary(dims_attr, tile_type, ir.RankedTensorType.get(list(shape), tile_type.element_type), attrs,
+                         manual_attr)
 
 
 @dataclasses.dataclass
@@ -102,6 +119,7 @@ class _Boundary:
     tile_type: ir.Type
     global_type: ir.Type
     other_attrs: dict
+    manual_attr: ir.Attribute | None = None  # pxla.manual_axes of a partially manual region
 
     def global_attrs(self) -> ir.DictAttr:
         return ir.DictAttr.get({**self.other_attrs, DIMS: self.dims_attr})
@@ -109,5 +127,7 @@ class _Boundary:
     def convert(self, target: str, value: ir.Value, result_type: ir.Type) -> ir.Value:
         op = mhlo.CustomCallOp([result_type], [value], target)
         op.attributes[DIMS] = self.dims_attr
+        if self.manual_attr is not None:
+            op.attributes[MANUAL_AXES] = self.manual_attr
         return op.result
 

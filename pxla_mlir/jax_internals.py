@@ -38,6 +38,7 @@ from jax._src.lax import parallel as parallel_primitives
 from jax._src.lib import _jax, hlo, xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
+from jax.sharding import AxisType
 
 # Source locations in jaxprs and error messages name the user's line, not ours
 # (a nested map is bound from inside pxla_mlir).
@@ -64,10 +65,15 @@ def backend(platform: str | None = None):
     return xla_bridge.get_backend(platform)
 
 
-def spmd_axis_context(axis_names: Sequence, axis_sizes: Sequence[int]):
-    """A fully manual SPMD lowering context over an abstract mesh."""
-    mesh = JaxAbstractMesh(tuple(axis_sizes), tuple(axis_names))
-    return sharding_impls.SPMDAxisContext(mesh, frozenset(axis_names))
+def spmd_axis_context(axis_names: Sequence, axis_sizes: Sequence[int], manual_axes: Sequence | None = None):
+    """A manual SPMD lowering context over an abstract mesh: manual over
+    ``manual_axes`` (default: every axis), automatic over the others."""
+    manual = frozenset(axis_names if manual_axes is None else manual_axes)
+    if manual == frozenset(axis_names):
+        return sharding_impls.SPMDAxisContext(JaxAbstractMesh(tuple(axis_sizes), tuple(axis_names)), manual)
+    types = tuple(AxisType.Manual if a in manual else AxisType.Auto for a in axis_names)
+    mesh = JaxAbstractMesh(tuple(axis_sizes), tuple(axis_names), axis_types=types)
+    return sharding_impls.SPMDAxisContext(mesh, manual)
 
 
 def sharding_impls_mesh(axis_context):
@@ -132,16 +138,21 @@ def jax_mesh_context():
 
 
 def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_sizes: Sequence[int],
-                     *, platform: str = "cpu", name: str = "pxla_fn", donated: Sequence[bool] | None = None):
+                     *, platform: str = "cpu", name: str = "pxla_fn", donated: Sequence[bool] | None = None,
+                     manual_axes: Sequence | None = None):
     """Lowers a per-device jaxpr whose named axes are ``axis_names`` with jax's
     rules, as a manual SPMD program over an abstract mesh (no devices needed).
 
     Returns jax's ``LoweringResult``; its StableHLO module lives in jax's own
     MLIR context. Collectives use partition ids, channel handles and global
     device ids; host callbacks carry ``{manual}`` (every device calls back).
+    With ``manual_axes`` (a partitioned pmap body) the program is manual over
+    those only; it is lowered with Shardy on, so each sharding constraint is
+    an ``sdy.sharding_constraint`` on the automatic axes.
     """
     n = int(np.prod(axis_sizes, dtype=np.int64))
-    return _lower(closed_jaxpr, spmd_axis_context(axis_names, axis_sizes), n, platform, name, donated)
+    return _lower(closed_jaxpr, spmd_axis_context(axis_names, axis_sizes, manual_axes), n, platform, name, donated,
+                  shardy=manual_axes is not None)
 
 
 def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: str = "cpu",
@@ -151,12 +162,12 @@ def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: 
     return _lower(closed_jaxpr, sharding_impls.ShardingContext(num_devices), num_devices, platform, name, donated)
 
 
-def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name: str, donated):
+def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name: str, donated, shardy: bool = False):
     # Ordered effects (io_callback(ordered=True), ...) get token arguments and
     # results on @main (importing makes them internal). With Shardy off, host
     # callbacks carry GSPMD shardings like the rest of our modules.
     ordered = list(effects.ordered_effects.filter_in(closed_jaxpr.effects))
-    with config.use_shardy_partitioner(False), shared_lowering_context():
+    with config.use_shardy_partitioner(shardy), shared_lowering_context():
         return jax_mlir.lower_jaxpr_to_module(
             name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=ordered,
             platforms=(platform,), backend=backend(platform), axis_context=axis_context,
@@ -316,6 +327,20 @@ def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, opt
 def backends_are_initialized() -> bool:
     """Whether jax has started its backends (after which jax.distributed cannot start)."""
     return xla_bridge.backends_are_initialized()
+
+
+def cluster_launch():
+    """(coordinator address, process count, this process's id, launcher name)
+    as jax's cluster detection reads them from a launcher's environment
+    (Open MPI's ``mpirun``, Slurm's ``srun``, ...), or None outside one."""
+    from jax._src.clusters import ClusterEnv
+
+    env = next((e for e in ClusterEnv._cluster_types if not e.opt_in_only_method and e.is_env_present()), None)
+    if env is None:
+        return None
+    address = env.get_coordinator_address(timeout_secs=None,
+                                          override_coordinator_port=os.environ.get("JAX_COORDINATOR_PORT"))
+    return address, env.get_process_count(), env.get_process_id(), env.name
 
 
 def distributed_client():

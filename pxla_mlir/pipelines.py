@@ -102,7 +102,9 @@ class PmapPipeline(NamedPipeline):
                  f"pxla-expand-unshard{{strategy={self.unshard}}}"]
         if self.mode == "replica":
             return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
-        steps += ["pxla-wrap-manual-main", *_sharding_steps(self.sharding_dialect, manual=True)]
+        steps += ["pxla-wrap-manual-main", *_sharding_steps(self.sharding_dialect, manual=True),
+                  # a partitioned body's layouts inside (a no-op for other pmaps)
+                  f"pxla-expand-sharding-constraints{{sharding-dialect={self.sharding_dialect}}}"]
         return _finish(steps, self.sharding_dialect)
 
 

@@ -30,7 +30,7 @@ import os
 
 import jax
 
-from ..jax_internals import backends_are_initialized
+from ..jax_internals import backends_are_initialized, cluster_launch
 from . import link, rendezvous
 from .launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 from .link import PEER_FAILED_EXIT
@@ -51,8 +51,9 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
 
     ``coordinator_address``, ``num_processes`` and ``process_id`` default to
     ``PXLA_MP_COORDINATOR``, ``PXLA_MP_NUM_PROCESSES`` and
-    ``PXLA_MP_PROCESS_ID`` (without them, jax's cluster detection decides,
-    and the run gets jax's behaviour with this module's timeouts).
+    ``PXLA_MP_PROCESS_ID``, then to what jax's cluster detection reads from a
+    launcher (``mpirun``, ``srun``; the run then gets the same checks and
+    failure handling); without either, jax decides.
     ``cpu_devices`` sets this process's number of virtual CPU devices.
     ``initialization_timeout``: how long processes wait for each other to
     join; ``heartbeat_timeout_seconds``: jax's backstop for a process that
@@ -71,6 +72,11 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     if process_id is None:
         process_id = env_int(ENV_PROCESS_ID, minimum=0, meaning="this process's index in 0..num_processes-1",
                              argument="process_id")
+    if None in (coordinator_address, num_processes, process_id) and (found := cluster_launch()) is not None:
+        # Under a cluster launcher (mpirun, srun): what jax would detect, so the run gets the same checks.
+        coordinator_address = coordinator_address or found[0]
+        num_processes = found[1] if num_processes is None else num_processes
+        process_id = found[2] if process_id is None else process_id
     timeouts = Timeouts.resolve(initialization_timeout, heartbeat_timeout_seconds, shutdown_timeout_seconds)
     explicit = None not in (coordinator_address, num_processes, process_id)
     try:

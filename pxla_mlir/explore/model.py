@@ -300,6 +300,8 @@ def _shardings(pxla: ir.Module) -> tuple[ShardingView, ...]:
     text = pxla_attrs.read_str(pxla.operation, pxla_attrs.MESH) or ""
     declared = dict((k, int(v)) for k, v in (p.split("=") for p in text.split(",") if "=" in p))
     amesh = AbstractMesh(tuple(declared.values()), tuple(declared)) if declared else None
+    # A partitioned pmap's per-index tiles are whole along its automatic axes.
+    manual = set(pxla_attrs.manual_axes(pxla.operation, amesh)) if amesh is not None else set()
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
     out = []
     for label, types, key in (("argument", ftype.inputs, "arg_attrs"), ("result", ftype.results, "res_attrs")):
@@ -312,8 +314,8 @@ def _shardings(pxla: ir.Module) -> tuple[ShardingView, ...]:
             rt = ir.RankedTensorType(t)
             dims = _dims(d[which])
             shape = list(rt.shape)
-            if which == "pxla.tile_dims":  # per-device tile: scale up to the global shape
-                shape = [s * math.prod(declared[a] for a in axes) for s, axes in zip(shape, dims)]
+            if which == "pxla.tile_dims":  # per-device tile: scale up to the global shape by its manual axes
+                shape = [s * math.prod(declared[a] for a in axes if a in manual) for s, axes in zip(shape, dims)]
             spec = amesh.sharding_spec(len(shape), mapping_from_dims(dims))
             ranges = shard_ranges(shape, spec)
             out.append(ShardingView(f"{label} {i}", str(rt.element_type), tuple(shape), dims, tuple(ranges)))

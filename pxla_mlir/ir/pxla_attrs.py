@@ -9,6 +9,10 @@ On the module (or on a placeholder op, to override it):
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` (XLA's): positive device
   counts whose product is at most ``MAX_DEVICES`` (2^20), read with
   :func:`device_counts`.
+* ``pxla.manual_axes = ["i"]`` (with a per-device signature): the mesh axes
+  the per-device program is manual over (default: every axis). The others
+  are automatic: the program sees whole values along them and XLA's SPMD
+  partitioner splits it over them (a pmap whose body is partitioned).
 
 On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
 
@@ -17,7 +21,9 @@ On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
   unspecified (XLA's propagation decides);
 * ``pxla.tile_dims``: the same syntax on a *per-device* signature (pmap and
   the replica/manual xmap import @main as one device's program): the value is
-  this device's tile of a global value split as written;
+  this device's tile of a global value split as written (an automatic axis,
+  one not in the module's ``pxla.manual_axes``, splits the global value but
+  not the tile);
 * ``pxla.sharding_spec = "ShardingSpec(...)"``: a serialized ShardingSpec.
 
 On placeholder custom calls (``mhlo.custom_call @<target>``):
@@ -30,7 +36,10 @@ On placeholder custom calls (``mhlo.custom_call @<target>``):
   module's device count;
 * ``@pxla.full_to_shard`` / ``@pxla.shard_to_full`` (the boundary of a
   manual region): ``pxla.dims`` of the full value and optionally
-  ``pxla.manual_axes = ["x"]`` (default: every mesh axis).
+  ``pxla.manual_axes = ["x"]`` (default: every mesh axis);
+* ``@pxla.sharding_constraint`` (a global value inside a partition-mode
+  program, laid out as an xmap maps it): ``pxla.dims`` of the value, ``"?"``
+  where XLA's propagation decides.
 
 XLA's attributes that passes read go through the same checked readers:
 ``mhlo.sharding`` (a string), ``call_target_name`` (:func:`custom_call_target`),
@@ -73,6 +82,7 @@ CHANNEL_HANDLE = "channel_handle"
 #: Placeholder custom-call targets.
 SHARD, UNSHARD = "pxla.shard", "pxla.unshard"
 FULL_TO_SHARD, SHARD_TO_FULL = "pxla.full_to_shard", "pxla.shard_to_full"
+SHARDING_CONSTRAINT = "pxla.sharding_constraint"
 
 UNSPECIFIED = "?"
 #: Largest device count or stride a module can state (XLA's counts are i32).
@@ -374,10 +384,29 @@ class ManualBoundary:
         return self.op.results[0] if self.to_shard else self.op.operands[0]
 
 
+def manual_axes(op: ir.Operation, mesh: AbstractMesh, default: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The op's ``pxla.manual_axes`` in mesh order (``default``, else every mesh axis, when absent)."""
+    if MANUAL_AXES in op.attributes:
+        manual = string_list(op.attributes[MANUAL_AXES], MANUAL_AXES, op)
+    else:
+        manual = list(mesh.axis_names if default is None else default)
+    unknown = [a for a in manual if a not in mesh.axis_names]
+    if unknown:
+        raise PassError(op, f"manual axis {unknown[0]!r} is not in the mesh; its axes are "
+                            f"{', '.join(map(repr, mesh.axis_names))}")
+    return tuple(a for a in mesh.axis_names if a in manual)
+
+
+def set_manual_axes(op: ir.Operation, axes: Sequence[str]) -> None:
+    """Writes ``pxla.manual_axes`` (needs a live context)."""
+    op.attributes[MANUAL_AXES] = ir.ArrayAttr.get([ir.StringAttr.get(a) for a in axes])
+
+
 def manual_boundary(op: ir.Operation, module: ir.Operation) -> ManualBoundary:
     """Reads a manual-region placeholder: its mesh, ``pxla.dims`` and
-    ``pxla.manual_axes``, checking that every axis in ``pxla.dims`` is manual
-    and that the tile is the full value divided by those axes."""
+    ``pxla.manual_axes``, checking that the manual axes of each dimension come
+    before its automatic ones and that the tile is the full value divided by
+    the manual axes."""
     target = placeholder_target(op)
     if len(op.operands) != 1 or len(op.results) != 1:
         raise PassError(op, f"@{target} takes one operand and has one result")
@@ -392,23 +421,46 @@ def manual_boundary(op: ir.Operation, module: ir.Operation) -> ManualBoundary:
     if DIMS not in op.attributes:
         raise PassError(op, f"missing {DIMS} (mesh axes per dimension, e.g. [[\"x\"], []])")
     spec = parse_dims(op.attributes[DIMS], full_t.rank, mesh, op, "full value")
-    manual = (string_list(op.attributes[MANUAL_AXES], MANUAL_AXES, op) if MANUAL_AXES in op.attributes
-              else list(mesh.axis_names))
-    unknown = [a for a in manual if a not in mesh.axis_names]
-    if unknown:
-        raise PassError(op, f"manual axis {unknown[0]!r} is not in the mesh; its axes are "
-                            f"{', '.join(map(repr, mesh.axis_names))}")
-    not_manual = [a for a in spec.mapping if a not in manual]
-    if not_manual:
-        raise PassError(op, f"mesh axis {not_manual[0]!r} splits dimension {spec.mapping[not_manual[0]]} but "
-                            f"is not manual; add it to {MANUAL_AXES} or drop it from {DIMS}")
+    manual = manual_axes(op, mesh)
+    for d, axes in enumerate(spec.dims):
+        kinds = [a in manual for a in axes]
+        if kinds != sorted(kinds, reverse=True):
+            raise PassError(op, f"dimension {d} is split by {list(axes)}: manual axes ({', '.join(manual)}) must "
+                                f"come before the automatic ones of a dimension (major first)")
+    split = {a: d for a, d in spec.mapping.items() if a in manual}
     try:
-        tile_shape = mesh.tile_shape(full_t.shape, spec.mapping, "full value")
+        tile_shape = mesh.tile_shape(full_t.shape, split, "full value")
     except MeshError as e:
         raise PassError(op, str(e)) from None
     if list(tile_shape) != list(tile_t.shape) or full_t.element_type != tile_t.element_type:
         expected = ir.RankedTensorType.get(list(tile_shape), full_t.element_type)
         raise PassError(op, f"the tile type must be {expected} (the full {full_t} split by "
-                            f"{spec.mapping}), got {tile_t}")
+                            f"{split}), got {tile_t}")
     return ManualBoundary(op, to_shard, full_t, tile_t, mesh, spec,
                           tuple(a for a in mesh.axis_names if a in manual))
+
+
+@dataclasses.dataclass
+class ShardingConstraint:
+    """A checked ``@pxla.sharding_constraint``: its value's type, mesh and ``pxla.dims``."""
+
+    op: ir.Operation
+    type: ir.RankedTensorType
+    mesh: AbstractMesh
+    spec: DimsSpec
+
+
+def sharding_constraint(op: ir.Operation, module: ir.Operation) -> ShardingConstraint:
+    """Reads a ``@pxla.sharding_constraint``: one operand and one result of
+    the same ranked type, ``pxla.dims`` valid on the op's (or module's) mesh."""
+    if len(op.operands) != 1 or len(op.results) != 1:
+        raise PassError(op, f"@{SHARDING_CONSTRAINT} takes one operand and has one result")
+    t = op.operands[0].type
+    if not isinstance(t, ir.RankedTensorType) or op.results[0].type != t:
+        raise PassError(op, f"@{SHARDING_CONSTRAINT} takes and returns one ranked tensor of the same type, got "
+                            f"{t} -> {op.results[0].type}")
+    t = ir.RankedTensorType(t)
+    mesh = mesh_of(op, module)
+    if DIMS not in op.attributes:
+        raise PassError(op, f"missing {DIMS} (mesh axes per dimension, e.g. [[\"x\"], []])")
+    return ShardingConstraint(op, t, mesh, parse_dims(op.attributes[DIMS], t.rank, mesh, op))

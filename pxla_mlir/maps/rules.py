@@ -15,6 +15,7 @@ Transformed bodies are memoized by body identity, so a repeated
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -71,6 +72,11 @@ class MapRules:
     def env(self, p) -> list:
         """The axis environment the body is traced under: (name, size) pairs."""
         raise NotImplementedError
+
+    def mesh_context(self, p):
+        """What else the body is traced (and transformed) under: a partitioned
+        pmap's mesh; nothing for other maps."""
+        return contextlib.nullcontext()
 
     def residual_specs(self, p, jaxpr, in_specs, n_res: int) -> tuple:
         """Specs of the last ``n_res`` outputs of ``jaxpr`` (a body taking
@@ -130,8 +136,10 @@ def _rebind(kind: MapRules, p, jaxpr, args, *, name, **axes):
     return kind.bind(params.pop("jaxpr"), args, params)
 
 
+@contextlib.contextmanager
 def _axis_env(kind: MapRules, p):
-    return core.extend_axis_env_nd(kind.env(p))
+    with kind.mesh_context(p), core.extend_axis_env_nd(kind.env(p)):
+        yield
 
 
 # -- forward mode ---------------------------------------------------------------------
@@ -206,7 +214,8 @@ def transpose(kind: MapRules, cts, *args, **p):
         avals = [*(a for a, lin in zip(jaxpr.in_avals, linear) if not lin),
                  *(a.to_tangent_aval() for a, n in zip(jaxpr.out_avals, ct_nz) if n)]
         debug = api_util.debug_info(f"transpose({p['name']})", lambda *a: a, tuple(range(len(avals))), {})
-        return trace_flat(body, avals, kind.env(p), debug)
+        with kind.mesh_context(p):
+            return trace_flat(body, avals, kind.env(p), debug)
 
     transposed = memo(("transpose", kind.name, Ident(jaxpr), linear, ct_nz), build)
     outs = _rebind(kind, p, transposed, (*residuals, *_sel(cts, ct_nz)), name=f"transpose({p['name']})",

@@ -16,11 +16,14 @@ as the ``pxla_pmap`` primitive instead.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from typing import Any, Callable
 
+import numpy as np
 from jax import tree_util
+from jax.sharding import PartitionSpec
 
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core
@@ -30,6 +33,7 @@ from ..pipelines import PmapPipeline, configure
 from ..stages import Lowered
 from ..stats import timed
 from ..tracing import trace_flat
+from . import partitions as partitions_mod
 from .arguments import Call, PmapUsageError, check_axes_spec, check_axis_size, examine_call, flatten_out_axes
 from .primitive import bind
 from .stage import deoptimized, lower_traced
@@ -59,6 +63,8 @@ class Traced(_Traced):
     out_axes: tuple
     name: str
     cacheable: bool = True  # False: it closes over an outer transformation's values
+    in_specs: tuple | None = None  # partitioned body: a PartitionSpec or None per flat argument
+    out_specs: tuple | None = None  # and per flat output
 
 
 def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> None:
@@ -83,11 +89,13 @@ class PmapFunction(MapFunction):
     what = "pmap"
 
     def __init__(self, fun: Callable, axis_name, *, in_axes, out_axes, static_broadcasted_argnums, devices,
-                 backend, axis_size, donate_argnums, options: PmapPipeline):
+                 backend, axis_size, donate_argnums, options: PmapPipeline, partitions=None, in_partitions=None,
+                 out_partitions=None):
         if not callable(fun):
             raise TypeError(f"pmap requires a callable to map, got {fun!r} of type {type(fun).__name__}")
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
-                          devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums)
+                          devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
+                          partitions=partitions, in_partitions=in_partitions, out_partitions=out_partitions)
         self.options = options
         check_axes_spec(in_axes, "in_axes")
         check_axes_spec(out_axes, "out_axes")
@@ -99,8 +107,10 @@ class PmapFunction(MapFunction):
         self.devices = check_devices(devices)
         self.backend = backend
         self.axis_size = check_axis_size(axis_size)
+        self.partitioning = partitions_mod.make(partitions, in_partitions, out_partitions, axis_name=self.axis_name,
+                                                mode=options.mode)
         shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
-                  self.axis_size, options)
+                  self.axis_size, options, _partitioning_key(self.partitioning))
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
 
     @property
@@ -116,25 +126,32 @@ class PmapFunction(MapFunction):
     def _trace(self, call: Call, env) -> Traced:
         flat_fun, store = call.flat_function(self.fun, self.name)
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
-        with timed("trace"):
+        parts, specs = self.partitioning, {}
+        if parts is not None:  # a partitioned body: its argument and result layouts are constraints in it too
+            flat_fun = _partitioned_body(flat_fun, parts, call, store, specs)
+        with timed("trace"), parts.tracing(self.axis_name, call.axis_size) if parts else contextlib.nullcontext():
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name,
-                        cacheable=not any(isinstance(c, core.Tracer) for c in jaxpr.consts))
+                        cacheable=not any(isinstance(c, core.Tracer) for c in jaxpr.consts),
+                        in_specs=specs.get("in"), out_specs=specs.get("out"))
         check_out_axes_none(traced, [a is not None for a in call.in_axes], self.axis_name)
         return traced
 
     def _bind(self, traced: Traced, call: Call):
         outs = bind(traced.jaxpr, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
                     in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name, devices=self.devices,
-                    backend=self.backend, donated=call.donated(self.donate_argnums), options=self.options)
+                    backend=self.backend, donated=call.donated(self.donate_argnums), options=self.options,
+                    partitions=self.partitioning.axes if self.partitioning else ())
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
     def _lower_traced(self, traced: Traced, call: Call, env) -> Lowered:
         return lower_traced(traced.jaxpr, axis_name=self.axis_name, axis_size=call.axis_size, in_axes=call.in_axes,
                             out_axes=traced.out_axes, name=self.name, global_avals=call.global_avals,
                             donated=call.donated(self.donate_argnums), devices=self.devices, backend=self.backend,
-                            options=self.options, signature=call.signature(traced.out_tree))
+                            options=self.options, signature=call.signature(traced.out_tree),
+                            partitions=self.partitioning.axes if self.partitioning else (),
+                            in_specs=traced.in_specs, out_specs=traced.out_specs)
 
     def _deoptimized(self, traced: Traced, call: Call, env):
         body, _ = call.flat_function(self.fun, self.name)  # the user's function again, as jax.jit does
@@ -158,13 +175,42 @@ def _axes_key(axes):
     return tree, tuple(leaves)
 
 
+def _partitioning_key(parts) -> tuple | None:
+    """A partitioned body's layouts as a hashable value (pytree prefixes of PartitionSpecs)."""
+    if parts is None:
+        return None
+    flat = [tree_util.tree_flatten(t, is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
+            for t in (parts.in_partitions, parts.out_partitions)]
+    return parts.axes, tuple((tree, tuple(leaves)) for leaves, tree in flat)
+
+
+def _partitioned_body(flat_fun, parts, call: Call, store: dict, specs: dict):
+    """``flat_fun`` with its inputs and outputs under the pmap's in/out_partitions."""
+    in_specs = parts.flat_in(call.in_tree, call.static_args, call.nargs)
+    for i, (spec, aval) in enumerate(zip(in_specs, call.shard_avals)):
+        if spec is not None and len(spec) <= aval.ndim:
+            partitions_mod.check_divisible(aval.shape, spec, parts, f"in_partitions for argument {i}")
+    specs["in"] = in_specs
+
+    def body(*leaves):
+        outs = flat_fun(*partitions_mod.constrain(leaves, in_specs, "in_partitions for argument"))
+        specs["out"] = out_specs = parts.flat_out(store["tree"])
+        for i, (spec, v) in enumerate(zip(out_specs, outs)):
+            if spec is not None and len(spec) <= np.ndim(v):
+                partitions_mod.check_divisible(np.shape(v), spec, parts, f"out_partitions for output {i}")
+        return partitions_mod.constrain(outs, out_specs, "out_partitions for output")
+
+    return body
+
+
 #: pmap's pipeline options, by their API names (mode, unshard, shardings).
 _PIPELINE_OPTIONS = tuple(i.api_name or i.field for i in PmapPipeline.options())
 
 
 def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
          devices=None, backend=None, axis_size=None, donate_argnums=(), mode: str = PmapPipeline.mode,
-         unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect):
+         unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect, partitions=None,
+         in_partitions=None, out_partitions=None):
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
     device, like ``jax.pmap``; collectives over ``axis_name`` work inside, and
     pmaps nest.
@@ -175,13 +221,22 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
     collect their outputs, and ``shardings`` ("sdy": Shardy, or "gspmd"), how
     a partition-mode module states its layout to XLA. ``out_axes=None`` is
     accepted only for outputs that are provably the same on every device.
+
+    ``partitions={"model": 4}`` (with ``mode="partition"``) runs each index on
+    a group of devices and lets XLA's partitioner split the body over them:
+    ``with_sharding_constraint(v, PartitionSpec(...))`` inside names the
+    partition axes, ``in_partitions``/``out_partitions`` (pytree prefixes of
+    PartitionSpec) lay each per-index argument/result out over its group
+    (see :mod:`pxla_mlir.pmaps.partitions`).
     """
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
                                  static_broadcasted_argnums=static_broadcasted_argnums, devices=devices,
                                  backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
-                                 mode=mode, unshard=unshard, shardings=shardings)
+                                 mode=mode, unshard=unshard, shardings=shardings, partitions=partitions,
+                                 in_partitions=in_partitions, out_partitions=out_partitions)
     return PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes,
                         static_broadcasted_argnums=static_broadcasted_argnums, devices=devices, backend=backend,
                         axis_size=axis_size, donate_argnums=donate_argnums,
-                        options=configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings))
+                        options=configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings),
+                        partitions=partitions, in_partitions=in_partitions, out_partitions=out_partitions)

@@ -24,6 +24,9 @@ from ..ir import ir_utils, pxla_attrs
 from ..ir.pxla_attrs import REP_AXIS
 from ..jax_internals import core, lower_per_device
 from ..maps import importing
+from . import partition_import
+from .arguments import PmapUsageError
+from .partitions import tile_dims as partition_tile_dims
 from .primitive import replicas_needed
 
 
@@ -33,25 +36,46 @@ def mesh_axis_label(axis_name) -> str:
 
 
 def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
-                donated, platform: str, kind: str = "pmap") -> importing.Imported:
+                donated, platform: str, kind: str = "pmap", partitions: tuple = (), in_specs=None,
+                out_specs=None) -> importing.Imported:
+    """``partitions`` ((name, size) pairs): the body is partitioned over those
+    automatic axes (:mod:`.partitions`); ``in_specs``/``out_specs``, a
+    PartitionSpec or None per flat argument/result, lay the per-index values
+    out over them."""
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
     if inner > 1:
+        if partitions:
+            raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
+                                 f"cannot hold nested pmaps; nest the partitioned pmap inside the others instead")
         names, sizes = names + (REP_AXIS,), sizes + (inner,)
+    names, sizes = names + tuple(n for n, _ in partitions), sizes + tuple(s for _, s in partitions)
     with core.extend_axis_env_nd([(axis_name, axis_size)]):
         lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=importing.module_name(kind, name),
-                                   donated=donated)
+                                   donated=donated, manual_axes=(axis_name,) if partitions else None)
+    if partitions:
+        if lowered.host_callbacks:
+            raise PmapUsageError(f"pmap {name!r} has partitions= and host callbacks in its body (jax.debug.print, "
+                                 f"pure_callback, io_callback): a partitioned body cannot call back to the host "
+                                 f"yet; call back outside the pmap, from its results")
+        partition_import.convert_constraints(lowered.module)
     result = importing.imported(lowered)
     module = result.module
     label = mesh_axis_label(axis_name)
-    mesh = {label: axis_size, **({REP_AXIS: inner} if inner > 1 else {})}
+    mesh = {label: axis_size, **({REP_AXIS: inner} if inner > 1 else {}), **dict(partitions)}
     with module.context, module.operation.location:
         in_types, out_types = _tile_signature(importing.main_function(module), in_axes, out_axes)
 
-    def tile_dims(axes, types):
-        return [[[label] if d == a else [] for d in range(ir.RankedTensorType(t).rank)] for a, t in zip(axes, types)]
+    def tile_dims(axes, types, specs):
+        specs = specs or (None,) * len(axes)
+        return [partition_tile_dims(spec, a, ir.RankedTensorType(t).rank, label)
+                for a, t, spec in zip(axes, types, specs)]
 
-    importing.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types), tile_dims(out_axes, out_types))
+    importing.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types, in_specs),
+                       tile_dims(out_axes, out_types, out_specs))
+    if partitions:
+        with module.context:
+            pxla_attrs.set_manual_axes(module.operation, [label])
     return result
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
 from ..jax_internals import core, jax_mlir, sharding_impls_mesh, spmd_axis_context
 from . import under_jit
+from .partitions import refuse_nested_partitions
 from .primitive import extend_mesh, pxla_pmap_p
 from .under_jit import PmapInsideJitWarning
 
@@ -27,9 +28,11 @@ def _placeholder(target: str, x, out_aval, mctx, **attrs):
 
 
 def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend,
-              donated, options):
+              donated, options, partitions=()):
     mctx = ctx.module_context
     mesh = sharding_impls_mesh(mctx.axis_context)
+    if partitions:
+        refuse_nested_partitions(name, partitions, inside_jax_jit=mesh is None)
     if under_jit.inside():  # nested in a pmap lowering inside jax.jit
         return under_jit.lower_inside(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
                                       in_axes=in_axes, out_axes=out_axes, name=name)

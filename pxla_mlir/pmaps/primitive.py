@@ -12,7 +12,8 @@ Params: ``jaxpr`` (the per-shard body, a ClosedJaxpr without consts),
 ``axis_name``, ``axis_size``, ``in_axes``/``out_axes`` (tuples of int or
 None), ``name``, and the top-level-only ``devices``, ``backend``,
 ``donated`` (tuple of bool) and ``options`` (a ``PmapPipeline``: mode and
-unshard strategy).
+unshard strategy), and ``partitions`` ((name, size) pairs: the partition axes
+a partitioned body is split over, :mod:`.partitions`; empty for others).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ pxla_pmap_p.multiple_results = True
 
 
 def bind(closed: core.ClosedJaxpr, args, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
-         devices=None, backend=None, donated=None, options: PmapPipeline | None = None):
+         devices=None, backend=None, donated=None, options: PmapPipeline | None = None, partitions: tuple = ()):
     """Binds pxla_pmap_p; consts of ``closed`` become broadcast operands, so the
     lowering never sees constvars and closures over outer tracers are legal."""
     args, in_axes = list(args), tuple(in_axes)
@@ -46,12 +47,14 @@ def bind(closed: core.ClosedJaxpr, args, *, axis_name, axis_size: int, in_axes, 
         closed = core.ClosedJaxpr(jaxpr, ())
     return pxla_pmap_p.bind(*args, jaxpr=closed, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                             out_axes=tuple(out_axes), name=name, devices=devices, backend=backend,
-                            donated=donated, options=options or PmapPipeline())
+                            donated=donated, options=options or PmapPipeline(), partitions=tuple(partitions))
 
 
-def abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, **_):
+def abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, partitions=(), **_):
     outs = [core.unmapped_aval(axis_size, a, av) if a is not None else av
             for av, a in zip(jaxpr.out_avals, out_axes)]
+    if partitions:  # a partitioned body's values carry its mesh; outside, the results are plain arrays
+        outs = [core.ShapedArray(av.shape, av.dtype, weak_type=av.weak_type) for av in outs]
     # The pmap binds its own axis; outer axis names used inside stay visible.
     return outs, core.filter_named_axis_effects(jaxpr.effects, {axis_name})
 

@@ -20,6 +20,7 @@ from jax.lax import psum
 
 from ..jax_internals import core
 from ..maps import rules
+from .partitions import Partitioning
 from .primitive import abstract_eval, bind, pxla_pmap_p
 
 __all__ = ["PMAP_RULES"]
@@ -37,6 +38,11 @@ class PmapRules(rules.MapRules):
 
     def env(self, p):
         return [(p["axis_name"], p["axis_size"])]
+
+    def mesh_context(self, p):
+        if not p.get("partitions"):
+            return super().mesh_context(p)
+        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"])
 
     def residual_specs(self, p, jaxpr, in_specs, n_res):
         return (0,) * n_res

@@ -4,6 +4,7 @@ pmap bound with concrete arguments: lower, compile once, run)."""
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 
@@ -17,6 +18,7 @@ from ..stats import timed
 from .arguments import PmapUsageError
 from .importer import import_pmap, mesh_axis_label
 from .layout import DeviceLayout
+from .partitions import PartitionedLayout, Partitioning, partitioned_devices
 from .primitive import pxla_pmap_p, replicas_needed
 
 __all__ = ["lower_traced", "register_impl", "deoptimized"]
@@ -54,13 +56,17 @@ def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") ->
 
 def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name, global_avals,
                  donated, devices, backend, options: PmapPipeline, signature: Signature | None = None,
-                 kind: str = "pmap") -> Lowered:
+                 kind: str = "pmap", partitions: tuple = (), in_specs=None, out_specs=None) -> Lowered:
     """Imports a traced pmap body and runs the pmap pipeline on it.
 
     Closed-over constants become leading broadcast inputs that the
-    ``Compiled`` supplies itself.
+    ``Compiled`` supplies itself. ``partitions`` ((name, size) pairs) make
+    the body partitioned over that many more devices per index
+    (:mod:`.partitions`); ``in_specs``/``out_specs`` (a PartitionSpec or
+    None per flat argument/result; None: all replicated) lay the values out.
     """
     consts = tuple(jaxpr.consts)
+    n_in = len(in_axes)
     if consts:
         n = len(consts)
         with core.extend_axis_env_nd([(axis_name, axis_size)]):  # jax_enable_checks re-checks the body here
@@ -68,14 +74,25 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         in_axes = (None,) * n + tuple(in_axes)
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
         donated = (False,) * n + tuple(donated)
-    devs = devices_for(axis_size * replicas_needed(jaxpr), axis_size, devices, backend, what=f"{kind} {name!r}")
+    group = math.prod(s for _, s in partitions)
+    if partitions:
+        in_specs = (None,) * len(consts) + tuple(in_specs or (None,) * n_in)
+        out_specs = tuple(out_specs or (None,) * len(out_axes))
+        devices = partitioned_devices(axis_size, partitions, devices, backend, f"{kind} {name!r}")
+    devs = devices_for(axis_size * replicas_needed(jaxpr) * group, axis_size, devices, backend,
+                       what=f"{kind} {name!r}")
     with timed("import"):
         imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                               out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind)
+                               out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind,
+                               partitions=partitions, in_specs=in_specs, out_specs=out_specs)
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
-    layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name)).layout(
-        in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts)
+    if partitions:
+        layout = PartitionedLayout(devs, axis_size, mesh_axis_label(axis_name), Partitioning(partitions)).layout(
+            in_axes, global_avals, in_specs, out_axes, out_avals, out_specs, donated=donated, consts=consts)
+    else:
+        layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name)).layout(
+            in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts)
     return lower(imported, pipeline=options.anchored(), layout=layout,
                  signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
                  jaxpr_text=jaxpr.pretty_print)
@@ -86,17 +103,18 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
 _impl_cache = ImplCache(256)  # compiled programs of bound (transformed) pmaps
 
 
-def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options):
+def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options,
+          partitions=()):
     avals = distributed.bound_avals(args, in_axes, axis_size)  # multi-process: a host value may be a share
 
     def build():
         return lower_traced(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes,
                             name=name, global_avals=avals, donated=donated, devices=devices, backend=backend,
-                            options=options).compile()
+                            options=options, partitions=partitions).compile()
 
     if not debug_checks.donation_allowed():
         donated = (False,) * len(donated)
-    params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals)
+    params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals, partitions)
     compiled = _impl_cache.compiled(jaxpr, params, build)
     outs = compiled.call_flat(args)
     if debug_checks.active():

@@ -19,11 +19,12 @@ from jaxlib.mlir import ir
 
 from .. import jax_internals
 from ..errors import PxlaUserError
+from ..ir import replica_shardings
 from ..ir.pxla_attrs import device_counts
 from ..ir.shardy import uses_shardy
 
-__all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "CACHE_DIR_ENV", "to_xla_computation",
-           "CompilerOptionsError"]
+__all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "ReplicaShardingError", "CACHE_DIR_ENV",
+           "to_xla_computation", "CompilerOptionsError"]
 
 #: Environment variable that turns the persistent cache on (its value: the directory).
 CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
@@ -36,6 +37,11 @@ class CacheDirError(PxlaUserError, ValueError):
 
 class CompilerOptionsError(jax_internals.JaxRuntimeError, PxlaUserError):
     """XLA refused a ``compiler_options`` entry: jax's ``JaxRuntimeError`` with XLA's text, and how to fix it."""
+
+
+class ReplicaShardingError(PxlaUserError, ValueError):
+    """A module jaxlib would compile and then abort the process running (see
+    :mod:`pxla_mlir.ir.replica_shardings`)."""
 
 
 def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -> None:
@@ -110,6 +116,10 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     if len(devices) != replicas * partitions:
         raise ValueError(f"the module needs {replicas * partitions} devices (num_replicas = {replicas}, "
                          f"num_partitions = {partitions}), got {len(devices)}")
+    found = replica_shardings.first_problem(module.operation)
+    if found is not None:
+        op, problem = found
+        raise ReplicaShardingError(f"cannot compile the module: {problem} (at {op.location})")
     ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
     options = _checked_options(compiler_options)
     sdy = uses_shardy(module.operation)

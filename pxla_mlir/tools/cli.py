@@ -73,8 +73,9 @@ def _cpu_devices(n: int | None) -> None:
     """Sets jax's jax_num_cpu_devices, which jax reads once, when its backend starts
     (it wins over XLA_FLAGS's xla_force_host_platform_device_count)."""
     from ..distributed.launch import ENV_PROCESS_ID
+    from ..distributed.mpirun import ENV_LAUNCHER
 
-    if os.environ.get(ENV_PROCESS_ID) is not None:
+    if os.environ.get(ENV_PROCESS_ID) is not None or os.environ.get(ENV_LAUNCHER) is not None:
         return  # one process of 'run --processes': its launcher set its share
     if n is None:
         flags = os.environ.get("XLA_FLAGS", "")

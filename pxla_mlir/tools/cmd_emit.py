@@ -37,6 +37,8 @@ def add_parsers(sub) -> None:
                    help="run as N local processes of one jax.distributed run (--cpu-devices split between them)")
     r.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                    help="with --processes: kill every process after this long (default 600)")
+    r.add_argument("--launcher", choices=("local", "mpirun"), default="local",
+                   help="with --processes: start them here (local, the default) or with Open MPI's mpirun")
     r.set_defaults(func=run_run)
 
 
@@ -87,7 +89,7 @@ def run_emit(args) -> int:
 def run_run(args) -> int:
     from . import cmd_run_processes
 
-    if args.processes != 1:
+    if args.processes != 1 or args.launcher != "local":
         return cmd_run_processes.run(args)
     prepared = prepare(args.target, map_options(args))
     values = inputs(prepared, args.input, args.seed)

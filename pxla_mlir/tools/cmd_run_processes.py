@@ -7,6 +7,9 @@ target for the whole (global) inputs, places them as global jax.Arrays
 laid out as the compiled program wants them (each process only its own
 pieces), and times its calls; process 0 gathers the outputs. The launching
 command prints every process's timings side by side, then the outputs.
+With ``--launcher mpirun`` Open MPI's mpirun starts the N processes
+(:mod:`pxla_mlir.distributed.mpirun`); they find their run in its
+environment.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 import numpy as np
 
 from ..distributed.launch import ENV_PROCESS_ID, launch
+from ..distributed.mpirun import ENV_LAUNCHER, MpirunError, launch_mpirun
 from .emit import prepare
 from .errors import CliError
 from .map_args import map_options
@@ -33,7 +37,7 @@ _NOISE = re.compile(r"\[Gloo\]|sharding_propagation\.cc")
 def run(args) -> int:
     if args.processes < 1:
         raise CliError(f"--processes must be at least 1, got {args.processes}")
-    if os.environ.get(ENV_PROCESS_ID) is None:
+    if os.environ.get(ENV_PROCESS_ID) is None and os.environ.get(ENV_LAUNCHER) is None:
         return _launch(args)
     return _worker(args)
 
@@ -58,8 +62,12 @@ def _devices_per_process(count: int) -> int:
 
 def _launch(args) -> int:
     per = _devices_per_process(args.processes)
-    finished = launch([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
-                      timeout_s=args.timeout, cpu_devices=per)
+    start = launch_mpirun if getattr(args, "launcher", "local") == "mpirun" else launch
+    try:
+        finished = start([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
+                         timeout_s=args.timeout, cpu_devices=per)
+    except MpirunError as e:
+        raise CliError(str(e)) from None
     results = [_result(f.output) for f in finished]
     if any(f.returncode != 0 for f in finished) or None in results:
         for f in finished:
@@ -68,7 +76,8 @@ def _launch(args) -> int:
         raise CliError(f"the {args.processes}-process run failed: "
                        + "; ".join(f"process {f.index} {f.describe()}" for f in finished))
     first = results[0]
-    print(f"ran on {first['devices']} {first['platform'].upper()} devices in {args.processes} processes "
+    by = " started by mpirun" if getattr(args, "launcher", "local") == "mpirun" else ""
+    print(f"ran on {first['devices']} {first['platform'].upper()} devices in {args.processes} processes{by} "
           f"({per} each); pipeline {first['pipeline']}")
     header = "".join(f"{'process ' + str(r['process']):>13}" for r in results)
     print(f"  {'':<22}{header}")

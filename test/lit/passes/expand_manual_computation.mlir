@@ -136,3 +136,21 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, p
     return %2 : tensor<8xf32>
   }
 }
+
+// -----
+
+// Partially manual (a partitioned pmap body): data is manual, model splits the
+// full weights and stays in the region's shardings, not in the tile's shape.
+
+// CHECK-LABEL: func.func public @automatic_axis
+// CHECK-NEXT: sdy.manual_computation(%{{.*}}, %{{.*}}) in_shardings=[<@mesh, [{"data"}, {}]>, <@mesh, [{}, {"model"}]>] out_shardings=[<@mesh, [{"data"}, {"model"}]>] manual_axes={"data"} (%{{.*}}: tensor<4x16xf32>, %{{.*}}: tensor<16x32xf32>) {
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "data=2,model=4"} {
+  sdy.mesh @mesh = <["data"=2, "model"=4]>
+  func.func public @automatic_axis(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32xf32> {
+    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["data"], []], pxla.manual_axes = ["data"]} : (tensor<8x16xf32>) -> tensor<4x16xf32>
+    %1 = mhlo.custom_call @pxla.full_to_shard(%w) {pxla.dims = [[], ["model"]], pxla.manual_axes = ["data"]} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+    %2 = "mhlo.dot"(%0, %1) : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+    %3 = mhlo.custom_call @pxla.shard_to_full(%2) {pxla.dims = [["data"], ["model"]], pxla.manual_axes = ["data"]} : (tensor<4x32xf32>) -> tensor<8x32xf32>
+    return %3 : tensor<8x32xf32>
+  }
+}

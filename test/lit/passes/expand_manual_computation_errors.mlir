@@ -105,9 +105,9 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, p
 
 module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=2,y=4"} {
   sdy.mesh @mesh = <["x"=2, "y"=4]>
-  func.func public @not_manual(%x: tensor<8xf32>) -> tensor<8xf32> {
-    // expected-error @+1 {{mesh axis 'x' splits dimension 0 but is not manual; add it to pxla.manual_axes or drop it from pxla.dims}}
-    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["x"]], pxla.manual_axes = ["y"]} : (tensor<8xf32>) -> tensor<4xf32>
+  func.func public @automatic_before_manual(%x: tensor<8xf32>) -> tensor<8xf32> {
+    // expected-error @+1 {{dimension 0 is split by ['x', 'y']: manual axes (y) must come before the automatic ones of a dimension (major first)}}
+    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["x", "y"]], pxla.manual_axes = ["y"]} : (tensor<8xf32>) -> tensor<2xf32>
     return %x : tensor<8xf32>
   }
 }

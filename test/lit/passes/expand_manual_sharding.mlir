@@ -51,3 +51,19 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, p
     return %1 : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// Partially manual with an automatic axis splitting the full value (a
+// partitioned pmap body): model splits dim 1 of the full value and of the
+// tile's sharding, not the tile's shape.
+
+// CHECK-LABEL: func.func public @automatic_axis
+// CHECK: @Sharding(%{{.*}}) {mhlo.sharding = "{devices=[2,4]<=[8]}"} : (tensor<8x32xf32>) -> tensor<8x32xf32>
+// CHECK-NEXT: @SPMDFullToShardShape(%{{.*}}) {mhlo.sharding = "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dims={manual}}"} : (tensor<8x32xf32>) -> tensor<4x32xf32>
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "data=2,model=4"} {
+  func.func public @automatic_axis(%x: tensor<8x32xf32>) -> tensor<4x32xf32> {
+    %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["data"], ["model"]], pxla.manual_axes = ["data"]} : (tensor<8x32xf32>) -> tensor<4x32xf32>
+    return %0 : tensor<4x32xf32>
+  }
+}

@@ -51,8 +51,8 @@ module attributes {pxla.mesh = "x=2,y=4"} {
 // -----
 
 module attributes {pxla.mesh = "x=2,y=4"} {
-  func.func public @not_manual(%x: tensor<8xf32>) -> tensor<4xf32> {
-    // expected-error @+1 {{mesh axis 'x' splits dimension 0 but is not manual}}
+  func.func public @automatic_axis_divides_no_tile(%x: tensor<8xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{the tile type must be tensor<8xf32> (the full tensor<8xf32> split by {}), got tensor<4xf32>}}
     %0 = mhlo.custom_call @pxla.full_to_shard(%x) {pxla.dims = [["x"]], pxla.manual_axes = ["y"]} : (tensor<8xf32>) -> tensor<4xf32>
     return %0 : tensor<4xf32>
   }

@@ -227,3 +227,25 @@ module @one_partition attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replic
     return %0 : tensor<8xf32>
   }
 }
+
+// -----
+
+// Replicas and partitions together with a tiled sharding: jaxlib would abort the process.
+module @replicas_and_tiles attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32} {
+  func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    // expected-error @+1 {{mhlo.custom_call has mhlo.sharding = "{devices=[4]<=[4]}" in a module of 2 replicas x 4 partitions: jaxlib 0.10.2 aborts the process running a module with both replicas and partitions that carries tiled shardings; lower it in partition mode (mode="partition": mhlo.num_replicas = 1, mhlo.num_partitions = 8)}}
+    %0 = mhlo.custom_call @Sharding(%x) {mhlo.sharding = "{devices=[4]<=[4]}"} : (tensor<8xf32>) -> tensor<8xf32>
+    // Replicated and maximal shardings are fine.
+    %1 = mhlo.custom_call @Sharding(%0) {mhlo.sharding = "{replicated}"} : (tensor<8xf32>) -> tensor<8xf32>
+    return %1 : tensor<8xf32>
+  }
+}
+
+// -----
+
+module @replicas_and_tiled_argument attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32} {
+  // expected-error @+1 {{argument 0 of func.func has mhlo.sharding = "{devices=[2,2]<=[4] last_tile_dim_replicate}" in a module of 2 replicas x 4 partitions}}
+  func.func public @main(%x: tensor<8xf32> {mhlo.sharding = "{devices=[2,2]<=[4] last_tile_dim_replicate}"}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}

@@ -19,3 +19,17 @@ module @wrap attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : 
     return %0 : tensor<3x1xf32>
   }
 }
+
+// -----
+
+// Manual over i only (pxla.manual_axes on the module): model lays the global
+// weights out without dividing the tile; the placeholders say which axes are manual.
+
+// CHECK-LABEL: module @partitioned
+// CHECK: func.func public @main(%[[G:.*]]: tensor<2x16x32xf32> {pxla.dims = {{\[\[}}"i"], [], ["model"]]})
+// CHECK-NEXT: mhlo.custom_call @pxla.full_to_shard(%[[G]]) {pxla.dims = {{\[\[}}"i"], [], ["model"]], pxla.manual_axes = ["i"]} : (tensor<2x16x32xf32>) -> tensor<1x16x32xf32>
+module @partitioned attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "i=2,model=4", pxla.manual_axes = ["i"]} {
+  func.func public @main(%w: tensor<1x16x32xf32> {pxla.tile_dims = [["i"], [], ["model"]]}) -> tensor<1x16x32xf32> {
+    return %w : tensor<1x16x32xf32>
+  }
+}

@@ -1,0 +1,63 @@
+"""Import of a partitioned pmap body: jax's sharding constraints become pxla placeholders.
+
+jax lowers the body (manual over the pmap axis, automatic over the partition
+axes) with Shardy on, so each ``with_sharding_constraint`` is an
+``sdy.sharding_constraint`` naming automatic axes on a mesh symbol of its
+own. The pxla form states the layout once (``pxla.mesh``,
+``pxla.manual_axes``) and leaves the output form to the pipeline, so here
+each constraint becomes ``@pxla.sharding_constraint`` with ``pxla.dims``
+(pxla-expand-sharding-constraints writes it as Shardy or GSPMD), and jax's
+mesh symbols go. jax also puts an all-open constraint (``[{?}, {?}]``, no
+axes) after every op of a partially manual body; those say nothing and are
+dropped.
+"""
+
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
+
+from ..ir import ir_utils
+from ..ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
+from ..jax_internals import jax_mlir
+from .arguments import PmapUsageError
+
+__all__ = ["convert_constraints"]
+
+
+def convert_constraints(module: ir.Module) -> None:
+    with module.context, module.operation.location:
+        for op in ir_utils.walk(module.operation):
+            if op.name == "sdy.sharding_constraint":
+                _convert(op)
+        for op in [o.operation for o in module.body.operations]:
+            if op.name == "sdy.mesh":
+                op.erase()
+
+
+def _convert(op: ir.Operation) -> None:
+    sharding = sdy.TensorShardingAttr(op.attributes["sharding"])
+    if list(sharding.unreduced_axes):
+        raise PmapUsageError(f"a sharding constraint with unreduced axes ({sharding}) is not supported inside a "
+                             f"partitioned pmap body")
+    dims = []
+    for entry in sharding.dimension_shardings:
+        dim = sdy.DimensionShardingAttr(entry)
+        axes = [sdy.AxisRefAttr(a) for a in dim.axes]
+        if any(a.sub_axis_info is not None for a in axes):
+            raise PmapUsageError(f"a sharding constraint on part of a mesh axis ({sharding}) is not supported "
+                                 f"inside a partitioned pmap body: name whole partition axes")
+        if not dim.is_closed and axes:
+            raise PmapUsageError(f"a sharding constraint that is open on a split dimension ({sharding}) is not "
+                                 f"supported inside a partitioned pmap body")
+        dims.append(None if not dim.is_closed else [a.name for a in axes])
+    value = op.operands[0]
+    if all(d is None for d in dims):  # jax's all-open marker (or a scalar): no constraint
+        op.results[0].replace_all_uses_with(value)
+        op.erase()
+        return
+    with ir.InsertionPoint(op), op.location:
+        call = jax_mlir.custom_call(SHARDING_CONSTRAINT, result_types=[value.type], operands=[value],
+                                    extra_attributes={DIMS: dims_attr(dims)})
+    op.results[0].replace_all_uses_with(call.result)
+    op.erase()

@@ -1,0 +1,261 @@
+"""A pmap whose body is itself partitioned (2022's ``pmap(sharded_jit(f))``).
+
+    f = pxla_mlir.pmap(body, "data", partitions={"model": 4}, mode="partition",
+                       in_partitions=(P(), P(None, "model")), out_partitions=P(None, "model"))
+
+Each pmap index runs on a group of ``prod(sizes)`` devices: data parallel
+across the pmap axis, the body split over its group by XLA's SPMD
+partitioner. The program is one partition-mode module over the mesh (pmap
+axis, partition axes), manual over the pmap axis and automatic over the
+partition axes (jax's ``shard_map(..., axis_names={"data"})``). Inside the
+body ``jax.lax.with_sharding_constraint(v, PartitionSpec(...))`` names the
+partition axes; ``in_partitions``/``out_partitions`` (pytree prefixes of
+PartitionSpec, None: replicated) lay each per-index argument and result out
+over its group. They are also constraints inside the body, so grad, vmap
+and the other transformations carry them; a transformed pmap's own
+arguments and results are replicated over its group.
+
+Here: checking the options when the pmap is made, flattening the specs
+against a call, the mesh the body is traced under, and the layout of the
+global arguments and results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import re
+from typing import Any, Mapping, Sequence
+
+import jax
+import numpy as np
+from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
+
+from ..ir.pxla_attrs import REP_AXIS
+from ..jax_internals import api_util
+from ..stages import Layout
+from .arguments import PmapUsageError
+
+__all__ = ["Partitioning", "make", "PartitionedLayout", "partitioned_devices", "constrain", "check_divisible",
+           "tile_dims"]
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+@dataclasses.dataclass(frozen=True)
+class Partitioning:
+    """The partition axes of a pmap's body and how its arguments and results are laid out over them."""
+
+    axes: tuple[tuple[str, int], ...]  # (name, size), major first
+    in_partitions: Any = None  # a pytree prefix of the positional arguments (PartitionSpec or None leaves)
+    out_partitions: Any = None  # a pytree prefix of the outputs
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.axes)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(s for _, s in self.axes)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.sizes)
+
+    def describe(self) -> str:
+        return "{" + ", ".join(f"{n!r}: {s}" for n, s in self.axes) + "}"
+
+    # -- a call -------------------------------------------------------------------------------
+    def flat_in(self, in_tree, static_args: Sequence, nargs: int) -> tuple:
+        """Per flat argument: the mesh axes of each dimension of its per-index value (a PartitionSpec)."""
+        prefix = self.in_partitions
+        static = {i for i, _ in static_args}
+        if isinstance(prefix, list):
+            prefix = tuple(prefix)
+        if isinstance(prefix, tuple) and len(prefix) == nargs and static:
+            prefix = tuple(p for i, p in enumerate(prefix) if i not in static)
+        specs = _flatten("pmap in_partitions", in_tree, (prefix, None))  # keyword arguments: replicated
+        return tuple(_check_spec(s, self, f"in_partitions for argument {i}") for i, s in enumerate(specs))
+
+    def flat_out(self, out_tree) -> tuple:
+        specs = _flatten("pmap out_partitions", out_tree, self.out_partitions)
+        return tuple(_check_spec(s, self, f"out_partitions for output {i}") for i, s in enumerate(specs))
+
+    @contextlib.contextmanager
+    def tracing(self, axis_name, axis_size: int):
+        """The mesh a body is traced under, as jax's shard_map sets it: the pmap
+        axis manual, the partition axes automatic (so that
+        ``with_sharding_constraint(v, PartitionSpec("model"))`` resolves)."""
+        mesh = AbstractMesh((axis_size, *self.sizes), (axis_name, *self.names),
+                            axis_types=(AxisType.Manual,) + (AxisType.Auto,) * len(self.axes))
+        with jax.sharding.use_abstract_mesh(mesh):
+            yield
+
+
+def constrain(values: Sequence, specs: Sequence, what: str) -> list:
+    """``values`` under their PartitionSpecs (None: as they are); checks ranks and divisibility first."""
+    out = []
+    for i, (v, spec) in enumerate(zip(values, specs)):
+        if spec is None:
+            out.append(v)
+            continue
+        shape = np.shape(v)
+        if len(spec) > len(shape):
+            raise PmapUsageError(f"{what} {i}: {spec} has {len(spec)} entries, but its per-index value has shape "
+                                 f"{tuple(shape)} (rank {len(shape)}): give at most one entry per dimension")
+        out.append(jax.lax.with_sharding_constraint(v, spec))
+    return out
+
+
+def check_divisible(shape: Sequence[int], spec: PartitionSpec | None, partitioning: Partitioning, what: str) -> None:
+    if spec is None:
+        return
+    sizes = dict(partitioning.axes)
+    for d, entry in enumerate(spec):
+        parts = math.prod(sizes[a] for a in _names(entry))
+        if parts > 1 and shape[d] % parts:
+            raise PmapUsageError(f"{what}: dimension {d} of its per-index value (shape {tuple(shape)}) has size "
+                                 f"{shape[d]}, which {spec} splits {parts} ways; use a size divisible by {parts} "
+                                 f"or split another dimension")
+
+
+def make(partitions, in_partitions, out_partitions, *, axis_name, mode: str) -> Partitioning | None:
+    """Checks pmap's ``partitions``/``in_partitions``/``out_partitions`` when the pmap is made."""
+    if partitions is None or (isinstance(partitions, Mapping) and not partitions):
+        given = [n for n, v in (("in_partitions", in_partitions), ("out_partitions", out_partitions)) if v is not None]
+        if given:
+            raise TypeError(f"pmap {given[0]}= lays values out over partition axes, but the pmap has none: add "
+                            f"partitions={{'model': 4}} (names and sizes of the body's partition axes)")
+        return None
+    if not isinstance(partitions, Mapping):
+        raise TypeError(f"pmap partitions must be a dict of axis names to sizes, e.g. {{'model': 4}}, got "
+                        f"{partitions!r}")
+    axes = []
+    for name, size in partitions.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name.startswith("_pxla") or name == REP_AXIS:
+            raise ValueError(f"pmap partitions: {name!r} is not a partition axis name; use an identifier such as "
+                             f"'model'")
+        if name == axis_name:
+            raise ValueError(f"pmap partitions: {name!r} is also the pmap's axis_name; give the partition axis "
+                             f"another name")
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"pmap partitions[{name!r}] must be a positive int (the devices that axis splits "
+                             f"each pmap index over), got {size!r}")
+        axes.append((name, int(size)))
+    result = Partitioning(tuple(axes), in_partitions, out_partitions)
+    if mode != "partition":
+        raise PmapUsageError(
+            f"pmap with partitions={result.describe()} runs each pmap index on {result.size} devices, split by "
+            f"XLA's SPMD partitioner: that is one partition-mode program, so pass mode=\"partition\". Replica mode "
+            f"cannot run it: jaxlib 0.10.2 aborts the process on modules with both num_replicas > 1 and "
+            f"num_partitions > 1 that carry shardings")
+    for what, tree in (("in_partitions", in_partitions), ("out_partitions", out_partitions)):
+        for leaf in jax.tree_util.tree_leaves(tree, is_leaf=lambda x: x is None):
+            _check_spec(leaf, result, what)
+    return result
+
+
+def _flatten(what: str, tree, prefix) -> list:
+    try:
+        return api_util.flatten_axes(what, tree, prefix)
+    except ValueError as e:
+        raise PmapUsageError(str(e)) from None
+
+
+def _names(entry) -> tuple[str, ...]:
+    if entry is None:
+        return ()
+    return tuple(entry) if isinstance(entry, tuple) else (entry,)
+
+
+def _check_spec(spec, partitioning: Partitioning, what: str) -> PartitionSpec | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"pmap {what}: expected a jax.sharding.PartitionSpec or None, got {spec!r}")
+    seen: set[str] = set()
+    for entry in spec:
+        if entry is PartitionSpec.UNCONSTRAINED:
+            raise ValueError(f"pmap {what}: {spec} leaves a dimension unconstrained; an argument or result needs a "
+                             f"layout: name its partition axes or None (not split)")
+        for name in _names(entry):
+            if name not in partitioning.names:
+                raise ValueError(f"pmap {what}: {spec} names {name!r}, which is not a partition axis of this pmap "
+                                 f"({', '.join(map(repr, partitioning.names))}); the pmap axis itself maps the "
+                                 f"arguments already (in_axes)")
+            if name in seen:
+                raise ValueError(f"pmap {what}: {spec} names {name!r} twice; a mesh axis splits one dimension")
+            seen.add(name)
+    return spec
+
+
+class PartitionedLayout:
+    """Where a partitioned pmap's global arguments and results live: the
+    devices as a (pmap axis, partition axes...) mesh, index-major (2022's
+    replica-major device assignment)."""
+
+    def __init__(self, devices: Sequence, axis_size: int, label: str, partitioning: Partitioning):
+        self.devices = list(devices)
+        self.mesh = jax.sharding.Mesh(np.array(self.devices, dtype=object).reshape(axis_size, *partitioning.sizes),
+                                      (label, *partitioning.names))
+        self.label = label
+
+    def sharding(self, axis: int | None, ndim: int, spec: PartitionSpec | None) -> NamedSharding:
+        entries = list(spec or ()) + [None] * (ndim - (axis is not None) - len(spec or ()))
+        if axis is not None:
+            entries.insert(axis, self.label)
+        return NamedSharding(self.mesh, PartitionSpec(*entries))
+
+    def layout(self, in_axes, in_avals, in_specs, out_axes, out_avals, out_specs, *, donated=(),
+               consts=()) -> Layout:
+        return Layout(self.devices, in_avals, out_avals,
+                      [self.sharding(a, av.ndim, s) for a, av, s in zip(in_axes, in_avals, in_specs)],
+                      [self.sharding(a, av.ndim, s) for a, av, s in zip(out_axes, out_avals, out_specs)],
+                      donated, consts)
+
+
+def tile_dims(spec: PartitionSpec | None, axis: int | None, rank: int, label: str) -> list[list[str]]:
+    """``pxla.tile_dims`` of a per-device @main value (rank counts the pmap's unit dimension)."""
+    entries = [list(_names(e)) for e in (spec or ())]
+    entries += [[] for _ in range(rank - (axis is not None) - len(entries))]
+    if axis is not None:
+        entries.insert(axis, [label])
+    return entries
+
+
+def partitioned_devices(axis_size: int, partitions: tuple, devices, backend, what: str):
+    """Checks that there are ``axis_size × group`` devices for a partitioned
+    pmap (``devices=`` or the available ones), naming both numbers; returns
+    ``devices`` (None: the defaults)."""
+    group = math.prod(s for _, s in partitions)
+    n = axis_size * group
+    parts = "{" + ", ".join(f"{k!r}: {v}" for k, v in partitions) + "}"
+    need = (f"{what} maps an axis of size {axis_size} and partitions each index over {parts}: it needs "
+            f"{axis_size} × {group} = {n} devices")
+    if devices is not None:
+        if len(devices) != n:
+            raise PmapUsageError(f"{need}, but devices= lists {len(devices)}; pass exactly {n}, index-major (the "
+                                 f"{group} devices of index 0 first)")
+        return devices
+    if jax.process_count(backend) > 1:
+        return None  # every process's devices: checked where they are chosen
+    available = jax.local_devices(backend=backend)
+    if n > len(available):
+        platform = available[0].platform
+        raise PmapUsageError(f"{need}, but only {len(available)} {platform.upper()} devices are available"
+                             + (f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} or "
+                                f"jax.config.update('jax_num_cpu_devices', {n}) before jax starts)"
+                                if platform == "cpu" else ""))
+    return None
+
+
+def refuse_nested_partitions(name: str, partitions: tuple, *, inside_jax_jit: bool) -> None:
+    parts = "{" + ", ".join(f"{k!r}: {v}" for k, v in partitions) + "}"
+    if inside_jax_jit:
+        raise PmapUsageError(f"pmap {name!r} with partitions={parts} inside jax.jit: jax's pipeline would run it as "
+                             f"jax.vmap on jit's devices, where its partition axes do not exist; call it outside "
+                             f"jax.jit (it is one compiled program already)")
+    raise PmapUsageError(f"pmap {name!r} with partitions={parts} inside another pmap or pxla_mlir.jit: only a "
+                         f"top-level pmap can partition its body; call it outside, or give the outer pmap the "
+                         f"partitions")
