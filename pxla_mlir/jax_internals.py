@@ -49,7 +49,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "distributed_client", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site"]
+           "call_site", "gspmd_sharding"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -306,6 +306,13 @@ def is_differentiated(x) -> bool:
 
 
 float0 = dtypes.float0
+
+
+def gspmd_sharding(devices: Sequence, op_sharding) -> "sharding_impls.GSPMDSharding":
+    """jax's sharding of an executable's parameter or result as XLA reports
+    it (an ``OpSharding`` over the executable's devices, in their order), as
+    jax's own ``Compiled`` builds it."""
+    return sharding_impls.GSPMDSharding(tuple(devices), op_sharding)
 
 
 def physical(aval, sharding):

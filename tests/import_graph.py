@@ -27,11 +27,11 @@ FLOORS: list[tuple[str, int]] = [
     ("pxla_mlir.sharding", 1),
     ("pxla_mlir.ir", 2),
     ("pxla_mlir.pass_infra", 3), ("pxla_mlir.passes", 3), ("pxla_mlir.pipelines", 3),
-    ("pxla_mlir.explore", 4), ("pxla_mlir.tools.pxla_opt", 4), ("pxla_mlir.tools.docs", 4),
+    ("pxla_mlir.explore", 4), ("pxla_mlir.handoff", 4), ("pxla_mlir.tools.pxla_opt", 4), ("pxla_mlir.tools.docs", 4),
     ("pxla_mlir.jax_internals", 5),
     ("pxla_mlir.runtime", 6), ("pxla_mlir.distributed", 6),
     ("pxla_mlir.stages", 7),
-    ("pxla_mlir.tracing", 8), ("pxla_mlir.invariance", 8), ("pxla_mlir.maps", 8),
+    ("pxla_mlir.modules", 8), ("pxla_mlir.tracing", 8), ("pxla_mlir.invariance", 8), ("pxla_mlir.maps", 8),
     # floor 9: each map kind's package (KINDS, from pxla_mlir/maps/registry.py)
     ("pxla_mlir.jit", 10),
     ("pxla_mlir.tools", 11), ("pxla_mlir.testing", 11), ("pxla_mlir.pytest_plugin", 11),
