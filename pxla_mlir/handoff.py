@@ -6,9 +6,10 @@ through the pipelines it needs, and checked for what makes jaxlib abort.
 * final MHLO (``pxla-mlir emit``, ``Lowered.as_text()``): only
   pxla-verify-handoff runs;
 * the pxla form (``--stage pxla``, ``Lowered.pxla_text()``): its map
-  pipeline runs first, pmap's for a per-device ``@main`` (xmap's replica
-  form needs no more than it), xmap's vectorize lowering for a global one
-  (``pipeline=`` runs another instead);
+  kind's pipeline with default options runs first (xmap's for an
+  ``@xmap_...`` module, with the vectorize lowering when ``@main`` is
+  global; pmap's otherwise); ``pipeline=`` runs another instead, e.g. the
+  ``Lowered.pipeline`` it came with;
 * StableHLO (``jax.jit(f).lower(x).as_text()``, with ``sdy`` or GSPMD
   shardings): pxla-handoff-pipeline{mode=partition} legalizes it; jax's
   per-device partition-mode StableHLO (no sharding anywhere) takes
@@ -142,11 +143,10 @@ def _is_pxla_form(op: ir.Operation) -> bool:
     ``pxla.dims`` / ``pxla.sharding_spec``, or per-device tiles in partition mode."""
     _, partitions = pxla_attrs.device_counts(op)
     for inner in ir_utils.walk(op):
-        target = pxla_attrs.custom_call_target(inner) if inner.name.endswith("custom_call") else None
-        if target is None and "call_target_name" in inner.attributes:
-            target = pxla_attrs.string_value(inner.attributes["call_target_name"], "call_target_name", inner)
-        if target is not None and target.startswith("pxla."):
-            return True
+        if "call_target_name" in inner.attributes:  # a placeholder (stablehlo before legalization, or mhlo)
+            if pxla_attrs.string_value(inner.attributes["call_target_name"], "call_target_name", inner) \
+                    .startswith("pxla."):
+                return True
         if inner.name == "func.func":
             for key in ("arg_attrs", "res_attrs"):
                 for entries in pxla_attrs.boundary_attrs(inner, key):
@@ -158,13 +158,17 @@ def _is_pxla_form(op: ir.Operation) -> bool:
 
 
 def _map_pipeline(op: ir.Operation) -> str:
-    """A per-device @main takes pmap's pipeline (xmap's replica form needs no
-    more than it), a global one xmap's vectorize lowering."""
+    """The pipeline of the map kind that imported the module: xmap's for an
+    ``@xmap_...`` module (import names a module after its kind), its
+    vectorize lowering when ``@main`` is global (``pxla.dims``); pmap's
+    otherwise (also ``pxla_mlir.jit`` of pmaps)."""
     main = ir_utils.find_function(op, "main")
     entries = [] if main is None else [*pxla_attrs.boundary_attrs(main, "arg_attrs"),
                                        *pxla_attrs.boundary_attrs(main, "res_attrs")]
     if any(pxla_attrs.DIMS in e or pxla_attrs.SHARDING_SPEC in e for e in entries):
         return str(XmapPipeline(lowering="vectorize"))
+    if (ir_utils.symbol_name(op) or "").startswith("xmap_"):
+        return str(XmapPipeline())
     return str(PmapPipeline())
 
 

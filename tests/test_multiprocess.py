@@ -115,6 +115,21 @@ def test_cli_run_processes_matches_one_process(target):
     assert _outputs(multi.stdout) == _outputs(single.stdout)
 
 
+def test_cli_run_processes_runs_a_module(tmp_path):
+    """A partition-mode module across 2 processes (XLA's layout of its global
+    inputs, each process placing its pieces) gives what its replica-mode
+    golden gives in one process."""
+    module = tmp_path / "nested_partition.mlir"
+    emitted = _cli("emit", "examples/nested_reduction.py:two_level_sum", "--mode", "partition", "-o", str(module))
+    assert emitted.returncode == 0, emitted.stderr[-3000:]
+    multi = _cli("run", str(module), "--calls", "2", "--processes", "2")
+    assert multi.returncode == 0, multi.stderr[-3000:]
+    assert "in 2 processes (4 each)" in multi.stdout
+    single = _cli("run", "examples/goldens/nested_reduction.mlir")
+    assert single.returncode == 0, single.stderr[-3000:]
+    assert _outputs(multi.stdout) == _outputs(single.stdout)
+
+
 def test_cli_run_processes_mistakes():
     result = _cli("--cpu-devices", "6", "run", "examples/nested_reduction.py:two_level_sum", "--processes", "4",
                   XLA_FLAGS="")

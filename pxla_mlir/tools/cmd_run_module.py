@@ -15,6 +15,7 @@ dtype, too few devices, a module XLA rejects) are one-line errors.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -87,7 +88,21 @@ def _ran_line(lowered) -> str:
 
 
 def _results(lowered, values) -> list[np.ndarray]:
-    return [np.asarray(r) for r in lowered.compile()(*values)]
+    compiled = lowered.compile()
+    with _running(lowered):
+        return [np.asarray(r) for r in compiled(*values)]
+
+
+@contextlib.contextmanager
+def _running(lowered):
+    """An error XLA raises while the module runs, as one line."""
+    from ..jax_internals import JaxRuntimeError
+
+    try:
+        yield
+    except JaxRuntimeError as e:
+        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        raise CliError(f"{lowered.source}: running the module failed: {first}") from None
 
 
 def run(args) -> int:
@@ -95,8 +110,9 @@ def run(args) -> int:
     lowered = load_target(args.target, args.pipeline)
     values = module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
     if args.calls is not None:
-        outs, timings = time_calls(lowered, values, args.calls, steps=("passes", "compile"))
-        results = [np.asarray(r) for r in outs]
+        with _running(lowered):
+            outs, timings = time_calls(lowered, values, args.calls, steps=("passes", "compile"))
+            results = [np.asarray(r) for r in outs]
     else:
         results, timings = _results(lowered, values), {}
     print(_ran_line(lowered))
