@@ -96,8 +96,9 @@ def parse(data: bytes, name: str, ctx: ir.Context) -> ir.Module:
 def prepare(module: ir.Module, name: str, pipeline: str | None = None) -> tuple[str, bool]:
     """Runs the pipelines the module needs (``pipeline`` first, if given);
     returns what ran as one pipeline (``pxla-opt --pass-pipeline`` on the
-    text read replays it) and whether the values were stacked on a new
-    device axis."""
+    text read replays it, where the text states ``mhlo.num_replicas`` and
+    ``mhlo.num_partitions``: XLA's default 1 is written where it does not)
+    and whether the values were stacked on a new device axis."""
     ran = []
     op = module.operation
     if pipeline is not None:
@@ -127,7 +128,7 @@ def _run(module: ir.Module, name: str, text: str) -> str:
     try:
         run_pipeline(module, Pipeline.parse(f"builtin.module({inner})", module.context), reproducer=False)
     except PipelineSyntaxError as e:
-        raise ModuleError(f"bad pipeline: {e.format()}") from None
+        raise ModuleError(f"bad pipeline {text.strip()!r}: {e.message}") from None
     except PipelineFailure as e:
         first = e.diagnostics[0].format(name).splitlines()[0] if e.diagnostics else f"{name}: error: {inner} failed"
         raise ModuleError(first) from None
@@ -230,7 +231,8 @@ def _check_type(t: ir.Type, what: str) -> None:
 
 
 def _check_sharding(attr: ir.Attribute, partitions: int, what: str) -> None:
-    """jaxlib aborts the process when a boundary sharding tiles another device count."""
+    """A boundary sharding over another device count: XLA refuses it in many
+    lines (and jaxlib aborts the process when the module has replicas too)."""
     text = pxla_attrs.string_value(attr, pxla_attrs.SHARDING, None) if isinstance(attr, ir.StringAttr) else None
     try:
         sharding = hlo_sharding.parse(text) if text is not None else None

@@ -136,6 +136,17 @@ def test_emitted_module_takes_the_maps_inputs_and_gives_its_outputs(name):
     assert_exact(loaded.compile()(*args), want)
 
 
+@pytest.mark.parametrize("name", ["pmap replica", "xmap vectorize"])
+def test_emitted_stablehlo_keeps_the_layout_record(name):
+    fn, args = MAPS[name]
+    with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
+        text = fn.lower(*args).as_text("stablehlo")
+        want = fn(*args)
+    loaded = pxla_mlir.load(text)
+    assert loaded.pipeline.startswith("builtin.module(pxla-handoff-pipeline{mode=partition}")
+    assert_exact(loaded.compile()(*args), want)
+
+
 def _lowered(name):
     fn, args = MAPS[name]
     with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
