@@ -51,6 +51,8 @@ def check_flags(args) -> None:
     comparisons = [f for f in ("compare", "compare_pipeline", "expect") if getattr(args, f) is not None]
     if len(comparisons) > 1:
         raise CliError(f"{_flag(comparisons[0])} and {_flag(comparisons[1])}: compare with one thing at a time")
+    if args.target == "-" and args.compare_pipeline is not None:
+        raise CliError("--compare-pipeline reads the module twice: give a FILE.mlir, not stdin")
     if not comparisons and (args.rtol is not None or args.atol is not None):
         raise CliError("--rtol/--atol need --compare, --compare-pipeline or --expect")
     if args.processes != 1:
@@ -144,8 +146,6 @@ def _expected(args, lowered, values) -> tuple[list | None, str]:
     if args.compare is not None:
         other = load_target(args.compare)
     else:
-        if args.target == "-":
-            raise CliError("--compare-pipeline reads the module twice: give a FILE.mlir, not stdin")
         other = load_target(args.target, args.compare_pipeline)
     mine = [(av.shape, av.dtype) for av in lowered.in_avals]
     theirs = [(av.shape, av.dtype) for av in other.in_avals]
