@@ -78,6 +78,9 @@ def read(source) -> tuple[bytes, str]:
 
 
 def parse(data: bytes, name: str, ctx: ir.Context) -> ir.Module:
+    if data.lstrip().startswith(b"HloModule"):
+        raise ModuleError(f"{name}:1:1: error: this is XLA's HLO text, not an MLIR module; give the module as MLIR "
+                          f"(jax: .lower(...).as_text(), not as_text(dialect=\"hlo\"); pxla-mlir emit --stage mhlo)")
     try:
         check_nesting(data)
     except NestingError as e:

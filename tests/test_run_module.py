@@ -223,6 +223,8 @@ def _module(main: str, replicas: int = 1, partitions: int = 1, body: str = "") -
              'attributes {pxla.mesh = "i=2"}', replicas=2, body="    return %a : tensor<1x3xf32>\n"),
      "pxla.tile_dims has 1 entries but the @main's argument 0 has rank 2"),
     ("module {\n  func.func @main() {\n    %0 = mhlo.bogus\n", "<module>:3:10: error: custom op 'mhlo.bogus' is unknown"),
+    ("HloModule jit_f\n\nENTRY main.1 {\n  ROOT p = f32[4] parameter(0)\n}\n",
+     "<module>:1:1: error: this is XLA's HLO text, not an MLIR module"),
 ])
 def test_what_cannot_run_is_one_clear_error(text, message):
     with pytest.raises(ModuleError) as e:
@@ -261,3 +263,57 @@ def test_compare_floats_within_tolerance_ints_exactly_and_nans_in_place():
     assert not row.agrees and row.why == "float32[3] against float64[3]"
     rows = compare([np.zeros(2)], [np.zeros(2), np.ones(1)])
     assert [r.agrees for r in rows] == [True, False] and rows[1].why == "missing from this run"
+
+
+# -- the command line, as a user runs it (another directory, the installed command) ----------------
+
+def _cli(*args, cwd):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # the CLI sets 8 CPU devices itself
+    return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300)
+
+
+def _cli_body(v, h):
+    return lax.psum(v, "i") * 2 - v, (v > 0).sum(dtype=jnp.int32), h * h + lax.pmax(h, "i")
+
+
+def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_path):
+    import ml_dtypes
+
+    x, h = rand(8, 3), rand(8, 2, seed=1).astype(ml_dtypes.bfloat16)
+    (tmp_path / "m.mlir").write_text(pxla_mlir.pmap(_cli_body, "i").lower(x, h).as_text())
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "h.npy", h)  # bfloat16: numpy writes raw bytes ('|V2')
+    ran = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "-o", "out", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "layout: global values, laid out by pxla.tile_dims" in ran.stdout
+    saved = [np.load(tmp_path / "out" / f"{i}.npy") for i in range(3)]
+    saved[2] = saved[2].view(ml_dtypes.bfloat16)
+    assert_exact(saved, jax.pmap(_cli_body, "i")(x, h))
+
+    # Exit 0: the saved results again (bfloat16 read back as bfloat16); 1: one of them changed.
+    same = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "--expect", "out", cwd=tmp_path)
+    assert same.returncode == 0 and "all 3 results agree" in same.stdout, same.stdout + same.stderr
+    np.save(tmp_path / "out" / "1.npy", saved[1] + 1)
+    moved = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "--expect", "out", cwd=tmp_path)
+    assert moved.returncode == 1 and "DIFFER: 8 elements differ (compared exactly)" in moved.stdout, moved.stdout
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--input", "0=x.npy"], "argument 0 of m.mlir is f32[8,3], but 'x.npy' holds f64[8,3]"),
+    (["--compare", "broken.mlir"], "broken.mlir:4:10: error: custom op 'mhlo.bogus' is unknown"),
+    (["--expect", "nowhere"], "cannot read --expect directory 'nowhere': No such file or directory"),
+    (["--seed", "x"], "argument --seed: invalid int value: 'x'"),
+])
+def test_cli_module_mistakes_exit_2_before_anything_runs(tmp_path, argv, message):
+    (tmp_path / "m.mlir").write_text(MAPS["pmap replica"][0].lower(rand(8, 3)).as_text())
+    (tmp_path / "broken.mlir").write_text((REPO / "test/lit/Inputs/run_broken.mlir").read_text())
+    np.save(tmp_path / "x.npy", np.zeros((8, 3)))
+    result = _cli("run", "m.mlir", *argv, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""  # 1 would say that results differ
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"pxla-mlir: error: {message}"), result.stderr

@@ -7,7 +7,8 @@
     pxla-mlir explore TARGET [-o page]    one HTML page: every stage, pass diffs, collectives, shardings
     pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
 
-Mistakes print one line (``pxla-mlir: error: ...``) and exit 1.
+Mistakes print one line (``pxla-mlir: error: ...``) and exit 1 (2 for ``run
+FILE.mlir``, whose 1 means that compared results differ).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def _cpu_devices(n: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    args = None
     try:
         args = parser.parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # run --processes starts copies of this command
@@ -92,7 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         reproducer = getattr(e, "reproducer", None)
         if reproducer:
             print(f"{PROG}: reproduce with: pxla-opt {reproducer} --pass-pipeline='{e.pipeline}'", file=sys.stderr)
-        return 1
+        return _error_exit(args, sys.argv[1:] if argv is None else argv)
+
+
+def _error_exit(args, argv: list[str]) -> int:
+    """1, or 2 for a module run (its 1 means that results differ), also when
+    its flags did not parse."""
+    from .cmd_run_module import ERROR_EXIT, is_module_run
+
+    return getattr(args, "error_exit", None) or (ERROR_EXIT if args is None and is_module_run(argv) else 1)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ def add_parsers(sub) -> None:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--calls", type=positive_int, default=None,
                    help="steady-state calls to time (default 20; a .mlir module is timed only when given)")
-    m = r.add_argument_group("a module from a .mlir file")
+    m = r.add_argument_group("a module from a .mlir file", "exit 0: ran (and the results agree), 1: compared results "
+                                                            "differ, 2: a mistake")
     m.add_argument("-o", dest="output_dir", metavar="DIR", help="write each result to DIR/<index>.npy")
     m.add_argument("--pipeline", help="run this pipeline on the module first (default: what it needs)")
     m.add_argument("--compare", metavar="OTHER.mlir", help="run OTHER.mlir on the same inputs and compare results")

@@ -10,7 +10,8 @@ The module is read by :func:`pxla_mlir.modules.load` (final MHLO, the pxla
 form, jax's StableHLO), takes its global inputs and gives its global
 outputs. A comparison prints one row per result and exits 1 when any
 differs; mistakes (a file that does not parse, inputs of another shape or
-dtype, too few devices, a module XLA rejects) are one-line errors.
+dtype, too few devices, a module XLA rejects) are one-line errors, exit 2,
+found before anything runs.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from ..stats import TIMINGS
 from .comparing import ATOL, RTOL, compare, table
 from .errors import CliError
 from .map_args import MAP_FLAGS
-from .running import module_inputs, print_outputs, time_calls, timing_line
+from .running import load_npy, module_inputs, print_outputs, time_calls, timing_line
 
 __all__ = ["is_module_target", "check_flags", "reject_module_flags", "load_target", "run"]
+
+#: The exit status of a module run's mistakes (1: a comparison found results that differ).
+ERROR_EXIT = 2
 
 #: The run flags that only a module takes (argparse fields).
 MODULE_FLAGS = ("output_dir", "pipeline", "compare", "compare_pipeline", "expect", "rtol", "atol")
@@ -42,8 +46,16 @@ def is_module_target(target: str) -> bool:
     return target == "-" or target.endswith(".mlir")
 
 
+def is_module_run(argv: list[str]) -> bool:
+    """Whether a command line that did not parse asked to run a module."""
+    words = [str(w) for w in argv]
+    return "run" in words and any(is_module_target(w) for w in words[words.index("run") + 1:])
+
+
 def check_flags(args) -> None:
-    """A module's run takes no mapping flags, and one comparison at a time."""
+    """A module's run takes no mapping flags, and one comparison at a time.
+    Its mistakes exit 2, as 1 means that results differ."""
+    args.error_exit = ERROR_EXIT
     mapping = [f for f in MAP_FLAGS if getattr(args, f, None) is not None]
     if mapping:
         raise CliError(f"{_flag(mapping[0])} says how to map a Python function; a .mlir module needs no mapping "
@@ -53,6 +65,8 @@ def check_flags(args) -> None:
         raise CliError(f"{_flag(comparisons[0])} and {_flag(comparisons[1])}: compare with one thing at a time")
     if args.target == "-" and args.compare_pipeline is not None:
         raise CliError("--compare-pipeline reads the module twice: give a FILE.mlir, not stdin")
+    if args.target == "-" and args.compare == "-":
+        raise CliError("the module and --compare cannot both come from stdin: give one of them as a FILE.mlir")
     if not comparisons and (args.rtol is not None or args.atol is not None):
         raise CliError("--rtol/--atol need --compare, --compare-pipeline or --expect")
     if args.processes != 1:
@@ -85,8 +99,8 @@ def _ran_line(lowered) -> str:
     replicas, partitions = device_counts(lowered.mhlo().operation)
     devices = lowered.devices
     how = f"{partitions} partitions" if partitions > 1 else f"{replicas} replica{'s' if replicas > 1 else ''}"
-    return f"ran {lowered.source} on {len(devices)} {devices[0].platform.upper()} devices ({how}); pipeline " \
-           f"{lowered.pipeline}"
+    where = f"{len(devices)} {devices[0].platform.upper()} device{'s' if len(devices) > 1 else ''}"
+    return f"ran {lowered.source} on {where} ({how}); pipeline {lowered.pipeline}"
 
 
 def _results(lowered, values) -> list[np.ndarray]:
@@ -109,11 +123,19 @@ def _running(lowered):
 
 def run(args) -> int:
     TIMINGS.clear()
+    # Everything that can be wrong is found before anything runs: both
+    # modules, the inputs, the saved results, the output directory.
     lowered = load_target(args.target, args.pipeline)
     values = module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
+    lowered.compile()  # kept by the Lowered
+    steps = {name: TIMINGS[name] for name in ("passes", "compile")}  # this module's, not the other's
+    other, expected, what = _other(args, lowered)
+    if args.output_dir is not None:
+        _make_dir(args.output_dir)
     if args.calls is not None:
         with _running(lowered):
-            outs, timings = time_calls(lowered, values, args.calls, steps=("passes", "compile"))
+            outs, timings = time_calls(lowered, values, args.calls, steps=())
+            timings = {**steps, **timings}
             results = [np.asarray(r) for r in outs]
     else:
         results, timings = _results(lowered, values), {}
@@ -123,7 +145,9 @@ def run(args) -> int:
         print(timing_line(name, seconds, args.calls))
     if args.output_dir is not None:
         _write(args.output_dir, results)
-    expected, what = _expected(args, lowered, values)
+    if other is not None:
+        print(_ran_line(other))
+        expected = _results(other, values)
     if expected is None:
         print_outputs(results)
         return 0
@@ -137,32 +161,35 @@ def run(args) -> int:
     return 1 if differ else 0
 
 
-def _expected(args, lowered, values) -> tuple[list | None, str]:
-    """The results to compare with, and what they are (None: no comparison)."""
+def _other(args, lowered) -> tuple:
+    """What the results are compared with: (another module to run, or None;
+    saved results, or None; what they are, for the table's title)."""
     if args.expect is not None:
-        return _saved(args.expect, len(lowered.out_avals)), args.expect
+        return None, _saved(args.expect, lowered.out_avals), args.expect
     if args.compare is None and args.compare_pipeline is None:
-        return None, ""
+        return None, None, ""
     if args.compare is not None:
         other = load_target(args.compare)
     else:
         other = load_target(args.target, args.compare_pipeline)
-    mine = [(av.shape, av.dtype) for av in lowered.in_avals]
-    theirs = [(av.shape, av.dtype) for av in other.in_avals]
-    if mine != theirs:
-        i = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
-        got = other.in_avals[i].str_short() if i < len(theirs) else "nothing"
-        want = lowered.in_avals[i].str_short() if i < len(mine) else "nothing"
-        raise CliError(f"{other.source} after {other.pipeline} takes {got} as argument {i} where {lowered.source} "
-                       f"takes {want}: the two cannot run on the same inputs")
-    print(_ran_line(other))
-    return _results(other, values), (args.compare or f"{other.source} after {other.pipeline}")
+    mine, theirs = lowered.in_avals, other.in_avals
+    described = other.source if args.compare is not None else f"{other.source} after {other.pipeline}"
+    if len(mine) != len(theirs):
+        raise CliError(f"{described} takes {len(theirs)} arguments where {lowered.source} takes {len(mine)}: the two "
+                       f"cannot run on the same inputs")
+    for i, (a, b) in enumerate(zip(mine, theirs)):
+        if (a.shape, a.dtype) != (b.shape, b.dtype):
+            raise CliError(f"{described} takes {b.str_short()} as argument {i} where {lowered.source} takes "
+                           f"{a.str_short()}: the two cannot run on the same inputs")
+    other.compile()  # XLA's verdict on both modules before either runs
+    return other, None, described
 
 
 _SAVED = re.compile(r"(\d+)\.npy")
 
 
-def _saved(directory: str, count: int) -> list[np.ndarray]:
+def _saved(directory: str, avals) -> list[np.ndarray]:
+    count = len(avals)
     try:
         names = os.listdir(directory)
     except OSError as e:
@@ -173,18 +200,21 @@ def _saved(directory: str, count: int) -> list[np.ndarray]:
     if missing:
         raise CliError(f"--expect {directory!r} has no {missing[0]}.npy; it needs 0.npy ... {count - 1}.npy, one per "
                        f"result (pxla-mlir run -o {directory} writes them)")
-    saved = []
-    for i in range(total):
-        try:
-            saved.append(np.load(os.path.join(directory, f"{i}.npy"), allow_pickle=False))
-        except (OSError, ValueError) as e:
-            raise CliError(f"cannot load {os.path.join(directory, f'{i}.npy')!r}: {e}") from None
-    return saved
+    return [load_npy(os.path.join(directory, f"{i}.npy"), avals[i].dtype if i < count else None)
+            for i in range(total)]
+
+
+def _make_dir(directory: str) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise CliError(f"cannot make the -o directory {directory!r}: {e.strerror}") from None
+    if not os.access(directory, os.W_OK):
+        raise CliError(f"cannot write results to {directory!r}: permission denied")
 
 
 def _write(directory: str, results) -> None:
     try:
-        os.makedirs(directory, exist_ok=True)
         for i, r in enumerate(results):
             np.save(os.path.join(directory, f"{i}.npy"), r)
     except OSError as e:

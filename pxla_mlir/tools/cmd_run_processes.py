@@ -52,6 +52,8 @@ def _devices_per_process(count: int) -> int:
 
 def _launch(args) -> int:
     per = _devices_per_process(args.processes)
+    if is_module_target(args.target):
+        _check_module(args)
     finished = launch([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
                       timeout_s=args.timeout, cpu_devices=per)
     results = [_result(f.output) for f in finished]
@@ -72,6 +74,14 @@ def _launch(args) -> int:
         print(f"  {name:<22}{cells}{note}")
     sys.stdout.write(first["outputs"])
     return 0
+
+
+def _check_module(args) -> None:
+    """The module and its inputs checked here, on as many local devices as the
+    processes have together: a mistake is one line, not one per process."""
+    lowered = load_target(args.target, args.pipeline)
+    module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
+    lowered.compile()
 
 
 def _cell(name: str, seconds: float) -> str:

@@ -12,14 +12,15 @@ import numpy as np
 from .errors import CliError
 from .targets import ArgSpec, arg_specs
 
-__all__ = ["inputs", "module_inputs", "measure", "time_calls", "timing_line", "print_outputs"]
+__all__ = ["inputs", "module_inputs", "load_npy", "measure", "time_calls", "timing_line", "print_outputs"]
 
 
 def inputs(prepared, given: list[str], seed: int) -> list:
     rng = np.random.default_rng(seed)
     values = [spec.random(rng) for spec in prepared.args]
-    for index, path, loaded in _given(given, len(values)):
+    for index, path in _given(given, len(values)):
         spec = prepared.args[index]
+        loaded = load_npy(path, spec.dtype)
         if loaded.shape != spec.shape:
             raise CliError(f"{path!r} has shape {loaded.shape}, argument {index} is {spec}")
         values[index] = loaded.astype(spec.dtype)
@@ -41,7 +42,8 @@ def module_inputs(avals, given: list[str], arg_texts: list[str], seed: int, wher
                 raise CliError(f"--arg {d} for argument {i}, but @main of {where} takes {s}")
     rng = np.random.default_rng(seed)
     values = [spec.random(rng) for spec in specs]
-    for index, path, loaded in _given(given, len(values)):
+    for index, path in _given(given, len(values)):
+        loaded = load_npy(path, specs[index].dtype)
         got = ArgSpec(loaded.dtype.name, loaded.shape)
         if got != specs[index]:
             raise CliError(f"argument {index} of {where} is {specs[index]}, but {path!r} holds {got}")
@@ -50,16 +52,36 @@ def module_inputs(avals, given: list[str], arg_texts: list[str], seed: int, wher
 
 
 def _given(given: list[str], count: int):
-    """(index, path, array) of each ``--input N=FILE.npy``."""
+    """(index, path) of each ``--input N=FILE.npy``."""
     for item in given:
         index, eq, path = item.partition("=")
         if not eq or not index.isdigit() or not int(index) < count:
             raise CliError(f"--input must be N=FILE.npy with 0 <= N < {count}, got {item!r}")
-        try:
-            loaded = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise CliError(f"cannot load {path!r}: {e}") from None
-        yield int(index), path, loaded
+        yield int(index), path
+
+
+def load_npy(path: str, dtype=None) -> np.ndarray:
+    """A .npy file's array. The format cannot name jax's extra dtypes
+    (bfloat16, float8_*: numpy.save writes them as raw bytes, ``|V2``), so raw
+    bytes of ``dtype``'s size are read as ``dtype``."""
+    import jax.numpy as jnp
+
+    try:
+        with open(path, "rb") as f:
+            if f.read(6) != b"\x93NUMPY":
+                raise CliError(f"{path!r} is not a .npy file (write one with numpy.save)")
+            f.seek(0)
+            loaded = np.load(f, allow_pickle=False)
+    except OSError as e:
+        raise CliError(f"cannot load {path!r}: {e.strerror}") from None
+    except ValueError as e:
+        raise CliError(f"cannot load {path!r}: {e}") from None
+    if dtype is not None:
+        want = jnp.dtype(dtype)
+        if loaded.dtype.kind == "V" and loaded.dtype.fields is None and want.kind == "V" and \
+                loaded.dtype.itemsize == want.itemsize:
+            loaded = loaded.view(want)
+    return loaded
 
 
 def measure(fn, lower_args, call_args, calls: int, prepare_args=None):
