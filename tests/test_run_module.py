@@ -223,6 +223,9 @@ def _module(main: str, replicas: int = 1, partitions: int = 1, body: str = "") -
              'attributes {pxla.mesh = "i=2"}', replicas=2, body="    return %a : tensor<1x3xf32>\n"),
      "pxla.tile_dims has 1 entries but the @main's argument 0 has rank 2"),
     ("module {\n  func.func @main() {\n    %0 = mhlo.bogus\n", "<module>:3:10: error: custom op 'mhlo.bogus' is unknown"),
+    (_module("func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32>",
+             body="    %0 = arith.addf %a, %a : tensor<3xf32>\n    return %0 : tensor<3xf32>\n"),
+     "'arith.addf' is not builtin/func/mhlo; only builtin, func and mhlo ops"),
     ("HloModule jit_f\n\nENTRY main.1 {\n  ROOT p = f32[4] parameter(0)\n}\n",
      "<module>:1:1: error: this is XLA's HLO text, not an MLIR module"),
 ])
