@@ -8,9 +8,12 @@ ShardingSpec). This pass replaces them with what XLA reads:
 * ``mhlo.sharding`` with the HLO sharding string (partition mode);
 * ``mhlo.is_same_data_across_replicas`` on arguments that every device holds
   whole (in replica mode this is the only annotation an argument can have);
-* ``pxla.tile_dims`` marks a per-device signature (pmap's replica mode):
-  fully replicated arguments get ``mhlo.is_same_data_across_replicas``, the
-  attribute is dropped;
+* ``pxla.tile_dims`` marks a per-device signature (pmap's and xmap's
+  replica mode): fully replicated arguments get
+  ``mhlo.is_same_data_across_replicas``, and the attribute stays: it is the
+  final module's record of how each global value is laid out over the
+  replicas (XLA ignores it; ``pxla_mlir.load`` and ``pxla-mlir run FILE.mlir``
+  read it to take global inputs and give global outputs);
 * for ``"?"`` (unspecified) dimensions: no boundary sharding, and instead a
   ``@Sharding`` custom call with ``backend_config = "unspecified_dims=[...]"``
   right after entry (arguments) or before the return (results), so XLA's
@@ -28,6 +31,16 @@ After::
                              %b: tensor<3xf32> {mhlo.is_same_data_across_replicas = true, mhlo.sharding = "{replicated}"})
           -> (tensor<8x4xf32> {mhlo.sharding = "{devices=[8,1]<=[8]}"})
 
+Replica mode, before::
+
+    module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32, pxla.mesh = "i=8"} {
+      func.func public @main(%x: tensor<1x3xf32> {pxla.tile_dims = [["i"], []]}, %w: tensor<3xf32> {pxla.tile_dims = [[]]})
+
+After (the device's row of an (8, 3) value, and a value every replica holds whole)::
+
+      func.func public @main(%x: tensor<1x3xf32> {pxla.tile_dims = [["i"], []]},
+                             %w: tensor<3xf32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = [[]]})
+
 Example::
 
     pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-annotate-shardings)'
@@ -42,6 +55,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.ir import pxla_attrs
 from pxla_mlir.ir.boundaries import BoundaryValue, rewrite_boundaries
+from pxla_mlir.ir.pxla_attrs import TILE_DIMS
 from pxla_mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.sharding import HloSharding, hlo_sharding
 
@@ -60,11 +74,13 @@ class AnnotateShardingsPass(ModulePass):
         if value.is_tile and partitions > 1:
             raise PassError(fn, f"{what} is a per-device tile (pxla.tile_dims) in a partition-mode module; "
                                 f"run pxla-wrap-manual-main first to give @main global types")
+        record = entries.get(TILE_DIMS)
         declared = value.read()
         if declared.tile:  # a per-device signature, as pmap imports it: replica mode runs it as is
             self._check_devices(fn, what, declared.mesh.size, replicas, partitions)
             if value.is_arg and not declared.dims.mapping and not declared.dims.unspecified:
                 entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)
+            entries[TILE_DIMS] = record  # the global layout, kept for whoever runs the final module
             return
         unspecified_config = None
         if declared.dims is not None:

@@ -16,6 +16,7 @@ _LAZY = {
     "pmap": ("pxla_mlir.pmaps", "pmap"),
     "xmap": ("pxla_mlir.xmaps", "xmap"),
     "jit": ("pxla_mlir.jit", "jit"),
+    "load": ("pxla_mlir.modules", "load"),
     "PmapInsideJitWarning": ("pxla_mlir.pmaps", "PmapInsideJitWarning"),
     "XmapInsideJitWarning": ("pxla_mlir.xmaps", "XmapInsideJitWarning"),
     "serial_loop": ("pxla_mlir.xmaps", "serial_loop"),

@@ -54,7 +54,8 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
            "call_site", "refined_module", "persistent_cache_used", "typed_aval", "special_checks_active",
            "debug_nans_active", "find_special_values", "InternalFloatingPointError",
-           "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized"]
+           "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
+           "gspmd_sharding"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -374,6 +375,13 @@ def is_differentiated(x) -> bool:
 
 
 float0 = dtypes.float0
+
+
+def gspmd_sharding(devices: Sequence, op_sharding) -> "sharding_impls.GSPMDSharding":
+    """jax's sharding of an executable's parameter or result as XLA reports
+    it (an ``OpSharding`` over the executable's devices, in their order), as
+    jax's own ``Compiled`` builds it."""
+    return sharding_impls.GSPMDSharding(tuple(devices), op_sharding)
 
 
 def physical(aval, sharding):

@@ -283,8 +283,9 @@ class Lowered(_ArgumentTrees):
         with timed("compile"):
             xla = compile_module(self._module, self.devices, compiler_options=compiler_options,
                                  host_callbacks=self.host_callbacks)
-        exe = ShardedExecutable(xla, self.devices, in_shardings=self.in_shardings,
-                                out_shardings=self.out_shardings, in_avals=self.in_avals,
+        in_shardings, out_shardings = self._executable_shardings(xla)
+        exe = ShardedExecutable(xla, self.devices, in_shardings=in_shardings,
+                                out_shardings=out_shardings, in_avals=self.in_avals,
                                 out_avals=self.out_avals, keepalive=(self._keepalive, self.host_callbacks),
                                 donated=self.donated, host_callbacks=bool(self.host_callbacks))
         # Multi-process: every process must launch the same program (distributed/program_check.py).
@@ -292,6 +293,11 @@ class Lowered(_ArgumentTrees):
         if compiler_options is None:
             self._compiled = compiled
         return compiled
+
+    def _executable_shardings(self, xla) -> tuple[Sequence, Sequence]:
+        """How the executable's inputs and outputs are laid out: the layout's
+        (a module read from text asks XLA, see :mod:`pxla_mlir.modules`)."""
+        return self.in_shardings, self.out_shardings
 
 
 _DIALECTS = ("mhlo", "stablehlo", "hlo")

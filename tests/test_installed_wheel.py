@@ -139,3 +139,8 @@ def test_installed_cli_emits_and_opt_runs(installed, tmp_path):
     assert "func.func public @main" in proc.stdout
     proc = _run([str(installed / "pxla-mlir"), "passes"], cwd=tmp_path, env=_user_env())
     assert "pxla-expand-shard" in proc.stdout
+    # A module from a file runs, here a per-device one (pxla-add-device-axis from the installed passes).
+    shutil.copy(REPO / "examples" / "per_device_psum.mlir", tmp_path / "per_device.mlir")
+    proc = _run([str(installed / "pxla-mlir"), "run", "per_device.mlir", "-o", "out"], cwd=tmp_path, env=_user_env())
+    assert "stacked on a leading device axis" in proc.stdout, proc.stdout
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["0.npy", "1.npy"]

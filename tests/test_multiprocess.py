@@ -172,11 +172,50 @@ def test_cli_run_processes_matches_one_process(target):
     assert _outputs(multi.stdout) == _outputs(single.stdout)
 
 
+def test_cli_run_processes_runs_a_module(tmp_path):
+    """A partition-mode module across 2 processes (XLA's layout of its global
+    inputs, each process placing its pieces) prints what jax's nested vmap
+    with the same collectives gives on the same inputs (--seed 0)."""
+    import contextlib
+    import io
+
+    import jax
+    import numpy as np
+
+    from pxla_mlir.tools.running import print_outputs
+
+    module = tmp_path / "nested_partition.mlir"
+    emitted = _cli("emit", "examples/nested_reduction.py:two_level_sum", "--mode", "partition", "-o", str(module))
+    assert emitted.returncode == 0, emitted.stderr[-3000:]
+    multi = _cli("run", str(module), "--calls", "2", "--processes", "2")
+    assert multi.returncode == 0, multi.stderr[-3000:]
+    assert "in 2 processes (4 each)" in multi.stdout
+    def per_device(v):  # examples/nested_reduction.py in plain jax
+        local = jax.lax.psum(v, "device")
+        return local, jax.lax.psum(local, "host")
+
+    x = np.random.default_rng(0).normal(size=(2, 4, 128)).astype(np.float32)  # the run's input, --seed 0
+    want = jax.vmap(jax.vmap(per_device, axis_name="device", out_axes=(1, 0)), axis_name="host")(x)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_outputs(want)
+    assert _outputs(multi.stdout) == printed.getvalue()
+
+
 def test_cli_run_processes_mistakes():
     result = _cli("--cpu-devices", "6", "run", "examples/nested_reduction.py:two_level_sum", "--processes", "4",
                   XLA_FLAGS="")
     assert result.returncode == 2
     assert "6 CPU devices cannot be split evenly between 4 processes" in result.stderr
+
+
+def test_cli_run_processes_checks_a_module_before_starting_them():
+    """A module XLA rejects is one line (exit 2), not one error per process."""
+    result = _cli("run", "test/lit/Inputs/run_unknown_custom_call.mlir", "--processes", "2")
+    assert result.returncode == 2 and "--- process" not in result.stderr
+    assert result.stderr.splitlines() == ["pxla-mlir: error: test/lit/Inputs/run_unknown_custom_call.mlir: XLA rejected "
+                                          "the module: NOT_FOUND: No registered implementation for untyped custom call "
+                                          "to no_such_target for Host"]
 
 
 # -- the launcher itself ------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 module @pmap_two_level_sum attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32, pxla.mesh = "host=2,_pxla_rep=4"} {
-  func.func public @main(%arg0: tensor<1x4x128xf32>) -> (tensor<1x128x4xf32>, tensor<1x4x128xf32>) {
+  func.func public @main(%arg0: tensor<1x4x128xf32> {pxla.tile_dims = [["host"], [], []]}) -> (tensor<1x128x4xf32> {pxla.tile_dims = [["host"], [], []]}, tensor<1x4x128xf32> {pxla.tile_dims = [["host"], [], []]}) {
     %0 = mhlo.constant dense<0> : tensor<i32>
     %1 = mhlo.constant dense<4> : tensor<ui32>
     %2 = mhlo.reshape %arg0 : (tensor<1x4x128xf32>) -> tensor<4x128xf32>

@@ -1,5 +1,5 @@
 module @pmap_train_step attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32, pxla.mesh = "batch=8"} {
-  func.func public @main(%arg0: tensor<16x32xf32> {mhlo.is_same_data_across_replicas = true}, %arg1: tensor<32xf32> {mhlo.is_same_data_across_replicas = true}, %arg2: tensor<32x4xf32> {mhlo.is_same_data_across_replicas = true}, %arg3: tensor<1x16x16xf32>, %arg4: tensor<1x16x4xf32>) -> (tensor<16x32xf32>, tensor<32xf32>, tensor<32x4xf32>, tensor<f32>) {
+  func.func public @main(%arg0: tensor<16x32xf32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = [[], []]}, %arg1: tensor<32xf32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = [[]]}, %arg2: tensor<32x4xf32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = [[], []]}, %arg3: tensor<1x16x16xf32> {pxla.tile_dims = [["batch"], [], []]}, %arg4: tensor<1x16x4xf32> {pxla.tile_dims = [["batch"], [], []]}) -> (tensor<16x32xf32> {pxla.tile_dims = [[], []]}, tensor<32xf32> {pxla.tile_dims = [[]]}, tensor<32x4xf32> {pxla.tile_dims = [[], []]}, tensor<f32> {pxla.tile_dims = []}) {
     %0 = mhlo.constant dense<1.000000e-01> : tensor<32x4xf32>
     %1 = mhlo.constant dense<1.000000e-01> : tensor<32xf32>
     %2 = mhlo.constant dense<1.000000e-01> : tensor<16x32xf32>

@@ -1,5 +1,5 @@
 module @xmap_normalise attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32, pxla.mesh = "x=2,y=4"} {
-  func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  func.func public @main(%arg0: tensor<4x4xf32> {pxla.tile_dims = [["x"], ["y"]]}) -> (tensor<4x4xf32> {pxla.tile_dims = [["x"], ["y"]]}) {
     %0 = mhlo.constant dense<9.99999997E-7> : tensor<4xf32>
     %1 = mhlo.constant dense<8.000000e+00> : tensor<4xf32>
     %2 = mhlo.constant dense<0.000000e+00> : tensor<f32>

@@ -59,7 +59,7 @@ class ProgramCheck:
     def __init__(self, lowered):
         text = lowered.as_text()
         self.record = {
-            "name": str(lowered.mhlo().operation.attributes["sym_name"]).strip('"'),
+            "name": _name(lowered.mhlo().operation),
             "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "devices": [d.id for d in lowered.devices],
             "inputs": [av.str_short() for av in lowered.in_avals],
@@ -150,3 +150,8 @@ def describe_difference(mine: dict, theirs: dict, me: int, other: int) -> str:
         else:
             parts.append(f"the MHLO differs (sha256 {mine['sha256'][:12]} here, {theirs['sha256'][:12]} there)")
     return "; ".join(parts)
+
+
+def _name(module) -> str:
+    """The module's symbol name (a module read from text may have none)."""
+    return str(module.attributes["sym_name"]).strip('"') if "sym_name" in module.attributes else "module"

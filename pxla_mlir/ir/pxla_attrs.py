@@ -23,7 +23,9 @@ On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
   the replica/manual xmap import @main as one device's program): the value is
   this device's tile of a global value split as written (an automatic axis,
   one not in the module's ``pxla.manual_axes``, splits the global value but
-  not the tile);
+  not the tile). Replica-mode modules keep it to the end (XLA ignores it):
+  the final module's record of its global inputs and outputs, read by
+  :mod:`pxla_mlir.modules`;
 * ``pxla.sharding_spec = "ShardingSpec(...)"``: a serialized ShardingSpec.
 
 On placeholder custom calls (``mhlo.custom_call @<target>``):

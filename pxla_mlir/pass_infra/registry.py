@@ -12,6 +12,7 @@ import functools
 import importlib
 
 PASSES: dict[str, str] = {
+    "pxla-add-device-axis": "pxla_mlir.passes.add_device_axis:AddDeviceAxisPass",
     "pxla-add-sdy-mesh": "pxla_mlir.passes.add_sdy_mesh:AddSdyMeshPass",
     "pxla-annotate-sdy-shardings": "pxla_mlir.passes.annotate_sdy_shardings:AnnotateSdyShardingsPass",
     "pxla-annotate-shardings": "pxla_mlir.passes.annotate_shardings:AnnotateShardingsPass",

@@ -3,7 +3,7 @@
     pxla-mlir passes [NAME...]            list passes/pipelines, or show one's documentation
     pxla-mlir emit TARGET [...]           print the MHLO (or another stage) of a pmap/xmap
     pxla-mlir diff A B [--ignore ATTR]    MLIR-aware diff of two modules or emit specs
-    pxla-mlir run TARGET [...]            compile, run, time
+    pxla-mlir run TARGET [...]            compile, run, time (TARGET may be FILE.mlir: run a module, compare results)
     pxla-mlir explore TARGET [-o page]    one HTML page: every stage, pass diffs, collectives, shardings
     pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
     pxla-mlir gen-checks [FILE|-]         FileCheck lines that check a printed module
@@ -95,6 +95,7 @@ def _cpu_devices(n: int | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    args = None
     try:
         args = parser.parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # run --processes starts copies of this command

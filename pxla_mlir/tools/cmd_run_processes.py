@@ -3,7 +3,8 @@
 The command starts N copies of itself (:mod:`pxla_mlir.distributed.launch`:
 127.0.0.1 and a free port, the run's CPU devices split evenly, a hard
 deadline). Every process draws the same inputs (same seed), lowers the
-target for the whole (global) inputs, places them as global jax.Arrays
+target for the whole (global) inputs (or loads the .mlir module, whose
+inputs are global already), places them as global jax.Arrays
 laid out as the compiled program wants them (each process only its own
 pieces), and times its calls; process 0 gathers the outputs. The launching
 command prints every process's timings side by side, then the outputs.
@@ -25,10 +26,12 @@ import numpy as np
 
 from ..distributed.launch import ENV_PROCESS_ID, launch
 from ..distributed.mpirun import ENV_LAUNCHER, MpirunError, launch_mpirun
+from ..stats import TIMINGS
+from .cmd_run_module import is_module_target, load_target
 from .emit import prepare
 from .errors import CliError
 from .map_args import map_options
-from .running import inputs, measure, print_outputs, timing_line
+from .running import inputs, measure, module_inputs, print_outputs, time_calls, timing_line
 
 _RESULT = "PXLA_MP_RESULT "
 _NOISE = re.compile(r"\[Gloo\]|sharding_propagation\.cc")
@@ -62,6 +65,8 @@ def _devices_per_process(count: int) -> int:
 
 def _launch(args) -> int:
     per = _devices_per_process(args.processes)
+    if is_module_target(args.target):
+        _check_module(args)
     start = launch_mpirun if getattr(args, "launcher", "local") == "mpirun" else launch
     try:
         finished = start([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
@@ -89,6 +94,14 @@ def _launch(args) -> int:
     return 0
 
 
+def _check_module(args) -> None:
+    """The module and its inputs checked here, on as many local devices as the
+    processes have together: a mistake is one line, not one per process."""
+    lowered = load_target(args.target, args.pipeline)
+    module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
+    lowered.compile()
+
+
 def _cell(name: str, seconds: float) -> str:
     return f"{seconds * 1e3:10.3f} ms" if name == "steady-state call" else f"{seconds * 1e3:10.2f} ms"
 
@@ -107,15 +120,23 @@ def _worker(args) -> int:
     import jax
     from jax.experimental import multihost_utils
 
-    prepared = prepare(args.target, map_options(args))
-    values = inputs(prepared, args.input, args.seed)
-    everywhere = jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(jax.devices()), ("all",)),
-                                            jax.sharding.PartitionSpec())
-    structs = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=everywhere) for v in values]  # global values
-    with prepared.context():
-        lowered, outs, timings = measure(prepared.fn, structs, None, args.calls,
-                                         prepare_args=lambda lo: _global_inputs(lo, values))
+    if is_module_target(args.target):  # the module's global inputs, laid out as its executable wants them
+        TIMINGS.clear()
+        lowered = load_target(args.target, args.pipeline)
+        values = module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
+        outs, timings = time_calls(lowered, None, args.calls, steps=("passes", "compile"),
+                                   prepare_args=lambda compiled: _global_inputs(compiled, values))
         gathered = multihost_utils.process_allgather(outs, tiled=True)
+    else:
+        prepared = prepare(args.target, map_options(args))
+        values = inputs(prepared, args.input, args.seed)
+        everywhere = jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(jax.devices()), ("all",)),
+                                                jax.sharding.PartitionSpec())
+        structs = [jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=everywhere) for v in values]  # global values
+        with prepared.context():
+            lowered, outs, timings = measure(prepared.fn, structs, None, args.calls,
+                                             prepare_args=lambda compiled: _global_inputs(compiled, values))
+            gathered = multihost_utils.process_allgather(outs, tiled=True)
     printed = io.StringIO()
     if jax.process_index() == 0:
         with contextlib.redirect_stdout(printed):
@@ -129,11 +150,11 @@ def _worker(args) -> int:
     return 0
 
 
-def _global_inputs(lowered, values) -> list:
-    """The whole host values as global jax.Arrays laid out as ``lowered``'s inputs."""
+def _global_inputs(compiled, values) -> list:
+    """The whole host values as global jax.Arrays laid out as ``compiled``'s inputs."""
     import jax
 
-    shardings = lowered.in_shardings[len(lowered.consts):]
+    shardings = compiled.executable.in_shardings[len(compiled.consts):]
     arrays = [jax.make_array_from_callback(np.shape(v), s, lambda index, v=v: v[index])
-              for v, s in zip(lowered.signature.flatten(values), shardings)]
-    return list(jax.tree_util.tree_unflatten(lowered.signature.in_tree, arrays))
+              for v, s in zip(compiled.signature.flatten(values), shardings)]
+    return list(jax.tree_util.tree_unflatten(compiled.signature.in_tree, arrays))

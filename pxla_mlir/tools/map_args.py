@@ -19,8 +19,8 @@ def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def add_map_arguments(p) -> None:
-    p.add_argument("target", help="module:function or path/to/file.py:function")
+def add_map_arguments(p, target_help: str = "module:function or path/to/file.py:function") -> None:
+    p.add_argument("target", help=target_help)
     names = list(registry.KINDS)
     g = p.add_argument_group(f"how to map a plain function (a pxla_mlir.{'/'.join(names)} object takes only its "
                              f"pipeline options, and its kind's object flags)")

@@ -10,43 +10,105 @@ import time
 import numpy as np
 
 from .errors import CliError
+from .targets import ArgSpec, arg_specs
 
-__all__ = ["inputs", "measure", "timing_line", "print_outputs"]
+__all__ = ["inputs", "module_inputs", "load_npy", "measure", "time_calls", "timing_line", "print_outputs"]
 
 
 def inputs(prepared, given: list[str], seed: int) -> list:
     rng = np.random.default_rng(seed)
     values = [spec.random(rng) for spec in prepared.args]
-    for item in given:
-        index, eq, path = item.partition("=")
-        if not eq or not index.isdigit() or not int(index) < len(values):
-            raise CliError(f"--input must be N=FILE.npy with 0 <= N < {len(values)}, got {item!r}")
-        try:
-            loaded = np.load(path)
-        except (OSError, ValueError) as e:
-            raise CliError(f"cannot load {path!r}: {e}") from None
-        spec = prepared.args[int(index)]
+    for index, path in _given(given, len(values)):
+        spec = prepared.args[index]
+        loaded = load_npy(path, spec.dtype)
         if loaded.shape != spec.shape:
             raise CliError(f"{path!r} has shape {loaded.shape}, argument {index} is {spec}")
-        values[int(index)] = loaded.astype(spec.dtype)
+        values[index] = loaded.astype(spec.dtype)
     return values
+
+
+def module_inputs(avals, given: list[str], arg_texts: list[str], seed: int, where: str) -> list:
+    """Inputs of a module's @main (``avals``: its global arguments): random
+    (``seed``), or from .npy files of exactly the argument's shape and dtype;
+    ``--arg`` shapes, if given, must be the module's."""
+    specs = [ArgSpec(np.dtype(av.dtype).name, tuple(av.shape)) for av in avals]
+    if arg_texts:
+        declared = arg_specs(arg_texts)
+        if len(declared) != len(specs):
+            raise CliError(f"{len(declared)} --arg given, but @main of {where} takes {len(specs)} arguments"
+                           + (f": {', '.join(map(str, specs))}" if specs else ""))
+        for i, (d, s) in enumerate(zip(declared, specs)):
+            if d != s:
+                raise CliError(f"--arg {d} for argument {i}, but @main of {where} takes {s}")
+    rng = np.random.default_rng(seed)
+    values = [spec.random(rng) for spec in specs]
+    for index, path in _given(given, len(values)):
+        loaded = load_npy(path, specs[index].dtype)
+        got = ArgSpec(loaded.dtype.name, loaded.shape)
+        if got != specs[index]:
+            raise CliError(f"argument {index} of {where} is {specs[index]}, but {path!r} holds {got}")
+        values[index] = loaded
+    return values
+
+
+def _given(given: list[str], count: int):
+    """(index, path) of each ``--input N=FILE.npy``."""
+    for item in given:
+        index, eq, path = item.partition("=")
+        if not eq or not index.isdigit() or not int(index) < count:
+            raise CliError(f"--input must be N=FILE.npy with 0 <= N < {count}, got {item!r}")
+        yield int(index), path
+
+
+def load_npy(path: str, dtype=None) -> np.ndarray:
+    """A .npy file's array. The format cannot name jax's extra dtypes
+    (bfloat16, float8_*: numpy.save writes them as raw bytes, ``|V2``), so raw
+    bytes of ``dtype``'s size are read as ``dtype``."""
+    import jax.numpy as jnp
+
+    try:
+        with open(path, "rb") as f:
+            if f.read(6) != b"\x93NUMPY":
+                raise CliError(f"{path!r} is not a .npy file (write one with numpy.save)")
+            f.seek(0)
+            loaded = np.load(f, allow_pickle=False)
+    except OSError as e:
+        raise CliError(f"cannot load {path!r}: {e.strerror}") from None
+    except ValueError as e:
+        raise CliError(f"cannot load {path!r}: {e}") from None
+    if dtype is not None:
+        want = jnp.dtype(dtype)
+        if loaded.dtype.kind == "V" and loaded.dtype.fields is None and want.kind == "V" and \
+                loaded.dtype.itemsize == want.itemsize:
+            loaded = loaded.view(want)
+    return loaded
 
 
 def measure(fn, lower_args, call_args, calls: int, prepare_args=None):
     """Lowers, compiles and times ``fn``: the ``Lowered``, the first call's
     outputs, and seconds per step (trace, import, passes, compile, first
-    call, steady-state call). ``prepare_args(lowered)`` may replace
+    call, steady-state call). ``prepare_args(compiled)`` may replace
     ``call_args`` once the layout is known."""
-    import jax
-
     from ..stats import TIMINGS
 
     TIMINGS.clear()
     lowered = fn.lower(*lower_args)
+    outs, timings = time_calls(lowered, call_args, calls, prepare_args)
+    return lowered, outs, timings
+
+
+def time_calls(lowered, call_args, calls: int, prepare_args=None, steps=("trace", "import", "passes", "compile")):
+    """Compiles ``lowered`` and times its calls: the first call's outputs and
+    seconds per step (``steps`` from the stats since they were last cleared,
+    then first call, steady-state call)."""
+    import jax
+
+    from ..stats import TIMINGS
+
     with _status(f"compiling for {len(lowered.devices)} devices"):
         compiled = lowered.compile()
     if prepare_args is not None:
-        call_args = prepare_args(lowered)
+        call_args = prepare_args(compiled)
     t = time.perf_counter()
     outs = jax.block_until_ready(compiled(*call_args))
     first = time.perf_counter() - t
@@ -54,9 +116,9 @@ def measure(fn, lower_args, call_args, calls: int, prepare_args=None):
     for _ in range(max(calls, 1)):
         jax.block_until_ready(compiled(*call_args))
     steady = (time.perf_counter() - t) / max(calls, 1)
-    timings = {name: TIMINGS[name] for name in ("trace", "import", "passes", "compile")}
+    timings = {name: TIMINGS[name] for name in steps}
     timings.update({"first call": first, "steady-state call": steady})
-    return lowered, outs, timings
+    return outs, timings
 
 
 def timing_line(name: str, seconds: float, calls: int) -> str:

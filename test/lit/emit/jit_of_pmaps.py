@@ -42,7 +42,7 @@ print_lowering("nested_pxla_form", pxla_mlir.jit(step), x, np.float32(1), stage=
 # device's index on each axis, the unshards all-gathers over each axis's groups.
 # CHECK-LABEL: TEST: nested_final
 # CHECK: mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
-# CHECK: @main(%arg0: tensor<2x3x4xf32> {mhlo.is_same_data_across_replicas = true}, %arg1: tensor<f32> {mhlo.is_same_data_across_replicas = true}) -> tensor<2x4x3xf32>
+# CHECK: @main(%arg0: tensor<2x3x4xf32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = {{\[\[}}], [], []]}, %arg1: tensor<f32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = []}) -> (tensor<2x4x3xf32> {pxla.tile_dims = {{\[\[}}], [], []]})
 # The outer index is (replica_id / 4) % 2 (stride 4, size 2), the inner replica_id % 4.
 # CHECK: %[[ZERO:.*]] = mhlo.constant dense<0> : tensor<i32>
 # CHECK: %[[TWO:.*]] = mhlo.constant dense<2> : tensor<ui32>

@@ -15,7 +15,8 @@ w = np.zeros((3,), np.float32)
 
 # CHECK-LABEL: TEST: psum_broadcast
 # CHECK: module @pmap_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
-# CHECK: func.func public @main(%[[X:.*]]: tensor<1x3xf32>, %[[W:.*]]: tensor<3xf32> {mhlo.is_same_data_across_replicas = true}) -> tensor<1x3xf32>
+# The per-device signature keeps its record of the global layout (row i of x; w whole on every device).
+# CHECK: func.func public @main(%[[X:.*]]: tensor<1x3xf32> {pxla.tile_dims = {{\[\[}}"i"], []]}, %[[W:.*]]: tensor<3xf32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = {{\[\[}}]]}) -> (tensor<1x3xf32> {pxla.tile_dims = {{\[\[}}"i"], []]})
 # CHECK: %[[R:.*]] = mhlo.reshape %[[X]] : (tensor<1x3xf32>) -> tensor<3xf32>
 # CHECK: "mhlo.all_reduce"(%[[R]]) <{replica_groups = dense<{{\[\[}}0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>}>
 # CHECK-NOT: channel_handle
@@ -28,7 +29,7 @@ def f(x, w):
 print_lowering("psum_broadcast", pxla_mlir.pmap(f, "i", in_axes=(0, None)), x, w)
 
 # CHECK-LABEL: TEST: out_axis_1
-# CHECK: func.func public @main(%{{.*}}: tensor<1x3xf32>) -> tensor<3x1xf32>
+# CHECK: func.func public @main(%{{.*}}: tensor<1x3xf32> {pxla.tile_dims = {{\[\[}}"i"], []]}) -> (tensor<3x1xf32> {pxla.tile_dims = {{\[\[}}], ["i"]]})
 # CHECK: "mhlo.all_gather"({{.*}}) <{all_gather_dim = 0 : i64, replica_groups = dense<{{\[\[}}0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>}>
 print_lowering("out_axis_1", pxla_mlir.pmap(lambda v: lax.all_gather(v, "i")[0] + v, "i", out_axes=1), x)
 

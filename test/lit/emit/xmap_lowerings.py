@@ -61,7 +61,7 @@ with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
 
     # CHECK-LABEL: TEST: replica
     # CHECK: mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
-    # CHECK: func.func public @main(%{{.*}}: tensor<2x2x3xf32>) -> tensor<2x2x3xf32>
+    # CHECK: func.func public @main(%{{.*}}: tensor<2x2x3xf32> {pxla.tile_dims = {{\[\[}}"x"], ["y"], []]}) -> (tensor<2x2x3xf32> {pxla.tile_dims = {{\[\[}}"x"], ["y"], []]})
     # CHECK: "mhlo.all_reduce"({{.*}}) <{replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>}>
     # CHECK: mhlo.replica_id
     # CHECK-NOT: SPMD

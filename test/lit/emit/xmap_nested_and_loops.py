@@ -26,7 +26,7 @@ def centered(v):
 
 # CHECK-LABEL: TEST: nested
 # CHECK: mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
-# CHECK: func.func public @main(%{{.*}}: tensor<1x4x3xf32>) -> tensor<1x4x3xf32>
+# CHECK: func.func public @main(%{{.*}}: tensor<1x4x3xf32> {pxla.tile_dims = {{\[\[}}"x"], [], []]}) -> (tensor<1x4x3xf32> {pxla.tile_dims = {{\[\[}}"x"], [], []]})
 # CHECK: mhlo.replica_id
 # CHECK: "mhlo.dynamic_slice"({{.*}}) <{slice_sizes = dense<[1, 3]> : tensor<2xi64>}> : (tensor<4x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x3xf32>
 # CHECK: "mhlo.all_reduce"({{.*}}) <{replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>}>
@@ -37,7 +37,7 @@ with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
 
 # CHECK-LABEL: TEST: loop
 # CHECK: mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 2 : i32
-# CHECK: func.func public @main(%{{.*}}: tensor<8x3xf32>) -> tensor<8x3xf32>
+# CHECK: func.func public @main(%{{.*}}: tensor<8x3xf32> {pxla.tile_dims = {{\[\[}}"x"], []]}) -> (tensor<8x3xf32> {pxla.tile_dims = {{\[\[}}"x"], []]})
 # CHECK: mhlo.while
 # CHECK: "mhlo.all_reduce"({{.*}}) <{replica_groups = dense<{{\[\[}}0, 1]]> : tensor<1x2xi64>}>
 # CHECK: mhlo.while

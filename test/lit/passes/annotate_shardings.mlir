@@ -59,3 +59,19 @@ module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32, p
     return %0 : tensor<3xf32>
   }
 }
+
+// -----
+
+// A per-device signature (pxla.tile_dims) in replica mode: the record of the
+// global layout stays for whoever runs the module; a replicated argument is
+// also marked same-data.
+
+// CHECK-LABEL: func.func public @per_device
+// CHECK-SAME: (%{{.*}}: tensor<1x3xf32> {pxla.tile_dims = {{\[\[}}"i"], []]}, %{{.*}}: tensor<3xf32> {mhlo.is_same_data_across_replicas = true, pxla.tile_dims = {{\[\[}}]]}) -> (tensor<1x3xf32> {pxla.tile_dims = {{\[\[}}"i"], []]})
+module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32, pxla.mesh = "i=4"} {
+  func.func public @per_device(%x: tensor<1x3xf32> {pxla.tile_dims = [["i"], []]}, %w: tensor<3xf32> {pxla.tile_dims = [[]]}) -> (tensor<1x3xf32> {pxla.tile_dims = [["i"], []]}) {
+    %0 = "mhlo.broadcast_in_dim"(%w) <{broadcast_dimensions = dense<[1]> : tensor<1xi64>}> : (tensor<3xf32>) -> tensor<1x3xf32>
+    %1 = mhlo.add %x, %0 : tensor<1x3xf32>
+    return %1 : tensor<1x3xf32>
+  }
+}

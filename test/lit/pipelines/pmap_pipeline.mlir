@@ -16,7 +16,8 @@
 // NO-SDY-NOT: sdy
 
 // REPLICA-LABEL: module @pmap_outer attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
-// REPLICA: func.func public @main(%{{.*}}: tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+// The per-device @main keeps pxla.tile_dims: the record of the global layout.
+// REPLICA: func.func public @main(%{{.*}}: tensor<1x3x4xf32> {pxla.tile_dims = {{\[\[}}"i"], [], []]}) -> (tensor<1x3x4xf32> {pxla.tile_dims = {{\[\[}}"i"], [], []]})
 
 // Partition mode: the per-device program is one manual region, in Shardy's
 // form (the default) or GSPMD's.

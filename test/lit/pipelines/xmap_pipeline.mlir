@@ -17,7 +17,7 @@
 // NO-SDY-NOT: sdy
 
 // REPLICA: mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32
-// REPLICA: func.func public @main(%{{.*}}: tensor<2x2x3xf32>) -> tensor<2x2x3xf32>
+// REPLICA: func.func public @main(%{{.*}}: tensor<2x2x3xf32> {pxla.tile_dims = {{\[\[}}"x"], ["y"], []]}) -> (tensor<2x2x3xf32> {pxla.tile_dims = {{\[\[}}"x"], ["y"], []]})
 // REPLICA: "mhlo.all_reduce"({{.*}}) <{replica_groups = dense<{{\[\[}}0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>}>
 // REPLICA: mhlo.replica_id
 

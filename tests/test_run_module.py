@@ -1,0 +1,322 @@
+"""Modules from text run on the devices (pxla_mlir.load, pxla-mlir run FILE.mlir):
+jax's own StableHLO gives exactly what jax gives, an emitted map's module takes
+exactly the map's inputs and gives exactly its outputs, a module that records no
+layout takes stacked per-device values, and what jaxlib cannot run is refused
+before it sees it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import REPO
+from isolation import run_isolated
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+import pxla_mlir
+from pxla_mlir.modules import ModuleError
+from pxla_mlir.tools.comparing import compare
+
+
+def assert_exact(got, want):
+    """Same count, shapes, dtypes and bytes (signed zeros and NaNs included)."""
+    got, want = list(got), list(jax.tree.leaves(want))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        assert g.tobytes() == w.tobytes(), np.abs(g.astype(np.float64) - w.astype(np.float64)).max()
+
+
+def rand(*shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).normal(size=shape).astype(dtype)
+
+
+MESH = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+
+
+def _jit_sharded():
+    f = jax.jit(lambda a, b: (jnp.sin(a) @ b, a.sum(), (a > 0).astype(jnp.int32).sum(0)),
+                in_shardings=(NamedSharding(MESH, P("x", "y")), NamedSharding(MESH, P("y", None))))
+    return f, (rand(8, 16), rand(16, 4, seed=1))
+
+
+def _shard_map():
+    body = lambda a: (lax.psum(a, "y"), lax.axis_index("x") + 0 * a[:1, :1].astype(jnp.int32))  # noqa: E731
+    f = jax.jit(jax.shard_map(body, mesh=MESH, in_specs=P("x", "y"), out_specs=(P("x"), P("x", "y"))))
+    return f, (rand(8, 16),)
+
+
+def _one_device():
+    return jax.jit(lambda a, n: (jnp.cumsum(a), -a * 0.0, n * 3)), (rand(5), np.arange(4, dtype=np.int32))
+
+
+@pytest.mark.parametrize("make", [_jit_sharded, _shard_map, _one_device])
+def test_jax_stablehlo_gives_exactly_what_jax_gives(make):
+    f, args = make()
+    lowered = pxla_mlir.load(f.lower(*args).as_text())
+    assert lowered.pipeline.startswith("builtin.module(pxla-handoff-pipeline{mode=partition}")
+    assert [a.shape for a in lowered.in_avals] == [a.shape for a in args]
+    assert_exact(lowered.compile()(*args), f(*args))
+
+
+def test_a_loaded_module_has_the_aot_api():
+    f, args = _jit_sharded()
+    lowered = pxla_mlir.load(f.lower(*args).as_text())
+    assert lowered.cost_analysis()["flops"] > 0
+    assert "stablehlo.sine" in lowered.as_text("stablehlo") and "sine" in lowered.as_text("hlo")
+    assert "mhlo.sine" in lowered.as_text() and "stablehlo.sine" in lowered.pxla_text()
+    assert lowered.in_shardings == (None, None)  # XLA decides; the executable says
+    compiled = lowered.compile()
+    assert [s.shard_shape(a.shape) for s, a in zip(compiled.input_shardings[0], args)] == [(4, 4), (4, 4)]
+    assert compiled.cost_analysis()["flops"] > 0 and "HloModule" in compiled.as_text()
+    assert compiled.args_info[0][1].shape == (16, 4)
+
+
+def test_gspmd_stablehlo_gives_exactly_what_jax_gives():
+    mesh = Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+    f = jax.jit(lambda a: (a * 2, jnp.cumsum(a, 0)), in_shardings=NamedSharding(mesh, P("x", "y")),
+                out_shardings=(NamedSharding(mesh, P("y")), None))
+    x = rand(8, 4)
+    jax.config.update("jax_use_shardy_partitioner", False)
+    try:
+        text, want = f.lower(x).as_text(), f(x)
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", True)
+    assert "mhlo.sharding" in text and "sdy" not in text
+    compiled = pxla_mlir.load(text).compile()
+    assert_exact(compiled(x), want)
+    assert str(compiled.input_shardings[0][0]._to_xla_hlo_sharding(2)) == "{devices=[4,2]<=[8]}"
+
+
+def _psum_body(v):
+    return lax.psum(v, "i") * 2 + lax.axis_index("i"), v[::-1] - lax.pmean(v, "i")
+
+
+def _nested(block):
+    return pxla_mlir.pmap(lambda r: (lax.psum(r, ("i", "j")), r * lax.axis_index("j")), "j", out_axes=(None, 1))(block)
+
+
+def _maps():
+    x8, x24 = rand(8, 3), rand(2, 4, 3, seed=2)
+    w = rand(3, seed=3)
+    cases = {
+        "pmap replica": (pxla_mlir.pmap(_psum_body, "i"), (x8,)),
+        "pmap partition sdy": (pxla_mlir.pmap(_psum_body, "i", mode="partition"), (x8,)),
+        "pmap partition gspmd": (pxla_mlir.pmap(_psum_body, "i", mode="partition", shardings="gspmd"), (x8,)),
+        "pmap broadcast, out_axes None and 1": (
+            pxla_mlir.pmap(lambda a, b: (lax.psum(a * b, "i"), a + b), "i", in_axes=(0, None), out_axes=(None, 1)),
+            (x8, w)),
+        "pmap donating": (pxla_mlir.pmap(lambda a: a + 1, "i", donate_argnums=0), (x8,)),
+        "nested pmap all-reduce": (pxla_mlir.pmap(_nested, "i", unshard="all-reduce"), (x24,)),
+        "jit of pmaps": (pxla_mlir.jit(lambda a, b: pxla_mlir.pmap(_psum_body, "i")(a)[0] @ b[:, None] + 1),
+                         (x8, w)),
+    }
+    for lowering in ("replica", "manual", "vectorize"):
+        xm = pxla_mlir.xmap(lambda b: b - lax.pmean(b, "n") + lax.axis_index("m"), in_axes={0: "m", 1: "n"},
+                            out_axes={0: "m", 1: "n"}, axis_resources={"m": "x", "n": "y"}, lowering=lowering)
+        cases[f"xmap {lowering}"] = (xm, (rand(4, 8, 3, seed=4),))
+    return cases
+
+
+MAPS = _maps()
+
+
+@pytest.mark.parametrize("name", list(MAPS))
+def test_emitted_module_takes_the_maps_inputs_and_gives_its_outputs(name):
+    fn, args = MAPS[name]
+    with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
+        lowered = fn.lower(*args)
+        want = fn(*args)
+    loaded = pxla_mlir.load(lowered.as_text())
+    assert loaded.pipeline == "builtin.module(pxla-verify-handoff)"
+    assert "global values" in loaded.layout_note
+    assert [(a.shape, a.dtype) for a in loaded.in_avals] == [(a.shape, a.dtype) for a in lowered.in_avals]
+    assert loaded.donated == lowered.donated
+    assert_exact(loaded.compile()(*args), want)
+
+
+@pytest.mark.parametrize("name", ["pmap replica", "xmap vectorize"])
+def test_emitted_stablehlo_keeps_the_layout_record(name):
+    fn, args = MAPS[name]
+    with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
+        text = fn.lower(*args).as_text("stablehlo")
+        want = fn(*args)
+    loaded = pxla_mlir.load(text)
+    assert loaded.pipeline.startswith("builtin.module(pxla-handoff-pipeline{mode=partition}")
+    assert_exact(loaded.compile()(*args), want)
+
+
+def _lowered(name):
+    fn, args = MAPS[name]
+    with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
+        return fn, args, fn.lower(*args)
+
+
+@pytest.mark.parametrize("name", ["pmap replica", "nested pmap all-reduce", "xmap manual"])
+def test_pxla_form_runs_through_the_maps_pipeline(name):
+    fn, args, lowered = _lowered(name)
+    replayed = pxla_mlir.load(lowered.pxla_text(), pipeline=lowered.pipeline)
+    assert replayed.as_text() == lowered.as_text()
+    with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
+        assert_exact(replayed.compile()(*args), fn(*args))
+
+
+@pytest.mark.parametrize("name", ["pmap replica", "jit of pmaps", "xmap replica", "xmap vectorize"])
+def test_pxla_form_takes_its_kinds_default_pipeline(name):
+    _, _, lowered = _lowered(name)
+    assert pxla_mlir.load(lowered.pxla_text()).as_text() == lowered.as_text()
+
+
+def test_a_module_that_records_no_layout_takes_stacked_per_device_values():
+    loaded = pxla_mlir.load(REPO / "examples" / "per_device_psum.mlir")
+    assert loaded.pipeline == "builtin.module(pxla-handoff-pipeline{mode=replica},pxla-add-device-axis)"
+    assert "stacked on a leading device axis" in loaded.layout_note
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) - 5  # integer-valued: every order of the psum is exact
+    total, index = loaded.compile()(x)
+    want = np.asarray(lax.erf(jnp.asarray(x.sum(0))))
+    assert_exact([total, index], [np.broadcast_to(want, (4, 3)), np.arange(4, dtype=np.int32)])
+
+
+# -- refused before XLA sees it ------------------------------------------------------------------------
+
+REPLICA_AND_PARTITION = """
+module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32} {
+  func.func public @main(%a: tensor<4xf32> {mhlo.sharding = "{devices=[4]<=[4]}"}) -> tensor<4xf32> {
+    %0 = mhlo.add %a, %a : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_replicas_and_partitions_together_are_refused_before_jaxlib_aborts():
+    # jaxlib compiles such a module, then aborts the process in IFRT: run where a crash fails only this test.
+    out = run_isolated(f"""
+        import numpy as np, pxla_mlir
+        from pxla_mlir.modules import ModuleError
+        try:
+            pxla_mlir.load({REPLICA_AND_PARTITION!r}).compile()(np.zeros(4, np.float32))
+        except ModuleError as e:
+            print("refused:", e)
+    """, timeout=120)
+    assert "refused: <module>: the module asks for 2 replicas x 4 partitions; jaxlib runs one or the other" in out
+
+
+def _module(main: str, replicas: int = 1, partitions: int = 1, body: str = "") -> str:
+    return (f"module attributes {{mhlo.num_partitions = {partitions} : i32, mhlo.num_replicas = {replicas} : i32}} "
+            f"{{\n  {main} {{\n{body}  }}\n}}\n")
+
+
+@pytest.mark.parametrize("text, message", [
+    (_module("func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32>", replicas=16,
+             body="    return %a : tensor<3xf32>\n"),
+     "the module needs 16 devices (num_replicas = 16, num_partitions = 1), but only 8 CPU devices exist"),
+    (_module("func.func public @main(%t: !mhlo.token) -> !mhlo.token", body="    return %t : !mhlo.token\n"),
+     "@main's argument 0 is !mhlo.token; only tensors of static shape can be placed on the devices"),
+    (_module('func.func public @main(%a: tensor<8xf32> {mhlo.sharding = "{devices=[4]<=[4]}"}) -> tensor<8xf32>',
+             partitions=8, body="    return %a : tensor<8xf32>\n"),
+     "spans 4 devices, but the module runs on 8 (mhlo.num_partitions)"),
+    (_module("func.func public @step(%a: tensor<3xf32>) -> tensor<3xf32>", body="    return %a : tensor<3xf32>\n"),
+     "the module has no func.func @main"),
+    (_module('func.func public @main(%a: tensor<1x3xf32> {pxla.tile_dims = [["i"]]}) -> tensor<1x3xf32> '
+             'attributes {pxla.mesh = "i=2"}', replicas=2, body="    return %a : tensor<1x3xf32>\n"),
+     "pxla.tile_dims has 1 entries but the @main's argument 0 has rank 2"),
+    ("module {\n  func.func @main() {\n    %0 = mhlo.bogus\n", "<module>:3:10: error: custom op 'mhlo.bogus' is unknown"),
+    (_module("func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32>",
+             body="    %0 = arith.addf %a, %a : tensor<3xf32>\n    return %0 : tensor<3xf32>\n"),
+     "'arith.addf' is not builtin/func/mhlo; only builtin, func and mhlo ops"),
+    ("HloModule jit_f\n\nENTRY main.1 {\n  ROOT p = f32[4] parameter(0)\n}\n",
+     "<module>:1:1: error: this is XLA's HLO text, not an MLIR module"),
+])
+def test_what_cannot_run_is_one_clear_error(text, message):
+    with pytest.raises(ModuleError) as e:
+        pxla_mlir.load(text).compile()
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_host_callbacks_are_refused():
+    f = pxla_mlir.pmap(lambda v: (jax.debug.print("{v}", v=v), v * 2)[1], "i")
+    with pytest.raises(ModuleError, match="calls back to Python .custom call @xla_ffi_python_cpu_callback"):
+        pxla_mlir.load(f.lower(rand(8)).as_text())
+
+
+def test_xla_rejection_is_a_module_error(tmp_path):
+    path = tmp_path / "m.mlir"
+    path.write_text((REPO / "test/lit/Inputs/run_unknown_custom_call.mlir").read_text())
+    with pytest.raises(ModuleError, match=r"m.mlir: XLA rejected the module: NOT_FOUND: No registered implementation"):
+        pxla_mlir.load(path).compile()
+
+
+# -- comparing results -------------------------------------------------------------------------------------
+
+def test_compare_floats_within_tolerance_ints_exactly_and_nans_in_place():
+    a = np.array([1.0, np.nan, np.inf, -0.0], np.float32)
+    (row,) = compare([a], [a.copy()])
+    assert row.agrees and row.max_abs == 0
+    (row,) = compare([a * np.float32(1 + 2e-7)], [a])  # within rtol 1e-5
+    assert row.agrees
+    (row,) = compare([np.array([1.0, 2.0, np.inf, 0.0], np.float32)], [a])
+    assert not row.agrees and row.why == "NaN at 1 other positions"
+    (row,) = compare([np.array([1.1, np.nan, np.inf, 0.0], np.float32)], [a], rtol=0.2)
+    assert row.agrees and row.max_abs == pytest.approx(0.1) and row.max_rel == pytest.approx(0.1)
+    (row,) = compare([np.array([3, 4], np.int32)], [np.array([3, 5], np.int32)], atol=10)
+    assert not row.agrees and row.why == "1 elements differ (compared exactly)" and row.max_abs == 1
+    (row,) = compare([np.zeros(3, np.float32)], [np.zeros(3, np.float64)])
+    assert not row.agrees and row.why == "float32[3] against float64[3]"
+    rows = compare([np.zeros(2)], [np.zeros(2), np.ones(1)])
+    assert [r.agrees for r in rows] == [True, False] and rows[1].why == "missing from this run"
+
+
+# -- the command line, as a user runs it (another directory, the installed command) ----------------
+
+def _cli(*args, cwd):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # the CLI sets 8 CPU devices itself
+    return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300)
+
+
+def _cli_body(v, h):
+    return lax.psum(v, "i") * 2 - v, (v > 0).sum(dtype=jnp.int32), h * h + lax.pmax(h, "i")
+
+
+def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_path):
+    import ml_dtypes
+
+    x, h = rand(8, 3), rand(8, 2, seed=1).astype(ml_dtypes.bfloat16)
+    (tmp_path / "m.mlir").write_text(pxla_mlir.pmap(_cli_body, "i").lower(x, h).as_text())
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "h.npy", h)  # bfloat16: numpy writes raw bytes ('|V2')
+    ran = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "-o", "out", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "layout: global values, laid out by pxla.tile_dims" in ran.stdout
+    saved = [np.load(tmp_path / "out" / f"{i}.npy") for i in range(3)]
+    saved[2] = saved[2].view(ml_dtypes.bfloat16)
+    assert_exact(saved, jax.pmap(_cli_body, "i")(x, h))
+
+    # Exit 0: the saved results again (bfloat16 read back as bfloat16); 1: one of them changed.
+    same = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "--expect", "out", cwd=tmp_path)
+    assert same.returncode == 0 and "all 3 results agree" in same.stdout, same.stdout + same.stderr
+    np.save(tmp_path / "out" / "1.npy", saved[1] + 1)
+    moved = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "--expect", "out", cwd=tmp_path)
+    assert moved.returncode == 1 and "DIFFER: 8 elements differ (compared exactly)" in moved.stdout, moved.stdout
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--input", "0=x.npy"], "argument 0 of m.mlir is f32[8,3], but 'x.npy' holds f64[8,3]"),
+    (["--compare", "broken.mlir"], "broken.mlir:4:10: error: custom op 'mhlo.bogus' is unknown"),
+    (["--expect", "nowhere"], "cannot read --expect directory 'nowhere': No such file or directory"),
+    (["--seed", "x"], "argument --seed: invalid int value: 'x'"),
+])
+def test_cli_module_mistakes_exit_2_before_anything_runs(tmp_path, argv, message):
+    (tmp_path / "m.mlir").write_text(MAPS["pmap replica"][0].lower(rand(8, 3)).as_text())
+    (tmp_path / "broken.mlir").write_text((REPO / "test/lit/Inputs/run_broken.mlir").read_text())
+    np.save(tmp_path / "x.npy", np.zeros((8, 3)))
+    result = _cli("run", "m.mlir", *argv, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""  # 1 would say that results differ
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"pxla-mlir: error: {message}"), result.stderr
