@@ -27,7 +27,7 @@ NUMERICS = [
     "out_axes_none_is_replicated", "unblocked_200_chained_calls",
 ]
 ERRORS = ["devices_leave_a_process_out", "devices_cover_processes_unevenly", "too_many_devices_hint",
-          "mismatched_module", "run_still_healthy_after_the_errors"]
+          "mismatched_module", "every_launch_is_compared", "run_still_healthy_after_the_errors"]
 
 
 @pytest.fixture(scope="module", params=[(2, 4), (4, 2)], ids=["2x4", "4x2"])

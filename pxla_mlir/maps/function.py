@@ -103,7 +103,7 @@ class MapFunction:
         if dispatch is None:
             dispatch = self._dispatchers[env] = FastDispatch(
                 self.name, functools.partial(self._resolve, env), static_argnums=self.static_argnums,
-                donate_argnums=self.donate_argnums)
+                donate_argnums=self.donate_argnums, what=self.what)
         return dispatch(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
