@@ -126,3 +126,50 @@ def test_lru_is_thread_safe():
     for t in threads:
         t.join()
     assert not errors and len(cache) <= 4
+
+
+def _pmap(body):
+    return pxla_mlir.pmap(body, "i")
+
+
+def _xmap(body):
+    return pxla_mlir.xmap(body, in_axes=["i", ...], out_axes=["i", ...])
+
+
+def _jit(body):
+    inner = pxla_mlir.pmap(body, "i")
+    return pxla_mlir.jit(lambda x: inner(x))
+
+
+@pytest.mark.parametrize("make", [_pmap, _xmap, _jit], ids=["pmap", "xmap", "jit"])
+def test_disable_jit_runs_the_body_on_every_call_as_jax_pmap(make):
+    """Under jax.disable_jit() jax.pmap runs its Python body on every call; code that patches what the
+    body calls (here: the scale it reads) must see every call, and the cached program is left alone."""
+    calls, scale = [], [2.0]
+
+    def body(v):
+        calls.append(1)
+        return jax.lax.psum(v, "i") * scale[0]
+
+    def reference(v):
+        return jax.vmap(lambda u: jax.lax.psum(u, "i") * scale[0], axis_name="i")(v)
+
+    f, x = make(body), np.arange(8.0, dtype=np.float32)
+    first = f(x)
+    f(x)
+    assert len(calls) == 1
+    with jax.disable_jit():
+        np.testing.assert_array_equal(f(x), first)
+        scale[0] = 3.0  # what a library intercepting the body changes
+        np.testing.assert_array_equal(f(x), reference(x))
+    assert len(calls) == 3
+    compiles = STATS["compiles"]
+    np.testing.assert_array_equal(f(x), first)  # jit again: the cached trace, as jax.pmap's jit cache
+    assert len(calls) == 3 and STATS["compiles"] == compiles
+    ref_calls = []
+    jp = jax.pmap(lambda v: (ref_calls.append(1), jax.lax.psum(v, "i"))[1], "i")
+    jp(x)
+    with jax.disable_jit():
+        jp(x)
+        jp(x)
+    assert len(ref_calls) == 3  # what jax.pmap does, for comparison
