@@ -225,22 +225,21 @@ def array_result_handler(aval, sharding):
 # -- C++ dispatch (the fast path jax.jit uses) -------------------------------------------
 
 ArrayImpl = xc.ArrayImpl
-#: The C++ signature cache of every map's fast path: an LRU over all maps' (function, signature)
-#: entries together, so its memory is bounded whatever the number of maps and signatures.
-CPP_CACHE_CAPACITY = 4096
-_CPP_CACHE = _jax.PjitFunctionCache(capacity=CPP_CACHE_CAPACITY)
 #: jax's placement of one argument the C++ path did not get as a ready jax.Array: (x, sharding, layout).
 cc_shard_arg = pxla.cc_shard_arg
 
 
-def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequence[int],
-                 shard_arg: Callable = cc_shard_arg) -> Callable:
+def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequence[int], *,
+                 capacity: int, shard_arg: Callable = cc_shard_arg) -> Callable:
     """jaxlib's C++ ``PjitFunction``: calls with a signature it has seen run
     from the fast-path data ``cache_miss`` returned for it, without Python
     (``shard_arg`` places arguments that are not ready jax.Arrays); ``fun``
-    runs under ``jax.disable_jit()``."""
+    runs under ``jax.disable_jit()``. It keeps at most ``capacity``
+    signatures, least recently used first out, in a cache of its own: an
+    entry holds its executable alive, so a cache shared by every map would
+    keep programs that the map's own bounded caches have dropped."""
     return _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
-                     shard_arg, _CPP_CACHE)
+                     shard_arg, _jax.PjitFunctionCache(capacity=capacity))
 
 
 def jit_disabled() -> bool:

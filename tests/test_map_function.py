@@ -3,6 +3,7 @@ built on: cache keys with static argument types and jax's trace context, one
 trace under concurrent first calls, the C++ fast path for xmap that follows
 the mesh in scope, and thread-safe bounded caches."""
 
+import gc
 import threading
 
 import jax
@@ -12,6 +13,7 @@ import pytest
 
 import pxla_mlir
 from pxla_mlir.lru import LRU
+from pxla_mlir.maps import function
 from pxla_mlir.maps.arguments import static_key
 from pxla_mlir.stats import STATS
 
@@ -100,12 +102,24 @@ def test_xmap_stored_on_a_class_is_not_bound():
     np.testing.assert_array_equal(np.asarray(Model().f(np.arange(4.0))), np.arange(4.0) * 2)
 
 
-def test_pmap_cache_is_bounded():
+def test_every_cache_of_a_map_is_bounded(monkeypatch):
+    """Beyond its size a map drops its least recently used signature everywhere, the C++ fast path
+    included: an executable dropped from the map's caches is freed (a C++ cache shared by every map,
+    4,096 signatures, kept ~200 KiB of each alive). Size 4 here; maps have 64."""
+    monkeypatch.setattr(function, "CACHE_SIZE", 4)
     f = pxla_mlir.pmap(lambda v: jnp.sum(v), "i")
-    size = f._cache.compiled.size
-    for n in range(1, size + 6):
-        f(np.ones((8, n), np.float32))
-    assert len(f._cache.compiled) == size and len(f._cache.traced) == size
+    f._cache = function.CallCache(4)
+    client = jax.devices()[0].client
+    gc.collect()
+    before = len(client.live_executables())
+    for n in range(1, 4 + 6):
+        x = np.ones((8, n), np.float32)
+        f(x)
+        f(x)  # the C++ fast path keeps this signature
+    gc.collect()
+    assert len(f._cache.compiled) == 4 and len(f._cache.traced) == 4 and len(f._cache.lowered) == 4
+    assert f._dispatchers.get(f._environment())._cpp._cache_size() == 4
+    assert len(client.live_executables()) - before == 4
 
 
 def test_lru_is_thread_safe():

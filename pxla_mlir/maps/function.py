@@ -104,7 +104,7 @@ class MapFunction:
         if dispatch is None:
             dispatch = self._dispatchers[env] = FastDispatch(
                 self.name, functools.partial(self._resolve, env), static_argnums=self.static_argnums,
-                donate_argnums=self.donate_argnums, what=self.what)
+                donate_argnums=self.donate_argnums, what=self.what, capacity=CACHE_SIZE)
         return dispatch(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):

@@ -44,10 +44,11 @@ Resolve = Callable[[tuple, dict], tuple]
 
 
 class FastDispatch:
-    """A map's callable: C++ dispatch, the in-flight window, the donation check."""
+    """A map's callable: C++ dispatch (at most ``capacity`` signatures), the
+    in-flight window, the argument checks."""
 
     def __init__(self, name: str, resolve: Resolve, *, static_argnums: Sequence[int] = (),
-                 donate_argnums: Sequence[int] = (), what: str = "map"):
+                 donate_argnums: Sequence[int] = (), what: str = "map", capacity: int = 64):
         self._resolve = resolve
         self._name = name
         self._what = f"{what} {name!r}"
@@ -57,7 +58,7 @@ class FastDispatch:
             self._cpp = self._python
         else:
             self._cpp = cpp_dispatch(name, self._unlocked_python, self._cache_miss, static_argnums,
-                                     shard_arg=copying_shard_arg)
+                                     capacity=capacity, shard_arg=copying_shard_arg)
 
     def __call__(self, *args, **kwargs):
         if not core.trace_state_clean():  # under a transformation the map is staged, never launched here

@@ -113,8 +113,7 @@ wrap_array_method("delete", _guard_delete)
 
 def deleted_message(aval, where: str) -> str:
     return (f"Array has been deleted with shape={aval.str_short()}: {where} was donated to an earlier call "
-            f"(donate_argnums, of a map or of jax.jit) or deleted; pass a live array (a donated array cannot be "
-            f"used again)")
+            f"(donate_argnums) or deleted; pass a live array (a donated array cannot be used again)")
 
 
 def check_live(args: tuple, kwargs: dict) -> None:
