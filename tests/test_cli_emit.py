@@ -173,6 +173,35 @@ def test_diff_rejects_invalid_mlir(tmp_path):
     assert result.returncode == 1 and "is not valid MLIR" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
+def test_diff_reads_stdin_once_for_both_sides_and_refuses_files_that_are_not_text(tmp_path):
+    module = "module {\n  func.func @f() {\n    return\n  }\n}\n"
+    same = cli("diff", "-", "-", stdin=module)  # read once: it used to report every line removed
+    assert same.returncode == 0 and same.stdout == "" and same.stderr == ""
+    binary = tmp_path / "blob.mlirbc"
+    binary.write_bytes(b"ML\xefR\x00\x01\xff")
+    result = cli("diff", binary, "-", stdin=module)
+    assert result.returncode == 1 and result.stderr.strip() == (
+        f"pxla-mlir: error: {str(binary)!r} is not UTF-8 text (byte 0xef at offset 2): diff compares MLIR "
+        "modules; pass .mlir text files or emit specs")
+
+
+def test_emit_refuses_a_dump_dir_that_is_a_file_and_runs_a_target_under_a_non_utf8_directory(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for where, why in ((afile, "is a file: give a directory (made if missing)"),
+                       (afile / "sub", "cannot write")):
+        result = cli("emit", NESTED, "--dump-dir", where)
+        assert result.returncode == 1 and result.stderr.startswith(f"pxla-mlir: error: --dump-dir {str(where)!r}")
+        assert why in result.stderr and len(result.stderr.splitlines()) == 1
+    odd = tmp_path / os.fsdecode(b"dir\xff")  # jaxlib failed with std::bad_cast on such a source path
+    odd.mkdir()
+    src = odd / "nested_reduction.py"
+    src.write_text((REPO / "examples/nested_reduction.py").read_text())
+    result = cli("emit", f"{src}:two_level_sum")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("module @pmap_two_level_sum")
+
+
 def test_errors_in_the_users_function_name_its_line_without_the_debug_hint(tmp_path):
     src = tmp_path / "prog.py"
     src.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.dot(x, jnp.ones(5))\n")

@@ -36,6 +36,15 @@ def test_maximal_and_three_dims():
     assert "[1:2, 2:4, 3:6]" in text
 
 
+def test_large_pictures_are_summarized():
+    """A 4,096-device picture is a summary, not a table of 4,096 cells (a 2^20-device one took rich minutes)."""
+    mesh = AbstractMesh((4096,), ("x",))
+    text = show_sharding((8192,), mesh.sharding_spec(1, {"x": 0}), color=False)
+    assert "array: 4096 pieces, more than 256 to draw" in text and "4080 more devices" in text
+    assert "[0:2]" in text and "[8190:8192]" in text and "[4000:4002]" not in text
+    assert len(text.splitlines()) < 30
+
+
 def run(*args):
     return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", "show-sharding", *args],
                           capture_output=True, text=True)

@@ -89,9 +89,36 @@ def render_sharding(shape: Sequence[int], sharding: Sharding, num_devices: int |
     title = f"{tuple(shape)} {sharding if isinstance(sharding, HloSharding) else repr(sharding)}"
     parts = [Text(title, style="bold")]
     if 1 <= len(shape) <= 2:
-        parts.append(_array_view(tuple(shape), pieces, color, names))
-    parts.append(_device_view(_layout(sharding, n), ranges, color, names))
+        if len(pieces) <= MAX_CELLS:
+            parts.append(_array_view(tuple(shape), pieces, color, names))
+        else:
+            parts.append(Text(f"array: {len(pieces)} pieces, more than {MAX_CELLS} to draw (see the devices)"))
+    if n <= MAX_CELLS:
+        parts.append(_device_view(_layout(sharding, n), ranges, color, names))
+    else:
+        parts.append(_device_summary(ranges, len(pieces), color, names))
     return Group(*parts)
+
+
+#: Views with more cells than this are summarized: a table of a million cells takes rich minutes to draw.
+MAX_CELLS = 256
+#: Devices listed at each end of a summarized device view.
+SUMMARY_ENDS = 8
+
+
+def _device_summary(ranges, distinct: int, color, names) -> Table:
+    table = Table(box=box.ROUNDED, show_header=False, title=f"devices: {len(ranges)} holding {distinct} distinct "
+                  f"pieces (the first and last {SUMMARY_ENDS})")
+    table.add_column(justify="right")
+    table.add_column()
+    shown = [*range(SUMMARY_ENDS), None, *range(len(ranges) - SUMMARY_ENDS, len(ranges))]
+    for dev in shown:
+        if dev is None:
+            table.add_row("...", Text(f"{len(ranges) - 2 * SUMMARY_ENDS} more devices", style="dim"))
+            continue
+        r = ranges[dev]
+        table.add_row(f"dev {names[dev]}", Text("nothing" if r is None else _fmt(r), style=color.get(r, "dim")))
+    return table
 
 
 def _array_view(shape, pieces, color, names) -> Table:
@@ -101,12 +128,15 @@ def _array_view(shape, pieces, color, names) -> Table:
     table = Table(box=box.SQUARE, show_header=False, show_lines=True, title="array")
     for _ in cols:
         table.add_column(justify="center")
+    at = {}
+    for r, devs in pieces.items():
+        at.setdefault(to2(r), (r, devs))
     for row in rows:
         cells = []
         for col in cols:
-            hit = [(r, devs) for r, devs in pieces.items() if to2(r) == (row, col)]
+            hit = at.get((row, col))
             if hit:
-                r, devs = hit[0]
+                r, devs = hit
                 label = "dev " + ",".join(names[d] for d in devs)
                 cells.append(Text(f"{label}\n{_fmt(r)}", style=f"bold {color[r]}"))
             else:

@@ -26,13 +26,19 @@ def add_parser(sub) -> None:
     d.set_defaults(func=run)
 
 
-def load(spec: str) -> str:
-    """Module text of a file, stdin, or an emit spec."""
+def load(spec: str, stdin: list | None = None) -> str:
+    """Module text of a file, stdin (kept in ``stdin`` once read: ``diff - -`` reads it once for both sides),
+    or an emit spec."""
     if spec == "-":
-        return sys.stdin.read()
+        if not stdin:
+            text = _text(sys.stdin.buffer.read(), "stdin")
+            if stdin is None:
+                return text
+            stdin.append(text)
+        return stdin[0]
     if os.path.isfile(spec):
-        with open(spec) as f:
-            return f.read()
+        with open(spec, "rb") as f:
+            return _text(f.read(), repr(spec))
     target, sep, query = spec.partition("?")
     if ":" not in target or (target.endswith(".mlir") and not sep):
         raise CliError(f"cannot open {spec!r}: not a file, and not an emit spec (TARGET?key=value&...)")
@@ -44,10 +50,19 @@ def load(spec: str) -> str:
     return emit_text(target, options)
 
 
+def _text(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CliError(f"{where} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}): diff compares "
+                       f"MLIR modules; pass .mlir text files or emit specs") from None
+
+
 def run(args) -> int:
     from ..ir.mlir_diff import diff
 
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    out = diff(load(args.a), load(args.b), a_name=args.a, b_name=args.b, ignore=args.ignore, color=color)
+    stdin: list = []
+    out = diff(load(args.a, stdin), load(args.b, stdin), a_name=args.a, b_name=args.b, ignore=args.ignore, color=color)
     sys.stdout.write(out)
     return 1 if out else 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -104,6 +105,18 @@ def literal(text: str, what: str):
         raise TargetError(f"{what} must be a Python literal like (0, None) or {{'batch': 'x'}}, got {text!r}") from None
 
 
+def _utf8(path: str) -> str:
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+class _Utf8NamedLoader(importlib.machinery.SourceFileLoader):
+    """Loads a file whose path is not UTF-8 under a UTF-8 name (``\\xff`` for the byte): jax writes the
+    source file of each op into MLIR locations, and jaxlib fails on such a name (``std::bad_cast``)."""
+
+    def get_code(self, fullname):
+        return compile(self.get_data(self.path), _utf8(self.path), "exec", dont_inherit=True)
+
+
 def resolve(target: str) -> Callable:
     """``package.module:function`` or ``path/to/file.py:function`` (dotted
     attributes allowed after the colon)."""
@@ -114,7 +127,8 @@ def resolve(target: str) -> Callable:
         if not os.path.isfile(where):
             raise TargetError(f"bad target {target!r}: no such file {where!r}")
         name = "_pxla_target_" + re.sub(r"\W", "_", os.path.abspath(where))
-        spec = importlib.util.spec_from_file_location(name, where)
+        loader = None if _utf8(where) == where else _Utf8NamedLoader(name, where)
+        spec = importlib.util.spec_from_file_location(name, where, loader=loader)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         loader = lambda: spec.loader.exec_module(module)  # noqa: E731
