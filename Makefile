@@ -48,11 +48,13 @@ update-checks: $(STAMP)
 	$(BIN)/pxla-mlir update-checks test/lit
 
 # Long seeded fuzzing (the suite runs a bounded sample; FUZZ_SEED=n draws another):
-# pxla-opt on mutated .mlir files and bad pipelines, random pmap programs against jax.vmap.
+# pxla-opt on mutated .mlir files and bad pipelines, random pmap programs against jax.vmap, and random
+# placement/donation/deletion/thread scenarios on the fast path and damaged persistent cache entries.
 FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzzing/opt_fuzz.py --cases 5000 --seed $(FUZZ_SEED)
 	$(BIN)/python tests/fuzzing/program_fuzz.py --programs 2000 --seed $(FUZZ_SEED)
+	$(BIN)/python tests/fuzzing/runtime_fuzz.py --cases 200 --seed $(FUZZ_SEED)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
@@ -64,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_partitioned.py
 	$(BIN)/python bench/bench_explore.py
 	$(BIN)/python bench/bench_multiprocess.py
+	$(BIN)/python bench/bench_memory.py
 
 # A pmap across 2 processes x 4 CPU devices against jax.jit(shard_map) in the same run.
 bench-multiprocess: $(STAMP)

@@ -20,7 +20,6 @@ from jax._src import (
     api_util,
     checkify as _checkify,
     compilation_cache,
-    compiler,
     config,
     core,
     dispatch,
@@ -48,11 +47,14 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
            "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
-           "compile_or_get_cached", "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
+           "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
            "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site", "refined_module", "persistent_cache_used", "typed_aval", "special_checks_active",
+           "call_site", "ir_element_dtype", "jit_disabled", "jit_enabled", "cc_shard_arg", "wrap_array_method",
+           "cache_key", "cache_read", "cache_write", "cache_remove", "serialize_executable", "deserialize_executable",
+           "persistent_cache_thresholds", "is_process_zero", "program_shapes", "refined_module", "persistent_cache_used",
+           "typed_aval", "special_checks_active",
            "debug_nans_active", "find_special_values", "InternalFloatingPointError",
            "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
            "gspmd_sharding"]
@@ -251,28 +253,41 @@ def array_result_handler(aval, sharding):
 # -- C++ dispatch (the fast path jax.jit uses) -------------------------------------------
 
 ArrayImpl = xc.ArrayImpl
-_CPP_CACHE = _jax.PjitFunctionCache(capacity=4096)
+#: jax's placement of one argument the C++ path did not get as a ready jax.Array: (x, sharding, layout).
+cc_shard_arg = pxla.cc_shard_arg
 
 
-def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequence[int]) -> Callable:
+def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequence[int], *,
+                 capacity: int, shard_arg: Callable = cc_shard_arg) -> Callable:
     """jaxlib's C++ ``PjitFunction``: calls with a signature it has seen run
-    from the fast-path data ``cache_miss`` returned for it, without Python;
-    ``fun`` runs under ``jax.disable_jit()``."""
-    cpp = _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
-                    pxla.cc_shard_arg, _CPP_CACHE)
+    from the fast-path data ``cache_miss`` returned for it, without Python
+    (``shard_arg`` places arguments that are not ready jax.Arrays); ``fun``
+    runs under ``jax.disable_jit()``. It keeps at most ``capacity``
+    signatures, least recently used first out, in a cache of its own: an
+    entry holds its executable alive, so a cache shared by every map would
+    keep programs that the map's own bounded caches have dropped."""
+    return _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
+                     shard_arg, _jax.PjitFunctionCache(capacity=capacity))
 
-    def call(*args, **kwargs):
-        try:
-            return cpp(*args, **kwargs)
-        except Exception as e:  # a too-deep pytree leaks C++'s RecursionError as some other error
-            from .pytree_depth import too_deep
 
-            clear = too_deep(e, (args, kwargs), f"the arguments of {name!r}")
-            if clear is None:
-                raise
-            raise clear from None
+def jit_disabled() -> bool:
+    """Whether ``jax.disable_jit()`` is in effect."""
+    return bool(config.disable_jit.value)
 
-    return call
+
+def jit_enabled():
+    """A context in which ``jax.disable_jit()`` is not in effect (it is part of ``trace_context()``)."""
+    return config.disable_jit(False)
+
+
+def wrap_array_method(name: str, wrap: Callable[[Callable], Callable]) -> None:
+    """Replaces jaxlib's ``ArrayImpl.<name>`` with ``wrap(original)``, once per process."""
+    original = getattr(xc.ArrayImpl, name)
+    if getattr(original, "_pxla_wrapped", False):
+        return
+    wrapped = wrap(original)
+    wrapped._pxla_wrapped = True
+    setattr(xc.ArrayImpl, name, wrapped)
 
 
 def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequence, out_shardings: Sequence,
@@ -287,6 +302,15 @@ def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequen
     return pxla.MeshExecutableFastpathData(
         xla_executable, dispatch_tree, list(in_shardings), list(out_shardings), list(out_avals),
         [True] * len(out_avals), [True] * n_in, [None] * n_in, list(const_args))
+
+
+def ir_element_dtype(element_type) -> np.dtype:
+    """The numpy dtype of an MLIR element type (``f32``, ``i1``, ``ui8``, ``bf16``, ...)."""
+    with element_type.context:
+        for dtype, make in jax_mlir._dtype_to_ir_type.items():
+            if make() == element_type:
+                return np.dtype(dtype)
+    raise TypeError(f"no numpy dtype for the MLIR element type {element_type}")
 
 
 def is_extended(dtype) -> bool:
@@ -316,13 +340,72 @@ def enable_persistent_cache(path: str, min_compile_time_secs: float) -> None:
     compilation_cache.reset_cache()
 
 
-def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, options: xc.CompileOptions,
-                          platform: str | None = None, host_callbacks: Sequence = ()):
-    """Compile through jax's persistent cache (its key: the module, compile
-    options, devices, jaxlib version, flags); a hit loads the executable."""
+def cache_key(module, devices: Sequence, device_ids: np.ndarray, options: xc.CompileOptions,
+              platform: str | None = None) -> str:
+    """jax's persistent-cache key: a hash of the module (without locations),
+    the compile options, the devices, the jaxlib version and XLA's flags."""
     grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
-    return compiler.compile_or_get_cached(backend(platform), module, grid, options, list(host_callbacks),
-                                          xc.DeviceList(tuple(devices)))
+    return compilation_cache.get_cache_key(module, grid, options, backend(platform))
+
+
+def cache_read(key: str, platform: str | None = None) -> bytes | None:
+    """The bytes stored under ``key`` in jax's persistent cache (None: none, or the cache is off)."""
+    cache = compilation_cache._get_cache(backend(platform))
+    return None if cache is None else cache.get(key)
+
+
+def cache_write(key: str, value: bytes, platform: str | None = None) -> None:
+    """Stores ``value`` under ``key`` (jax's cache keeps an entry that exists: remove it first)."""
+    cache = compilation_cache._get_cache(backend(platform))
+    if cache is not None:
+        cache.put(key, value)
+
+
+def cache_remove(key: str, platform: str | None = None) -> None:
+    """Removes the entry under ``key`` from a local cache directory (jax's cache has no delete)."""
+    from jax._src import lru_cache
+
+    cache = compilation_cache._get_cache(backend(platform))
+    path = getattr(getattr(cache, "_base_cache", cache), "path", None)
+    if path is not None:
+        try:
+            (path / f"{key}{lru_cache._CACHE_SUFFIX}").unlink()
+        except (OSError, AttributeError):  # gone already, or not a local directory
+            pass
+
+
+def persistent_cache_thresholds() -> tuple[float, int]:
+    """(seconds of compile time, bytes) below which jax writes no cache entry."""
+    return (float(config.persistent_cache_min_compile_time_secs.value),
+            int(config.persistent_cache_min_entry_size_bytes.value))
+
+
+def is_process_zero() -> bool:
+    """jax writes cache entries from the first process of a run only."""
+    from jax._src import distributed
+
+    return distributed.global_state.process_id == 0
+
+
+def serialize_executable(executable) -> bytes:
+    return executable.serialize()
+
+
+def deserialize_executable(data: bytes, devices: Sequence, options: xc.CompileOptions, platform: str | None = None):
+    return backend(platform).deserialize_executable(data, xc.DeviceList(tuple(devices)), options)
+
+
+def program_shapes(executable) -> tuple[list, list]:
+    """The per-device (shape, dtype) of an executable's parameters and results, as XLA compiled them."""
+    module = executable.hlo_modules()[0]
+    shape = xc.XlaComputation(module.as_serialized_hlo_module_proto()).program_shape()
+
+    def leaves(s):
+        if s.is_tuple():
+            return [x for t in s.tuple_shapes() for x in leaves(t)]
+        return [None] if s.is_token() else [(tuple(s.dimensions()), np.dtype(s.numpy_dtype()))]
+
+    return [x for p in shape.parameter_shapes() for x in leaves(p)], leaves(shape.result_shape())
 
 
 def backends_are_initialized() -> bool:

@@ -62,6 +62,9 @@ class JitFunction(MapFunction):
     def _examine(self, args, kwargs) -> Call:
         return examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
 
+    def _call_without_jit(self, env, args: tuple, kwargs: dict):
+        return self.fun(*args, **kwargs)  # under jax.disable_jit(), as jax.jit
+
     def _staged(self, call: Call) -> bool:
         if call.has_tracers:
             raise TypeError(f"pxla_mlir.jit function {self.name!r} was called on traced values; apply jax "

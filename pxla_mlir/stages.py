@@ -24,8 +24,9 @@ from .jax_internals import LOWERING_LOCK, core, hlo_cost_analysis, hlo_text, pyt
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .pass_infra.reproducer import save as _save
 from .pipelines import to_stablehlo
+from .runtime.callbacks import GuardedCallbacks, callback_results
 from .runtime.compile import compile_module, to_xla_computation
-from .runtime.executable import ShardedExecutable
+from .runtime.executable import ShardedExecutable, device_shapes, map_description
 from .stats import STATS, timed
 
 __all__ = ["Signature", "Layout", "lower", "Lowered", "Compiled"]
@@ -280,16 +281,23 @@ class Lowered(_ArgumentTrees):
         if compiler_options is None and self._compiled is not None:
             return self._compiled
         STATS["compiles"] += 1
+        what = map_description(self._module)
+        callbacks = None
+        if self.host_callbacks:  # none may raise into XLA (runtime/callbacks.py)
+            with LOWERING_LOCK:
+                callbacks = GuardedCallbacks(self.host_callbacks, callback_results(self._module), what)
+        expected = (device_shapes(self.in_avals, self.in_shardings), device_shapes(self.out_avals, self.out_shardings))
         with timed("compile"):
             xla = compile_module(self._module, self.devices, compiler_options=compiler_options,
-                                 host_callbacks=self.host_callbacks)
+                                 host_callbacks=callbacks.callables if callbacks else (), expected=expected)
         in_shardings, out_shardings = self._executable_shardings(xla)
+        # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
         exe = ShardedExecutable(xla, self.devices, in_shardings=in_shardings,
                                 out_shardings=out_shardings, in_avals=self.in_avals,
-                                out_avals=self.out_avals, keepalive=(self._keepalive, self.host_callbacks),
-                                donated=self.donated, host_callbacks=bool(self.host_callbacks))
-        # Multi-process: every process must launch the same program (distributed/program_check.py).
-        compiled = Compiled(exe, self.consts, self.signature, before_first_call=check_before_launch(self))
+                                out_avals=self.out_avals, keepalive=(self._keepalive, callbacks),
+                                donated=self.donated, callbacks=callbacks, agreement=check_before_launch(self),
+                                what=what)
+        compiled = Compiled(exe, self.consts, self.signature)
         if compiler_options is None:
             self._compiled = compiled
         return compiled
@@ -321,13 +329,11 @@ class Compiled(_ArgumentTrees):
     ``args_info``, ``in_tree``/``out_tree``.
     """
 
-    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature,
-                 before_first_call: Callable[[], None] | None = None):
+    def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
         self.executable = executable
         self.signature = signature
         self.consts = tuple(consts)
         self._device_consts: list | None = None
-        self._before_first_call = before_first_call  # raises instead of launching; cleared once it passed
 
     def __call__(self, *args, **kwargs):
         leaves = self.signature.flatten(args, kwargs)
@@ -336,9 +342,6 @@ class Compiled(_ArgumentTrees):
 
     def call_flat(self, leaves: Sequence) -> list:
         """Runs on flat dynamic inputs (without the hoisted constants)."""
-        if self._before_first_call is not None:
-            self._before_first_call()
-            self._before_first_call = None
         return self.executable([*self.consts, *leaves] if self.consts else leaves)
 
     def device_consts(self) -> list:

@@ -189,7 +189,6 @@ def test_run_prints_timings_and_outputs():
     (("diff", NESTED + "?colour=red", NESTED), "unknown emit option 'colour'"),
     (("diff", NESTED + "?unshard=bogus", NESTED), "unshard must be 'all-gather' or 'all-reduce', got 'bogus'"),
     (("diff", NESTED + "?unshard", NESTED), "bad emit spec '" + NESTED + "?unshard': bad query field: 'unshard'"),
-    (("diff", "-", "-"), "both sides are '-': standard input can be read only once"),
     (("diff", str(REPO / "examples"), NESTED), "is a directory; give a .mlir file or an emit spec"),
     (("emit", NESTED, "--dump-dir", str(REPO / "README.md")), "is a file, not a directory"),
     (("emit", NESTED, "--dump-d", "x"), "unrecognized arguments: --dump-d x"),  # no abbreviations
@@ -226,6 +225,24 @@ def test_diff_rejects_invalid_mlir(tmp_path):
     assert result.returncode == 2 and result.stderr == (f"pxla-mlir: error: '{binary}' is neither MLIR text nor MLIR "
                                                         f"bytecode: byte 0xff at line 3 is not UTF-8; give a .mlir "
                                                         f"file or an emit spec\n")
+
+
+def test_diff_reads_stdin_once_for_both_sides(tmp_path):
+    module = "module {\n  func.func @f() {\n    return\n  }\n}\n"
+    same = cli("diff", "-", "-", stdin=module)  # read once: it used to report every line removed
+    assert same.returncode == 0 and same.stdout == "" and same.stderr == ""
+    other = tmp_path / "other.mlir"
+    other.write_text(module.replace("@f", "@g"))
+    assert cli("diff", other, "-", stdin=module).returncode == 1
+
+
+def test_emit_refuses_a_dump_dir_that_is_a_file(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for where, why in ((afile, "is a file, not a directory"), (afile / "sub", "cannot make --dump-dir")):
+        result = cli("emit", NESTED, "--dump-dir", where)
+        assert result.returncode == 2 and result.stderr.startswith("pxla-mlir: error: ")
+        assert why in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_errors_in_the_users_function_name_its_line_without_the_debug_hint(tmp_path):

@@ -154,3 +154,87 @@ def test_a_thousand_unblocked_calls_on_the_fast_path_do_not_deadlock():
     """)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.split() == ["1.0", "1.0"]
+
+
+def test_host_numpy_written_right_after_the_call_does_not_reach_the_launch():
+    """The C++ path copies host numpy inputs as the Python path does (jax would alias an aligned
+    array's memory on CPU: 2 of 8 rows changed)."""
+    f = pxla_mlir.pmap(lambda v: v * 2 + lax.psum(v, "i") * 0, "i")
+    ref = 2 * np.arange(8 * 1000, dtype=np.float32).reshape(8, 1000)
+    f(np.zeros((8, 1000), np.float32))
+    before = STATS["python_calls"]
+    outs = []
+    for _ in range(10):
+        x = np.arange(8 * 1000, dtype=np.float32).reshape(8, 1000)
+        outs.append(f(x))
+        x[:] = -1.0  # at once, while the launch may still be reading
+    assert STATS["python_calls"] == before, "these calls should take the C++ path"
+    for y in outs:
+        np.testing.assert_array_equal(np.asarray(y), ref)
+
+
+def test_arrays_donated_or_deleted_elsewhere_are_refused_on_every_path():
+    """A non-donating map gets an array that another map or jax.jit donated, or that was deleted: jaxlib
+    segfaults on such an argument (the C++ fast path included); every path raises jax's RuntimeError."""
+    from isolation import run_isolated
+
+    out = run_isolated("""
+        import jax, numpy as np, pxla_mlir
+        f = pxla_mlir.pmap(lambda v: v * 2, "i")
+        t = pxla_mlir.pmap(lambda tree: tree["a"] + tree["b"], "i")
+        x = np.arange(8.0, dtype=np.float32)
+        warm = f(x); f(warm); f(warm)  # the fast path knows this signature
+        t({"a": warm, "b": warm}); t({"a": warm, "b": warm})
+        donate_pmap = pxla_mlir.pmap(lambda v: v + 1, "i", donate_argnums=0)
+        donate_jit = jax.jit(lambda v: v + 1, donate_argnums=0)
+        def gone(how):
+            z = f(x)
+            {"pmap": lambda: donate_pmap(z), "jit": lambda: donate_jit(z), "delete": z.delete}[how]()
+            return z
+        calls = {"fast path": lambda z: f(z), "pytree leaf": lambda z: t({"a": warm, "b": z}),
+                 "compiled": lambda z: f.lower(z).compile()(z), "jit of pmap": lambda z: pxla_mlir.jit(f)(z)}
+        for how in ("pmap", "jit", "delete"):
+            for name, call in calls.items():
+                try:
+                    call(gone(how))
+                    print(how, name, "ran")
+                except RuntimeError as e:
+                    print(how, name, "refused" if str(e).startswith("Array has been deleted") else str(e)[:80])
+        print("alive", float(np.asarray(f(x))[1]))
+    """)
+    lines = out.splitlines()
+    assert lines[-1] == "alive 2.0"
+    assert lines[:-1] == [f"{how} {name} refused" for how in ("pmap", "jit", "delete")
+                          for name in ("fast path", "pytree leaf", "compiled", "jit of pmap")]
+
+
+def test_deleting_from_another_thread_during_calls_never_crashes():
+    """jaxlib segfaults when a buffer is deleted while a multi-device launch is being prepared (2 of 3
+    runs before): a deletion now waits for the launches in progress, and a call made after it raises."""
+    from isolation import run_isolated
+
+    out = run_isolated("""
+        import threading, time
+        import jax.numpy as jnp, numpy as np, pxla_mlir
+        f = pxla_mlir.pmap(lambda v: jnp.sin(v) @ jnp.cos(v).T, "i")
+        base = np.ones((8, 64, 64), np.float32)
+        ref = np.asarray(f(base))
+        f(f(base))
+        outcomes = {"ok": 0, "refused": 0}
+        for trial in range(150):
+            z = f(base)
+            z.block_until_ready()
+            killer = threading.Thread(target=lambda: (time.sleep((trial % 15) * 2e-5), z.delete()))
+            killer.start()
+            try:
+                for _ in range(3):
+                    y = f(z)
+                outcomes["ok"] += 1
+            except RuntimeError as e:
+                assert str(e).startswith("Array has been deleted"), e
+                outcomes["refused"] += 1
+            killer.join()
+        np.testing.assert_allclose(np.asarray(f(base)), ref)
+        print(sum(outcomes.values()), outcomes["refused"] > 0)
+    """)
+    assert out.split() == ["150", "True"]

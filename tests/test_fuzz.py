@@ -1,10 +1,10 @@
 """Seeded, bounded fuzzing in the suite (tests/fuzzing/); `make fuzz` runs the long version.
 
-Both fuzzers run their cases in worker processes (tests/fuzzing/workers.py),
+The fuzzers run their cases in worker processes (tests/fuzzing/workers.py),
 so a crash is reported as a failed case, never as the end of this run.
 """
 
-from fuzzing import opt_fuzz, program_fuzz
+from fuzzing import opt_fuzz, program_fuzz, runtime_fuzz
 
 
 def test_pxla_opt_on_mutated_inputs_and_bad_pipelines_exits_0_or_1_with_a_located_error():
@@ -31,3 +31,11 @@ def test_random_pmap_programs_match_nested_vmap():
     assert {(p.mode, p.unshard) for p in programs} == set(program_fuzz.MODES)
     axes = [a for p in programs for lv in p.levels for a in (lv.in_axis, *lv.out_axes)]
     assert None in axes and any(a is not None and a < 0 for a in axes)
+
+
+def test_random_fast_path_and_cache_scenarios_never_crash_or_give_other_numbers():
+    """Each scenario in its own process: random placement, donation, deletion and threads on the C++ fast
+    path; damaged, swapped and forged persistent cache entries."""
+    report = runtime_fuzz.run(seed=3, count=4)
+    assert report.failures == [], "\n".join(f"case 3:{i}: {what}\n{detail}" for i, what, detail in report.failures)
+    assert report.outcomes == {"dispatch": 2, "cache": 2}

@@ -3,6 +3,7 @@ built on: cache keys with static argument types and jax's trace context, one
 trace under concurrent first calls, the C++ fast path for xmap that follows
 the mesh in scope, and thread-safe bounded caches."""
 
+import gc
 import threading
 
 import jax
@@ -13,6 +14,7 @@ from jax import lax
 
 import pxla_mlir
 from pxla_mlir.lru import LRU
+from pxla_mlir.maps import function
 from pxla_mlir.maps.arguments import static_key
 from pxla_mlir.stats import STATS
 
@@ -101,12 +103,24 @@ def test_xmap_stored_on_a_class_is_not_bound():
     np.testing.assert_array_equal(np.asarray(Model().f(np.arange(4.0))), np.arange(4.0) * 2)
 
 
-def test_pmap_cache_is_bounded():
+def test_every_cache_of_a_map_is_bounded(monkeypatch):
+    """Beyond its size a map drops its least recently used signature everywhere, the C++ fast path
+    included: an executable dropped from the map's caches is freed (a C++ cache shared by every map,
+    4,096 signatures, kept ~200 KiB of each alive). Size 4 here; maps have 64."""
+    monkeypatch.setattr(function, "CACHE_SIZE", 4)
     f = pxla_mlir.pmap(lambda v: jnp.sum(v), "i")
-    size = f._cache.compiled.size
-    for n in range(1, size + 6):
-        f(np.ones((8, n), np.float32))
-    assert len(f._cache.compiled) == size and len(f._cache.traced) == size
+    f._cache = function.CallCache(4)
+    client = jax.devices()[0].client
+    gc.collect()
+    before = len(client.live_executables())
+    for n in range(1, 4 + 6):
+        x = np.ones((8, n), np.float32)
+        f(x)
+        f(x)  # the C++ fast path keeps this signature
+    gc.collect()
+    assert len(f._cache.compiled) == 4 and len(f._cache.traced) == 4 and len(f._cache.lowered) == 4
+    assert f._entry.dispatchers.get(f._environment())._cpp._cache_size() == 4
+    assert len(client.live_executables()) - before == 4
 
 
 def test_lru_is_thread_safe():
@@ -209,3 +223,48 @@ def test_caches_never_keep_the_function_alive(kind):
     del body, mapped
     gc.collect()
     assert alive() is None
+def _pmap(body):
+    return pxla_mlir.pmap(body, "i")
+
+
+def _xmap(body):
+    return pxla_mlir.xmap(body, in_axes=["i", ...], out_axes=["i", ...])
+
+
+def _jit(body):
+    inner = pxla_mlir.pmap(body, "i")
+    return pxla_mlir.jit(lambda x: inner(x))
+
+
+@pytest.mark.parametrize("make", [_pmap, _xmap, _jit], ids=["pmap", "xmap", "jit"])
+def test_disable_jit_runs_the_body_on_every_call_as_jax_pmap(make):
+    """Under jax.disable_jit() jax.pmap runs its Python body on every call; code that patches what the
+    body calls (here: the scale it reads) must see every call, and the cached program is left alone."""
+    calls, scale = [], [2.0]
+
+    def body(v):
+        calls.append(1)
+        return jax.lax.psum(v, "i") * scale[0]
+
+    def reference(v):
+        return jax.vmap(lambda u: jax.lax.psum(u, "i") * scale[0], axis_name="i")(v)
+
+    f, x = make(body), np.arange(8.0, dtype=np.float32)
+    first = f(x)
+    f(x)
+    assert len(calls) == 1
+    with jax.disable_jit():
+        np.testing.assert_array_equal(f(x), first)
+        scale[0] = 3.0  # what a library intercepting the body changes
+        np.testing.assert_array_equal(f(x), reference(x))
+    assert len(calls) == 3
+    compiles = STATS["compiles"]
+    np.testing.assert_array_equal(f(x), first)  # jit again: the cached trace, as jax.pmap's jit cache
+    assert len(calls) == 3 and STATS["compiles"] == compiles
+    ref_calls = []
+    jp = jax.pmap(lambda v: (ref_calls.append(1), jax.lax.psum(v, "i"))[1], "i")
+    jp(x)
+    with jax.disable_jit():
+        jp(x)
+        jp(x)
+    assert len(ref_calls) == 3  # what jax.pmap does, for comparison

@@ -30,7 +30,7 @@ NUMERICS = [
 ]
 ERRORS = ["devices_leave_a_process_out", "devices_cover_processes_unevenly", "too_many_devices_hint",
           "mismatched_module", "shares_that_disagree_between_processes", "initialize_twice",
-          "run_still_healthy_after_the_errors"]
+          "every_launch_is_compared", "run_still_healthy_after_the_errors"]
 
 
 @pytest.fixture(scope="module", params=[(2, 4), (4, 2)], ids=["2x4", "4x2"])

@@ -205,3 +205,78 @@ def test_ordered_io_callback_in_nested_pmap(mode):
     out = pxla_mlir.pmap(inner, "i", mode=mode)(X.reshape(2, 4))
     np.testing.assert_array_equal(out, X.reshape(2, 4) + 1)
     assert rec.sorted() == [(float(v),) for v in X]
+
+
+def test_an_exception_in_a_callback_is_raised_by_the_call():
+    """A callback that raises on one device used to leave the others in their psum until XLA's rendezvous
+    aborted the process (~60 s later); now the call raises the callback's own exception, and the process
+    goes on. Isolated: the old failure is an abort."""
+    from isolation import run_isolated
+
+    out = run_isolated("""
+        import jax, numpy as np, pxla_mlir
+        from jax import lax
+        from jax.experimental import io_callback
+
+        class Refused(Exception):
+            pass
+
+        def picky(v):
+            if np.any(np.asarray(v) == 3.0):
+                raise Refused("device 3 refuses")
+            return np.asarray(v) * 2
+
+        out = jax.ShapeDtypeStruct((), np.float32)
+        row = jax.ShapeDtypeStruct((2,), np.float32)
+        x = np.arange(8.0, dtype=np.float32)
+        cases = {
+            "pure replica": pxla_mlir.pmap(lambda v: lax.psum(jax.pure_callback(picky, out, v), "i"), "i"),
+            "pure partition": pxla_mlir.pmap(lambda v: lax.psum(jax.pure_callback(picky, out, v), "i"), "i",
+                                             mode="partition"),
+            "ordered io": pxla_mlir.pmap(lambda v: lax.psum(io_callback(picky, out, v, ordered=True), "i"), "i"),
+            "debug callback": pxla_mlir.pmap(lambda v: (jax.debug.callback(picky, v), lax.psum(v, "i"))[1], "i"),
+            "xmap vectorize": pxla_mlir.xmap(
+                lambda v: lax.psum(jax.pure_callback(picky, row, v, vmap_method="sequential"), "n"),
+                in_axes=["n", ...], out_axes=["n", ...], lowering="vectorize"),
+        }
+        for name, f in cases.items():
+            arg = x.reshape(4, 2) if name.startswith("xmap") else x
+            try:
+                f(arg)
+                jax.effects_barrier()
+                print(name, "no error")
+            except Refused as e:
+                print(name, "raised", str(e), "host callback" in " ".join(getattr(e, "__notes__", [])))
+        good = pxla_mlir.pmap(lambda v: lax.psum(jax.pure_callback(lambda a: np.asarray(a) * 2, out, v), "i"), "i")
+        print("after", float(np.asarray(good(x))[0]))
+    """, timeout=200)
+    lines = out.splitlines()
+    assert lines[:-1] == [f"{name} raised device 3 refuses True" for name in
+                          ("pure replica", "pure partition", "ordered io", "debug callback", "xmap vectorize")]
+    assert lines[-1] == "after 56.0"
+
+
+def test_a_map_called_from_inside_a_callback_is_refused():
+    """The inner launch would wait for the devices the outer program holds, which wait for the callback:
+    a deadlock before. Now the callback raises ReentrantLaunchError, and the outer call raises it."""
+    from isolation import run_isolated
+
+    out = run_isolated("""
+        import jax, numpy as np, pxla_mlir
+        from jax import lax
+        from pxla_mlir.runtime.callbacks import ReentrantLaunchError
+        inner = pxla_mlir.pmap(lambda v: v + 1, "inner")
+        inner(np.ones(8, np.float32))  # on the fast path already
+        def calls_a_map(v):
+            return np.asarray(inner(np.ones(8, np.float32)))[0] * 0 + np.asarray(v)
+        f = pxla_mlir.pmap(lambda v: lax.psum(jax.pure_callback(calls_a_map, jax.ShapeDtypeStruct((), np.float32),
+                                                                 v), "i"), "i")
+        try:
+            f(np.arange(8.0, dtype=np.float32))
+            print("no error")
+        except ReentrantLaunchError as e:
+            print("refused:", str(e)[:60])
+        print("after", float(np.asarray(inner(np.ones(8, np.float32)))[0]))
+    """, timeout=120)
+    assert out.splitlines() == ["refused: pmap '<lambda>' was called from inside a host callback (jax.",
+                                "after 2.0"]

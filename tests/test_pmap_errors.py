@@ -157,3 +157,29 @@ def test_arguments_nested_deeper_than_jax_flattens():
     # Errors of shallow arguments pass through unchanged.
     with pytest.raises(ValueError, match="must equal the number of local devices"):
         pxla_mlir.pmap(lambda t: t, "i", devices=jax.devices()[:4])(nested_lists(3, np.ones(8)))
+def test_outputs_too_big_for_memory_raise_at_the_call():
+    """Across devices XLA allocates outputs after the call returns: reading one aborted the process
+    (`Check failed: buffer_.IsConcrete()`). The call raises RESOURCE_EXHAUSTED with the size, as
+    jax.jit does on one device, and again on the next call. Isolated: the old failure is an abort."""
+    from isolation import run_isolated
+
+    out = run_isolated("""
+        import jax, jax.numpy as jnp, numpy as np, pxla_mlir
+        from pxla_mlir.runtime.memory import host_memory_bytes
+        big = max(2**40, 1 << int(host_memory_bytes()).bit_length())  # more than this host has
+        cases = {
+            "pmap": (pxla_mlir.pmap(lambda v: jnp.zeros((big // 8,), jnp.int8) + v, "i"), np.ones(8, np.int8)),
+            "xmap": (pxla_mlir.xmap(lambda v: jnp.zeros((big,), jnp.int8) + v, in_axes=[...], out_axes=[...]),
+                     np.int8(1)),
+        }
+        for name, (f, arg) in cases.items():
+            for attempt in range(2):
+                try:
+                    y = f(arg)
+                    print(name, "returned", np.asarray(y[..., :2]).tolist())
+                except jax.errors.JaxRuntimeError as e:
+                    print(name, str(e).split(":")[0], f"allocating {big} bytes" in str(e))
+        print("alive", float(np.asarray(pxla_mlir.pmap(lambda v: v + 1, "i")(np.ones(8)))[0]))
+    """, timeout=120)
+    assert out.splitlines() == ["pmap RESOURCE_EXHAUSTED True"] * 2 + ["xmap RESOURCE_EXHAUSTED True"] * 2 + \
+        ["alive 2.0"]

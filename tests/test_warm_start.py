@@ -98,3 +98,71 @@ def test_unusable_cache_directories_are_clear_errors(tmp_path, monkeypatch):
     from pxla_mlir.jax_internals import persistent_cache_enabled
 
     assert not persistent_cache_enabled()
+TRUST = """
+    import glob, hashlib, os, shutil, sys, warnings, zlib
+    import jax, numpy as np, pxla_mlir
+    from pxla_mlir.runtime import persistent_cache as pc
+
+    root = sys.argv[1]
+    hits = []
+    jax.monitoring.register_event_listener(lambda name, **kw: hits.append(name) if name.endswith("cache_hits") else 0)
+    x = lambda cols: np.arange(8 * cols, dtype=np.float32).reshape(8, cols)
+
+    def run(directory, factor, cols):
+        pxla_mlir.enable_compilation_cache(os.path.join(root, directory))
+        before = len(hits)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = pxla_mlir.pmap(lambda v: v * factor, "i")(x(cols))  # a new pmap: compiled (or loaded) anew
+        rejected = [str(w.message) for w in caught if issubclass(w.category, pc.CacheEntryRejected)]
+        assert np.array_equal(np.asarray(out), x(cols) * factor), (factor, cols, out)
+        if rejected:
+            return rejected[0].split(" was not used: ")[1].split(";")[0]
+        return "hit" if len(hits) > before else "compiled"
+
+    def entry(directory):
+        (path,) = glob.glob(os.path.join(root, directory, "pxla-*-cache"))
+        return path
+
+    def parts(path):
+        raw = open(path, "rb").read()
+        return raw[:pc._HEADER.size], zlib.decompress(raw[pc._HEADER.size:])
+
+    print("cold", run("a", 3.0, 3), run("c", 5.0, 4), run("b", 5.0, 3))
+    print("warm", run("b", 5.0, 3))
+    shutil.copy(entry("a"), entry("b"))  # x*3's executable where x*5's belongs: same signature
+    print("swapped", run("b", 5.0, 3))
+    header, payload = parts(entry("b"))
+    damaged = bytearray(payload)
+    for i in range(len(damaged) // 3, len(damaged) // 3 + 64):
+        damaged[i] ^= 0x5A
+    open(entry("b"), "wb").write(header + zlib.compress(bytes(damaged)))  # valid compression, damaged inside
+    print("damaged", run("b", 5.0, 3))
+    shutil.copy(entry("c"), entry("b"))  # an entry compiled for another shape
+    print("other-shape", run("b", 5.0, 3))
+    own_header, _ = parts(entry("b"))
+    _, other = parts(entry("c"))  # the program digest of (8, 3), the executable of (8, 4), checksums that agree
+    magic, program, _, seconds = pc._HEADER.unpack(own_header)
+    forged = pc._HEADER.pack(magic, program, hashlib.sha256(other).digest(), seconds) + zlib.compress(other)
+    open(entry("b"), "wb").write(forged)
+    print("forged", run("b", 5.0, 3))
+    print("healed", run("b", 5.0, 3))
+"""
+
+
+def test_cache_entries_are_checked_against_the_program(tmp_path):
+    """A swapped, damaged, other-shape or forged entry is never run: the
+    program is compiled anew (right numbers, a warning saying why), and the
+    rewritten entry is used by the next load. Isolated: jax would crash on
+    some of these entries."""
+    from isolation import run_isolated
+
+    out = run_isolated(f"import sys; sys.argv = ['', {str(tmp_path)!r}]\n" + textwrap.dedent(TRUST), timeout=240)
+    lines = dict(line.split(" ", 1) for line in out.splitlines())
+    assert lines["cold"] == "compiled compiled compiled"
+    assert lines["warm"] == "hit"
+    assert lines["swapped"] == "it was compiled from another module or for other devices"
+    assert lines["damaged"] == "its executable is damaged (checksum mismatch)"
+    assert lines["other-shape"] == "it was compiled from another module or for other devices"
+    assert lines["forged"].startswith("its parameter 0 is ((1, 4), dtype('float32')) per device"), lines["forged"]
+    assert lines["healed"] == "hit"

@@ -1,26 +1,33 @@
 """Every process must launch the same program on the same devices: checked
-once per executable, before its first launch, through the coordination
-service's key-value store.
+before every launch, through the coordination service's key-value store.
 
-Without the check, processes that compiled different programs (another
-shape, option or device order on one of them) block in their collectives
-until gloo gives up after 30 s with ``DEADLINE_EXCEEDED``, or forever once
-connected. Here each process publishes a short record of the program it is
-about to launch first (the MHLO's hash, and the text if small, the device
-ids in order) under the number of multi-process programs it launched
-before, reads the other processes' records under the same number, and
-raises ``ProgramMismatchError`` naming the difference. It costs one
-key-value round trip per other process, once per executable.
+Without the check, processes that launch different programs pair their
+collectives anyway (gloo matches them by order, not by program): one
+process's all-reduce meets another program's, and the results are wrong
+with no error; or they block until gloo gives up after 30 s. Here the
+multi-process launches of a process are numbered in the order they are
+launched; before launch #n each process publishes the fingerprint of the
+program it is about to launch (a hash of its MHLO and device order) under
+#n and reads every other process's. Only when two differ does each process
+publish its whole record (name, device ids, MHLO text if small) and read
+the others', to raise ``ProgramMismatchError`` naming the difference.
+Nothing is launched then.
+
+Cost per launch: one key-value write and one blocking read per other
+process; the launch numbering and the launch itself happen under one lock,
+so threads cannot launch in another order than they numbered. Each process
+deletes its own fingerprints in blocks of :data:`_BLOCK` launches, once
+every process has passed the block, so the store stays small.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-import itertools
 import json
 import threading
 import time
+from typing import Callable, TypeVar
 
 import jax
 
@@ -29,32 +36,37 @@ from . import link
 from .processes import MultiProcessError, spans_processes
 from .settings import check_timeout
 
-__all__ = ["ProgramMismatchError", "ProgramCheck", "check_before_launch", "CHECK_TIMEOUT_S"]
+__all__ = ["ProgramMismatchError", "LaunchAgreement", "check_before_launch", "CHECK_TIMEOUT_S",
+           "describe_difference"]
 
 #: Seconds to wait for another process to reach the same launch; None:
 #: PXLA_MP_CHECK_TIMEOUT, else 120 (read at each check).
 CHECK_TIMEOUT_S: float | None = None
 _POLL_MS = 500  # between looks at the run's link: a process that ended is not waited for
 _TEXT_LIMIT = 256 * 1024  # MHLO longer than this is compared by hash only
-_KEY = "pxla_mlir/programs"
-_launches = itertools.count(1)
-_launches_lock = threading.Lock()
+_KEY = "pxla_mlir/launch"
+_BLOCK = 1024  # fingerprints are deleted a block at a time
+_RECORD_WAIT_S = 10.0  # a mismatching peer publishes its record at once
+_state = {"launches": 0}
+_lock = threading.Lock()  # numbering and launching, together
+
+T = TypeVar("T")
 
 
 class ProgramMismatchError(MultiProcessError):
     """The processes of a run are about to launch different programs."""
 
 
-def check_before_launch(lowered) -> "ProgramCheck | None":
-    """A check to run before the first launch of ``lowered``'s executable, or
-    None when its devices belong to this process alone."""
+def check_before_launch(lowered) -> "LaunchAgreement | None":
+    """The agreement every launch of ``lowered``'s executable goes through,
+    or None when its devices belong to this process alone."""
     if not spans_processes(lowered.devices):
         return None
-    return ProgramCheck(lowered)
+    return LaunchAgreement(lowered)
 
 
-class ProgramCheck:
-    """Compares this process's program with every other process's, once."""
+class LaunchAgreement:
+    """Runs a launch once every process is about to launch the same program."""
 
     def __init__(self, lowered):
         text = lowered.as_text()
@@ -65,51 +77,51 @@ class ProgramCheck:
             "inputs": [av.str_short() for av in lowered.in_avals],
             "text": text if len(text) <= _TEXT_LIMIT else None,
         }
-        self._lock = threading.Lock()
-        self._done = False
-        self._error: Exception | None = None
+        devices = hashlib.sha256(json.dumps(self.record["devices"]).encode()).hexdigest()
+        self.fingerprint = f"{self.record['sha256'][:32]}:{devices[:16]}"
 
-    def __call__(self) -> None:
-        with self._lock:
-            if self._error is not None:
-                raise self._error
-            if not self._done:
-                try:
-                    self._compare()
-                except MultiProcessError as e:
-                    self._error = e
-                    raise
-                self._done = True
-
-    def _compare(self) -> None:
+    def __call__(self, launch: Callable[[], T]) -> T:
         client = distributed_client()
         if client is None:  # several processes without jax.distributed: nothing to compare through
-            return
+            return launch()
+        with _lock:
+            # A refused launch uses up its number on every process (each sees the mismatch): none is reused.
+            _state["launches"] = number = _state["launches"] + 1
+            self._agree(client, number)
+            if number % _BLOCK == 0:  # every process has reached #number: the block before is read
+                _forget(client, number // _BLOCK - 1)
+            return launch()
+
+    def _agree(self, client, number: int) -> None:
         me, count = jax.process_index(), jax.process_count()
-        with _launches_lock:
-            number = next(_launches)
-        base = f"{_KEY}/{number}"
-        client.key_value_set(f"{base}/{me}", json.dumps(self.record))
         timeout = CHECK_TIMEOUT_S if CHECK_TIMEOUT_S is not None else check_timeout()
         deadline = time.monotonic() + timeout
-        for other in range(count):
-            if other != me:
-                theirs = self._read(client, f"{base}/{other}", other, number, timeout, deadline)
-                differences = describe_difference(self.record, theirs, me, other)
-                if differences:
-                    raise ProgramMismatchError(
-                        f"process {me} and process {other} are about to launch different programs as their "
-                        f"multi-process launch #{number}: {differences}\nEvery process must launch the same maps, "
-                        f"with the same shapes, options and devices, in the same order, or their collectives never "
-                        f"meet. Nothing was launched.")
+        client.key_value_set(_fingerprint_key(me, number), self.fingerprint)
+        differing = [other for other in range(count) if other != me and self._read(
+            client, _fingerprint_key(other, number), other, number, timeout, deadline) != self.fingerprint]
+        if not differing:
+            return
+        client.key_value_set(f"{_KEY}/mismatch/{number}/{me}", json.dumps(self.record))
+        other = differing[0]
+        try:
+            theirs = json.loads(client.blocking_key_value_get(f"{_KEY}/mismatch/{number}/{other}",
+                                                              int(_RECORD_WAIT_S * 1000)))
+            differences = describe_difference(self.record, theirs, me, other)
+        except Exception:  # the peer did not say: still a mismatch
+            differences = f"the programs' fingerprints differ (process {other} did not publish its record)"
+        raise ProgramMismatchError(
+            f"process {me} and process {other} are about to launch different programs as their multi-process "
+            f"launch #{number}: {differences}\nEvery process must launch the same maps, with the same shapes, "
+            f"options and devices, in the same order, or their collectives meet another program's (wrong "
+            f"results) or never meet. Nothing was launched.")
 
-    def _read(self, client, key: str, other: int, number: int, timeout: float, deadline: float) -> dict:
-        """Process ``other``'s record, waiting for it in slices while it still runs its program."""
+    def _read(self, client, key: str, other: int, number: int, timeout: float, deadline: float) -> str:
+        """Process ``other``'s fingerprint, waiting for it in slices while it still runs its program."""
         me, name = jax.process_index(), self.record["name"]
         while True:
             remaining_ms = int((deadline - time.monotonic()) * 1000)
             try:
-                return json.loads(client.blocking_key_value_get(key, max(1, min(_POLL_MS, remaining_ms))))
+                return client.blocking_key_value_get(key, max(1, min(_POLL_MS, remaining_ms)))
             except Exception as e:  # jaxlib raises its runtime error type
                 if "DEADLINE_EXCEEDED" not in str(e):
                     raise MultiProcessError(f"could not read process {other}'s program from the coordination "
@@ -126,6 +138,20 @@ class ProgramCheck:
                     f"{timeout:g} s, while process {me} is about to launch {name!r} there. Every process must "
                     f"launch the same maps in the same order; one that takes another path or fails before "
                     f"launching leaves the others waiting (PXLA_MP_CHECK_TIMEOUT sets this wait)")
+
+
+def _fingerprint_key(process: int, number: int) -> str:
+    return f"{_KEY}/{process}/{number // _BLOCK}/{number}"
+
+
+def _forget(client, block: int) -> None:
+    """Deletes this process's fingerprints of ``block`` (a directory of the store)."""
+    if block < 0:
+        return
+    try:
+        client.key_value_delete(f"{_KEY}/{jax.process_index()}/{block}")
+    except Exception:  # cleaning up is best effort: a failure costs store memory only
+        pass
 
 
 def describe_difference(mine: dict, theirs: dict, me: int, other: int) -> str:

@@ -30,13 +30,14 @@ from typing import Callable, Hashable, Sequence
 
 from ..distributed.processes import spans_processes
 from ..distributed.shares import host_local_outputs
-from ..jax_internals import core, trace_context
+from ..jax_internals import core, jit_disabled, jit_enabled, trace_context
 from ..runtime.dispatch import FastDispatch
 from ..stages import Lowered
 from ..stats import STATS
 from . import debug_checks
 from .arguments import BoundMethod
 from .caches import CACHE_SIZE, CacheEntry, CallCache, entry_for
+from .unjitted import same_trace
 
 __all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE", "PRIVATE"]
 
@@ -127,7 +128,7 @@ class MapFunction:
         if dispatch is None:
             dispatch = dispatchers[env] = FastDispatch(
                 self.name, functools.partial(_resolve_for_caller, env), static_argnums=self.static_argnums,
-                donate_argnums=self.donate_argnums)
+                donate_argnums=self.donate_argnums, what=self.what, capacity=CACHE_SIZE)
         previous, _calling.obj = _calling.obj, self  # restored: a map may be called inside another's trace
         try:
             return dispatch(*args, **kwargs)
@@ -142,6 +143,8 @@ class MapFunction:
     def _resolve(self, env, args: tuple, kwargs: dict):
         """The Python path of a call (see :mod:`pxla_mlir.runtime.dispatch`):
         (output, the Compiled that ran or None, its flat arguments)."""
+        if jit_disabled():  # as jax.pmap: the body runs on every call (maps/unjitted.py)
+            return self._call_without_jit(env, args, kwargs), None, None
         call = self._examine(args, kwargs)
         key = self._key(call, env)
         if self._staged(call):
@@ -162,6 +165,22 @@ class MapFunction:
         outs, fast = self._call_outputs(outs, compiled)
         return compiled.signature.unflatten(outs), compiled if fast else None, call.flat_args
 
+    def _call_without_jit(self, env, args: tuple, kwargs: dict):
+        """A call under ``jax.disable_jit()``: traced anew, run with the cached
+        program when the trace is the same, else with a program of its own."""
+        call = self._examine(args, kwargs)
+        with jit_enabled():  # the key of the cached trace (disable_jit is part of jax's trace context)
+            key = self._key(call, env)
+        traced = self._traced(call, env, key)  # traces anew under disable_jit
+        if self._staged(call) or not traced.cacheable:
+            return self._bind(traced, call)
+        with self._cache.lock:
+            cached = self._cache.traced.get(key)
+            compiled = self._cache.compiled.get(key) if cached is not None and same_trace(cached, traced) else None
+            if compiled is None:
+                compiled = self._lower_traced(traced, call, env).compile()
+        return compiled.signature.unflatten(compiled.call_flat(call.flat_args))
+
     def lower(self, *args, **kwargs) -> Lowered:
         call = self._examine(args, kwargs)
         env = self._environment()
@@ -176,19 +195,21 @@ class MapFunction:
         return call.key, env, trace_context(), nans
 
     def _traced(self, call, env, key) -> Traced:
-        traced = self._cache.traced.get(key)
+        unjitted = jit_disabled()  # the body runs again, and its trace is not kept
+        traced = None if unjitted else self._cache.traced.get(key)
         if traced is None:
             STATS["traces"] += 1
             traced = self._trace(call, env)
-            if traced.cacheable:
+            if traced.cacheable and not unjitted:
                 self._cache.traced[key] = traced
         return traced
 
     def _lowered(self, call, env, key, traced: Traced) -> Lowered:
-        lowered = self._cache.lowered.get(key) if traced.cacheable else None
+        keep = traced.cacheable and not jit_disabled()  # under disable_jit the trace is new
+        lowered = self._cache.lowered.get(key) if keep else None
         if lowered is None:
             lowered = self._lower_traced(traced, call, env)
-            if traced.cacheable:
+            if keep:
                 self._cache.lowered[key] = lowered
         return lowered
 

@@ -4,7 +4,8 @@ from the module's own attributes, devices from the caller.
 Warm starts: with jax's persistent compilation cache on (jax's
 ``jax_compilation_cache_dir``, or :func:`enable_compilation_cache`, or the
 ``PXLA_MLIR_CACHE_DIR`` environment variable), a process compiling a module
-another process compiled before loads the executable from the cache instead.
+another process compiled before loads the executable from the cache instead,
+once the entry is shown to hold that very program (:mod:`.persistent_cache`).
 It is off by default, as in jax.
 """
 
@@ -22,6 +23,7 @@ from ..errors import PxlaUserError
 from ..ir import replica_shardings
 from ..ir.pxla_attrs import device_counts
 from ..ir.shardy import uses_shardy
+from .persistent_cache import load_or_compile
 
 __all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "ReplicaShardingError", "CACHE_DIR_ENV",
            "to_xla_computation", "CompilerOptionsError"]
@@ -104,13 +106,15 @@ def _apply_env() -> None:
 
 
 def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None,
-                   compiler_options: dict | None = None, host_callbacks: Sequence = ()):
+                   compiler_options: dict | None = None, host_callbacks: Sequence = (), expected=None):
     """A LoadedExecutable of ``module`` on ``devices`` (replica-major order).
 
     Partition-mode modules compile with XLA's SPMD partitioner (on CPU a
     multi-partition program always needs it); Shardy partitions modules in
     the sdy form, GSPMD the others. ``compiler_options`` are XLA debug options
     by name; ``host_callbacks`` the callables the module's host callbacks call.
+    ``expected``: the per-device (shape, dtype) of the parameters and results,
+    which an executable loaded from the persistent cache must have.
     """
     replicas, partitions = device_counts(module.operation)
     if len(devices) != replicas * partitions:
@@ -127,13 +131,15 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
                                          overrides=options)
     _apply_env()
     try:
+        # Only the ir.Module overload of compile_and_load takes host callbacks; their programs are never
+        # cached (as in jax: the callables' addresses are part of the program).
+        if host_callbacks:
+            return jax_internals.compile_and_load(module, devices, opts, platform, host_callbacks=host_callbacks)
+        text = module.operation.get_asm(enable_debug_info=False)
         if jax_internals.persistent_cache_used(platform or devices[0].platform):
-            # jax's cache keys on the module (without locations), the options and
-            # the devices; it compiles the module object itself: give it a copy.
-            return jax_internals.compile_or_get_cached(_copy(module), devices, ids, opts, platform, host_callbacks)
-        # Only the ir.Module overload of compile_and_load takes host callbacks.
-        program = module if host_callbacks else module.operation.get_asm(enable_debug_info=False)
-        return jax_internals.compile_and_load(program, devices, opts, platform, host_callbacks=host_callbacks)
+            return load_or_compile(module, text, devices, ids, opts, platform, expected=expected,
+                                   compile=lambda: jax_internals.compile_and_load(text, devices, opts, platform))
+        return jax_internals.compile_and_load(text, devices, opts, platform)
     except jax_internals.JaxRuntimeError as e:
         if options and ("compile option" in str(e) or "While setting option" in str(e)):
             raise CompilerOptionsError(f"{str(e).rstrip('.')}. compiler_options keys are XLA debug option names as in "
@@ -158,8 +164,3 @@ def _checked_options(options) -> dict | None:
 def to_xla_computation(module: ir.Module):
     """XLA's HLO (``XlaComputation``) of a final MHLO module."""
     return jax_internals.xla_computation(module.operation.get_asm(enable_debug_info=True))
-
-
-def _copy(module: ir.Module) -> ir.Module:
-    with module.context:
-        return ir.Module.parse(module.operation.get_asm(enable_debug_info=False))

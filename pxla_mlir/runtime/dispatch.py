@@ -10,10 +10,16 @@ executable exactly the buffers the Python path checked (:func:`_safe`):
 jaxlib itself checks nothing, and a wrong device order or byte size
 segfaults. Other signatures keep taking the validating Python path.
 
-What stays in Python per call is O(1): the in-flight window (one output
-array per launch, see :mod:`.inflight`) and, for donating maps only, a check
-that no donated array was already consumed (jaxlib 0.10.2 segfaults on a
-reused donated multi-device array, in jax.pmap and jax.jit too).
+What stays in Python per call: the in-flight window (one output array per
+launch, see :mod:`.inflight`), the refusal of a launch from inside a host
+callback (:mod:`.callbacks`), and, under the launch lock, a check that no
+argument is a deleted or donated array (jaxlib 0.10.2 segfaults on one, in
+jax.pmap and jax.jit too; see :mod:`.launches`), O(leaves); for donating maps
+also that no array is donated twice. Host numpy arguments are copied before
+C++ places them (:func:`.placement.copying_shard_arg`), as the Python path
+copies them: a write to the array after the call returns cannot reach the
+launch. Programs with host callbacks, programs agreed between processes and
+programs too big for memory keep the Python path.
 """
 
 from __future__ import annotations
@@ -23,9 +29,13 @@ from typing import Callable, Sequence
 from jax import tree_util
 
 from ..jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, float0, is_extended
+from ..pytree_depth import too_deep
 from ..stats import STATS
+from .callbacks import refuse_inside_callback
 from .donation import check_donations
 from .inflight import remember_launch
+from .launches import LAUNCHES, check_live
+from .placement import copying_shard_arg
 
 __all__ = ["FastDispatch"]
 
@@ -35,30 +45,45 @@ Resolve = Callable[[tuple, dict], tuple]
 
 
 class FastDispatch:
-    """A map's callable: C++ dispatch, the in-flight window, the donation check."""
+    """A map's callable: C++ dispatch (at most ``capacity`` signatures), the
+    in-flight window, the argument checks."""
 
     def __init__(self, name: str, resolve: Resolve, *, static_argnums: Sequence[int] = (),
-                 donate_argnums: Sequence[int] = ()):
+                 donate_argnums: Sequence[int] = (), what: str = "map", capacity: int = 64):
         self._resolve = resolve
         self._name = name
+        self._what = f"{what} {name!r}"
         self._static = tuple(static_argnums)
         self._donate = tuple(donate_argnums)
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
         else:
-            self._cpp = cpp_dispatch(name, self._python, self._cache_miss, static_argnums)
+            self._cpp = cpp_dispatch(name, self._unlocked_python, self._cache_miss, static_argnums,
+                                     capacity=capacity, shard_arg=copying_shard_arg)
 
     def __call__(self, *args, **kwargs):
         if not core.trace_state_clean():  # under a transformation the map is staged, never launched here
             return self._python(*args, **kwargs)
-        if self._donate:
-            _check_donated(args, kwargs, self._donate)
+        refuse_inside_callback(self._what)
+        exclusive = bool(self._donate)  # a donating launch deletes buffers: nobody else may launch then
+        took = LAUNCHES.acquire(exclusive)
         try:
-            out = self._cpp(*args, **kwargs)
-        except ValueError as e:  # C++ hashes static arguments first; say it in jax.pmap's words
-            if not str(e).startswith("Non-hashable static arguments"):
-                raise
-            return self._python(*args, **kwargs)
+            check_live(args, kwargs)
+            if self._donate:
+                _check_donated(args, kwargs, self._donate)
+            try:
+                out = self._cpp(*args, **kwargs)
+            except Exception as e:
+                if isinstance(e, ValueError) and str(e).startswith("Non-hashable static arguments"):
+                    out = self._unlocked_python(*args, **kwargs)  # C++ hashes statics first: jax.pmap's words
+                else:  # a too-deep pytree leaks C++'s RecursionError as some other error
+                    clear = too_deep(e, (args, kwargs), f"the arguments of {self._name!r}")
+                    if clear is None:
+                        raise
+                    raise clear from None
+        finally:
+            if took:
+                LAUNCHES.release(exclusive)
         fence = out if type(out) is ArrayImpl else _any_array(out)
         if fence is not None:
             remember_launch(fence)
@@ -67,9 +92,14 @@ class FastDispatch:
     def _python(self, *args, **kwargs):
         return self._resolve(args, kwargs)[0]
 
+    def _unlocked_python(self, *args, **kwargs):
+        with LAUNCHES.released():  # the Python path takes the lock for its launch itself
+            return self._python(*args, **kwargs)
+
     def _cache_miss(self, *args, **kwargs):
         STATS["python_calls"] += 1
-        out, compiled, flat_args = self._resolve(args, kwargs)
+        with LAUNCHES.released():  # tracing and compiling need not keep deletions waiting
+            out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
         if compiled is not None and not kwargs and all(_typed(args[i]) for i in self._static if i < len(args)):
             data = _fast_path(compiled, flat_args, out)
@@ -99,7 +129,7 @@ def _fast_path(compiled, flat_args: Sequence, out):
     n_const = len(compiled.consts)
     avals, shardings = exe.in_avals[n_const:], exe.in_shardings[n_const:]
     outs, out_tree = tree_util.tree_flatten(out)
-    if (exe.has_effects or not outs or not all(type(o) is ArrayImpl for o in outs)
+    if (exe.has_effects or exe.too_big is not None or not outs or not all(type(o) is ArrayImpl for o in outs)
             or len(flat_args) != len(avals)
             or not all(_safe(x, a, s) for x, a, s in zip(flat_args, avals, shardings))):
         return None

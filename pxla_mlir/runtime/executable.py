@@ -7,11 +7,18 @@ brought to exactly the expected shape, dtype and sharding first. Host arrays
 go to the devices piece by piece (:mod:`.placement`); results become
 ``jax.Array`` s through result handlers, without a host round trip. PRNG key
 arrays travel as their uint32 data and float0 values as bool zeros, as in
-jax. Every launch counts against the in-flight window (:mod:`.inflight`).
+jax. Every launch counts against the in-flight window (:mod:`.inflight`),
+runs under the launch lock with its arguments checked there (:mod:`.launches`),
+never from inside one of its own host callbacks, and never when its outputs
+cannot fit in memory (:mod:`.memory`); a launch with host callbacks completes
+before the call returns and raises what a callback raised (:mod:`.callbacks`);
+a multi-process launch first agrees with the other processes
+(:mod:`pxla_mlir.distributed.program_check`).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import jax
@@ -20,8 +27,11 @@ import numpy as np
 from ..distributed.processes import MultiProcessError, spans_processes
 from ..distributed.shares import LocalPlacement, is_global
 from ..jax_internals import core, float0, is_extended, physical, result_handler, set_runtime_tokens, typed_aval
+from .callbacks import GuardedCallbacks, refuse_inside_callback
 from .donation import check_donations
 from .inflight import remember_launch
+from .launches import LAUNCHES, deleted_message
+from .memory import ResourceExhaustedError, shortfall
 from .placement import piece_indices, put_pieces
 
 
@@ -29,22 +39,30 @@ class ShardedExecutable:
     """An XLA executable and everything needed to call it with global arrays
     laid out by ``in_shardings`` (shardings over ``devices``, in the
     executable's device order). ``donated`` flags the inputs whose buffers
-    the executable consumes; ``host_callbacks`` says the program calls back
-    to Python (its launches are then registered with jax's runtime tokens)."""
+    the executable consumes; ``callbacks`` are the program's guarded host
+    callbacks (its launches are then registered with jax's runtime tokens);
+    ``agreement`` runs each launch once every process launches the same
+    program (multi-process runs); ``what`` names the map in messages."""
 
     def __init__(self, xla, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals,
-                 keepalive=None, donated: Sequence[bool] = (), host_callbacks: bool = False):
+                 keepalive=None, donated: Sequence[bool] = (), callbacks: GuardedCallbacks | None = None,
+                 agreement=None, what: str = "the map"):
         self.xla = xla
+        self.what = what
         self.devices = list(devices)
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
         self.in_avals = tuple(in_avals)
         # Results carry their sharding in their type, as jax.jit's and jax.pmap's do (jax.typeof(out).sharding).
         self.out_avals = tuple(typed_aval(av, s) for av, s in zip(out_avals, out_shardings))
         self.keepalive = keepalive  # what must outlive the executable (jax's lowering keepalive)
-        self.has_effects = bool(host_callbacks)  # launches with host callbacks must not skip Python
+        self.callbacks = callbacks
+        self.agreement = agreement
+        # Launches with host callbacks, or agreed between processes, must not skip Python.
+        self.has_effects = callbacks is not None or agreement is not None
         self.donated = tuple(donated) or (False,) * len(self.in_avals)
         self._donated_args = [i for i, d in enumerate(self.donated) if d]
-        self._callback_devices = xla.local_devices() if host_callbacks else None
+        self._callback_devices = xla.local_devices() if callbacks is not None else None
+        self.too_big = shortfall(xla, self.devices, what)  # why its outputs cannot fit, or None
         self._physical = [physical(av, s) for av, s in zip(self.in_avals, self.in_shardings)]
         self._logical = [is_extended(av.dtype) or av.dtype == float0 for av in self.in_avals]
         self._pieces = [piece_indices(s, av.shape, self.devices) for av, s in self._physical]
@@ -76,9 +94,7 @@ class ShardedExecutable:
                 f"(its host data, or jax.Arrays on its own devices)")
         if isinstance(x, jax.Array):
             if x.is_deleted():
-                raise RuntimeError(f"Array has been deleted with shape={logical.str_short()}: argument {index} "
-                                   f"was donated to an earlier call (donate_argnums) or deleted; pass a live array "
-                                   f"(a donated array cannot be used again)")
+                raise RuntimeError(deleted_message(logical, f"argument {index}"))
             if x.shape != aval.shape or x.dtype != aval.dtype:
                 raise TypeError(f"argument {index} of shape {x.shape} and dtype {x.dtype} does not match the "
                                 f"compiled {aval.str_short()}")
@@ -91,18 +107,34 @@ class ShardedExecutable:
         return put_pieces(host, self._pieces[index], aval, sharding, self.devices)
 
     def __call__(self, flat_args: Sequence) -> list:
+        refuse_inside_callback(self.what)
+        if self.too_big is not None:
+            raise ResourceExhaustedError(self.too_big)
         if len(flat_args) != len(self.in_avals):
             raise TypeError(f"expected {len(self.in_avals)} array arguments, got {len(flat_args)}")
-        if self._donated_args:
-            check_donations(flat_args, self.donated, lambda i: f"argument {i}")
-        args = [self.place(x, i) for i, x in enumerate(flat_args)]
-        results = self.xla.execute_sharded(args, with_tokens=True)
+        exclusive = bool(self._donated_args)  # a donating launch deletes buffers: nobody else may launch then
+        took = LAUNCHES.acquire(exclusive)
+        try:
+            if self._donated_args:
+                check_donations(flat_args, self.donated, lambda i: f"argument {i}")
+            # Multi-process: agree before placing, since placing a global array may itself run a
+            # collective (jax's resharding) that a process launching another program would never meet.
+            launch = functools.partial(self._place_and_execute, flat_args)
+            results = self.agreement(launch) if self.agreement is not None else launch()
+        finally:
+            if took:
+                LAUNCHES.release(exclusive)
         outs = results.consume_with_handlers(self._handlers)
         token = results.consume_token()
-        if self._callback_devices is not None:
+        if self.callbacks is not None:
             set_runtime_tokens(self._callback_devices, token)
+            token.block_until_ready()  # a callback's exception is the call's
+            self.callbacks.raise_pending()
         remember_launch(token)
         return outs
+
+    def _place_and_execute(self, flat_args: Sequence):
+        return self.xla.execute_sharded([self.place(x, i) for i, x in enumerate(flat_args)], with_tokens=True)
 
     # -- introspection -------------------------------------------------------------
     def hlo_text(self) -> str:
@@ -117,3 +149,20 @@ def _check_type(x, aval, index: int, shape: bool = True) -> None:
     if getattr(x, "dtype", None) != aval.dtype or (shape and tuple(getattr(x, "shape", ())) != aval.shape):
         raise TypeError(f"argument {index} of shape {getattr(x, 'shape', None)} and dtype {getattr(x, 'dtype', None)} "
                         f"does not match the compiled {aval.str_short()}")
+
+
+def device_shapes(avals: Sequence, shardings: Sequence) -> list:
+    """The (shape, dtype) of each value's buffer on one device, as XLA compiles
+    it; None for a value with no elements (XLA may fold it to another shape)."""
+    out = []
+    for aval, sharding in zip(avals, shardings):
+        aval, sharding = physical(aval, sharding)
+        out.append(None if 0 in aval.shape else (tuple(sharding.shard_shape(aval.shape)), np.dtype(aval.dtype)))
+    return out
+
+
+def map_description(module) -> str:
+    """``pmap 'step'``: the kind and name of a map's final module (its ``sym_name``, ``<kind>_<name>``)."""
+    name = str(module.operation.attributes["sym_name"]).strip('"')
+    kind, _, rest = name.partition("_")
+    return f"{kind} {rest!r}" if rest else repr(name)

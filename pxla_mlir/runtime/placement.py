@@ -9,9 +9,9 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from ..jax_internals import batched_device_put, core
+from ..jax_internals import batched_device_put, cc_shard_arg, core
 
-__all__ = ["piece_indices", "piece_plan", "put_pieces"]
+__all__ = ["piece_indices", "piece_plan", "put_pieces", "copying_shard_arg"]
 
 
 def piece_indices(sharding, shape, devices) -> tuple[list, bool]:
@@ -39,3 +39,12 @@ def put_pieces(host: np.ndarray, plan: tuple[list, bool], aval, sharding, device
         force_copy = False
     return batched_device_put(core.ShapedArray(aval.shape, aval.dtype), sharding, pieces, devices,
                               force_copy=force_copy)
+
+
+def copying_shard_arg(x, sharding, layout):
+    """jax's placement of one argument on the C++ path, on a private copy of
+    a host numpy array: jax would alias an aligned array's memory on CPU, so a
+    write right after the call returns would change what the launch reads."""
+    if isinstance(x, np.ndarray):
+        x = np.array(x)
+    return cc_shard_arg(x, sharding, layout)

@@ -42,10 +42,16 @@ def _decoded(data: bytes, name: str) -> str | bytes:
                        f"is not UTF-8; give a .mlir file or an emit spec") from None
 
 
-def load(spec: str) -> str | bytes:
-    """Module text (or bytecode) of a file, stdin, or an emit spec."""
+def load(spec: str, stdin: list | None = None) -> str | bytes:
+    """Module text (or bytecode) of a file, stdin (kept in ``stdin`` once read:
+    ``diff - -`` reads it once for both sides), or an emit spec."""
     if spec == "-":
-        return _decoded(sys.stdin.buffer.read(), "standard input")
+        if not stdin:
+            data = _decoded(sys.stdin.buffer.read(), "standard input")
+            if stdin is None:
+                return data
+            stdin.append(data)
+        return stdin[0]
     if os.path.isfile(spec):
         try:
             with open(spec, "rb") as f:
@@ -83,9 +89,9 @@ def use_color(choice: str, stream) -> bool:
 def run(args) -> int:
     from ..ir.mlir_diff import diff
 
-    if args.a == "-" and args.b == "-":
-        raise CliError("both sides are '-': standard input can be read only once; save one side to a file")
     color = use_color(args.color, sys.stdout)
-    out = diff(load(args.a), load(args.b), a_name=args.a, b_name=args.b, ignore=args.ignore, color=color)
+    stdin: list = []
+    out = diff(load(args.a, stdin), load(args.b, stdin), a_name=args.a, b_name=args.b, ignore=args.ignore,
+               color=color)
     sys.stdout.write(out)
     return 1 if out else 0

@@ -187,11 +187,12 @@ def replay(module_text: str, pipeline_text: str, *, stop_after: str | None = Non
         module = ir.Module.parse(module_text)
     on_step = None
     if dump_dir:
+        if os.path.exists(dump_dir) and not os.path.isdir(dump_dir):
+            raise TargetError(f"--dump-dir {dump_dir!r} is a file: give a directory (made if missing)")
         input_text = module.operation.get_asm(enable_debug_info=False)
 
         def on_step(index, name, module, _seconds):
             if index == 1:  # the input too, once the pipeline is known to reach the stage asked for
-                os.makedirs(dump_dir, exist_ok=True)
                 _dump(dump_dir, 0, "input", input_text)
             _dump(dump_dir, index, name, module.operation.get_asm(enable_debug_info=False))
     try:
@@ -201,8 +202,14 @@ def replay(module_text: str, pipeline_text: str, *, stop_after: str | None = Non
 
 
 def _dump(directory: str, index: int, name: str, text: str) -> None:
-    with open(os.path.join(directory, f"{index:02d}_{name}.mlir"), "w") as f:
-        f.write(text)
+    path = os.path.join(directory, f"{index:02d}_{name}.mlir")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise TargetError(f"--dump-dir {directory!r}: cannot write {path!r} ({e.strerror}); give a directory "
+                          f"that can be created and written") from None
 
 
 def stage_text(lowered, stage: str = "mhlo", *, pipeline: str | None = None, dump_dir: str | None = None,

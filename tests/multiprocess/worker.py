@@ -460,6 +460,25 @@ def shares_that_disagree_between_processes():
 
 
 @case("errors")
+def every_launch_is_compared():
+    # Both processes launch A and B once each (agreed); then process 0 calls A while process 1 calls B.
+    # Unchecked, gloo pairs A's psum with B's and process 0 gets B's numbers (84 for 12), with no error.
+    a = pxla_mlir.pmap(lambda x: lax.psum(x, "i"), "i")
+    b = pxla_mlir.pmap(lambda x: lax.psum(x * 6.0, "i") + 12.0, "i")
+    x = share(np.full(N, 1.5, np.float32))
+    check_local(a(x), np.full(K, 1.5 * N))
+    check_local(b(x), np.full(K, 9.0 * N + 12))
+    for _ in range(3):  # repeated calls: the C++ fast path would launch these without Python
+        check_local(a(x), np.full(K, 1.5 * N))
+    mine = a if ME == 0 else b
+    raises(lambda: mine(x), ProgramMismatchError, "the MHLO differs", "Nothing was launched")
+    whole = global_array(np.full((N,), 1.5, np.float32))
+    compiled = (a if ME == 0 else b).lower(whole).compile()  # the AOT path is compared too
+    raises(lambda: compiled(whole), ProgramMismatchError, "the MHLO differs")
+    check_local(b(x), np.full(K, 9.0 * N + 12))  # agreeing again afterwards
+
+
+@case("errors")
 def run_still_healthy_after_the_errors():
     check_local(pxla_mlir.pmap(flat, "i")(share(X8)), share(REF_FLAT))
 

@@ -1,0 +1,133 @@
+"""No launch ever sees a deleted argument: checked inside a lock that deletion takes too.
+
+jaxlib 0.10.2 crashes the process (SIGSEGV in ``ExecuteLaunch``) when a
+multi-device launch gets an array whose buffers are gone: one donated to an
+earlier call (of any map, or of jax.jit), or deleted by another thread while
+the launch is being prepared. jaxlib's C++ dispatch checks neither. So every
+launch, on the Python and the C++ path, runs inside :data:`LAUNCHES` and
+checks its arguments there (:func:`check_live`); ``jax.Array.delete()`` waits
+for the launches in progress (jaxlib's method is wrapped once, when this
+module is imported), and a launch that donates holds the lock alone. A check
+and the use that follows it therefore see the same arrays.
+
+What this cannot cover: jax.jit donating an array in another thread while a
+map launches with it (jax's own dispatch, which crashes there by itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from jax import tree_util
+
+from ..jax_internals import ArrayImpl, wrap_array_method
+from .callbacks import inside_callback
+
+__all__ = ["LAUNCHES", "LaunchLock", "check_live", "deleted_message"]
+
+
+class LaunchLock:
+    """Shared by launches; taken alone by deletions and donating launches.
+
+    Re-entrant per thread (a launch's Python path nests inside its C++ call;
+    tracing may run other maps); a waiting exclusive taker keeps new shared
+    takers out, so a deletion is not starved by a stream of launches.
+    """
+
+    def __init__(self):
+        self._cond = threading.Condition(threading.Lock())
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+        self._local = threading.local()
+
+    def acquire(self, exclusive: bool = False) -> bool:
+        """Takes the lock; False (and nothing to release) if this thread holds it already."""
+        local = self._local
+        if getattr(local, "mode", None) is not None:
+            return False
+        with self._cond:
+            if exclusive:
+                self._waiting += 1
+                try:
+                    while self._exclusive or self._shared:
+                        self._cond.wait()
+                finally:
+                    self._waiting -= 1
+                self._exclusive = True
+            else:
+                while self._exclusive or self._waiting:
+                    self._cond.wait()
+                self._shared += 1
+        local.mode = exclusive
+        return True
+
+    def release(self, exclusive: bool = False) -> None:
+        self._local.mode = None
+        with self._cond:
+            if exclusive:
+                self._exclusive = False
+            else:
+                self._shared -= 1
+            if not self._shared:
+                self._cond.notify_all()
+
+
+    @contextlib.contextmanager
+    def released(self):
+        """Lets go of the lock this thread holds for the block (tracing and
+        compiling on a cache miss need not keep deletions waiting)."""
+        mode = getattr(self._local, "mode", None)
+        if mode is None:
+            yield
+            return
+        self.release(mode)
+        try:
+            yield
+        finally:
+            self.acquire(mode)
+
+
+#: The lock of every launch and every ``jax.Array.delete()``.
+LAUNCHES = LaunchLock()
+
+
+def _guard_delete(delete):
+    def guarded_delete(self):
+        if inside_callback() is not None:  # its launch holds the lock and waits for this callback
+            return delete(self)
+        took = LAUNCHES.acquire(exclusive=True)
+        try:
+            return delete(self)
+        finally:
+            if took:
+                LAUNCHES.release(exclusive=True)
+
+    guarded_delete.__doc__ = delete.__doc__
+    return guarded_delete
+
+
+wrap_array_method("delete", _guard_delete)
+
+
+def deleted_message(aval, where: str) -> str:
+    return (f"Array has been deleted with shape={aval.str_short()}: {where} was donated to an earlier call "
+            f"(donate_argnums) or deleted; pass a live array (a donated array cannot be used again)")
+
+
+def check_live(args: tuple, kwargs: dict) -> None:
+    """Raises jax's RuntimeError if an argument leaf is a deleted (or donated) jax.Array."""
+    leaves = tree_util.tree_leaves((args, kwargs))
+    if not any(type(x) is ArrayImpl and x.is_deleted() for x in leaves):
+        return
+    for i, arg in enumerate(args):
+        _raise_if_deleted(arg, f"argument {i}")
+    for key, value in kwargs.items():
+        _raise_if_deleted(value, f"argument {key!r}")
+
+
+def _raise_if_deleted(tree, where: str) -> None:
+    for path, x in tree_util.tree_flatten_with_path(tree)[0]:
+        if type(x) is ArrayImpl and x.is_deleted():
+            raise RuntimeError(deleted_message(x.aval, where + tree_util.keystr(path)))
