@@ -85,7 +85,7 @@ FORMS = {
 }
 #: Which pass expands each placeholder (None: the form's manual_expander).
 EXPANDED_BY = {"pxla.full_to_shard": None, "pxla.shard_to_full": None, "pxla.shard": "pxla-expand-shard",
-               "pxla.unshard": "pxla-expand-unshard"}
+               "pxla.unshard": "pxla-expand-unshard", "pxla.sharding_constraint": "pxla-expand-sharding-constraints"}
 _HOW_TO_REMOVE = {
     "stablehlo": "legalize it with stablehlo-legalize-to-hlo",
     "chlo": "legalize it with func.func(chlo-legalize-to-hlo)",

@@ -30,7 +30,10 @@ On placeholder custom calls (``mhlo.custom_call @<target>``):
   module's device count;
 * ``@pxla.full_to_shard`` / ``@pxla.shard_to_full`` (the boundary of a
   manual region): ``pxla.dims`` of the full value and optionally
-  ``pxla.manual_axes = ["x"]`` (default: every mesh axis).
+  ``pxla.manual_axes = ["x"]`` (default: every mesh axis);
+* ``@pxla.sharding_constraint`` (a global value inside a partition-mode
+  program, laid out as an xmap maps it): ``pxla.dims`` of the value, ``"?"``
+  where XLA's propagation decides.
 
 XLA's attributes that passes read go through the same checked readers:
 ``mhlo.sharding`` (a string), ``call_target_name`` (:func:`custom_call_target`),
@@ -73,6 +76,7 @@ CHANNEL_HANDLE = "channel_handle"
 #: Placeholder custom-call targets.
 SHARD, UNSHARD = "pxla.shard", "pxla.unshard"
 FULL_TO_SHARD, SHARD_TO_FULL = "pxla.full_to_shard", "pxla.shard_to_full"
+SHARDING_CONSTRAINT = "pxla.sharding_constraint"
 
 UNSPECIFIED = "?"
 #: Largest device count or stride a module can state (XLA's counts are i32).
@@ -412,3 +416,29 @@ def manual_boundary(op: ir.Operation, module: ir.Operation) -> ManualBoundary:
                             f"{spec.mapping}), got {tile_t}")
     return ManualBoundary(op, to_shard, full_t, tile_t, mesh, spec,
                           tuple(a for a in mesh.axis_names if a in manual))
+
+
+@dataclasses.dataclass
+class ShardingConstraint:
+    """A checked ``@pxla.sharding_constraint``: its value's type, mesh and ``pxla.dims``."""
+
+    op: ir.Operation
+    type: ir.RankedTensorType
+    mesh: AbstractMesh
+    spec: DimsSpec
+
+
+def sharding_constraint(op: ir.Operation, module: ir.Operation) -> ShardingConstraint:
+    """Reads a ``@pxla.sharding_constraint``: one operand and one result of
+    the same ranked type, ``pxla.dims`` valid on the op's (or module's) mesh."""
+    if len(op.operands) != 1 or len(op.results) != 1:
+        raise PassError(op, f"@{SHARDING_CONSTRAINT} takes one operand and has one result")
+    t = op.operands[0].type
+    if not isinstance(t, ir.RankedTensorType) or op.results[0].type != t:
+        raise PassError(op, f"@{SHARDING_CONSTRAINT} takes and returns one ranked tensor of the same type, got "
+                            f"{t} -> {op.results[0].type}")
+    t = ir.RankedTensorType(t)
+    mesh = mesh_of(op, module)
+    if DIMS not in op.attributes:
+        raise PassError(op, f"missing {DIMS} (mesh axes per dimension, e.g. [[\"x\"], []])")
+    return ShardingConstraint(op, t, mesh, parse_dims(op.attributes[DIMS], t.rank, mesh, op))

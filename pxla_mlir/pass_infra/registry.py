@@ -20,6 +20,7 @@ PASSES: dict[str, str] = {
     "pxla-expand-manual-computation": "pxla_mlir.passes.expand_manual_computation:ExpandManualComputationPass",
     "pxla-expand-manual-sharding": "pxla_mlir.passes.expand_manual_sharding:ExpandManualShardingPass",
     "pxla-expand-shard": "pxla_mlir.passes.expand_shard:ExpandShardPass",
+    "pxla-expand-sharding-constraints": "pxla_mlir.passes.expand_sharding_constraints:ExpandShardingConstraintsPass",
     "pxla-expand-unshard": "pxla_mlir.passes.expand_unshard:ExpandUnshardPass",
     "pxla-fold-shard-of-unshard": "pxla_mlir.passes.fold_shard_of_unshard:FoldShardOfUnshardPass",
     "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
