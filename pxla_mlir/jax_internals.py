@@ -50,7 +50,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site"]
+           "call_site", "flatten_axes"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -289,6 +289,18 @@ def compile_or_get_cached(module, devices: Sequence, device_ids: np.ndarray, opt
     grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
     return compiler.compile_or_get_cached(backend(platform), module, grid, options, list(host_callbacks),
                                           xc.DeviceList(tuple(devices)))
+
+
+def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
+    """jax's ``flatten_axes`` (an axes prefix tree per leaf of ``treedef``), whose
+    mismatch text names jax's private placeholder class for a leaf: say "a leaf"."""
+    try:
+        return api_util.flatten_axes(name, treedef, axis_tree, **kwargs)
+    except ValueError as e:
+        text = str(e).replace(f"{api_util.PytreeLeaf}", "a leaf (an array or scalar)")
+        if text == str(e):
+            raise
+        raise ValueError(text) from None
 
 
 def backends_are_initialized() -> bool:
