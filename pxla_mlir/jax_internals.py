@@ -50,7 +50,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site", "flatten_axes"]
+           "call_site", "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -301,6 +301,39 @@ def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
         if text == str(e):
             raise
         raise ValueError(text) from None
+
+
+# -- jax's debugging knobs: jax_log_compiles, jax_dump_ir_to ----------------------------------
+
+def compile_log_level() -> int:
+    """The level jax logs compiles at: WARNING with ``jax_log_compiles``, else DEBUG."""
+    import logging
+
+    return logging.WARNING if config.log_compiles.value else logging.DEBUG
+
+
+def log_compiling(module_name: str, avals, shardings) -> None:
+    """jax's "Compiling ..." line, through jax's own logger (as jax.jit logs it)."""
+    level = compile_log_level()
+    if pxla.logger.isEnabledFor(level):
+        pxla.logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.", module_name,
+                        tuple(avals), tuple(shardings))
+
+
+def log_backend_compile(module_name: str):
+    """Times the XLA compile as jax does: "Finished XLA compilation of ... in ... sec"
+    (jax's logger) and jax's backend-compile duration event (jax.monitoring)."""
+    return dispatch.log_elapsed_time("Finished XLA compilation of {fun_name} in {elapsed_time:.9f} sec",
+                                     fun_name=module_name, event=dispatch.BACKEND_COMPILE_EVENT)
+
+
+def dump_ir(module, stage: str) -> str | None:
+    """Writes ``module`` where ``jax_dump_ir_to`` says (``JAX_DUMP_IR_TO``), named as jax
+    names its dumps (``jax_ir0007_<module>_<stage>.mlir``, jax's counter); the file name, or None."""
+    name = jax_mlir.dump_module_to_file(module, stage)
+    if name:
+        compiler.logger.info("Dumped the module to %s.", name)
+    return name
 
 
 def backends_are_initialized() -> bool:

@@ -25,6 +25,7 @@ from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .pass_infra.reproducer import save as _save
 from .pipelines import to_stablehlo
 from .runtime.compile import compile_module, to_xla_computation
+from .runtime.debug_flags import compiling, dump_stage
 from .runtime.executable import ShardedExecutable
 from .stats import STATS, timed
 
@@ -171,6 +172,7 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
     STATS["lowerings"] += 1
     module = imported.module
     pxla = module.operation.clone()  # printed only if asked for
+    dump_stage(pxla, "pxla")  # jax_dump_ir_to
     try:
         with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
             run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
@@ -277,7 +279,7 @@ class Lowered(_ArgumentTrees):
         if compiler_options is None and self._compiled is not None:
             return self._compiled
         STATS["compiles"] += 1
-        with timed("compile"):
+        with timed("compile"), compiling(self._module, self.in_avals, self.in_shardings):  # jax_log_compiles
             xla = compile_module(self._module, self.devices, compiler_options=compiler_options,
                                  host_callbacks=self.host_callbacks)
         exe = ShardedExecutable(xla, self.devices, in_shardings=self.in_shardings,

@@ -21,6 +21,7 @@ from .. import jax_internals
 from ..errors import PxlaUserError
 from ..ir.pxla_attrs import device_counts
 from ..ir.shardy import uses_shardy
+from .debug_flags import dump_stage
 
 __all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "CACHE_DIR_ENV", "to_xla_computation"]
 
@@ -116,6 +117,7 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
             # jax's cache keys on the module (without locations), the options and
             # the devices; it compiles the module object itself: give it a copy.
             return jax_internals.compile_or_get_cached(_copy(module), devices, ids, opts, platform, host_callbacks)
+        dump_stage(module, "compile")  # jax_dump_ir_to (jax's cache above dumps what it compiles itself)
         # Only the ir.Module overload of compile_and_load takes host callbacks.
         program = module if host_callbacks else module.operation.get_asm(enable_debug_info=False)
         return jax_internals.compile_and_load(program, devices, opts, platform, host_callbacks=host_callbacks)
