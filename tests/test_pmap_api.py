@@ -128,3 +128,13 @@ def test_closed_over_arrays_and_constants():
     x = np.random.default_rng(1).normal(size=(8, 3)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(pxla_mlir.pmap(f, "i")(x)),
                                np.asarray(jax.vmap(f, axis_name="i")(x)), rtol=1e-6)
+
+
+def test_nested_pmap_output_is_split_over_the_outer_axis_only():
+    """As the README says: the inner axis is gathered, each group of devices holds its whole block."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    y = pxla_mlir.pmap(pxla_mlir.pmap(lambda r: r * 2, "j"), "i")(x)
+    assert y.sharding.spec == jax.sharding.PartitionSpec("i", None, None)
+    assert dict(y.sharding.mesh.shape) == {"i": 2, "_pxla_rep": 4}
+    assert [s.data.shape for s in y.addressable_shards] == [(1, 4, 3)] * 8
+    np.testing.assert_array_equal(np.asarray(y), x * 2)
