@@ -58,6 +58,16 @@ def test_an_inner_xmap_without_mesh_axes_keeps_the_outer_layout():
     np.testing.assert_allclose(np.asarray(out), np.sin(X) * 2 + 1, rtol=1e-6)
 
 
+@pytest.mark.parametrize("shardings", ["sdy", "gspmd"])
+@pytest.mark.parametrize("inner_resources, tile", [(("y",), "f32[4,2]"), ((), "f32[4,8]")], ids=["on-y", "vectorized"])
+def test_xla_splits_the_inner_computation_as_mapped(shardings, inner_resources, tile):
+    """In XLA's partitioned program each device computes the inner sin on its
+    tile: split over both mesh axes when the inner xmap maps 'j' to 'y'."""
+    with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
+        hlo = nested(shardings, inner_resources).lower(X).compile().as_text()
+    assert re.findall(r"= (f32\[[0-9,]*\])\S* sine\(", hlo) == [tile]
+
+
 def test_no_constraints_without_nesting_or_the_option():
     with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
         text = pxla_mlir.xmap(lambda a: jnp.sin(a) * 2, ["i", ...], ["i", ...], axis_resources={"i": "x"},
