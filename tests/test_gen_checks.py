@@ -148,7 +148,7 @@ def test_cli_reads_a_file_or_stdin_and_names_an_empty_input(tmp_path, forms):
     assert run.returncode == 0 and run.stdout.splitlines() == check_lines(forms["replica"], "GEN"), run.stderr
     empty = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", "gen-checks", "-"], input="\n",
                            capture_output=True, text=True, timeout=120)
-    assert empty.returncode == 1 and empty.stderr == "pxla-mlir: error: stdin is empty: no checks to generate\n"
+    assert empty.returncode == 2 and empty.stderr == "pxla-mlir: error: stdin is empty: no checks to generate\n"
 
 
 def test_generator_and_update_checks_do_not_import_jax():
