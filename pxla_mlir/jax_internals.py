@@ -19,6 +19,7 @@ import numpy as np
 from jax._src import (
     api_util,
     checkify as _checkify,
+    compiler,
     compilation_cache,
     config,
     core,
@@ -57,7 +58,8 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "typed_aval", "special_checks_active",
            "debug_nans_active", "find_special_values", "InternalFloatingPointError",
            "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
-           "gspmd_sharding"]
+           "gspmd_sharding",
+           "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -406,6 +408,51 @@ def program_shapes(executable) -> tuple[list, list]:
         return [None] if s.is_token() else [(tuple(s.dimensions()), np.dtype(s.numpy_dtype()))]
 
     return [x for p in shape.parameter_shapes() for x in leaves(p)], leaves(shape.result_shape())
+
+
+def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
+    """jax's ``flatten_axes`` (an axes prefix tree per leaf of ``treedef``), whose
+    mismatch text names jax's private placeholder class for a leaf: say "a leaf"."""
+    try:
+        return api_util.flatten_axes(name, treedef, axis_tree, **kwargs)
+    except ValueError as e:
+        text = str(e).replace(f"{api_util.PytreeLeaf}", "a leaf (an array or scalar)")
+        if text == str(e):
+            raise
+        raise ValueError(text) from None
+
+
+# -- jax's debugging knobs: jax_log_compiles, jax_dump_ir_to ----------------------------------
+
+def compile_log_level() -> int:
+    """The level jax logs compiles at: WARNING with ``jax_log_compiles``, else DEBUG."""
+    import logging
+
+    return logging.WARNING if config.log_compiles.value else logging.DEBUG
+
+
+def log_compiling(module_name: str, avals, shardings) -> None:
+    """jax's "Compiling ..." line, through jax's own logger (as jax.jit logs it)."""
+    level = compile_log_level()
+    if pxla.logger.isEnabledFor(level):
+        pxla.logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.", module_name,
+                        tuple(avals), tuple(shardings))
+
+
+def log_backend_compile(module_name: str):
+    """Times the XLA compile as jax does: "Finished XLA compilation of ... in ... sec"
+    (jax's logger) and jax's backend-compile duration event (jax.monitoring)."""
+    return dispatch.log_elapsed_time("Finished XLA compilation of {fun_name} in {elapsed_time:.9f} sec",
+                                     fun_name=module_name, event=dispatch.BACKEND_COMPILE_EVENT)
+
+
+def dump_ir(module, stage: str) -> str | None:
+    """Writes ``module`` where ``jax_dump_ir_to`` says (``JAX_DUMP_IR_TO``), named as jax
+    names its dumps (``jax_ir0007_<module>_<stage>.mlir``, jax's counter); the file name, or None."""
+    name = jax_mlir.dump_module_to_file(module, stage)
+    if name:
+        compiler.logger.info("Dumped the module to %s.", name)
+    return name
 
 
 def backends_are_initialized() -> bool:

@@ -75,7 +75,7 @@ class JitFunction(MapFunction):
         flat_fun, store = call.flat_function(self.fun, self.name)
         debug = api_util.debug_info("pxla_mlir.jit", self.fun, tuple(range(len(call.flat_args))), {})
         with timed("trace"):
-            jaxpr = trace_flat(flat_fun, call.global_avals, [], debug)
+            jaxpr = trace_flat(flat_fun, call.global_avals, [], debug, binder="jit")
         if any(isinstance(c, core.Tracer) for c in jaxpr.consts):
             raise TypeError(f"pxla_mlir.jit function {self.name!r} closes over values traced by an outer "
                             f"transformation (grad, vmap, ...); pass them as arguments and apply the "

@@ -125,6 +125,8 @@ class XmapPipeline(NamedPipeline):
             return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
         if self.lowering == "manual":
             steps.append("pxla-wrap-manual-main")
-        # the global view (vectorize) only needs its boundary shardings
-        return _finish(steps + _sharding_steps(self.sharding_dialect, manual=self.lowering == "manual"),
-                       self.sharding_dialect)
+        steps += _sharding_steps(self.sharding_dialect, manual=self.lowering == "manual")
+        if self.lowering == "vectorize":
+            # the global view: its boundary shardings, and the layouts it constrains inside (nested xmaps)
+            steps.append(f"pxla-expand-sharding-constraints{{sharding-dialect={self.sharding_dialect}}}")
+        return _finish(steps, self.sharding_dialect)

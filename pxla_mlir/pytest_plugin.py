@@ -18,6 +18,12 @@ The text must pass FileCheck (``$FILECHECK``, else ``filecheck``, else
 only its generated block (``pxla-mlir gen-checks`` lines between the
 ``CHECK-GEN-BEGIN``/``CHECK-GEN-END`` markers) and keeps hand-written lines
 outside it.
+
+Virtual CPU devices: ``pytest --cpu-devices 8`` (or ``cpu_devices = 8`` in
+the ini file) sets jax's ``jax_num_cpu_devices`` before any test runs, so
+tests of multi-device maps need no ``XLA_FLAGS`` in the shell; the option
+wins over ``XLA_FLAGS`` and ``JAX_NUM_CPU_DEVICES``, as ``pxla-mlir
+--cpu-devices`` does.
 """
 
 from __future__ import annotations
@@ -34,6 +40,41 @@ import pytest
 def pytest_addoption(parser):
     parser.addoption("--update-goldens", action="store_true", default=False,
                      help="rewrite golden files (pxla_mlir golden fixture) instead of comparing")
+    help_devices = "virtual CPU devices jax starts with (jax_num_cpu_devices; wins over XLA_FLAGS)"
+    parser.addoption("--cpu-devices", type=int, default=None, metavar="N", help=help_devices)
+    parser.addini("cpu_devices", help_devices + "; --cpu-devices overrides it", default="")
+
+
+def pytest_configure(config):
+    count = _cpu_devices(config)
+    if count is None:
+        return
+    import jax
+
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError as e:  # jax started its backends already (a conftest or plugin ran jax)
+        raise pytest.UsageError(f"--cpu-devices {count}: jax has started its CPU backend already, so its device "
+                                f"count is fixed: a conftest.py or plugin ran jax at import time. Move that jax "
+                                f"work into a fixture, or set the count there before it runs "
+                                f"(jax.config.update('jax_num_cpu_devices', {count})). jax said: {e}") from None
+
+
+def _cpu_devices(config) -> int | None:
+    given = config.getoption("--cpu-devices")
+    source = "--cpu-devices"
+    if given is None:
+        text = str(config.getini("cpu_devices") or "").strip()
+        if not text:
+            return None
+        source = f"the ini setting cpu_devices = {text}"
+        try:
+            given = int(text)
+        except ValueError:
+            raise pytest.UsageError(f"{source}: expected a positive number of devices") from None
+    if given < 1:
+        raise pytest.UsageError(f"{source} {given}: expected a positive number of devices")
+    return given
 
 
 class Golden:
@@ -104,4 +145,4 @@ def _filecheck(path: pathlib.Path, text: str, prefix: str) -> str:
 
 @pytest.fixture
 def golden(request) -> Golden:
-    return Golden(pathlib.Path(str(request.fspath)).parent / "goldens", request.config.getoption("--update-goldens"))
+    return Golden(request.path.parent / "goldens", request.config.getoption("--update-goldens"))

@@ -26,6 +26,7 @@ from .pass_infra.reproducer import save as _save
 from .pipelines import to_stablehlo
 from .runtime.callbacks import GuardedCallbacks, callback_results
 from .runtime.compile import compile_module, to_xla_computation
+from .runtime.debug_flags import compiling, dump_stage
 from .runtime.executable import ShardedExecutable, device_shapes, map_description
 from .stats import STATS, timed
 
@@ -175,6 +176,7 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
     STATS["lowerings"] += 1
     module = imported.module
     pxla = module.operation.clone()  # printed only if asked for
+    dump_stage(pxla, "pxla")  # jax_dump_ir_to
     try:
         with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
             run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
@@ -287,7 +289,7 @@ class Lowered(_ArgumentTrees):
             with LOWERING_LOCK:
                 callbacks = GuardedCallbacks(self.host_callbacks, callback_results(self._module), what)
         expected = (device_shapes(self.in_avals, self.in_shardings), device_shapes(self.out_avals, self.out_shardings))
-        with timed("compile"):
+        with timed("compile"), compiling(self._module, self.in_avals, self.in_shardings):  # jax_log_compiles
             xla = compile_module(self._module, self.devices, compiler_options=compiler_options,
                                  host_callbacks=callbacks.callables if callbacks else (), expected=expected)
         in_shardings, out_shardings = self._executable_shardings(xla)

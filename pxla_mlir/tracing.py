@@ -15,8 +15,22 @@ class UnboundAxisError(PxlaUserError, NameError):
     """A collective names an axis that no enclosing map binds."""
 
 
-def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], debug_info) -> core.ClosedJaxpr:
-    """Traces ``flat_fun`` on ``avals`` with ``axis_env`` ((name, size) pairs) bound."""
+def _binding_hint(binder: str, name: str) -> str:
+    """How to bind an axis name, in the words of the map being traced."""
+    if binder == "xmap":
+        return (f"name it in this xmap's in_axes (e.g. in_axes=[{name!r}, ...]) or axis_sizes ({{{name!r}: size}}), "
+                f"or in an enclosing xmap's, or fix the name")
+    if binder == "jit":
+        return (f"bind it with a pxla_mlir.pmap(..., axis_name={name!r}) or pxla_mlir.xmap naming {name!r} around "
+                f"the collective, or fix the name")
+    return f"bind it with an enclosing pxla_mlir.pmap(..., axis_name={name!r}) or fix the name"
+
+
+def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], debug_info, *,
+               binder: str = "pmap") -> core.ClosedJaxpr:
+    """Traces ``flat_fun`` on ``avals`` with ``axis_env`` ((name, size) pairs)
+    bound; ``binder`` ("pmap", "xmap" or "jit") is the map being traced, whose
+    words an unbound-axis error uses."""
     with core.extend_axis_env_nd(list(axis_env)):
         try:
             jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(flat_fun, debug_info=debug_info), list(avals))
@@ -29,8 +43,7 @@ def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], d
             name = str(e).split(":", 1)[-1].split(".")[0].strip()
             raise UnboundAxisError(
                 f"unbound axis name: {name}. A collective (psum, axis_index, ...) refers to an axis name that no "
-                f"enclosing map binds (bound: {', '.join(bound) or 'none'}); bind it with an enclosing "
-                f"pxla_mlir.pmap(..., axis_name={name!r}) or fix the name") from None
+                f"enclosing map binds (bound: {', '.join(bound) or 'none'}); {_binding_hint(binder, name)}") from None
     _refuse_sharding_inspection(jaxpr)
     return core.ClosedJaxpr(jaxpr, consts)
 

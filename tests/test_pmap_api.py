@@ -150,3 +150,13 @@ def test_output_shardings_and_types_are_jax_pmaps():
     # A pmap with nested pmaps keeps a second mesh axis for the inner devices (jax.pmap does not nest).
     nested = pxla_mlir.pmap(pxla_mlir.pmap(lambda v: v * 2, "j"), "i")(x.reshape(2, 4, 2))
     assert nested.sharding.mesh.axis_names == ("i", "_pxla_rep") and nested.sharding.spec == jax.P("i")
+
+
+def test_nested_pmap_output_is_split_over_the_outer_axis_only():
+    """As the README says: the inner axis is gathered, each group of devices holds its whole block."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    y = pxla_mlir.pmap(pxla_mlir.pmap(lambda r: r * 2, "j"), "i")(x)
+    assert y.sharding.spec == jax.sharding.PartitionSpec("i", None, None)
+    assert dict(y.sharding.mesh.shape) == {"i": 2, "_pxla_rep": 4}
+    assert [s.data.shape for s in y.addressable_shards] == [(1, 4, 3)] * 8
+    np.testing.assert_array_equal(np.asarray(y), x * 2)

@@ -86,6 +86,16 @@ def test_unbound_axis_name():
     raises(UnboundAxisError, r"^unbound axis name: j. A collective \(psum, axis_index, \.\.\.\) refers to an axis "
                              r"name that no enclosing map binds \(bound: 'i'\)",
            pxla_mlir.pmap(lambda a: lax.psum(a, "j"), "i"), np.zeros((8, 3)))
+    raises(UnboundAxisError, r"^unbound axis name: q\..*\(bound: none\); bind it with a pxla_mlir.pmap\(\.\.\., "
+                             r"axis_name='q'\) or pxla_mlir.xmap naming 'q'",
+           pxla_mlir.jit(lambda a: lax.psum(a, "q")), np.zeros((8, 3)))
+
+
+@pytest.mark.parametrize("axes", ["in_axes", "out_axes"])
+def test_in_axes_tree_errors_name_no_private_jax_class(axes):
+    with pytest.raises(ValueError, match=rf"pmap {axes} specification must be a tree prefix") as info:
+        pxla_mlir.pmap(lambda a: a, **{axes: ((0, 0),)})(np.zeros((8, 2)))
+    assert "PytreeLeaf" not in str(info.value) and "a leaf (an array or scalar)" in str(info.value)
 
 
 def test_out_axes_none_on_a_varying_value():

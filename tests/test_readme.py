@@ -1,5 +1,5 @@
 """The README stays true to the code: its pass table is the registry's, its
-layout names every module."""
+layout names every module, its environment table every variable the package reads."""
 
 import re
 
@@ -23,3 +23,13 @@ def test_layout_names_every_module():
         folder = rel.rsplit("/", 1)[0] + "/"
         assert rel in layout or (folder in layout and re.search(rf"\b{re.escape(path.name)}\b", layout)), \
             f"README's layout does not mention {rel}"
+
+
+def test_environment_table_names_every_variable_the_package_reads():
+    table = README.split("## Environment variables and jax's flags", 1)[1].split("\n## ", 1)[0]
+    sources = [p.read_text() for p in [*(REPO / "pxla_mlir").rglob("*.py"), *(REPO / "passes").glob("*.py")]]
+    read = {m for text in sources for m in re.findall(r"\b(PXLA_[A-Z_]*[A-Z])\b", text)}
+    read -= {"PXLA_MP_RESULT"}  # a marker in a process's output, not a variable
+    assert {"PXLA_DEBUG", "PXLA_MLIR_CACHE_DIR", "PXLA_REPRO_DIR"} <= read
+    for name in sorted(read):
+        assert f"`{name}" in table, f"README's environment table does not list {name}"

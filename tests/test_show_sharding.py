@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from pxla_mlir.sharding import AbstractMesh, Chunked, HloSharding, Replicated, ShardedAxis, ShardingSpec, hlo_sharding
@@ -129,3 +130,27 @@ def test_the_device_view_colors_each_piece_without_an_array_view():
                   console=console)
     out = console.file.getvalue()
     assert "\x1b[31m" in out and "\x1b[32m" in out and "\x1b[2m" not in out  # red, green, ...; nothing dim
+
+
+@pytest.mark.parametrize("spec", [("x", "y"), ("y", None), (("y", "x"),), (None, None)], ids=str)
+def test_jax_shardings_are_drawn_as_jax_lays_them_out(spec):
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    devices = np.array(jax.devices()[::-1]).reshape(2, 4)  # device ids and positions differ
+    sharding = NamedSharding(jax.sharding.Mesh(devices, ("x", "y")), PartitionSpec(*spec))
+    shape = (8, 8)
+    expected = {d.id: tuple((s.start or 0, shape[i] if s.stop is None else s.stop) for i, s in enumerate(idx))
+                for d, idx in sharding.devices_indices_map(shape).items()}
+    ranges = shard_ranges(shape, sharding)
+    got = dict(zip([d.id for d in sharding._device_assignment], ranges))
+    assert got == expected
+    text = show_sharding(shape, sharding, color=False)
+    assert "dev 7" in text and "dev 0" in text
+    one = show_sharding((3,), jax.sharding.SingleDeviceSharding(jax.devices()[5]), color=False)
+    assert "dev 5" in one and "[0:3]" in one
+
+
+def test_other_objects_are_a_clear_error():
+    with pytest.raises(TypeError, match=r"cannot draw 42: pass a jax sharding \(NamedSharding, \.\.\.\), a ShardingSpec"):
+        show_sharding((8,), 42, color=False)

@@ -246,3 +246,13 @@ def test_lower_refuses_tracers():
     f = pxla_mlir.xmap(lambda a: a, ["b", ...], ["b", ...])
     with pytest.raises(XmapError, match=r"lower\(\) was given traced values"):
         jax.jit(lambda v: f.lower(v))(X)
+
+
+def test_unbound_axis_hint_and_tree_errors_speak_xmap():
+    with pytest.raises(NameError, match=r"^unbound axis name: q\..*\(bound: 'i'\); name it in this xmap's in_axes "
+                                        r"\(e\.g\. in_axes=\['q', \.\.\.\]\) or axis_sizes") as info:
+        call(lambda a: lax.psum(a, "q"), ["i", ...], ["i", ...], (X,))
+    assert "pmap" not in str(info.value)
+    with pytest.raises(XmapError, match=r"^xmap in_axes specification must be a tree prefix") as info:
+        call(lambda a: a, ((["i", ...], ["i", ...]),), ["i", ...], (X,))
+    assert "PytreeLeaf" not in str(info.value) and "a leaf (an array or scalar)" in str(info.value)

@@ -215,7 +215,7 @@ def transpose(kind: MapRules, cts, *args, **p):
                  *(a.to_tangent_aval() for a, n in zip(jaxpr.out_avals, ct_nz) if n)]
         debug = api_util.debug_info(f"transpose({p['name']})", lambda *a: a, tuple(range(len(avals))), {})
         with kind.mesh_context(p):
-            return trace_flat(body, avals, kind.env(p), debug)
+            return trace_flat(body, avals, kind.env(p), debug, binder=kind.name)
 
     transposed = memo(("transpose", kind.name, Ident(jaxpr), linear, ct_nz), build)
     outs = _rebind(kind, p, transposed, (*residuals, *_sel(cts, ct_nz)), name=f"transpose({p['name']})",

@@ -11,7 +11,7 @@ from jax import tree_util
 
 from ..distributed.shares import global_avals, share_note
 from ..errors import PxlaUserError
-from ..jax_internals import api_util
+from ..jax_internals import flatten_axes
 from ..maps.arguments import Call, check_array_like, is_int, keystr, plain_aval, static_args
 
 __all__ = ["PmapUsageError", "examine_call", "flatten_out_axes", "check_axis_size", "check_axes_spec"]
@@ -88,7 +88,7 @@ def _flat_in_axes(in_tree, in_axes, kwargs_axis, has_kwargs: bool) -> list:
     if (in_axes is None or is_int(in_axes)) and (not has_kwargs or in_axes == kwargs_axis):
         return [in_axes] * in_tree.num_leaves  # the common case, without building prefix trees
     try:
-        return api_util.flatten_axes("pmap in_axes", in_tree, (in_axes, kwargs_axis), kws=False)
+        return flatten_axes("pmap in_axes", in_tree, (in_axes, kwargs_axis), kws=False)
     except ValueError as e:
         raise ValueError(str(e) + (_KWARGS_NOTE if has_kwargs else "")) from None
 
@@ -121,7 +121,7 @@ def flatten_out_axes(out_tree, out_axes, out_avals: Sequence) -> tuple:
     against the rank of the *global* output (one more than the body's)."""
     if isinstance(out_axes, list):
         out_axes = tuple(out_axes)
-    axes = api_util.flatten_axes("pmap out_axes", out_tree, out_axes)
+    axes = flatten_axes("pmap out_axes", out_tree, out_axes)
     out = []
     for i, (a, aval) in enumerate(zip(axes, out_avals)):
         if a is None:

@@ -23,6 +23,7 @@ from ..errors import PxlaUserError
 from ..ir import replica_shardings
 from ..ir.pxla_attrs import device_counts
 from ..ir.shardy import uses_shardy
+from .debug_flags import dump_stage
 from .persistent_cache import load_or_compile
 
 __all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "ReplicaShardingError", "CACHE_DIR_ENV",
@@ -131,6 +132,7 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
                                          overrides=options)
     _apply_env()
     try:
+        dump_stage(module, "compile")  # jax_dump_ir_to
         # Only the ir.Module overload of compile_and_load takes host callbacks; their programs are never
         # cached (as in jax: the callables' addresses are part of the program).
         if host_callbacks:

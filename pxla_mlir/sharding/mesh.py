@@ -175,7 +175,12 @@ def dims_from_mapping(mapping: ArrayMapping, ndim: int) -> list[list[str]]:
 
 
 class Mesh(AbstractMesh):
-    """An n-d array of devices with axis names; immutable and hashable."""
+    """An n-d array of devices with axis names; immutable and hashable.
+
+    ``Mesh(np.empty((), dtype=object), ())`` is 2022's empty mesh (jax's
+    ``EMPTY_ENV``): no devices, no axes; entering it means "no mesh"
+    (:attr:`empty`). A zero-dimensional array holding a device is a mesh of
+    that one device."""
 
     __slots__ = ("_devices",)
 
@@ -184,6 +189,14 @@ class Mesh(AbstractMesh):
         if arr.ndim != len(tuple(axis_names)):
             raise MeshError(f"a {arr.ndim}-d device array needs {arr.ndim} axis names, got {tuple(axis_names)}")
         super().__init__(arr.shape, axis_names)
+        if arr.ndim == 0 and arr.item() is None:  # the empty mesh
+            arr.flags.writeable = False
+            object.__setattr__(self, "_devices", arr)
+            return
+        missing = [i for i, d in enumerate(arr.flat) if not hasattr(d, "id")]
+        if missing:
+            raise MeshError(f"mesh entry {missing[0]} is {arr.flat[missing[0]]!r}, not a device; build a mesh from "
+                            f"jax.devices() (or np.empty((), dtype=object) with axis names () for no mesh)")
         ids = [d.id for d in arr.flat]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
@@ -217,7 +230,14 @@ class Mesh(AbstractMesh):
         return self._devices
 
     @property
+    def empty(self) -> bool:
+        """2022's empty mesh (``np.empty((), dtype=object)``): no devices at all."""
+        return self._devices.ndim == 0 and self._devices.item() is None
+
+    @property
     def device_ids(self) -> np.ndarray:
+        if self.empty:
+            return np.empty((), dtype=int)
         return np.vectorize(lambda d: d.id, otypes=[int])(self._devices)
 
     def abstract(self) -> AbstractMesh:
@@ -229,9 +249,11 @@ class Mesh(AbstractMesh):
                 and all(a is b or a == b for a, b in zip(self._devices.flat, other._devices.flat)))
 
     def __hash__(self):
-        return hash((self._names, self._devices.shape, tuple(d.id for d in self._devices.flat)))
+        return hash((self._names, self._devices.shape, () if self.empty else tuple(d.id for d in self._devices.flat)))
 
     def __repr__(self) -> str:
+        if self.empty:
+            return "Mesh(np.empty((), dtype=object), ())"
         return f"Mesh({self.device_ids.tolist()!r}, {self._names!r})"
 
     # -- processes ---------------------------------------------------------------

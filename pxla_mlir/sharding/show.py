@@ -6,13 +6,17 @@ Two views, like ``jax.debug.visualize_array_sharding`` and more:
   devices hold, each labelled with the devices that hold it;
 * the *device view* (any rank): the devices laid out as the mesh (or the tile
   assignment), each cell showing the index range that device holds.
+
+Shardings are ours (ShardingSpec, HloSharding, their text) or jax's own
+(``NamedSharding``, ``SingleDeviceSharding``, ...; devices labelled with
+their ids), read through their methods so that this module imports no jax.
 """
 
 from __future__ import annotations
 
 import heapq
 import io
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 from rich import box
@@ -25,23 +29,54 @@ from .spec import ShardingSpec, spec_to_indices
 
 __all__ = ["shard_ranges", "render_sharding", "show_sharding"]
 
-Sharding = Union[ShardingSpec, HloSharding, str]
+#: Ours, an HLO sharding string, or any of jax's (``jax.sharding.NamedSharding``, ...).
+Sharding = Union[ShardingSpec, HloSharding, str, Any]
 Range = tuple[tuple[int, int], ...]  # (start, stop) per dimension
 
 _COLORS = ["red", "green", "blue", "magenta", "cyan", "yellow", "bright_red", "bright_green",
            "bright_blue", "bright_magenta", "bright_cyan", "orange3", "purple", "turquoise2", "gold3", "pink1"]
 
 
-def _as_sharding(sharding: Sharding) -> ShardingSpec | HloSharding:
+def _as_sharding(sharding, ndim: int) -> ShardingSpec | HloSharding:
     if isinstance(sharding, str):
         text = sharding.strip()
         return ShardingSpec.parse(text) if text.startswith("ShardingSpec") else parse_hlo(text)
-    return sharding
+    if isinstance(sharding, (ShardingSpec, HloSharding)):
+        return sharding
+    found = _from_jax(sharding, ndim)
+    if found is None:
+        raise TypeError(f"cannot draw {sharding!r}: pass a jax sharding (NamedSharding, ...), a ShardingSpec, an "
+                        f"HloSharding or an HLO sharding string")
+    return found[0]
+
+
+def _from_jax(sharding, ndim: int) -> tuple[HloSharding, list[str]] | None:
+    """A jax ``Sharding`` (recognized by its methods, so this module needs no
+    jax) as XLA's sharding of a rank-``ndim`` value and its devices' ids, in
+    the order the sharding's device numbers refer to; None for other objects."""
+    to_hlo, devices = getattr(sharding, "_to_xla_hlo_sharding", None), getattr(sharding, "_device_assignment", None)
+    if not callable(to_hlo) or devices is None:
+        return None
+    try:
+        text = str(to_hlo(ndim))
+    except Exception as e:  # e.g. a sharding of another rank
+        raise ValueError(f"cannot draw {sharding!r} for a rank-{ndim} value: {e}") from None
+    return parse_hlo(text), [str(getattr(d, "id", d)) for d in devices]
+
+
+def _device_names(sharding, ndim: int, given) -> list[str] | None:
+    if given is not None:
+        return list(given)
+    found = None if isinstance(sharding, (str, ShardingSpec, HloSharding)) else _from_jax(sharding, ndim)
+    return found[1] if found else None
 
 
 def shard_ranges(shape: Sequence[int], sharding: Sharding, num_devices: int | None = None) -> list[Range | None]:
-    """(start, stop) per dimension of the piece each logical device holds."""
-    sharding = _as_sharding(sharding)
+    """(start, stop) per dimension of the piece each logical device holds (a
+    jax sharding: each of its devices, in its device order)."""
+    names = _device_names(sharding, len(shape), None)
+    num_devices = num_devices or (len(names) if names else None)
+    sharding = _as_sharding(sharding, len(shape))
     shape = tuple(int(s) for s in shape)
     if isinstance(sharding, ShardingSpec):
         pieces = spec_to_indices(shape, sharding)
@@ -120,7 +155,9 @@ def render_sharding(shape: Sequence[int], sharding: Sharding, num_devices: int |
 
     Tables of more than :data:`MAX_DRAWN` rows or columns are summarized (the
     first ones, an ellipsis, the last one), and a line says what was left out."""
-    sharding = _as_sharding(sharding)
+    device_names = _device_names(sharding, len(shape), device_names)
+    num_devices = num_devices or (len(device_names) if device_names is not None else None)
+    sharding = _as_sharding(sharding, len(shape))
     ranges = shard_ranges(shape, sharding, num_devices)
     n = len(ranges)
     names = list(device_names) if device_names is not None else [str(i) for i in range(n)]

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 from jax import tree_util
+from jax.sharding import NamedSharding
 
 from ..distributed.processes import is_multi_process, spans_processes
 from ..distributed.shares import scaled_avals, share_factor
@@ -47,11 +48,20 @@ from ..stages import Lowered, Signature
 from ..stats import timed
 from ..tracing import trace_flat
 from .checks import ResourceTyping, check_outputs, show_axes
-from .plan import XmapError, XmapMeshError, XmapTypeError, check_resource_clash, make_plan, set_repr
+from .inputs import check_partitioning
+from .plan import (
+    XmapError,
+    XmapMeshError,
+    XmapTypeError,
+    XmapUnsupportedError,
+    check_resource_clash,
+    make_plan,
+    set_repr,
+)
 from .primitive import bind
 from .resources import active_loops, active_mesh, mapping_arg, normalize_resources
 from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
-from .stage import XmapCall, deoptimized, lower
+from .stage import XmapCall, deoptimized, input_shardings, lower
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
@@ -96,16 +106,24 @@ class XmapFunction(MapFunction):
     what = "xmap"
 
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
-                 donate_argnums, backend, options: XmapPipeline):
+                 donate_argnums, backend, options: XmapPipeline, ensure_fixed_sharding: bool = False):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun}. pxla_mlir.xmap(fun, in_axes, out_axes) maps a "
                             f"function")
         if isinstance(out_axes, tuple) and not out_axes:
             raise XmapError(f"xmapped functions cannot have no return values. The xmap of "
                             f"{getattr(fun, '__name__', fun)!r} has out_axes=(); return at least one array")
-        self.options = options
+        if not isinstance(ensure_fixed_sharding, bool):
+            raise TypeError(f"xmap ensure_fixed_sharding must be True or False, got {ensure_fixed_sharding!r}")
+        if ensure_fixed_sharding and options.lowering != "vectorize":
+            raise XmapUnsupportedError(
+                f"This flag requires enabling the experimental_xmap_spmd_lowering flag: ensure_fixed_sharding=True "
+                f"constrains the global view XLA's SPMD partitioner splits, which only lowering='vectorize' "
+                f"builds (the xmap of {getattr(fun, '__name__', fun)!r} asks for lowering={options.lowering!r}); "
+                f"pass lowering='vectorize'")
+        self.options, self.ensure_fixed_sharding = options, ensure_fixed_sharding
         self._init = dict(axis_sizes=axis_sizes, axis_resources=axis_resources, donate_argnums=donate_argnums,
-                          backend=backend)
+                          backend=backend, ensure_fixed_sharding=ensure_fixed_sharding)
         if isinstance(in_axes, list) and not is_entry(in_axes):
             in_axes = tuple(in_axes)  # a list of per-argument entries is the argument tuple (as 2022)
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
@@ -137,7 +155,7 @@ class XmapFunction(MapFunction):
         self.backend, self.lowering = backend, options.lowering
         shared = (tree_key(self._in_specs), tree_key(self._out_specs), tuple(sorted(self.axis_sizes.items())),
                   tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate, backend,
-                  self.options)
+                  self.options, ensure_fixed_sharding)
         super().__init__(fun, donate_argnums=donate, options=shared)
 
     def with_options(self, **options) -> "XmapFunction":
@@ -195,6 +213,20 @@ class XmapFunction(MapFunction):
         factors = [{d: share_factor(mesh.devices, names, [r for r in self._resources.get(n, ()) if r in names])
                     for d, n in m.items()} for m in maps]
         return tuple(scaled_avals(leaves, avals, factors, lambda i: f"leaf {i}", "xmap"))
+
+    def _resolve(self, env, args, kwargs):
+        """The Python path of a call: arrays laid out on a mesh must be split as
+        this xmap maps them (:mod:`.inputs`), then the shared path runs."""
+        if not kwargs and any(isinstance(getattr(x, "sharding", None), NamedSharding)
+                              for x in tree_util.tree_leaves(args)):
+            call = self._examine(args, kwargs)
+            if not self._staged(call):
+                with self._cache.lock:  # traced once, also from many threads
+                    traced = self._traced(call, env, self._key(call, env))
+                expected = input_shardings(traced.call)
+                if expected is not None:
+                    check_partitioning(self.name, args, call.flat_args, expected[len(traced.consts):])
+        return super()._resolve(env, args, kwargs)
 
     def _staged(self, call: _Call) -> bool:
         # With concrete arguments an xmap runs, even inside a transformation; unless its body holds
@@ -257,7 +289,7 @@ class XmapFunction(MapFunction):
         _enclosing.meshes.append(mesh)
         try:
             with timed("trace"):
-                user = trace_flat(flat_fun, elem, env, debug)
+                user = trace_flat(flat_fun, elem, env, debug, binder="xmap")
         finally:
             _enclosing.meshes.pop()
         out_tree = store["tree"]
@@ -284,7 +316,8 @@ class XmapFunction(MapFunction):
         const_avals = tuple(_aval(c, i) for i, c in enumerate(consts))
         call = XmapCall(plan, jaxpr, ({},) * len(consts) + in_maps, out_maps, const_avals + tuple(avals),
                         tuple(_unmapped(av, m, plan) for av, m in zip(user.out_avals, out_maps)),
-                        (False,) * len(consts) + donated, mesh, self.options, self.name, self.backend)
+                        (False,) * len(consts) + donated, mesh, self.options, self.name, self.backend,
+                        self.ensure_fixed_sharding)
         return _Traced(call, consts, in_tree, out_tree, not any(isinstance(c, core.Tracer) for c in consts))
 
 
@@ -309,7 +342,7 @@ def _unmapped(aval, mapping: Mapping[int, str], plan) -> core.ShapedArray:
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
          donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering,
-         shardings: str = XmapPipeline.sharding_dialect) -> XmapFunction:
+         shardings: str = XmapPipeline.sharding_dialect, ensure_fixed_sharding: bool = False) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
     prefixes); inside ``fun`` those dimensions are gone and collectives refer
@@ -317,10 +350,15 @@ def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_res
     the current mesh (``with pxla_mlir.Mesh(...)`` or a jax mesh) and serial
     loops (``serial_loop``, ``SerialLoop``); the rest are vectorized on each
     device. ``lowering`` picks replica, manual or vectorize (see the module
-    docs). xmap composes with jax transformations and nests."""
+    docs); ``ensure_fixed_sharding`` (with ``lowering="vectorize"``, 2022's
+    ``experimental_xmap_ensure_fixed_sharding``) constrains every
+    intermediate of the global view to the layout of its named axes, so
+    XLA's partitioner keeps them split as the xmap maps them. xmap composes
+    with jax transformations and nests."""
     return XmapFunction(fun, in_axes, out_axes, axis_sizes=axis_sizes, axis_resources=axis_resources,
                         donate_argnums=donate_argnums, backend=backend,
-                        options=configure(XmapPipeline, lowering=lowering, shardings=shardings))
+                        options=configure(XmapPipeline, lowering=lowering, shardings=shardings),
+                        ensure_fixed_sharding=ensure_fixed_sharding)
 
 
 #: xmap's pipeline options, by their API names (lowering, shardings).

@@ -10,7 +10,8 @@
   :mod:`.loops`), collectives re-bound over mesh axes (see
   :mod:`.interpreter`), traced under an axis environment of the mesh axes;
 * a nested xmap (an equation of an enclosing body): in the global view, its
-  own global view; in the tile program, its operands are tiled over its mesh
+  own global view, its operands and results constrained to the layout it
+  maps them to (:mod:`.constraints`); in the tile program, its operands are tiled over its mesh
   axes (a dynamic slice at the device's index), its tile program runs, and
   its results are gathered back (an all_gather over those mesh axes).
 """
@@ -25,6 +26,7 @@ from jax import lax
 
 from ..jax_internals import core
 from . import rewrites
+from .constraints import constrain
 from .interpreter import Substitution, interpret, register_nested
 from .loops import looped_body
 from .plan import Plan
@@ -66,11 +68,12 @@ def _ranks(user: core.ClosedJaxpr, in_maps: Maps, out_maps: Maps) -> tuple[list[
 
 
 def global_function(plan: Plan, user: core.ClosedJaxpr, in_maps: Maps, out_maps: Maps,
-                    parent: Substitution | None = None) -> Callable:
+                    parent: Substitution | None = None, fixed: bool = False) -> Callable:
+    """``fixed``: every intermediate constrained to its layout (``ensure_fixed_sharding``)."""
     if plan.used_loops:
         tile = tile_function(plan, user, in_maps, out_maps, parent, mesh_vmapped=True)
         return _vtile_by_mesh(plan, tile, in_maps, out_maps, *_ranks(user, in_maps, out_maps))
-    sub = Substitution(plan, global_view=True, parent=parent)
+    sub = Substitution(plan, global_view=True, parent=parent, fixed=fixed)
     body = _as_tuple(lambda *a: interpret(sub, user.jaxpr, user.consts, *a))
     return nested_vmap(body, plan.names, in_maps, out_maps, plan.sizes, lambda n: n)
 
@@ -232,7 +235,13 @@ def nested_xmap(sub: Substitution, params: dict, ins) -> list:
     in_maps = [mapping_of(s) for s in params["in_axes"]]
     out_maps = [mapping_of(s) for s in params["out_axes"]]
     if sub.global_view:
-        return list(global_function(plan, body, in_maps, out_maps, parent=sub)(*ins))
+        # As 2022's SPMD lowering: XLA splits the nested xmap's values as it maps them (with the
+        # enclosing xmaps' mesh axes on their vmapped dimensions), not only as the boundaries say.
+        outer = sub.vmapped_layout(())
+        layout = lambda x, m: constrain(x, plan.spec_dims(m, jnp.ndim(x)), outer, plan.mesh_shape)  # noqa: E731
+        ins = [layout(x, m) for x, m in zip(ins, in_maps)]
+        outs = global_function(plan, body, in_maps, out_maps, parent=sub, fixed=params["fixed_sharding"])(*ins)
+        return [layout(y, m) for y, m in zip(outs, out_maps)]
     inner = Substitution(plan, global_view=False, parent=sub, mesh_vmapped=sub.mesh_vmapped)
     tiles = [_tile(inner, x, m) for x, m in zip(ins, in_maps)]
     outs = tile_function(plan, body, in_maps, out_maps, parent=sub, mesh_vmapped=sub.mesh_vmapped)(*tiles)

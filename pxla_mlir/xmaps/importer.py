@@ -41,7 +41,8 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
     plan = t.plan
     module_name = importing.module_name("xmap", name)
     if mesh is None or lowering == "vectorize":
-        closed = jax.make_jaxpr(global_function(plan, t.jaxpr, t.in_maps, t.out_maps))(*t.global_in)
+        closed = jax.make_jaxpr(global_function(plan, t.jaxpr, t.in_maps, t.out_maps,
+                                                fixed=t.fixed_sharding))(*t.global_in)
         lowered = lower_global(closed, num_devices, platform=platform, name=module_name, donated=t.donated)
         key = "pxla.dims"  # global types
     else:
@@ -49,7 +50,7 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
         tiles = [tile_aval(av, m, plan) for av, m in zip(t.global_in, t.in_maps)]
         body = tile_function(plan, t.jaxpr, t.in_maps, t.out_maps)
         debug = api_util.debug_info("pxla_mlir.xmap", body, tuple(range(len(tiles))), {})
-        closed = trace_flat(body, tiles, mesh_env, debug)
+        closed = trace_flat(body, tiles, mesh_env, debug, binder="xmap")
         # The mesh axes stay bound: with jax_enable_checks, dce_jaxpr re-checks the body's collectives.
         with core.extend_axis_env_nd(mesh_env):
             # Results of nested xmaps that the next one takes as tiles leave dead gathers.

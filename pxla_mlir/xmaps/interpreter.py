@@ -30,6 +30,7 @@ from ..collectives import CALL_JAXPR_PARAMS, axes_of
 from ..jax_internals import core
 from ..maps import registry
 from . import rewrites
+from .constraints import constrain
 from .plan import Plan, XmapError, XmapUnsupportedError
 
 #: jax's own maps, which cannot nest inside an xmap (nor can pxla_mlir's other map kinds).
@@ -56,17 +57,27 @@ class Substitution:
     ``loop_index``: inside one iteration of the serial loops, the iteration
     of each loop (loops are then not axes, only axis_index may name them);
     ``mesh_vmapped``: the mesh axes are vmap axes too (the global view of a
-    looped xmap), so collectives over them must be decomposed like local ones.
+    looped xmap), so collectives over them must be decomposed like local ones;
+    ``fixed``: in the global view, every intermediate is constrained to the
+    layout its named axes have (``ensure_fixed_sharding``).
     """
 
     def __init__(self, plan: Plan, global_view: bool, parent: "Substitution | None" = None,
-                 loop_index: dict | None = None, mesh_vmapped: bool = False):
+                 loop_index: dict | None = None, mesh_vmapped: bool = False, fixed: bool = False):
         self.plan, self.global_view, self.parent = plan, global_view, parent
         self.loop_index, self.mesh_vmapped = loop_index, mesh_vmapped
+        self.fixed = global_view and (fixed or (parent is not None and parent.fixed))
         self.untiled: dict = {}  # id(value gathered from a nested xmap) -> (value, its tile, layout)
 
     def with_loop_index(self, loop_index: dict | None) -> "Substitution":
-        return Substitution(self.plan, self.global_view, self.parent, loop_index, self.mesh_vmapped)
+        return Substitution(self.plan, self.global_view, self.parent, loop_index, self.mesh_vmapped, self.fixed)
+
+    def vmapped_layout(self, vectorized) -> tuple:
+        """(named axis, its mesh axes) for the named axes of this global view
+        and those around it, each a jax.vmap axis; a vectorized named axis
+        gets ``vectorized`` (() replicated, None left to XLA)."""
+        outer = self.parent.vmapped_layout(vectorized) if self.parent is not None else ()
+        return outer + tuple((n, self.plan.mesh_resources(n) or vectorized) for n in self.plan.names)
 
     def scope(self) -> list:
         """(name, global size) of every named axis this substitution and its
@@ -147,6 +158,8 @@ def run_eqns(sub: Substitution, eqns, env: dict) -> None:
     """Evaluates ``eqns`` in ``env`` (var -> value), adding their outputs."""
     for eqn in eqns:
         outs = _eval(sub, eqn, [read(env, v) for v in eqn.invars])
+        if sub.fixed:
+            outs = _fixed(sub, outs, eqn.primitive.multiple_results)
         if eqn.primitive.multiple_results:
             env.update(zip(eqn.outvars, outs))
         else:
@@ -168,13 +181,22 @@ def _eval(sub: Substitution, eqn, ins):
         inner = params[CALL_JAXPR_PARAMS[p.name]]
         consts = inner.consts if isinstance(inner, core.ClosedJaxpr) else ()
         return interpret(sub, _jaxpr(inner), consts, *ins)  # inlined (forward evaluation)
-    if core.jaxprs_in_params(params) and sub.mentions(eqn):
+    if core.jaxprs_in_params(params) and (sub.mentions(eqn) or (sub.fixed and p.name in _CONTROL_FLOW)):
         rule = _CONTROL_FLOW.get(p.name)
         if rule is not None:
             return rule(sub, params, ins)
         new = {k: _retrace(sub, v) for k, v in params.items()}
         return p.bind(*ins, **p.get_bind_params(new))
     return p.bind(*ins, **p.get_bind_params(params))
+
+
+def _fixed(sub: Substitution, outs, multiple: bool):
+    """Each result laid out as its named axes are (2022's
+    ``_fix_inferred_spmd_sharding``): replicated but for the vmapped named
+    dimensions, which sit on their mesh axes (vectorized ones: XLA's choice)."""
+    layout, mesh = sub.vmapped_layout(None), sub.plan.mesh_shape
+    fix = lambda y: constrain(y, [()] * jnp.ndim(y), layout, mesh)  # noqa: E731
+    return [fix(y) for y in outs] if multiple else fix(outs)
 
 
 def _run(sub: Substitution, closed, *args) -> list:

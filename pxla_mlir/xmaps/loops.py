@@ -105,7 +105,7 @@ def _inline_calls(closed: core.ClosedJaxpr, env: list) -> core.ClosedJaxpr:
         return [read(values, v) for v in jaxpr.outvars]
 
     debug = api_util.debug_info("xmap loop body", run, tuple(range(len(closed.in_avals))), {})
-    return trace_flat(lambda *a: run(closed.jaxpr, closed.consts, a), closed.in_avals, env, debug)
+    return trace_flat(lambda *a: run(closed.jaxpr, closed.consts, a), closed.in_avals, env, debug, binder="xmap")
 
 
 def looped_body(sub: Substitution, jaxpr: core.ClosedJaxpr, in_loops: Sequence[dict], out_loops: Sequence[dict],

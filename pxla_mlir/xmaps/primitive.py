@@ -12,7 +12,9 @@ Params: ``jaxpr`` (the per-element body, a ClosedJaxpr without consts),
 ``axis_sizes`` (``((name, global size), ...)`` in plan order),
 ``axis_resources`` (``((name, resources), ...)``), ``loops`` (``((loop,
 length), ...)``), ``mesh`` (a pxla_mlir Mesh or None), ``options`` (an ``XmapPipeline``: lowering and sharding dialect),
-``name``, ``donated`` (tuple of bool) and ``backend``.
+``name``, ``donated`` (tuple of bool), ``backend`` and ``fixed_sharding``
+(``ensure_fixed_sharding``: the vectorize lowering constrains every
+intermediate).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def delete_axes(aval, spec) -> core.ShapedArray:
 
 
 def bind(closed: core.ClosedJaxpr, args, *, in_axes, out_axes, axis_sizes, axis_resources, loops, mesh, options,
-         name: str, donated=None, backend=None):
+         name: str, donated=None, backend=None, fixed_sharding: bool = False):
     """Binds pxla_xmap_p; consts of ``closed`` become broadcast operands, so
     no lowering sees constvars and closures over outer tracers are legal."""
     args, in_axes = list(args), tuple(in_axes)
@@ -85,7 +87,8 @@ def bind(closed: core.ClosedJaxpr, args, *, in_axes, out_axes, axis_sizes, axis_
         closed = core.ClosedJaxpr(jaxpr, ())
     return pxla_xmap_p.bind(*args, jaxpr=closed, in_axes=in_axes, out_axes=tuple(out_axes),
                             axis_sizes=tuple(axis_sizes), axis_resources=tuple(axis_resources), loops=tuple(loops),
-                            mesh=mesh, options=options, name=name, donated=donated, backend=backend)
+                            mesh=mesh, options=options, name=name, donated=donated, backend=backend,
+                            fixed_sharding=bool(fixed_sharding))
 
 
 def abstract_eval(*avals, jaxpr, out_axes, axis_sizes, **_):

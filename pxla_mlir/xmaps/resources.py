@@ -4,7 +4,8 @@ serial loops.
 * The current mesh: the innermost ``with pxla_mlir.Mesh(...)``, else jax's
   own (``with jax.sharding.Mesh(...)`` or ``jax.set_mesh``). A mesh of zero
   dimensions (``Mesh(device.reshape(()), ())``) has no axes to spread over:
-  every named axis is vectorized on its one device.
+  every named axis is vectorized on its one device. 2022's empty mesh
+  (``Mesh(np.empty((), dtype=object), ())``) is no mesh.
 * Serial loops (2022's loop resources): ``with pxla_mlir.serial_loop('l', 4):``
   makes ``'l'`` a resource whose chunks one device runs one after the other
   (a ``while`` in the MHLO); ``pxla_mlir.SerialLoop(4)`` in
@@ -87,7 +88,7 @@ def active_mesh() -> Mesh | None:
         if found is None:
             return None
         mesh = Mesh(np.asarray(found.devices, dtype=object), tuple(found.axis_names))
-    return None if mesh.devices.size == 0 else mesh
+    return None if mesh.empty or mesh.devices.size == 0 else mesh
 
 
 def anonymous_loop(axis: str, index: int) -> str:

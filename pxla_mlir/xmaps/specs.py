@@ -17,7 +17,7 @@ from typing import Mapping
 import numpy as np
 from jax import tree_util
 
-from ..jax_internals import api_util
+from ..jax_internals import flatten_axes
 from .plan import XmapError, XmapTypeError
 
 __all__ = ["AxisSpec", "NamedDims", "is_entry", "parse_tree", "flatten_specs", "spec_names"]
@@ -173,7 +173,7 @@ def flatten_specs(what: str, value_tree, spec_tree) -> list[AxisSpec]:
     if isinstance(spec_tree, AxisSpec):  # one entry for every value
         return [spec_tree] * value_tree.num_leaves
     try:
-        return list(api_util.flatten_axes(what, value_tree, spec_tree))
+        return list(flatten_axes(what, value_tree, spec_tree))
     except ValueError as e:
         hint = ""
         if what.endswith("in_axes"):
@@ -181,7 +181,7 @@ def flatten_specs(what: str, value_tree, spec_tree) -> list[AxisSpec]:
                     f"representing the argument list.")
             if len(value_tree.children()) == 1:
                 try:
-                    api_util.flatten_axes(what, value_tree, (spec_tree,))
+                    flatten_axes(what, value_tree, (spec_tree,))
                 except ValueError:
                     pass  # that is not the issue
                 else:

@@ -29,7 +29,7 @@ from .importer import import_xmap
 from .plan import Plan, XmapError
 from .primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
 
-__all__ = ["XmapCall", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
+__all__ = ["XmapCall", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +48,7 @@ class XmapCall:
     options: XmapPipeline  # lowering and sharding dialect
     name: str
     backend: Any = None
+    fixed_sharding: bool = False  # ensure_fixed_sharding (vectorize): every intermediate constrained
 
     def params(self) -> dict:
         plan = self.plan
@@ -55,14 +56,14 @@ class XmapCall:
                     axis_sizes=tuple((n, plan.sizes[n]) for n in plan.names),
                     axis_resources=tuple((n, tuple(plan.resources[n])) for n in plan.names),
                     loops=tuple(plan.loops.items()), mesh=self.mesh, options=self.options, name=self.name,
-                    donated=tuple(self.donated), backend=self.backend)
+                    donated=tuple(self.donated), backend=self.backend, fixed_sharding=self.fixed_sharding)
 
     @classmethod
     def from_params(cls, jaxpr: core.ClosedJaxpr, params: dict, avals) -> "XmapCall":
         return cls(plan_of(params), jaxpr, tuple(mapping_of(s) for s in params["in_axes"]),
                    tuple(mapping_of(s) for s in params["out_axes"]), tuple(avals),
                    tuple(abstract_eval(jaxpr=jaxpr, **params)[0]), tuple(params["donated"]), params["mesh"],
-                   params["options"], params["name"], params["backend"])
+                   params["options"], params["name"], params["backend"], params["fixed_sharding"])
 
 
 def uses_mesh(jaxpr) -> bool:
@@ -76,12 +77,26 @@ def uses_mesh(jaxpr) -> bool:
     return False
 
 
+def _spread_mesh(call: XmapCall) -> Mesh | None:
+    """The mesh the program runs on, or None when no xmap in it uses a mesh axis (one device)."""
+    spread = call.mesh is not None and call.mesh.axis_names and (call.plan.uses_mesh or uses_mesh(call.jaxpr))
+    return call.mesh if spread else None
+
+
+def input_shardings(call: XmapCall) -> list[NamedSharding] | None:
+    """The layout each flat operand must have (None: the program runs on one device)."""
+    mesh = _spread_mesh(call)
+    if mesh is None:
+        return None
+    jmesh = JaxMesh(mesh.devices, mesh.axis_names)
+    return [value_sharding(jmesh, call.plan, m, av.ndim, None) for m, av in zip(call.in_maps, call.global_in)]
+
+
 def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
     """``consts``: values of the leading ``len(consts)`` operands, supplied by
     the ``Compiled`` itself."""
     plan = call.plan
-    spread = call.mesh is not None and call.mesh.axis_names and (plan.uses_mesh or uses_mesh(call.jaxpr))
-    mesh = call.mesh if spread else None
+    mesh = _spread_mesh(call)
     if mesh is not None:
         devices = list(mesh.devices.flat)
         check_devices(devices, f"xmap {call.name!r} (its mesh)")  # multi-process: every process, evenly
@@ -122,20 +137,22 @@ def lower_jit_body(jaxpr: core.ClosedJaxpr, xmaps: list, *, name: str, global_av
     if devices is not None:
         raise XmapError(f"pxla_mlir.jit function {name!r} holds xmaps, whose devices are their mesh's; drop devices=")
     meshes = {e.params["mesh"] for e in xmaps if plan_of(e.params).uses_mesh} or {xmaps[0].params["mesh"]}
-    lowerings = {e.params["options"] for e in xmaps}
+    lowerings = {(e.params["options"], e.params["fixed_sharding"]) for e in xmaps}
     if len(meshes) > 1:
         raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} use different meshes: "
                         f"{', '.join(sorted(map(repr, meshes)))}; one program runs on one mesh")
     if len(lowerings) > 1:
+        shown = sorted(f"{o}" + (" ensure_fixed_sharding" if f else "") for o, f in lowerings)
         raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} ask for different lowerings "
-                        f"({', '.join(sorted(map(str, lowerings)))}); give them the same lowering= and shardings=")
-    (mesh,), (options,) = meshes, lowerings
+                        f"({', '.join(shown)}); give them the same lowering=, shardings= and ensure_fixed_sharding=")
+    (mesh,), ((options, fixed),) = meshes, lowerings
     consts = tuple(jaxpr.consts)
     body = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
     in_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
     plan = Plan((), {}, {}, dict(mesh.shape) if mesh is not None else {}, {})
     call = XmapCall(plan, body, ({},) * len(in_avals), ({},) * len(jaxpr.out_avals), in_avals,
-                    tuple(jaxpr.out_avals), (False,) * len(consts) + tuple(donated), mesh, options, name, backend)
+                    tuple(jaxpr.out_avals), (False,) * len(consts) + tuple(donated), mesh, options, name, backend,
+                    fixed)
     return lower(call, signature=signature, consts=consts)
 
 
