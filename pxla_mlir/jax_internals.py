@@ -19,8 +19,8 @@ import numpy as np
 from jax._src import (
     api_util,
     checkify as _checkify,
-    compiler,
     compilation_cache,
+    compiler,
     config,
     core,
     dispatch,
