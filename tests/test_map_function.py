@@ -120,7 +120,8 @@ def test_every_cache_of_a_map_is_bounded(monkeypatch):
     gc.collect()
     assert len(f._cache.compiled) == 4 and len(f._cache.traced) == 4 and len(f._cache.lowered) == 4
     assert f._entry.dispatchers.get(f._environment())._cpp._cache_size() == 4
-    assert len(client.live_executables()) - before == 4
+    # At most 4 more than before (unbounded: 9); other tests' programs may be freed meanwhile.
+    assert len(client.live_executables()) - before <= 4
 
 
 def test_lru_is_thread_safe():
