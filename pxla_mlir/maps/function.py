@@ -37,6 +37,9 @@ __all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE"]
 #: traced, lowered and compiled; the least recently used is dropped beyond it.
 CACHE_SIZE = 64
 
+#: Equal to no environment: the first call looks its dispatcher up.
+_NO_ENV = object()
+
 
 class CallCache:
     """Traced bodies, ``Lowered`` and ``Compiled`` programs by call key, each
@@ -73,6 +76,7 @@ class MapFunction:
         self._cache = cache if cache is not None else CallCache()
         self._identity = identity  # shared caches: tells this map's entries from other maps'
         self._dispatchers = LRU(16)  # environment -> FastDispatch
+        self._last_dispatch: tuple = (_NO_ENV, None)  # the previous call's: most calls repeat it
         functools.update_wrapper(self, fun, updated=())  # never merge fun.__dict__ into ours
 
     # -- a front end's hooks ---------------------------------------------------------------
@@ -99,11 +103,14 @@ class MapFunction:
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         env = self._environment()
-        dispatch = self._dispatchers.get(env)
-        if dispatch is None:
-            dispatch = self._dispatchers[env] = FastDispatch(
-                self.name, functools.partial(self._resolve, env), static_argnums=self.static_argnums,
-                donate_argnums=self.donate_argnums)
+        last_env, dispatch = self._last_dispatch
+        if last_env is not env and last_env != env:
+            dispatch = self._dispatchers.get(env)
+            if dispatch is None:
+                dispatch = self._dispatchers[env] = FastDispatch(
+                    self.name, functools.partial(self._resolve, env), static_argnums=self.static_argnums,
+                    donate_argnums=self.donate_argnums)
+            self._last_dispatch = (env, dispatch)
         return dispatch(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
@@ -161,4 +168,5 @@ class MapFunction:
         """Forgets every traced, lowered and compiled program of this map (and the C++ fast paths)."""
         self._cache.clear()
         self._dispatchers.clear()
+        self._last_dispatch = (_NO_ENV, None)
 
