@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_pmap.py
 	$(BIN)/python bench/bench_dispatch.py
 	$(BIN)/python bench/bench_lowering.py
+	$(BIN)/python bench/bench_first_result.py
 	$(BIN)/python bench/bench_xmap.py
 	$(BIN)/python bench/bench_explore.py
 	$(BIN)/python bench/bench_multiprocess.py

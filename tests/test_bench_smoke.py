@@ -14,6 +14,7 @@ from conftest import REPO
 SMOKE_ARGS = {
     "bench_dispatch.py": ["--rounds", "1", "--calls", "2"],
     "bench_explore.py": ["--runs", "1"],
+    "bench_first_result.py": ["--rounds", "1", "--programs", "tiny"],
     "bench_lowering.py": ["--rounds", "1", "--skip-scale"],
     "bench_multiprocess.py": ["--calls", "2", "--rounds", "1", "--timeout", "240"],
     "bench_pmap.py": ["--rounds", "1", "--calls", "2", "--skip-unblocked"],
