@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_dispatch.py
 	$(BIN)/python bench/bench_dropin.py
 	$(BIN)/python bench/bench_lowering.py
+	$(BIN)/python bench/bench_first_result.py
 	$(BIN)/python bench/bench_xmap.py
 	$(BIN)/python bench/bench_partitioned.py
 	$(BIN)/python bench/bench_explore.py

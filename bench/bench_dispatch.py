@@ -1,14 +1,16 @@
 """Cached-call latency of pxla_mlir.pmap against jax.pmap (jax 0.10.2), on 8
 virtual CPU devices, measured interleaved in one run.
 
-    python bench/bench_dispatch.py [--rounds 15] [--calls 100]
+    python bench/bench_dispatch.py [--rounds 15] [--calls 100] [--clock wall|thread]
 
 Rows: 1 argument and 100 arguments with device-resident inputs, a pytree of
 500 leaves, and 1 host (numpy) argument; for each, the time until the call
 returns (dispatch) and until its result is ready (blocked), and the floor:
 the bare ``execute_sharded`` of the same executable with already-placed
 inputs. Targets: device inputs <= 0.8x jax.pmap (1 and 100 arguments),
-500 leaves <= 1.0x, host inputs <= 0.9x.
+500 leaves <= 1.0x, host inputs <= 0.9x. ``--clock thread`` times the
+calling thread's CPU time instead of the wall clock (the dispatch work
+itself, steadier on a loaded machine; the devices' threads are not in it).
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ def cases():
     }
 
 
+CLOCK = time.perf_counter
+
+
 def timed_calls(fn, args, calls: int, block: bool) -> float:
     """Mean seconds per call: until it returns (dispatch; the result is then
     waited for outside the timing, so no launch is left un-completed: jax.pmap
@@ -57,13 +62,13 @@ def timed_calls(fn, args, calls: int, block: bool) -> float:
     ready (blocked)."""
     total = 0.0
     for _ in range(calls):
-        t = time.perf_counter()
+        t = CLOCK()
         out = fn(*args)
         if block:
             jax.block_until_ready(out)
-            total += time.perf_counter() - t
+            total += CLOCK() - t
         else:
-            total += time.perf_counter() - t
+            total += CLOCK() - t
             jax.block_until_ready(out)
     return total / calls
 
@@ -109,9 +114,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--clock", choices=("wall", "thread"), default="wall")
     args = ap.parse_args()
+    global CLOCK
+    CLOCK = time.thread_time if args.clock == "thread" else time.perf_counter
     print(f"jax {jax.__version__}, {len(jax.devices())} {jax.devices()[0].platform} devices, {os.cpu_count()} cores; "
-          f"medians of {args.rounds} interleaved rounds of {args.calls} calls\n")
+          f"medians of {args.rounds} interleaved rounds of {args.calls} calls, {args.clock} clock, "
+          f"load average {os.getloadavg()[0]:.1f}\n")
     print(f"{'case':<18} {'measure':<10} {'pxla_mlir':>11} {'jax.pmap':>11} {'floor':>11} {'ratio':>7}  "
           f"{'over floor (pxla / jax)':>24}")
     for name, (fn, fargs) in cases().items():

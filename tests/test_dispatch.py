@@ -95,6 +95,25 @@ def test_jit_of_pmaps_takes_the_fast_path():
     np.testing.assert_allclose(out, first)
 
 
+def test_xmap_takes_the_fast_path_per_mesh():
+    f = pxla_mlir.xmap(lambda x: lax.psum(x * 2, "i"), in_axes=["i", ...], out_axes=[...],
+                       axis_resources={"i": "d"})
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("d",))
+    oracle = jax.jit(jax.shard_map(lambda b: lax.psum(b * 2, "d"), mesh=mesh, in_specs=jax.sharding.PartitionSpec("d"),
+                                   out_specs=jax.sharding.PartitionSpec()))(x)[0]
+    with pxla_mlir.Mesh(np.array(jax.devices()), ("d",)):
+        f(x)
+        misses, out = python_calls(f, x)
+    assert misses == 0
+    np.testing.assert_array_equal(out, oracle)
+    with pxla_mlir.Mesh(np.array(jax.devices()[:4]), ("d",)):  # another mesh: its own program, then fast too
+        f(x)
+        misses, out = python_calls(f, x)
+    assert misses == 0
+    np.testing.assert_array_equal(out, oracle)
+
+
 def run_isolated(code: str, timeout: int = 240) -> subprocess.CompletedProcess:
     """Code that could abort the process runs in its own interpreter."""
     prelude = ("import os\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=8 "

@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import math
 
-from jax.extend.core import Primitive
-
 from ..ir.pxla_attrs import REP_AXIS
 from ..jax_internals import core, pe
 from ..pipelines import PmapPipeline
 
 __all__ = ["pxla_pmap_p", "bind", "abstract_eval", "REP_AXIS", "replicas_needed", "extend_mesh"]
 
-pxla_pmap_p = Primitive("pxla_pmap")
+pxla_pmap_p = core.Primitive("pxla_pmap")
 pxla_pmap_p.multiple_results = True
 
 

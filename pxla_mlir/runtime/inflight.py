@@ -10,7 +10,6 @@ the oldest is waited for, which costs nothing measurable.
 from __future__ import annotations
 
 import collections
-import threading
 
 from ..jax_internals import ArrayImpl
 
@@ -18,18 +17,23 @@ __all__ = ["INFLIGHT_WINDOW", "remember_launch", "wait_for_launches"]
 
 #: Un-completed launches allowed before the oldest is waited for.
 INFLIGHT_WINDOW = 8
+#: Remembered launches, oldest first. A deque's append and popleft are atomic,
+#: so threads share it without a lock (a lock would cost a cached call more).
 _inflight: collections.deque = collections.deque()
-_inflight_lock = threading.Lock()
 
 
 def remember_launch(fence) -> None:
     """Counts a launch against the window. ``fence`` tells when it completed:
     its token (the Python path) or one of its output arrays (the C++ path:
     all outputs of a launch complete together)."""
-    with _inflight_lock:
-        _inflight.append(fence)
-        oldest = _inflight.popleft() if len(_inflight) > INFLIGHT_WINDOW else None
-    if oldest is not None and not _waited(oldest):
+    _inflight.append(fence)
+    if len(_inflight) <= INFLIGHT_WINDOW:
+        return
+    try:
+        oldest = _inflight.popleft()
+    except IndexError:  # another thread waited for every launch meanwhile
+        return
+    if not _waited(oldest):
         wait_for_launches()
 
 
@@ -48,8 +52,11 @@ def _waited(fence) -> bool:
 def wait_for_launches() -> None:
     """Blocks until every remembered launch has completed. A launch whose
     output was donated is covered by the later launch that consumed it."""
-    with _inflight_lock:
-        pending = list(_inflight)
-        _inflight.clear()
+    pending = []
+    while True:  # one by one: a launch another thread remembers meanwhile is waited for, never dropped
+        try:
+            pending.append(_inflight.popleft())
+        except IndexError:
+            break
     for fence in pending:
         _waited(fence)

@@ -22,14 +22,12 @@ from __future__ import annotations
 import functools
 from typing import Mapping
 
-from jax.extend.core import Primitive
-
 from ..jax_internals import core, pe
 from .plan import Plan
 
 __all__ = ["pxla_xmap_p", "bind", "abstract_eval", "plan_of", "spec_of", "mapping_of", "insert_axes"]
 
-pxla_xmap_p = Primitive("pxla_xmap")
+pxla_xmap_p = core.Primitive("pxla_xmap")
 pxla_xmap_p.multiple_results = True
 
 
