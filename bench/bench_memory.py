@@ -60,7 +60,7 @@ def main() -> int:
     sizes = {name: len(f._cache.compiled) for name, f in maps.items()}
     print(f"\ncompiled programs kept: {sizes}; LRU caches: {len(list(lru._ALL))}, "
           f"entries in all: {sum(len(c) for c in list(lru._ALL))}")
-    fast = {name: f._dispatchers.get(f._environment())._cpp._cache_size() for name, f in maps.items()}
+    fast = {name: f._entry.dispatchers.get(f._environment())._cpp._cache_size() for name, f in maps.items()}
     print(f"C++ fast-path signatures kept: {fast}")
     return 0
 
