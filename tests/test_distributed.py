@@ -93,15 +93,21 @@ def test_program_records_name_their_difference():
 
 
 class FakeClient:
-    """The key-value store of a coordination service, with process 1's entries given."""
+    """The key-value store of a coordination service: what process 0 writes, process 1 writes too, through
+    ``theirs(kind, value)`` (kind "fingerprint" or "record"); ``theirs`` None: process 1 never writes."""
 
     def __init__(self, theirs):
         self.store, self.theirs = {}, theirs
 
     def key_value_set(self, key, value, allow_overwrite=False):
         self.store[key] = value
-        if key.endswith("/0") and self.theirs is not None:
-            self.store[key[:-1] + "1"] = self.theirs(value)
+        parts = key.split("/")
+        if self.theirs is None:
+            return
+        if parts[2] == "mismatch" and parts[-1] == "0":  # .../mismatch/<n>/<process>
+            self.store["/".join(parts[:-1] + ["1"])] = self.theirs("record", value)
+        elif parts[2] == "0":  # .../<process>/<block>/<n>
+            self.store["/".join(parts[:2] + ["1"] + parts[3:])] = self.theirs("fingerprint", value)
 
     def blocking_key_value_get(self, key, timeout_in_ms):
         if key not in self.store:
@@ -109,44 +115,57 @@ class FakeClient:
         return self.store[key]
 
 
-def _check_with(monkeypatch, theirs):
-    import json
-
+def _agreement_with(monkeypatch, theirs):
     from pxla_mlir.distributed import program_check as pc
 
     x = np.ones((8, 3), np.float32)
-    check = pc.ProgramCheck(pxla_mlir.pmap(lambda v: jax.lax.psum(v, "i"), "i").lower(x))
-    client = FakeClient(None if theirs is None else lambda mine: json.dumps(theirs(json.loads(mine))))
+    agreement = pc.LaunchAgreement(pxla_mlir.pmap(lambda v: jax.lax.psum(v, "i"), "i").lower(x))
+    client = FakeClient(theirs)
     monkeypatch.setattr(pc, "distributed_client", lambda: client)
     monkeypatch.setattr(pc.jax, "process_count", lambda: 2)
     monkeypatch.setattr(pc, "CHECK_TIMEOUT_S", 0.01)
-    return check, client
+    return agreement, client
 
 
-def test_program_check_passes_for_the_same_program(monkeypatch):
-    check, client = _check_with(monkeypatch, lambda record: record)
-    check()
-    check()  # once only
-    assert len(client.store) == 2
+def test_every_launch_is_agreed_for_the_same_program(monkeypatch):
+    agreement, client = _agreement_with(monkeypatch, lambda kind, value: value)
+    launched = []
+    assert agreement(lambda: launched.append(1) or "out") == "out"
+    assert agreement(lambda: launched.append(2) or "out") == "out"
+    assert launched == [1, 2]
+    assert len(client.store) == 4  # a fingerprint per process per launch, no records
 
 
-def test_program_check_names_the_difference_and_stays_failed(monkeypatch):
+def test_a_different_program_is_named_and_nothing_is_launched(monkeypatch):
+    import json
+
     from pxla_mlir.distributed import ProgramMismatchError
 
-    check, client = _check_with(monkeypatch, lambda r: {**r, "text": r["text"].replace("psum", "x"), "sha256": "0"})
-    with pytest.raises(ProgramMismatchError, match="(?s)about to launch different programs.*the MHLO differs"):
-        check()
-    with pytest.raises(ProgramMismatchError):  # the same error again, no new exchange
-        check()
-    assert len(client.store) == 2
+    differ = [True]
+
+    def theirs(kind, value):
+        if kind == "fingerprint":
+            return "other" if differ[0] else value
+        record = json.loads(value)
+        return json.dumps({**record, "text": record["text"].replace("psum", "x"), "sha256": "0"})
+
+    agreement, _ = _agreement_with(monkeypatch, theirs)
+    launched = []
+    with pytest.raises(ProgramMismatchError, match="(?s)about to launch different programs as their multi-process "
+                                                   "launch #\\d+: .*the MHLO differs.*Nothing was launched"):
+        agreement(lambda: launched.append(1))
+    assert launched == []
+    differ[0] = False  # the next launch is agreed anew: the run stays usable
+    agreement(lambda: launched.append(2))
+    assert launched == [2]
 
 
-def test_program_check_times_out_with_a_message(monkeypatch):
+def test_a_process_that_never_reaches_the_launch_times_out_with_a_message(monkeypatch):
     from pxla_mlir.distributed import ProgramMismatchError
 
-    check, _ = _check_with(monkeypatch, None)
+    agreement, _ = _agreement_with(monkeypatch, None)
     with pytest.raises(ProgramMismatchError, match="process 1 did not reach its launch #\\d+ .* within 0.01 s"):
-        check()
+        agreement(lambda: None)
 
 
 # -- starting a run: checked before anything starts ---------------------------------------------------
