@@ -352,8 +352,11 @@ def xmap_three_lowerings_over_shares():
             g = pxla_mlir.xmap(f, in_axes={0: "m", 1: "n"}, out_axes={0: "m", 1: "n"},
                                axis_resources={"m": "x", "n": "y"}, lowering=lowering)
             check_local(g(share_of(b, layout)), share_of(ref, layout))  # this process's part, as pmap's
-            check_local(g(global_array(b)), share_of(ref, layout))  # a global Array passes through
-            check(g.lower(share_of(b, layout)).compile()(global_array(b)), ref)  # the global result: a Compiled
+            laid_out = jax.make_array_from_callback(b.shape, layout, lambda index: b[index])
+            check_local(g(laid_out), share_of(ref, layout))  # a global Array laid out as mapped passes through
+            check(g.lower(share_of(b, layout)).compile()(laid_out), ref)  # the global result: a Compiled
+            # Laid out otherwise: 2022's ValueError (resharding would copy on every call), on every process.
+            raises(lambda: g(global_array(b)), ValueError, "xmap's mesh and Array's mesh should be equal")
 
 
 @case("numerics")
