@@ -153,9 +153,13 @@ def _check_type(x, aval, index: int, shape: bool = True) -> None:
 
 def device_shapes(avals: Sequence, shardings: Sequence) -> list:
     """The (shape, dtype) of each value's buffer on one device, as XLA compiles
-    it; None for a value with no elements (XLA may fold it to another shape)."""
+    it; None for a value with no elements (XLA may fold it to another shape)
+    or whose sharding XLA decides (a module read from text: pxla_mlir.modules)."""
     out = []
-    for aval, sharding in zip(avals, shardings):
+    for aval, sharding in zip(avals, shardings if shardings is not None else [None] * len(avals)):
+        if sharding is None:
+            out.append(None)
+            continue
         aval, sharding = physical(aval, sharding)
         out.append(None if 0 in aval.shape else (tuple(sharding.shard_shape(aval.shape)), np.dtype(aval.dtype)))
     return out
@@ -163,6 +167,9 @@ def device_shapes(avals: Sequence, shardings: Sequence) -> list:
 
 def map_description(module) -> str:
     """``pmap 'step'``: the kind and name of a map's final module (its ``sym_name``, ``<kind>_<name>``)."""
-    name = str(module.operation.attributes["sym_name"]).strip('"')
+    attributes = module.operation.attributes
+    if "sym_name" not in attributes:  # a module read from text may have no name
+        return "module"
+    name = str(attributes["sym_name"]).strip('"')
     kind, _, rest = name.partition("_")
     return f"{kind} {rest!r}" if rest else repr(name)
