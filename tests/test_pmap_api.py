@@ -156,7 +156,7 @@ def test_nested_pmap_output_is_split_over_the_outer_axis_only():
     """As the README says: the inner axis is gathered, each group of devices holds its whole block."""
     x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
     y = pxla_mlir.pmap(pxla_mlir.pmap(lambda r: r * 2, "j"), "i")(x)
-    assert y.sharding.spec == jax.sharding.PartitionSpec("i", None, None)
+    assert y.sharding.spec == jax.sharding.PartitionSpec("i")  # as jax.pmap writes its outputs' spec
     assert dict(y.sharding.mesh.shape) == {"i": 2, "_pxla_rep": 4}
     assert [s.data.shape for s in y.addressable_shards] == [(1, 4, 3)] * 8
     np.testing.assert_array_equal(np.asarray(y), x * 2)
