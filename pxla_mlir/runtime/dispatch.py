@@ -68,15 +68,15 @@ class FastDispatch:
         exclusive = bool(self._donate)  # a donating launch deletes buffers: nobody else may launch then
         took = LAUNCHES.acquire(exclusive)
         try:
-            check_live(args, kwargs)
-            if self._donate:
-                _check_donated(args, kwargs, self._donate)
             try:
+                check_live(args, kwargs)  # flattens the arguments, as C++ does next
+                if self._donate:
+                    _check_donated(args, kwargs, self._donate)
                 out = self._cpp(*args, **kwargs)
             except Exception as e:
                 if isinstance(e, ValueError) and str(e).startswith("Non-hashable static arguments"):
                     out = self._unlocked_python(*args, **kwargs)  # C++ hashes statics first: jax.pmap's words
-                else:  # a too-deep pytree leaks C++'s RecursionError as some other error
+                else:  # a too-deep pytree leaks the flattening's RecursionError as some other error
                     clear = too_deep(e, (args, kwargs), f"the arguments of {self._name!r}")
                     if clear is None:
                         raise
