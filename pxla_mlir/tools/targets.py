@@ -130,7 +130,8 @@ def resolve(target: str) -> Callable:
     directory (as ``python file.py`` does)."""
     where, sep, attr = target.rpartition(":")
     if not sep or not where or not attr:
-        raise TargetError(f"bad target {target!r}: expected module:function or path/to/file.py:function")
+        raise TargetError(f"bad target {target!r}: expected module:function or path/to/file.py:function "
+                          f"(pxla-mlir run also takes a module file, FILE.mlir)")
     if where.endswith(".py") or os.sep in where:
         if not os.path.isfile(where):
             raise TargetError(f"bad target {target!r}: no such file {where!r}")

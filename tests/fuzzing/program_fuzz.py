@@ -16,7 +16,6 @@ the same program with every pmap replaced by ``jax.vmap(..., axis_name=...)``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import pathlib
@@ -298,27 +297,10 @@ def run(seed: int, count: int, *, workers_count: int = 2) -> workers.Report:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--programs", type=int, default=2000)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--show", metavar="SEED:INDEX", help="print one program and check it in this process")
-    a = p.parse_args(argv)
-    if a.show:
-        import os
-
-        os.environ.update(ENV)
-        seed, index = map(int, a.show.split(":"))
-        outcome, problem, detail = check(seed, index)
-        print(detail)
-        print(problem or outcome)
-        return 1 if problem else 0
-    report = run(a.seed, a.programs, workers_count=a.workers)
-    print(f"random pmap programs against jax.vmap, seed {a.seed}: {report.summary()}")
-    for index, what, detail in report.failures[:30]:
-        print(f"  program {a.seed}:{index}: {what}\n    " + "\n    ".join(detail.strip().splitlines()[:12]))
-    return 1 if report.failures else 0
-
+    return workers.seeded_main(argv, doc=__doc__, title="random pmap programs against jax.vmap",
+                               count_flag="programs", default_count=2000,
+                               show_help="print one program and check it in this process", check=check, run=run,
+                               env=ENV, label="program", shown=lambda lines: lines[:12])
 
 if __name__ == "__main__":
     sys.exit(main())

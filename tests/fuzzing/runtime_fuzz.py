@@ -26,7 +26,6 @@ fails that case only):
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import random
 import sys
@@ -262,27 +261,9 @@ def run(seed: int, count: int, *, workers_count: int = 2) -> workers.Report:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cases", type=int, default=200)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--show", metavar="SEED:INDEX", help="run one case in this process and print its steps")
-    a = p.parse_args(argv)
-    if a.show:
-        import os
-
-        os.environ.update(ENV)
-        seed, index = map(int, a.show.split(":"))
-        outcome, problem, detail = check(seed, index)
-        print(detail)
-        print(problem or outcome)
-        return 1 if problem else 0
-    report = run(a.seed, a.cases, workers_count=a.workers)
-    print(f"runtime scenarios (fast path, cache), seed {a.seed}: {report.summary()}")
-    for index, what, detail in report.failures[:30]:
-        print(f"  case {a.seed}:{index}: {what}\n    " + "\n    ".join(detail.strip().splitlines()[-12:]))
-    return 1 if report.failures else 0
-
+    return workers.seeded_main(argv, doc=__doc__, title="runtime scenarios (fast path, cache)", count_flag="cases",
+                               default_count=200, show_help="run one case in this process and print its steps",
+                               check=check, run=run, env=ENV)
 
 if __name__ == "__main__":
     sys.exit(main())

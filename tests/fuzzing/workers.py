@@ -9,6 +9,7 @@ replaced, and the case it was running is reported as a crash or a hang.
 
 from __future__ import annotations
 
+import argparse
 import collections
 import dataclasses
 import importlib
@@ -135,3 +136,27 @@ def _record(report: Report, index: int, outcome: str, problem: str | None, detai
     report.details.append(detail)
     if problem is not None:
         report.failures.append((index, problem, detail))
+
+
+def seeded_main(argv, *, doc: str, title: str, count_flag: str, default_count: int, show_help: str, check, run,
+                env: dict, label: str = "case", shown=lambda lines: lines[-12:]) -> int:
+    """The command line of a fuzz module: ``--<count_flag> N --seed S --workers W``, or ``--show SEED:INDEX``
+    (one case in this process, its detail printed); exit 1 when a case failed."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(f"--{count_flag}", dest="count", type=int, default=default_count)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--show", metavar="SEED:INDEX", help=show_help)
+    a = p.parse_args(argv)
+    if a.show:
+        os.environ.update(env)
+        seed, index = map(int, a.show.split(":"))
+        outcome, problem, detail = check(seed, index)
+        print(detail)
+        print(problem or outcome)
+        return 1 if problem else 0
+    report = run(a.seed, a.count, workers_count=a.workers)
+    print(f"{title}, seed {a.seed}: {report.summary()}")
+    for index, what, detail in report.failures[:30]:
+        print(f"  {label} {a.seed}:{index}: {what}\n    " + "\n    ".join(shown(detail.strip().splitlines())))
+    return 1 if report.failures else 0
