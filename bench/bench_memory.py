@@ -8,7 +8,10 @@ distinct shapes each (each a new trace, lowering, compilation and C++
 fast-path entry), twice per shape (the second call takes the C++ path), and
 prints the process's resident set size (VmRSS) every ``--every``
 signatures, then the sizes of pxla_mlir's caches and of jaxlib's C++
-dispatch cache.
+dispatch cache. Last, against jax in the same run: one pxla_mlir.pmap and
+one jax.pmap, each in a fresh process with the same ``--signatures``
+shapes, and the growth per signature over the last two thirds of them
+(after pxla_mlir's caches are full when there are more than 3 x 64).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 import argparse
 import gc
+import json
+import subprocess
+import sys
 import time
 
 import jax.numpy as jnp
@@ -35,11 +41,44 @@ def rss_mib() -> float:
     return kib / 1024
 
 
+def one_map(which: str, signatures: int) -> None:
+    """Child process: KiB of RSS per signature over the last two thirds of ``signatures`` shapes."""
+    import jax
+
+    body = lambda v: lax.psum(jnp.tanh(v), "i")  # noqa: E731
+    f = pxla_mlir.pmap(body, "i") if which == "pxla_mlir" else jax.pmap(body, "i")
+    first = max(1, signatures // 3)
+    for k in range(1, signatures + 1):
+        x = np.ones((8, k), np.float32)
+        f(x).block_until_ready()
+        f(x).block_until_ready()
+        if k == first:
+            gc.collect()
+            start = rss_mib()
+    gc.collect()
+    print(json.dumps({"kib": (rss_mib() - start) * 1024 / max(1, signatures - first)}))
+
+
+def against_jax(signatures: int) -> None:
+    kib = {}
+    for which in ("pxla_mlir", "jax"):
+        out = subprocess.run([sys.executable, __file__, "--one", which, "--signatures", str(signatures)],
+                             capture_output=True, text=True, check=True).stdout
+        kib[which] = json.loads(out.strip().splitlines()[-1])["kib"]
+    ratio = kib["pxla_mlir"] / kib["jax"] if kib["jax"] > 0 else float("nan")
+    print(f"\none map, fresh processes, {signatures} signatures, RSS growth per signature over the last two "
+          f"thirds: pxla_mlir.pmap {kib['pxla_mlir']:.1f} KiB, jax.pmap {kib['jax']:.1f} KiB (ratio {ratio:.2f})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--signatures", type=int, default=2000)
     ap.add_argument("--every", type=int, default=250)
+    ap.add_argument("--one", choices=["pxla_mlir", "jax"], help=argparse.SUPPRESS)  # the child of against_jax
     args = ap.parse_args()
+    if args.one:
+        one_map(args.one, args.signatures)
+        return 0
     pmapped = pxla_mlir.pmap(lambda v: lax.psum(jnp.tanh(v), "i"), "i")
     xmapped = pxla_mlir.xmap(lambda v: jnp.tanh(v) * 2, in_axes=["b", ...], out_axes=["b", ...])
     jitted = pxla_mlir.jit(lambda v: pmapped(v) + 1)
@@ -62,6 +101,7 @@ def main() -> int:
           f"entries in all: {sum(len(c) for c in list(lru._ALL))}")
     fast = {name: f._entry.dispatchers.get(f._environment())._cpp._cache_size() for name, f in maps.items()}
     print(f"C++ fast-path signatures kept: {fast}")
+    against_jax(min(args.signatures, 300))
     return 0
 
 
