@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from .errors import CliError
+from .errors import CliError, write_output
 
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -57,14 +57,7 @@ def run_gen(args) -> int:
     if not lines:
         raise CliError(f"{'stdin' if args.input == '-' else args.input} is empty: no checks to generate")
     out = "\n".join(lines) + "\n"
-    if args.output == "-":
-        sys.stdout.write(out)
-    else:
-        try:
-            with open(args.output, "w") as f:
-                f.write(out)
-        except OSError as e:
-            raise CliError(f"cannot write {args.output!r}: {e.strerror}") from None
+    write_output(args.output, out)
     return 0
 
 

@@ -10,11 +10,10 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from .comparing import ATOL, RTOL
 from .emit import MapOptions, prepare, stage_text
-from .errors import CliError, positive_int
+from .errors import CliError, positive_int, write_output
 from .map_args import MAP_FLAGS, add_map_arguments, map_options
 from .running import inputs, measure, print_outputs, timing_line
 
@@ -90,14 +89,7 @@ def run_emit(args) -> int:
         lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
         text = stage_text(lowered, args.stage, pipeline=args.pipeline, dump_dir=args.dump_dir,
                           dialect=args.dialect)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            with open(args.output, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise CliError(f"cannot write {args.output!r}: {e.strerror}") from None
+    write_output(args.output, text)
     return 0
 
 

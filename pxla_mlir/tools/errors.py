@@ -7,6 +7,7 @@ without it (see :func:`describe`).
 
 import argparse
 import os
+import sys
 import traceback
 
 from ..errors import PxlaUserError
@@ -17,6 +18,18 @@ ERROR_EXIT = 2
 
 class CliError(PxlaUserError):
     """A mistake the command line reports as ``pxla-mlir: error: ...``."""
+
+
+def write_output(path: str, text: str) -> None:
+    """``text`` to ``path`` (``-``: stdout); a path that cannot be written is one line."""
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        raise CliError(f"cannot write {path!r}: {e.strerror}") from None
 
 
 def positive_int(text: str) -> int:
