@@ -322,3 +322,12 @@ def test_cli_module_mistakes_exit_2_before_anything_runs(tmp_path, argv, message
     assert result.returncode == 2 and result.stdout == ""  # 1 would say that results differ
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"pxla-mlir: error: {message}"), result.stderr
+
+
+@pytest.mark.parametrize("dtype", ["c64", "c128"])
+def test_random_complex_inputs_have_an_imaginary_part(dtype):
+    from pxla_mlir.tools.targets import parse_arg
+
+    value = parse_arg(f"{dtype}[64]").random(np.random.default_rng(0))
+    assert value.dtype == np.dtype(parse_arg(f"{dtype}[1]").dtype)
+    assert np.count_nonzero(value.imag) == 64 and np.count_nonzero(value.real) == 64

@@ -154,3 +154,17 @@ def test_jax_shardings_are_drawn_as_jax_lays_them_out(spec):
 def test_other_objects_are_a_clear_error():
     with pytest.raises(TypeError, match=r"cannot draw 42: pass a jax sharding \(NamedSharding, \.\.\.\), a ShardingSpec"):
         show_sharding((8,), 42, color=False)
+
+
+@pytest.mark.parametrize("spec", [("x", None, None), (None, "x")], ids=str)
+def test_a_jax_sharding_longer_than_the_rank_is_refused_as_jax_refuses_it(spec):
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(jax.sharding.Mesh(np.array(jax.devices()), ("x",)), PartitionSpec(*spec))
+    with pytest.raises(ValueError) as jax_error:
+        jax.device_put(np.zeros(8), sharding)
+    assert f"only valid for values of rank at least {len(spec)}" in str(jax_error.value)
+    with pytest.raises(ValueError, match=rf"cannot draw .* for a rank-1 value: .*only valid for values of rank at "
+                                         rf"least {len(spec)}, but was applied to a value of rank 1"):
+        show_sharding((8,), sharding, color=False)

@@ -57,7 +57,10 @@ def _from_jax(sharding, ndim: int) -> tuple[HloSharding, list[str]] | None:
     to_hlo, devices = getattr(sharding, "_to_xla_hlo_sharding", None), getattr(sharding, "_device_assignment", None)
     if not callable(to_hlo) or devices is None:
         return None
+    check_rank = getattr(sharding, "check_compatible_aval", None)
     try:
+        if callable(check_rank):  # XLA's sharding of a too-short rank drops the spec's extra entries silently
+            check_rank((1,) * ndim)
         text = str(to_hlo(ndim))
     except Exception as e:  # e.g. a sharding of another rank
         raise ValueError(f"cannot draw {sharding!r} for a rank-{ndim} value: {e}") from None

@@ -59,6 +59,8 @@ class ArgSpec:
             return rng.integers(0, 2, size=self.shape).astype(bool)
         if jnp.issubdtype(dt, jnp.integer):
             return rng.integers(0, 10, size=self.shape).astype(dt)
+        if jnp.issubdtype(dt, jnp.complexfloating):  # a zero imaginary part would hide errors in it
+            return (rng.normal(size=self.shape) + 1j * rng.normal(size=self.shape)).astype(dt)
         return rng.normal(size=self.shape).astype(dt)
 
     def __str__(self) -> str:
