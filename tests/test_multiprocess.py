@@ -180,6 +180,11 @@ def test_cli_run_processes_runs_a_module(tmp_path):
     multi = _cli("run", str(module), "--calls", "2", "--processes", "2")
     assert multi.returncode == 0, multi.stderr[-3000:]
     assert "in 2 processes (4 each)" in multi.stdout
+    single = _cli("run", str(module))
+    assert single.returncode == 0, single.stderr[-3000:]
+    layout = [line for line in single.stdout.splitlines() if line.startswith("layout: ")]
+    assert len(layout) == 1 and layout[0] in multi.stdout.splitlines()  # how the printed values lie, as in one process
+
     def per_device(v):  # examples/nested_reduction.py in plain jax
         local = jax.lax.psum(v, "device")
         return local, jax.lax.psum(local, "host")

@@ -84,6 +84,8 @@ def _launch(args) -> int:
     by = " started by mpirun" if getattr(args, "launcher", "local") == "mpirun" else ""
     print(f"ran on {first['devices']} {first['platform'].upper()} devices in {args.processes} processes{by} "
           f"({per} each); pipeline {first['pipeline']}")
+    if first.get("layout"):
+        print(f"layout: {first['layout']}")
     header = "".join(f"{'process ' + str(r['process']):>13}" for r in results)
     print(f"  {'':<22}{header}")
     for name in first["timings"]:
@@ -144,6 +146,7 @@ def _worker(args) -> int:
     devices = lowered.devices
     print(_RESULT + json.dumps({"process": jax.process_index(), "devices": len(devices),
                                 "platform": devices[0].platform, "pipeline": lowered.pipeline,
+                                "layout": getattr(lowered, "layout_note", None),
                                 "timings": timings, "outputs": printed.getvalue()}), flush=True)
     for name, seconds in timings.items():  # also readable in the process's own log
         print(timing_line(name, seconds, args.calls))
