@@ -62,6 +62,11 @@ def _as_tuple(f: Callable) -> Callable:
     return lambda *a: tuple(f(*a))
 
 
+def _input_names(in_maps: Maps) -> list:
+    """The named axes each input varies over: those it is mapped along."""
+    return [frozenset(m.values()) for m in in_maps]
+
+
 def _ranks(user: core.ClosedJaxpr, in_maps: Maps, out_maps: Maps) -> tuple[list[int], list[int]]:
     return ([av.ndim + len(m) for av, m in zip(user.in_avals, in_maps)],
             [av.ndim + len(m) for av, m in zip(user.out_avals, out_maps)])
@@ -74,7 +79,8 @@ def global_function(plan: Plan, user: core.ClosedJaxpr, in_maps: Maps, out_maps:
         tile = tile_function(plan, user, in_maps, out_maps, parent, mesh_vmapped=True)
         return _vtile_by_mesh(plan, tile, in_maps, out_maps, *_ranks(user, in_maps, out_maps))
     sub = Substitution(plan, global_view=True, parent=parent, fixed=fixed)
-    body = _as_tuple(lambda *a: interpret(sub, user.jaxpr, user.consts, *a))
+    names = _input_names(in_maps)
+    body = _as_tuple(lambda *a: interpret(sub, user.jaxpr, user.consts, *a, names=names))
     return nested_vmap(body, plan.names, in_maps, out_maps, plan.sizes, lambda n: n)
 
 
@@ -135,7 +141,8 @@ def tile_function(plan: Plan, user: core.ClosedJaxpr, in_maps: Maps, out_maps: M
         body = looped_body(sub, user, [_loop_map(t) for t in in_tags], [_loop_map(t) for t in out_tags],
                            [frozenset(m.values()) for m in in_maps])
     else:
-        body = lambda *a: interpret(sub, user.jaxpr, user.consts, *a)  # noqa: E731
+        names = _input_names(in_maps)
+        body = lambda *a: interpret(sub, user.jaxpr, user.consts, *a, names=names)  # noqa: E731
     vmapped = nested_vmap(_as_tuple(body), local, [_vmap_map(t) for t in in_tags],
                           [_vmap_map(t) for t in out_tags], {n: plan.chunk(n) for n in local}, plan.local)
 

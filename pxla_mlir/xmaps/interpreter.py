@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..collectives import CALL_JAXPR_PARAMS, axes_of
+from ..invariance import Names, value_names
 from ..jax_internals import core
 from ..maps import registry
 from . import rewrites
@@ -142,11 +143,17 @@ def _jaxpr(sub):
     return sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
 
 
-def interpret(sub: Substitution, jaxpr: core.Jaxpr, consts, *args) -> list:
+def interpret(sub: Substitution, jaxpr: core.Jaxpr, consts, *args, names: list | None = None) -> list:
+    """``names``: the named axes of this xmap each input varies over (None:
+    not known), so a reduction of a value that does not vary over one of them
+    needs no collective."""
     env: dict = {}
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
-    run_eqns(sub, jaxpr.eqns, env)
+    varies = None
+    if names is not None:  # a host call may differ from device to device: it varies over every name
+        varies = value_names(jaxpr, list(names), impure=Names(sub.plan.sizes))
+    run_eqns(sub, jaxpr.eqns, env, varies)
     return [read(env, v) for v in jaxpr.outvars]
 
 
@@ -154,10 +161,11 @@ def read(env: dict, v):
     return v.val if isinstance(v, core.Literal) else env[v]
 
 
-def run_eqns(sub: Substitution, eqns, env: dict) -> None:
-    """Evaluates ``eqns`` in ``env`` (var -> value), adding their outputs."""
+def run_eqns(sub: Substitution, eqns, env: dict, varies: dict | None = None) -> None:
+    """Evaluates ``eqns`` in ``env`` (var -> value), adding their outputs;
+    ``varies``: var -> the named axes it may vary over, when known."""
     for eqn in eqns:
-        outs = _eval(sub, eqn, [read(env, v) for v in eqn.invars])
+        outs = _eval(sub, eqn, [read(env, v) for v in eqn.invars], varies)
         if sub.fixed:
             outs = _fixed(sub, outs, eqn.primitive.multiple_results)
         if eqn.primitive.multiple_results:
@@ -166,8 +174,14 @@ def run_eqns(sub: Substitution, eqns, env: dict) -> None:
             env[eqn.outvars[0]] = outs
 
 
-def _eval(sub: Substitution, eqn, ins):
+def _eval(sub: Substitution, eqn, ins, varies: dict | None = None):
     p, params = eqn.primitive, dict(eqn.params)
+    if varies is not None and p.name in rewrites.REDUCTIONS and params.get("axis_index_groups") is None:
+        operand_names = [_names_of(varies, v) for v in eqn.invars]
+        invariant = tuple(n for n in params["axes"] if n in sub.plan.sizes
+                          and not any(n in names for names in operand_names))
+        if invariant:
+            return rewrites.reduce_invariant(sub, p, params, ins, invariant)
     rule = rewrites.RULES.get(p.name)
     if rule is not None:
         return rule(sub, p, params, ins)
@@ -180,7 +194,8 @@ def _eval(sub: Substitution, eqn, ins):
     if p.name in CALL_JAXPR_PARAMS and CALL_JAXPR_PARAMS[p.name] in params:
         inner = params[CALL_JAXPR_PARAMS[p.name]]
         consts = inner.consts if isinstance(inner, core.ClosedJaxpr) else ()
-        return interpret(sub, _jaxpr(inner), consts, *ins)  # inlined (forward evaluation)
+        inner_names = None if varies is None else [_names_of(varies, v) for v in eqn.invars]
+        return interpret(sub, _jaxpr(inner), consts, *ins, names=inner_names)  # inlined (forward evaluation)
     if core.jaxprs_in_params(params) and (sub.mentions(eqn) or (sub.fixed and p.name in _CONTROL_FLOW)):
         rule = _CONTROL_FLOW.get(p.name)
         if rule is not None:
@@ -188,6 +203,10 @@ def _eval(sub: Substitution, eqn, ins):
         new = {k: _retrace(sub, v) for k, v in params.items()}
         return p.bind(*ins, **p.get_bind_params(new))
     return p.bind(*ins, **p.get_bind_params(params))
+
+
+def _names_of(varies: dict, atom) -> Names:
+    return Names() if isinstance(atom, core.Literal) else varies.get(atom, Names())
 
 
 def _fixed(sub: Substitution, outs, multiple: bool):

@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["RULES", "UNCHANGED", "rebind", "axis_index", "all_gather", "ppermute", "all_to_all", "psum_scatter",
-           "pbroadcast"]
+__all__ = ["RULES", "REDUCTIONS", "UNCHANGED", "rebind", "reduce_invariant", "axis_index", "all_gather", "ppermute",
+           "all_to_all", "psum_scatter", "pbroadcast"]
 
 
 def _one(axes: tuple):
@@ -44,6 +44,21 @@ def rebind(sub, prim, params, ins):
     if groups is not None:
         return _grouped_reduce(sub, prim, ins[0], _names(params, "axes"), groups)
     return prim.bind(*ins, axes=sub.axes(params["axes"]), axis_index_groups=None)
+
+
+def reduce_invariant(sub, prim, params, ins, invariant: tuple):
+    """psum/pmax/pmin over named axes some of which (``invariant``) the
+    operands do not vary over: along those the reduction is arithmetic (a
+    sum of equal values is the value times the axis size, as jax's constant
+    psum computes it; a max or min is the value), so only the other axes need
+    a collective."""
+    if prim.name == "psum":
+        size = math.prod(sub.plan.sizes[n] for n in invariant)
+        ins = [x * np.asarray(size).astype(x.dtype) for x in ins]  # integers wrap as their sum would
+    rest = tuple(n for n in params["axes"] if n not in invariant)
+    if not rest:
+        return ins if prim.multiple_results else ins[0]
+    return rebind(sub, prim, {**params, "axes": rest}, ins)
 
 
 def axis_index(sub, prim, params, ins):
@@ -265,5 +280,7 @@ def _grouped_gather(sub, x, names: tuple, groups, dim: int, tiled: bool):
 #: How xmap rebinds each collective (by primitive name) on the substituted axes.
 RULES = {"psum": rebind, "pmax": rebind, "pmin": rebind, "all_gather": all_gather, "axis_index": axis_index,
          "ppermute": ppermute, "all_to_all": all_to_all, "reduce_scatter": psum_scatter, "pbroadcast": pbroadcast}
+#: The reductions whose operand may be known not to vary over an axis (:func:`reduce_invariant`).
+REDUCTIONS = frozenset({"psum", "pmax", "pmin"})
 #: shard_map's varying-manual-axes bookkeeping: bound unchanged.
 UNCHANGED = frozenset({"psum_invariant", "pvary", "all_gather_invariant"})
