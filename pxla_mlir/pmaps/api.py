@@ -227,8 +227,20 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
     ``with_sharding_constraint(v, PartitionSpec(...))`` inside names the
     partition axes, ``in_partitions``/``out_partitions`` (pytree prefixes of
     PartitionSpec) lay each per-index argument/result out over its group
-    (see :mod:`pxla_mlir.pmaps.partitions`).
+    (see :mod:`pxla_mlir.pmaps.partitions`). ``pmap(sharded_jit(f, in_parts,
+    out_parts))``, 2022's spelling, is that pmap of ``f`` in partition mode
+    (:mod:`pxla_mlir.pmaps.sharded`).
     """
+    sharded = getattr(fun, "sharded_body", None)
+    if isinstance(sharded, partitions_mod.ShardedBody):
+        if partitions is not None or in_partitions is not None or out_partitions is not None:
+            raise TypeError("pmap of a sharded_jit function takes its partitions from sharded_jit's in_parts/"
+                            "out_parts: leave out partitions=, in_partitions= and out_partitions=")
+        fun, options = sharded.fun, sharded.pmap_options()
+        partitions, in_partitions, out_partitions = (options[k] for k in ("partitions", "in_partitions",
+                                                                         "out_partitions"))
+        static_broadcasted_argnums = sharded.static_argnums or static_broadcasted_argnums
+        mode = "partition" if partitions else mode  # the one mode that runs a partitioned body
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
                                  static_broadcasted_argnums=static_broadcasted_argnums, devices=devices,

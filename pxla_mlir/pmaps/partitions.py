@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 import math
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -37,7 +37,7 @@ from ..jax_internals import api_util
 from ..stages import Layout
 from .arguments import PmapUsageError
 
-__all__ = ["Partitioning", "make", "PartitionedLayout", "partitioned_devices", "constrain", "check_divisible",
+__all__ = ["Partitioning", "ShardedBody", "make", "PartitionedLayout", "partitioned_devices", "constrain", "check_divisible",
            "tile_dims"]
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -91,6 +91,20 @@ class Partitioning:
                             axis_types=(AxisType.Manual,) + (AxisType.Auto,) * len(self.axes))
         with jax.sharding.use_abstract_mesh(mesh):
             yield
+
+
+class ShardedBody:
+    """What ``pmap`` takes from a sharded_jit function (:mod:`.sharded`): the body and its partition axes and layouts."""
+
+    def __init__(self, fun: Callable, axes: tuple, in_partitions, out_partitions, static_argnums: tuple):
+        self.fun, self.axes = fun, axes
+        self.in_partitions, self.out_partitions = in_partitions, out_partitions
+        self.static_argnums = static_argnums
+
+    def pmap_options(self) -> dict:
+        if not self.axes:  # nothing split: an ordinary body
+            return dict(partitions=None, in_partitions=None, out_partitions=None)
+        return dict(partitions=dict(self.axes), in_partitions=self.in_partitions, out_partitions=self.out_partitions)
 
 
 def constrain(values: Sequence, specs: Sequence, what: str) -> list:
