@@ -129,7 +129,7 @@ class PmapFunction(MapFunction):
         parts, specs = self.partitioning, {}
         if parts is not None:  # a partitioned body: its argument and result layouts are constraints in it too
             flat_fun = _partitioned_body(flat_fun, parts, call, store, specs)
-        with timed("trace"), parts.tracing(self.axis_name, call.axis_size) if parts else contextlib.nullcontext():
+        with timed("trace"), parts.tracing(self.axis_name, call.axis_size, self.backend) if parts else contextlib.nullcontext():
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name,

@@ -42,7 +42,7 @@ class PmapRules(rules.MapRules):
     def mesh_context(self, p):
         if not p.get("partitions"):
             return super().mesh_context(p)
-        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"])
+        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"], p.get("backend"))
 
     def residual_specs(self, p, jaxpr, in_specs, n_res):
         return (0,) * n_res
