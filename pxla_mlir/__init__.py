@@ -16,6 +16,8 @@ _LAZY = {
     "pmap": ("pxla_mlir.pmaps", "pmap"),
     "xmap": ("pxla_mlir.xmaps", "xmap"),
     "jit": ("pxla_mlir.jit", "jit"),
+    "sharded_jit": ("pxla_mlir.pmaps.sharded", "sharded_jit"),
+    "sharded_jit_constraint": ("pxla_mlir.pmaps.sharded", "with_sharding_constraint"),
     "load": ("pxla_mlir.modules", "load"),
     "PmapInsideJitWarning": ("pxla_mlir.pmaps", "PmapInsideJitWarning"),
     "XmapInsideJitWarning": ("pxla_mlir.xmaps", "XmapInsideJitWarning"),

@@ -102,12 +102,34 @@ def test_specs_are_checked():
         g(X, W[:6])
 
 
-def test_inside_another_map_is_refused():
+def test_inside_another_map_is_refused_saying_what_to_use():
     f = pxla_mlir.pmap(body, "data", **OPTIONS)
-    with pytest.raises(PmapUsageError, match="only a top-level pmap can partition its body"):
+    with pytest.raises(PmapUsageError, match=r"a partitioned pmap runs at the top level only .* one partitioned pmap "
+                                             r"over the flattened axis .* jax\.jit\(jax\.shard_map\(f, mesh=Mesh\("
+                                             r"devices\.reshape\(outer, inner, \.\.\.\), \('outer', 'inner', "
+                                             r"'model'\)\), axis_names=\{'outer', 'inner'\}\)\)"):
         pxla_mlir.pmap(lambda x: f(x, W), "outer")(X[None])
-    with pytest.raises(PmapUsageError, match="inside jax.jit"):
-        jax.jit(lambda x: f(x, W))(X)
+
+
+def test_inside_jax_jit_is_jax_shard_map_over_the_pmap_axis(oracle):
+    """Under jax.jit the partitioned pmap is jax's shard_map(axis_names={"data"}), constraints kept."""
+    f = pxla_mlir.pmap(body, "data", **OPTIONS)
+
+    def oracle_body(x, w):  # the in/out_partitions are constraints in the pmap's body
+        w = jax.lax.with_sharding_constraint(w, P(None, "model"))
+        return jax.lax.with_sharding_constraint(body(x[0], w), P(None, "model"))[None]
+
+    mesh = Mesh(np.array(jax.devices()[:8]).reshape(2, 4), ("data", "model"))
+    want = jax.jit(jax.shard_map(oracle_body, mesh=mesh, in_specs=(P("data"), P()), out_specs=P("data"),
+                                 axis_names={"data"}))
+    step = jax.jit(lambda x, w: f(x, w) * 2)
+    out = step(X, W)
+    np.testing.assert_array_equal(np.asarray(out), 2 * np.asarray(want(X, W)))
+    text = step.lower(X, W).as_text()
+    assert 'manual_axes={"data"}' in text and re.search(r'sdy\.sharding_constraint %\S+ <@mesh, \[\{\}, \{"model"\}\]>', text)
+    assert re.search(r"f32\[4,8\]\S* dot\(", step.lower(X, W).compile().as_text())
+    g = jax.jit(jax.grad(lambda w: f(X, w).sum()))(W)
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(jax.jit(jax.grad(lambda w: want(X, w).sum()))(W)))
 
 
 def test_compile_module_refuses_replicas_with_tiled_shardings():

@@ -129,7 +129,7 @@ class PmapFunction(MapFunction):
         parts, specs = self.partitioning, {}
         if parts is not None:  # a partitioned body: its argument and result layouts are constraints in it too
             flat_fun = _partitioned_body(flat_fun, parts, call, store, specs)
-        with timed("trace"), parts.tracing(self.axis_name, call.axis_size) if parts else contextlib.nullcontext():
+        with timed("trace"), parts.tracing(self.axis_name, call.axis_size, self.backend) if parts else contextlib.nullcontext():
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name,
@@ -227,8 +227,20 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
     ``with_sharding_constraint(v, PartitionSpec(...))`` inside names the
     partition axes, ``in_partitions``/``out_partitions`` (pytree prefixes of
     PartitionSpec) lay each per-index argument/result out over its group
-    (see :mod:`pxla_mlir.pmaps.partitions`).
+    (see :mod:`pxla_mlir.pmaps.partitions`). ``pmap(sharded_jit(f, in_parts,
+    out_parts))``, 2022's spelling, is that pmap of ``f`` in partition mode
+    (:mod:`pxla_mlir.pmaps.sharded`).
     """
+    sharded = getattr(fun, "sharded_body", None)
+    if isinstance(sharded, partitions_mod.ShardedBody):
+        if partitions is not None or in_partitions is not None or out_partitions is not None:
+            raise TypeError("pmap of a sharded_jit function takes its partitions from sharded_jit's in_parts/"
+                            "out_parts: leave out partitions=, in_partitions= and out_partitions=")
+        fun, options = sharded.fun, sharded.pmap_options()
+        partitions, in_partitions, out_partitions = (options[k] for k in ("partitions", "in_partitions",
+                                                                         "out_partitions"))
+        static_broadcasted_argnums = sharded.static_argnums or static_broadcasted_argnums
+        mode = "partition" if partitions else mode  # the one mode that runs a partitioned body
     if fun is None:
         return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
                                  static_broadcasted_argnums=static_broadcasted_argnums, devices=devices,

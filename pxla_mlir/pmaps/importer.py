@@ -47,7 +47,9 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
     if inner > 1:
         if partitions:
             raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
-                                 f"cannot hold nested pmaps; nest the partitioned pmap inside the others instead")
+                                 f"cannot hold nested pmaps, nor nest in another pmap: map both levels with one "
+                                 f"partitioned pmap over the flattened axis, or use jax.jit(jax.shard_map(..., "
+                                 f"axis_names={{outer and inner axes}})) with the partition axes automatic")
         names, sizes = names + (REP_AXIS,), sizes + (inner,)
     names, sizes = names + tuple(n for n, _ in partitions), sizes + tuple(s for _, s in partitions)
     with core.extend_axis_env_nd([(axis_name, axis_size)]):

@@ -31,14 +31,15 @@ def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, na
               donated, options, partitions=()):
     mctx = ctx.module_context
     mesh = sharding_impls_mesh(mctx.axis_context)
-    if partitions:
-        refuse_nested_partitions(name, partitions, inside_jax_jit=mesh is None)
+    if partitions and (mesh is not None or under_jit.inside()):
+        refuse_nested_partitions(name, partitions)
     if under_jit.inside():  # nested in a pmap lowering inside jax.jit
         return under_jit.lower_inside(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
                                       in_axes=in_axes, out_axes=out_axes, name=name)
     if mesh is None:  # inside jax.jit
         return under_jit.lower(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
-                               in_axes=in_axes, out_axes=out_axes, name=name, devices=devices, backend=backend)
+                               in_axes=in_axes, out_axes=out_axes, name=name, devices=devices, backend=backend,
+                               partitions=partitions)
     if devices is not None:
         raise ValueError(f"nested pmap {name!r} was given devices=; only the outermost pmap chooses devices")
     names, sizes, stride = extend_mesh(tuple(mesh.axis_names), tuple(mesh.axis_sizes), axis_name, axis_size)

@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 import math
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -37,8 +37,8 @@ from ..jax_internals import api_util
 from ..stages import Layout
 from .arguments import PmapUsageError
 
-__all__ = ["Partitioning", "make", "PartitionedLayout", "partitioned_devices", "constrain", "check_divisible",
-           "tile_dims"]
+__all__ = ["Partitioning", "ShardedBody", "make", "PartitionedLayout", "partitioned_devices", "constrain",
+           "check_divisible", "tile_dims"]
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
@@ -83,14 +83,32 @@ class Partitioning:
         return tuple(_check_spec(s, self, f"out_partitions for output {i}") for i, s in enumerate(specs))
 
     @contextlib.contextmanager
-    def tracing(self, axis_name, axis_size: int):
+    def tracing(self, axis_name, axis_size: int, backend=None):
         """The mesh a body is traced under, as jax's shard_map sets it: the pmap
         axis manual, the partition axes automatic (so that
-        ``with_sharding_constraint(v, PartitionSpec("model"))`` resolves)."""
+        ``with_sharding_constraint(v, PartitionSpec("model"))`` resolves), on
+        ``backend``'s kind of device (so that the body also evaluates inside
+        jax's shard_map over real devices, whose mesh names it)."""
+        device = jax.local_devices(backend=backend)[0]
+        kind = jax.sharding.Mesh(np.array([device]), ("_",)).abstract_mesh.abstract_device
         mesh = AbstractMesh((axis_size, *self.sizes), (axis_name, *self.names),
-                            axis_types=(AxisType.Manual,) + (AxisType.Auto,) * len(self.axes))
+                            axis_types=(AxisType.Manual,) + (AxisType.Auto,) * len(self.axes), abstract_device=kind)
         with jax.sharding.use_abstract_mesh(mesh):
             yield
+
+
+class ShardedBody:
+    """What ``pmap`` takes from a sharded_jit function (:mod:`.sharded`): the body and its partition axes and layouts."""
+
+    def __init__(self, fun: Callable, axes: tuple, in_partitions, out_partitions, static_argnums: tuple):
+        self.fun, self.axes = fun, axes
+        self.in_partitions, self.out_partitions = in_partitions, out_partitions
+        self.static_argnums = static_argnums
+
+    def pmap_options(self) -> dict:
+        if not self.axes:  # nothing split: an ordinary body
+            return dict(partitions=None, in_partitions=None, out_partitions=None)
+        return dict(partitions=dict(self.axes), in_partitions=self.in_partitions, out_partitions=self.out_partitions)
 
 
 def constrain(values: Sequence, specs: Sequence, what: str) -> list:
@@ -250,12 +268,14 @@ def partitioned_devices(axis_size: int, partitions: tuple, devices, backend, wha
     return None
 
 
-def refuse_nested_partitions(name: str, partitions: tuple, *, inside_jax_jit: bool) -> None:
+def refuse_nested_partitions(name: str, partitions: tuple) -> None:
+    """A partitioned pmap inside another pmap (or pxla_mlir.jit, or a pmap inside jax.jit)."""
     parts = "{" + ", ".join(f"{k!r}: {v}" for k, v in partitions) + "}"
-    if inside_jax_jit:
-        raise PmapUsageError(f"pmap {name!r} with partitions={parts} inside jax.jit: jax's pipeline would run it as "
-                             f"jax.vmap on jit's devices, where its partition axes do not exist; call it outside "
-                             f"jax.jit (it is one compiled program already)")
-    raise PmapUsageError(f"pmap {name!r} with partitions={parts} inside another pmap or pxla_mlir.jit: only a "
-                         f"top-level pmap can partition its body; call it outside, or give the outer pmap the "
-                         f"partitions")
+    spec = ", ".join(repr(k) for k, _ in partitions)
+    raise PmapUsageError(
+        f"pmap {name!r} with partitions={parts} inside another pmap or pxla_mlir.jit: a partitioned pmap runs at "
+        f"the top level only (its program is manual over its own axis, automatic over {spec}, and an outer pmap's "
+        f"program has no automatic axes). Instead map both levels with one partitioned pmap over the flattened "
+        f"axis (x.reshape(outer * inner, ...): its collectives then span both levels), or use "
+        f"jax.jit(jax.shard_map(f, mesh=Mesh(devices.reshape(outer, inner, ...), ('outer', 'inner', {spec})), "
+        f"axis_names={{'outer', 'inner'}})); a partitioned pmap called directly inside jax.jit also works")

@@ -42,7 +42,7 @@ class PmapRules(rules.MapRules):
     def mesh_context(self, p):
         if not p.get("partitions"):
             return super().mesh_context(p)
-        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"])
+        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"], p.get("backend"))
 
     def residual_specs(self, p, jaxpr, in_specs, n_res):
         return (0,) * n_res
@@ -54,7 +54,10 @@ class PmapRules(rules.MapRules):
         return p["axis_size"] if out_spec is None else None
 
     def sum_cotangent(self, p, ct, in_spec):
-        return psum(ct, p["axis_name"]) if in_spec is None and ct.dtype != float0 else ct
+        # Over one index the sum is the cotangent itself; the all-reduce of a size-1 axis would also
+        # sit outside any manual region of a partitioned body, which XLA's partitioner refuses.
+        summed = in_spec is None and ct.dtype != float0 and p["axis_size"] > 1
+        return psum(ct, p["axis_name"]) if summed else ct
 
     def batch_operand(self, p, spec, dim):
         if spec is None:

@@ -14,7 +14,11 @@ pipeline, as jax.jit of jax.pmap does, and the pmap keeps its devices there:
 * nested pmaps get a mesh axis each (the mesh is ``(axis, inner axis, ...)``
   over the product of the sizes): inside the manual computation an inner
   pmap takes its slice at ``axis_index(inner)`` and all-gathers its results
-  over it, 2022's nested pmap in jax's terms.
+  over it, 2022's nested pmap in jax's terms;
+* a partitioned pmap (``partitions=``) lowers as jax's
+  ``shard_map(..., axis_names={axis})`` over the mesh (axis, partition
+  axes): manual over its axis, the partition axes automatic, its sharding
+  constraints (and its in/out_partitions, constraints in its body) kept.
 
 Where that is impossible, sibling nested pmaps over different axes (one
 mesh cannot name both), the pmap runs as ``jax.vmap`` on jit's devices, with
@@ -26,6 +30,7 @@ on this process's devices.
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 
@@ -37,6 +42,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ..distributed.processes import is_multi_process
 from ..jax_internals import core, jax_mlir, register_jit_devices
 from .arguments import PmapUsageError
+from .partitions import partitioned_devices
 from .primitive import pxla_pmap_p, replicas_needed
 from .stage import devices_for
 
@@ -95,9 +101,9 @@ def nest_chain(jaxpr) -> list | None:
 
 # -- the devices -----------------------------------------------------------------------------------
 
-def jit_devices(jaxpr, axis_size: int, devices, backend, name: str) -> list:
-    """The devices a pmap (with its nested pmaps) runs on inside jax.jit."""
-    n = axis_size * replicas_needed(jaxpr)
+def jit_devices(jaxpr, axis_size: int, devices, backend, name: str, group: int = 1) -> list:
+    """The devices a pmap (with its nested pmaps, or ``group`` partitions per index) runs on inside jax.jit."""
+    n = axis_size * replicas_needed(jaxpr) * group
     if devices is None and is_multi_process(backend):  # as jax.pmap traced in a multi-process run
         local = jax.local_devices(backend=backend)
         if n > len(local):
@@ -107,9 +113,15 @@ def jit_devices(jaxpr, axis_size: int, devices, backend, name: str) -> list:
     return devices_for(n, axis_size, devices, backend, what=f"pmap {name!r}")
 
 
-def jit_mesh(jaxpr, axis_name, axis_size: int, devices, backend, name: str, chain: list) -> Mesh:
-    """The mesh of a pmap inside jax.jit: its axis, then one per level of nested pmaps (``chain``)."""
-    devs = jit_devices(jaxpr, axis_size, devices, backend, name)
+def jit_mesh(jaxpr, axis_name, axis_size: int, devices, backend, name: str, chain: list,
+             partitions: tuple = ()) -> Mesh:
+    """The mesh of a pmap inside jax.jit: its axis, then one per level of nested
+    pmaps (``chain``) or its partition axes ((name, size) pairs)."""
+    chain = [*chain, *partitions]
+    group = math.prod(s for _, s in partitions)
+    if partitions:
+        devices = partitioned_devices(axis_size, partitions, devices, backend, f"pmap {name!r}")
+    devs = jit_devices(jaxpr, axis_size, devices, backend, name, group)
     names, sizes = (axis_name, *(n for n, _ in chain)), (axis_size, *(s for _, s in chain))
     return Mesh(np.array(devs, dtype=object).reshape(sizes), names)
 
@@ -121,7 +133,7 @@ def _jit_shardings(eqn) -> list:
     if chain is None:  # runs as vmap on jit's devices: nothing to add
         return []
     return [NamedSharding(jit_mesh(p["jaxpr"], p["axis_name"], p["axis_size"], p["devices"], p["backend"], p["name"],
-                                   chain), PartitionSpec())]
+                                   chain, p.get("partitions", ())), PartitionSpec())]
 
 
 # -- the lowerings ---------------------------------------------------------------------------------
@@ -130,13 +142,17 @@ def _spec(axis: int | None, name) -> PartitionSpec:
     return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, name)
 
 
-def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, **_):
+def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, partitions=(),
+          **_):
     """The pmap as a manual computation over its devices (see the module docs)."""
     chain = nest_chain(jaxpr)
     if chain is None:
         return _as_vmap(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, why=(
             "its nested pmaps at one level map different axes, and one mesh inside jax.jit cannot name them all"))
-    mesh = jit_mesh(jaxpr, axis_name, axis_size, devices, backend, name, chain)
+    if partitions and chain:
+        raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
+                             f"cannot hold nested pmaps")
+    mesh = jit_mesh(jaxpr, axis_name, axis_size, devices, backend, name, chain, partitions)
 
     def body(*xs):
         xs = [x if a is None else lax.squeeze(x, [a]) for x, a in zip(xs, in_axes)]
@@ -144,7 +160,8 @@ def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, 
         return tuple(y if a is None else lax.expand_dims(y, [a]) for y, a in zip(ys, out_axes))
 
     mapped = jax.shard_map(body, mesh=mesh, in_specs=tuple(_spec(a, axis_name) for a in in_axes),
-                           out_specs=tuple(_spec(a, axis_name) for a in out_axes), check_vma=False)
+                           out_specs=tuple(_spec(a, axis_name) for a in out_axes), check_vma=False,
+                           **({"axis_names": {axis_name}} if partitions else {}))
     _lowering.manual += 1
     try:
         return jax_mlir.lower_fun(lambda *xs: list(mapped(*xs)), multiple_results=True)(ctx, *in_nodes)
