@@ -1,31 +1,34 @@
-"""Two representative data-parallel training steps, written here with plain
-jax, each run through pxla_mlir.pmap and jax.pmap (jax 0.10.2) on 8 virtual
-CPU devices, interleaved in one run.
+"""Representative data-parallel training steps, written here with plain jax,
+each run through pxla_mlir and jax 0.10.2 on 8 virtual CPU devices,
+interleaved in one run.
 
     python bench/bench_training.py [--rounds 7] [--steps 10] [--models transformer,resnet,xmap]
                                    [--layers 2] [--skip-hlo]
 
-- transformer: token embedding, ``--layers`` (2) pre-norm blocks of 4-head self-attention
-  and an MLP with layer norm and dropout, next-token cross entropy; the
-  dropout key of each device is ``fold_in(key, axis_index)``; gradients
-  pmean'd over the pmap axis; an Adam update.
-- resnet: 3x3 convolutions, ``--layers`` (2) residual blocks, batch norm whose batch
-  statistics are pmean'd over the pmap axis (``axis_name``) with running
-  averages in the state; gradients pmean'd; SGD with momentum.
+- transformer (pxla_mlir.pmap against jax.pmap): token embedding,
+  ``--layers`` (2) pre-norm blocks of 4-head self-attention and an MLP with
+  layer norm and dropout, next-token cross entropy; the dropout key of each
+  device is ``fold_in(key, axis_index)``; gradients pmean'd over the pmap
+  axis; an Adam update.
+- resnet (pxla_mlir.pmap against jax.pmap): 3x3 convolutions, ``--layers``
+  (2) residual blocks, batch norm whose batch statistics are pmean'd over the
+  pmap axis (``axis_name``) with running averages in the state; gradients
+  pmean'd; SGD with momentum.
+- xmap: bench_xmap.py's MLP step, ``pxla_mlir.jit(grad(xmap))`` against
+  ``jax.jit`` of the step written with ``jax.shard_map`` (target: <= 1.0).
 
 Per model: the first step (trace, lower, compile, run; fresh function
 objects and cleared caches, sides alternating), the second step (the first
 with the state on the devices: jax.pmap compiles again there) and the
 steady step (``--steps`` blocked steps per round, sides alternating),
-medians of ``--rounds``; ratios are pxla_mlir / jax.pmap (target for the
-steady step: <= 0.95). After all rounds both sides have run the same number
-of steps from the same state: the bench asserts the states agree bit for
-bit. Last, the optimized HLO of both sides (``.lower(...).compile().as_text()``)
-compared instruction by instruction (result type and opcode), which tells
-whether a difference in step time comes from the program or from dispatch.
-Third, bench_xmap.py's data-parallel MLP step, ``pxla_mlir.jit(grad(xmap))``
-against ``jax.jit`` of the step with ``jax.shard_map`` (target: <= 1.0), the
-same way (its states agree to float tolerance: not one program).
+medians of ``--rounds``; ratios are pxla_mlir / jax (target for the pmap
+steps' steady step: <= 0.95). After all rounds both sides have run the same
+number of steps from the same state: the bench asserts the states agree, bit
+for bit where both sides run one program (the pmap steps; the xmap step's
+two programs sum in different orders: float tolerance). Last, the optimized
+HLO of both sides (``.lower(...).compile().as_text()``) compared
+instruction by instruction (result type and opcode), which tells whether a
+difference in step time comes from the program or from dispatch.
 """
 
 from __future__ import annotations
