@@ -68,6 +68,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_explore.py
 	$(BIN)/python bench/bench_multiprocess.py
 	$(BIN)/python bench/bench_memory.py
+	$(BIN)/python bench/bench_training.py
+	$(BIN)/python bench/bench_scale.py
 
 # A pmap across 2 processes x 4 CPU devices against jax.jit(shard_map) in the same run.
 bench-multiprocess: $(STAMP)

@@ -48,8 +48,9 @@ def one_map(which: str, signatures: int) -> None:
     body = lambda v: lax.psum(jnp.tanh(v), "i")  # noqa: E731
     f = pxla_mlir.pmap(body, "i") if which == "pxla_mlir" else jax.pmap(body, "i")
     first = max(1, signatures // 3)
+    devices = jax.local_device_count()  # all of them: bench_scale.py runs this child with 8 to 512
     for k in range(1, signatures + 1):
-        x = np.ones((8, k), np.float32)
+        x = np.ones((devices, k), np.float32)
         f(x).block_until_ready()
         f(x).block_until_ready()
         if k == first:
