@@ -15,11 +15,14 @@ launch, see :mod:`.inflight`), the refusal of a launch from inside a host
 callback (:mod:`.callbacks`), and, under the launch lock, a check that no
 argument is a deleted or donated array (jaxlib 0.10.2 segfaults on one, in
 jax.pmap and jax.jit too; see :mod:`.launches`), O(leaves); for donating maps
-also that no array is donated twice. Host numpy arguments are copied before
-C++ places them (:func:`.placement.copying_shard_arg`), as the Python path
-copies them: a write to the array after the call returns cannot reach the
-launch. Programs with host callbacks, programs agreed between processes and
-programs too big for memory keep the Python path.
+also that no array is donated twice. A map without static arguments flattens
+its arguments once, for that check, and hands C++ the leaves with their
+treedef as its one static argument: a pytree is not flattened twice. Host
+numpy arguments are copied before C++ places them
+(:func:`.placement.copying_shard_arg`), as the Python path copies them: a
+write to the array after the call returns cannot reach the launch. Programs
+with host callbacks, programs agreed between processes and programs too big
+for memory keep the Python path.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, float0, is_extended
+from ..jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, fastpath_data, float0, is_extended
 from ..pytree_depth import too_deep
 from ..stats import STATS
 from .callbacks import refuse_inside_callback
@@ -55,8 +58,14 @@ class FastDispatch:
         self._what = f"{what} {name!r}"
         self._static = tuple(static_argnums)
         self._donate = tuple(donate_argnums)
+        # Without static arguments the arguments are flattened once, here, and C++ gets the leaves with
+        # their treedef as its one static argument (it keys the signature by it, as by a pytree it flattens).
+        self._flat = not static_argnums
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
+        elif self._flat:
+            self._cpp = cpp_dispatch(name, self._unlocked_python_flat, self._cache_miss_flat, (0,),
+                                     capacity=capacity, shard_arg=copying_shard_arg)
         else:
             self._cpp = cpp_dispatch(name, self._unlocked_python, self._cache_miss, static_argnums,
                                      capacity=capacity, shard_arg=copying_shard_arg)
@@ -69,10 +78,14 @@ class FastDispatch:
         took = LAUNCHES.acquire(exclusive)
         try:
             try:
-                check_live(args, kwargs)  # flattens the arguments, as C++ does next
+                if self._flat:
+                    leaves, tree = dispatch_flatten((args, kwargs))
+                    check_live(args, kwargs, leaves)
+                else:
+                    check_live(args, kwargs)  # flattens the arguments, as C++ does next
                 if self._donate:
                     _check_donated(args, kwargs, self._donate)
-                out = self._cpp(*args, **kwargs)
+                out = self._cpp(tree, *leaves) if self._flat else self._cpp(*args, **kwargs)
             except Exception as e:
                 if isinstance(e, ValueError) and str(e).startswith("Non-hashable static arguments"):
                     out = self._unlocked_python(*args, **kwargs)  # C++ hashes statics first: jax.pmap's words
@@ -102,6 +115,22 @@ class FastDispatch:
             out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
         if compiled is not None and not kwargs and all(_typed(args[i]) for i in self._static if i < len(args)):
+            data = _fast_path(compiled, flat_args, out)
+        return out, data, False
+
+    def _unlocked_python_flat(self, tree, *leaves):
+        args, kwargs = tree.unflatten(leaves)
+        return self._unlocked_python(*args, **kwargs)
+
+    def _cache_miss_flat(self, tree, *leaves):
+        STATS["python_calls"] += 1
+        args, kwargs = tree.unflatten(leaves)
+        with LAUNCHES.released():
+            out, compiled, flat_args = self._resolve(args, kwargs)
+        data = None
+        # C++ feeds the executable the leaves it got: only if they are the Python path's flat arguments.
+        if (compiled is not None and not kwargs and len(flat_args) == len(leaves)
+                and all(a is b for a, b in zip(flat_args, leaves))):
             data = _fast_path(compiled, flat_args, out)
         return out, data, False
 
