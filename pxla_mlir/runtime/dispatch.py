@@ -27,6 +27,8 @@ for memory keep the Python path.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from typing import Callable, Sequence
 
 from jax import tree_util
@@ -84,7 +86,10 @@ class FastDispatch:
                 else:
                     check_live(args, kwargs)  # flattens the arguments, as C++ does next
                 if self._donate:
-                    _check_donated(args, kwargs, self._donate)
+                    if self._flat:
+                        _check_donated_leaves(leaves, tree, len(args), self._donate)
+                    else:
+                        _check_donated(args, kwargs, self._donate)
                 out = self._cpp(tree, *leaves) if self._flat else self._cpp(*args, **kwargs)
             except Exception as e:
                 if isinstance(e, ValueError) and str(e).startswith("Non-hashable static arguments"):
@@ -203,19 +208,27 @@ def _any_array(out):
 def _check_donated(args: tuple, kwargs: dict, donate: Sequence[int]) -> None:
     """:func:`.donation.check_donations` on the arguments of a call, by argnum
     (nothing to check unless a donated argument holds a jax.Array)."""
-    n = len(args)
+    leaves, tree = dispatch_flatten((args, kwargs))
+    _check_donated_leaves(leaves, tree, len(args), donate)
+
+
+def _check_donated_leaves(leaves: list, tree, n: int, donate: Sequence[int]) -> None:
+    """The same on the flat leaves of ``(args, kwargs)`` (``n`` positional
+    arguments), without flattening them again."""
     positions = {i % n for i in donate if -n <= i < n}
-    if not any(type(leaf) is ArrayImpl for i in positions for leaf in tree_util.tree_leaves(args[i])):
+    args_tree, kwargs_tree = tree.children()
+    bounds = list(itertools.accumulate((t.num_leaves for t in args_tree.children()), initial=0))
+    if not any(type(x) is ArrayImpl for i in positions for x in leaves[bounds[i]:bounds[i + 1]]):
         return
-    leaves, donated, where = [], [], []
-    for i, arg in enumerate(args):
-        for leaf in tree_util.tree_leaves(arg):
-            leaves.append(leaf)
-            donated.append(i in positions)
-            where.append(f"argument {i}")
-    for key, value in kwargs.items():
-        for leaf in tree_util.tree_leaves(value):
-            leaves.append(leaf)
-            donated.append(False)
-            where.append(f"argument {key!r}")
-    check_donations(leaves, donated, where.__getitem__)
+    donated = [False] * len(leaves)
+    for i in positions:
+        donated[bounds[i]:bounds[i + 1]] = [True] * (bounds[i + 1] - bounds[i])
+    names = kwargs_tree.node_data()[1]
+    kw_bounds = list(itertools.accumulate((t.num_leaves for t in kwargs_tree.children()), initial=bounds[-1]))
+
+    def where(j: int) -> str:  # named only for a message
+        if j < bounds[-1]:
+            return f"argument {bisect.bisect_right(bounds, j) - 1}"
+        return f"argument {names[bisect.bisect_right(kw_bounds, j) - 1]!r}"
+
+    check_donations(leaves, donated, where)
