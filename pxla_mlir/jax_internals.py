@@ -47,7 +47,7 @@ source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
-           "cpp_dispatch", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
+           "cpp_dispatch", "dispatch_flatten", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
            "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
            "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
@@ -270,6 +270,12 @@ def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums:
     keep programs that the map's own bounded caches have dropped."""
     return _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
                      shard_arg, _jax.PjitFunctionCache(capacity=capacity))
+
+
+def dispatch_flatten(tree) -> tuple[list, Any]:
+    """``tree``'s leaves and treedef as jaxlib's C++ dispatch flattens it
+    (jax's dispatch registry: PRNG key arrays are unpacked too)."""
+    return jax_tree_util.dispatch_registry.flatten(tree)
 
 
 def jit_disabled() -> bool:

@@ -18,15 +18,20 @@ class LRU:
         self.size = size
         self._data: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._last: tuple | None = None  # (key, value) most recently looked up or stored
         _ALL.add(self)
 
     def get(self, key, default=None):
+        last = self._last  # a repeated lookup (a map called in a loop) needs no lock: it is the newest already
+        if last is not None and (last[0] is key or last[0] == key):
+            return last[1]
         with self._lock:
             try:
                 value = self._data[key]
             except KeyError:
                 return default
             self._data.move_to_end(key)
+            self._last = key, value
             return value
 
     def __getitem__(self, key):
@@ -41,6 +46,7 @@ class LRU:
             self._data.move_to_end(key)
             while len(self._data) > self.size:
                 self._data.popitem(last=False)
+            self._last = (key, value) if self.size > 0 else None
 
     def __contains__(self, key) -> bool:
         with self._lock:
@@ -52,6 +58,7 @@ class LRU:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._last = None
 
     def keys(self) -> list:
         with self._lock:

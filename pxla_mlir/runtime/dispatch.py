@@ -15,20 +15,25 @@ launch, see :mod:`.inflight`), the refusal of a launch from inside a host
 callback (:mod:`.callbacks`), and, under the launch lock, a check that no
 argument is a deleted or donated array (jaxlib 0.10.2 segfaults on one, in
 jax.pmap and jax.jit too; see :mod:`.launches`), O(leaves); for donating maps
-also that no array is donated twice. Host numpy arguments are copied before
-C++ places them (:func:`.placement.copying_shard_arg`), as the Python path
-copies them: a write to the array after the call returns cannot reach the
-launch. Programs with host callbacks, programs agreed between processes and
-programs too big for memory keep the Python path.
+also that no array is donated twice. A map without static arguments flattens
+its arguments once, for that check, and hands C++ the leaves with their
+treedef as its one static argument: a pytree is not flattened twice. Host
+numpy arguments are copied before C++ places them
+(:func:`.placement.copying_shard_arg`), as the Python path copies them: a
+write to the array after the call returns cannot reach the launch. Programs
+with host callbacks, programs agreed between processes and programs too big
+for memory keep the Python path.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from typing import Callable, Sequence
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl, core, cpp_dispatch, fastpath_data, float0, is_extended
+from ..jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, fastpath_data, float0, is_extended
 from ..pytree_depth import too_deep
 from ..stats import STATS
 from .callbacks import refuse_inside_callback
@@ -55,8 +60,14 @@ class FastDispatch:
         self._what = f"{what} {name!r}"
         self._static = tuple(static_argnums)
         self._donate = tuple(donate_argnums)
+        # Without static arguments the arguments are flattened once, here, and C++ gets the leaves with
+        # their treedef as its one static argument (it keys the signature by it, as by a pytree it flattens).
+        self._flat = not static_argnums
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
+        elif self._flat:
+            self._cpp = cpp_dispatch(name, self._unlocked_python_flat, self._cache_miss_flat, (0,),
+                                     capacity=capacity, shard_arg=copying_shard_arg)
         else:
             self._cpp = cpp_dispatch(name, self._unlocked_python, self._cache_miss, static_argnums,
                                      capacity=capacity, shard_arg=copying_shard_arg)
@@ -69,10 +80,17 @@ class FastDispatch:
         took = LAUNCHES.acquire(exclusive)
         try:
             try:
-                check_live(args, kwargs)  # flattens the arguments, as C++ does next
+                if self._flat:
+                    leaves, tree = dispatch_flatten((args, kwargs))
+                    check_live(args, kwargs, leaves)
+                else:
+                    check_live(args, kwargs)  # flattens the arguments, as C++ does next
                 if self._donate:
-                    _check_donated(args, kwargs, self._donate)
-                out = self._cpp(*args, **kwargs)
+                    if self._flat:
+                        _check_donated_leaves(leaves, tree, len(args), self._donate)
+                    else:
+                        _check_donated(args, kwargs, self._donate)
+                out = self._cpp(tree, *leaves) if self._flat else self._cpp(*args, **kwargs)
             except Exception as e:
                 if isinstance(e, ValueError) and str(e).startswith("Non-hashable static arguments"):
                     out = self._unlocked_python(*args, **kwargs)  # C++ hashes statics first: jax.pmap's words
@@ -102,6 +120,22 @@ class FastDispatch:
             out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
         if compiled is not None and not kwargs and all(_typed(args[i]) for i in self._static if i < len(args)):
+            data = _fast_path(compiled, flat_args, out)
+        return out, data, False
+
+    def _unlocked_python_flat(self, tree, *leaves):
+        args, kwargs = tree.unflatten(leaves)
+        return self._unlocked_python(*args, **kwargs)
+
+    def _cache_miss_flat(self, tree, *leaves):
+        STATS["python_calls"] += 1
+        args, kwargs = tree.unflatten(leaves)
+        with LAUNCHES.released():
+            out, compiled, flat_args = self._resolve(args, kwargs)
+        data = None
+        # C++ feeds the executable the leaves it got: only if they are the Python path's flat arguments.
+        if (compiled is not None and not kwargs and len(flat_args) == len(leaves)
+                and all(a is b for a, b in zip(flat_args, leaves))):
             data = _fast_path(compiled, flat_args, out)
         return out, data, False
 
@@ -174,19 +208,27 @@ def _any_array(out):
 def _check_donated(args: tuple, kwargs: dict, donate: Sequence[int]) -> None:
     """:func:`.donation.check_donations` on the arguments of a call, by argnum
     (nothing to check unless a donated argument holds a jax.Array)."""
-    n = len(args)
+    leaves, tree = dispatch_flatten((args, kwargs))
+    _check_donated_leaves(leaves, tree, len(args), donate)
+
+
+def _check_donated_leaves(leaves: list, tree, n: int, donate: Sequence[int]) -> None:
+    """The same on the flat leaves of ``(args, kwargs)`` (``n`` positional
+    arguments), without flattening them again."""
     positions = {i % n for i in donate if -n <= i < n}
-    if not any(type(leaf) is ArrayImpl for i in positions for leaf in tree_util.tree_leaves(args[i])):
+    args_tree, kwargs_tree = tree.children()
+    bounds = list(itertools.accumulate((t.num_leaves for t in args_tree.children()), initial=0))
+    if not any(type(x) is ArrayImpl for i in positions for x in leaves[bounds[i]:bounds[i + 1]]):
         return
-    leaves, donated, where = [], [], []
-    for i, arg in enumerate(args):
-        for leaf in tree_util.tree_leaves(arg):
-            leaves.append(leaf)
-            donated.append(i in positions)
-            where.append(f"argument {i}")
-    for key, value in kwargs.items():
-        for leaf in tree_util.tree_leaves(value):
-            leaves.append(leaf)
-            donated.append(False)
-            where.append(f"argument {key!r}")
-    check_donations(leaves, donated, where.__getitem__)
+    donated = [False] * len(leaves)
+    for i in positions:
+        donated[bounds[i]:bounds[i + 1]] = [True] * (bounds[i + 1] - bounds[i])
+    names = kwargs_tree.node_data()[1]
+    kw_bounds = list(itertools.accumulate((t.num_leaves for t in kwargs_tree.children()), initial=bounds[-1]))
+
+    def where(j: int) -> str:  # named only for a message
+        if j < bounds[-1]:
+            return f"argument {bisect.bisect_right(bounds, j) - 1}"
+        return f"argument {names[bisect.bisect_right(kw_bounds, j) - 1]!r}"
+
+    check_donations(leaves, donated, where)

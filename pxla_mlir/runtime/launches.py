@@ -36,7 +36,8 @@ class LaunchLock:
     """
 
     def __init__(self):
-        self._cond = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._shared = 0
         self._exclusive = False
         self._waiting = 0
@@ -47,6 +48,12 @@ class LaunchLock:
         local = self._local
         if getattr(local, "mode", None) is not None:
             return False
+        if not exclusive:  # the common case without the Condition's Python-level wrappers
+            with self._mutex:
+                if not (self._exclusive or self._waiting):
+                    self._shared += 1
+                    local.mode = False
+                    return True
         with self._cond:
             if exclusive:
                 self._waiting += 1
@@ -65,12 +72,14 @@ class LaunchLock:
 
     def release(self, exclusive: bool = False) -> None:
         self._local.mode = None
-        with self._cond:
+        with self._mutex:
             if exclusive:
                 self._exclusive = False
             else:
                 self._shared -= 1
-            if not self._shared:
+            # Wakes whoever can go on now: all, after an exclusive holder; the exclusive takers, after the
+            # last shared one (shared takers only wait while one of those is there).
+            if exclusive or (not self._shared and self._waiting):
                 self._cond.notify_all()
 
 
@@ -88,6 +97,8 @@ class LaunchLock:
         finally:
             self.acquire(mode)
 
+
+_is_deleted = ArrayImpl.is_deleted
 
 #: The lock of every launch and every ``jax.Array.delete()``.
 LAUNCHES = LaunchLock()
@@ -116,11 +127,17 @@ def deleted_message(aval, where: str) -> str:
             f"(donate_argnums) or deleted; pass a live array (a donated array cannot be used again)")
 
 
-def check_live(args: tuple, kwargs: dict) -> None:
-    """Raises jax's RuntimeError if an argument leaf is a deleted (or donated) jax.Array."""
-    leaves = tree_util.tree_leaves((args, kwargs))
-    if not any(type(x) is ArrayImpl and x.is_deleted() for x in leaves):
-        return
+def check_live(args: tuple, kwargs: dict, leaves: list | None = None) -> None:
+    """Raises jax's RuntimeError if an argument leaf is a deleted (or donated)
+    jax.Array; ``leaves``: the arguments' leaves, when the caller has them."""
+    if leaves is None:
+        leaves = tree_util.tree_leaves((args, kwargs))
+    try:  # one C-level pass when every leaf is a jax.Array (the cached call of a training loop)
+        if not any(map(_is_deleted, leaves)):
+            return
+    except TypeError:  # some leaf is not a jax.Array (numpy, a scalar)
+        if not any(type(x) is ArrayImpl and x.is_deleted() for x in leaves):
+            return
     for i, arg in enumerate(args):
         _raise_if_deleted(arg, f"argument {i}")
     for key, value in kwargs.items():

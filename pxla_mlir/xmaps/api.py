@@ -59,7 +59,7 @@ from .plan import (
     set_repr,
 )
 from .primitive import bind
-from .resources import active_loops, active_mesh, mapping_arg, normalize_resources
+from .resources import active_loops, active_mesh, loops_in_scope, mapping_arg, normalize_resources
 from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
 from .stage import XmapCall, deoptimized, input_shardings, lower
 
@@ -136,6 +136,7 @@ class XmapFunction(MapFunction):
         self.axis_sizes = {n: int(s) for n, s in axis_sizes.items()}
         self.axis_resources = axis_resources
         self._resources, self._anonymous_loops = normalize_resources(axis_resources)
+        self._own_loops = tuple(sorted(self._anonymous_loops.items()))
         declared = spec_names(self._in_specs)
         defined = set(declared) | set(self.axis_sizes)
         missing = set(self._resources) - defined
@@ -173,6 +174,8 @@ class XmapFunction(MapFunction):
 
     # -- the front end's hooks (see maps.function) -------------------------------------------
     def _environment(self) -> tuple:
+        if not (_enclosing.meshes or loops_in_scope() or core.get_axis_env().axis_sizes):
+            return active_mesh(), self._own_loops  # a top-level call (every cached call of a loop): nothing to check
         mesh = active_mesh()
         if _enclosing.meshes and mesh != _enclosing.meshes[-1]:
             raise XmapMeshError(f"Changing the physical mesh is not allowed inside xmap. xmap {self.name!r} is called "

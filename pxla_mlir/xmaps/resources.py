@@ -80,6 +80,10 @@ def active_loops() -> dict[str, int]:
     return dict(_loops.stack)
 
 
+def loops_in_scope() -> bool:
+    return bool(_loops.stack)
+
+
 def active_mesh() -> Mesh | None:
     """The current mesh as a pxla_mlir Mesh, or None (no mesh, or an empty one)."""
     mesh = current_mesh()
