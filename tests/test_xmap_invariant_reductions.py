@@ -1,7 +1,7 @@
 """psum/pmax/pmin in an xmap body over a named axis its operand does not vary
 over: arithmetic, not a collective (as jax's vmap and shard_map do), in every
 lowering, with jax.vmap as the oracle; integers exactly, wrapping as their sum
-would. A value from a host callback, or one inside a serial loop, keeps its
+would, also across serial loops. A value from a host callback keeps its
 collective."""
 
 import re
@@ -102,8 +102,9 @@ def test_a_host_callback_result_is_reduced_by_a_collective():
     assert _all_reduces(text) == 1
 
 
+@pytest.mark.parametrize("looped", [False, True], ids=["mesh", "mesh-and-loop"])
 @pytest.mark.parametrize("lowering", ["replica", "vectorize"])
-def test_the_sum_of_an_unmapped_value_has_the_zeros_infinities_and_overflow_of_jax_shard_maps(lowering):
+def test_the_sum_of_an_unmapped_value_has_the_zeros_infinities_and_overflow_of_jax_shard_maps(lowering, looped):
     """A -0 sums to +0, a complex infinity keeps its zero imaginary part and
     a float16 pmean overflows in its psum, as jax.jit(shard_map)'s all-reduce."""
     def body(a, z, c, h):
@@ -116,9 +117,9 @@ def test_the_sum_of_an_unmapped_value_has_the_zeros_infinities_and_overflow_of_j
     mesh = jax.sharding.Mesh(np.array(jax.devices()), ("batch",))
     spec = jax.sharding.PartitionSpec
     want = jax.jit(jax.shard_map(lambda *a: body(None, *a), mesh=mesh, in_specs=spec(), out_specs=spec()))(z, c, h)
-    with pxla_mlir.Mesh.create({"x": 8}):
+    with pxla_mlir.Mesh.create({"x": 4 if looped else 8}), pxla_mlir.serial_loop("l", 2):
         got = _xmap(body, (["batch", ...], [...], [...], [...]), ([...],) * 5, lowering,
-                    axis_resources={"batch": "x"})(np.zeros(8, np.float32), z, c, h)
+                    axis_resources={"batch": ("x", "l") if looped else "x"})(np.zeros(8, np.float32), z, c, h)
     for g, e in zip(got, want):
         g, e = np.asarray(g), np.asarray(e)
         assert g.dtype == e.dtype
