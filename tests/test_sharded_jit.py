@@ -92,6 +92,13 @@ def test_errors_say_what_to_give():
         g(np.zeros((4, 4), np.float32))
 
 
+def test_jax_pmap_of_sharded_jit_says_to_use_pxla_mlir_pmap():
+    f = pxla_mlir.sharded_jit(lambda a: a * 2, P(2, 1), P(2, 1))
+    with pytest.raises(PmapUsageError, match=r"for 2022's pmap\(sharded_jit\(f, \.\.\.\)\) use pxla_mlir\.pmap "
+                                             r"\(not jax\.pmap\)"):
+        jax.pmap(f)(np.zeros((2, 4, 2), np.float32))
+
+
 def test_keyword_arguments_of_a_bare_call_are_2022s_refusal():
     """Not a pmap's mapped keyword arguments over an axis of size 1 (a (1, n) one would lose its leading dim)."""
     f = pxla_mlir.sharded_jit(lambda x, b: x + b, in_parts=(P(2, 1),), out_parts=P(2, 1))
