@@ -30,8 +30,8 @@ Names = frozenset
 #: Host calls whose results may differ from call to call (device to device).
 IMPURE = ("io_callback",)
 #: Precise rules for map primitives: ``rule(eqn, input names, on_value,
-#: impure)`` -> output names (registered by the maps themselves, to keep this module
-#: free of them).
+#: impure)`` -> output names (registered by the maps themselves, to keep
+#: this module free of them).
 MAP_RULES: dict[str, Callable] = {}
 
 

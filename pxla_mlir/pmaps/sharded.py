@@ -88,9 +88,9 @@ def with_sharding_constraint(x, partitions: PartitionSpec | None):
         return jax.lax.with_sharding_constraint(x, PartitionSpec())
     spec = _count_spec("with_sharding_constraint partitions", partitions)
     if len(spec) > jax.numpy.ndim(x):
-        raise PmapUsageError(f"with_sharding_constraint partitions={partitions} has {len(spec)} entries, but the value "
-                         f"has shape {jax.numpy.shape(x)} (rank {jax.numpy.ndim(x)}): give at most one piece count per "
-                         f"dimension")
+        raise PmapUsageError(f"with_sharding_constraint partitions={partitions} has {len(spec)} entries, but the "
+                             f"value has shape {jax.numpy.shape(x)} (rank {jax.numpy.ndim(x)}): give at most one "
+                             f"piece count per dimension")
     if not axes:
         raise PmapUsageError(f"with_sharding_constraint(partitions={partitions}) is only meaningful inside a "
                              f"sharded_jit function (pxla_mlir.sharded_jit), whose partitions it splits")
