@@ -148,3 +148,14 @@ def test_a_host_callback_inside_a_nested_xmap_is_reduced_by_a_collective():
                             axis_resources={"batch": "x"})(np.zeros((8, 2), np.float32))
     assert sorted(np.asarray(each).tolist()) == list(range(1, 9))  # one call per device
     assert float(total) == 36.0
+
+
+def test_pmap_out_axes_none_refuses_a_host_callback_result_from_a_nested_xmap():
+    """The same analysis types pmap's out_axes=None: the callback inside the xmap may differ per device."""
+    def inner(_):
+        return jax.experimental.io_callback(lambda: np.float32(1), jax.ShapeDtypeStruct((), np.float32),
+                                            ordered=False)
+
+    f = pxla_mlir.pmap(lambda x: pxla_mlir.xmap(inner, ([...],), [...])(x), "i", out_axes=None)
+    with pytest.raises(ValueError, match=r"has out_axes=None, but it may differ between the devices of axis 'i'"):
+        f(np.zeros((8, 2), np.float32))
