@@ -29,9 +29,9 @@ Names = frozenset
 
 #: Host calls whose results may differ from call to call (device to device).
 IMPURE = ("io_callback",)
-#: Precise rules for map primitives: ``rule(eqn, input names, on_value)`` ->
-#: output names (registered by the maps themselves, to keep this module
-#: free of them).
+#: Precise rules for map primitives: ``rule(eqn, input names, on_value,
+#: impure)`` -> output names (registered by the maps themselves, to keep
+#: this module free of them).
 MAP_RULES: dict[str, Callable] = {}
 
 
@@ -86,7 +86,7 @@ def value_names(jaxpr: core.Jaxpr, inputs: list[Names],
         elif name in _CONTROL_FLOW:
             outs = _CONTROL_FLOW[name](eqn, ins, on_value, impure)
         elif name in MAP_RULES:
-            outs = MAP_RULES[name](eqn, ins, on_value)
+            outs = MAP_RULES[name](eqn, ins, on_value, impure)
         elif name in CALL_JAXPR_PARAMS and CALL_JAXPR_PARAMS[name] in eqn.params:
             sub = _jaxpr(eqn.params[CALL_JAXPR_PARAMS[name]])
             outs = named_shapes(sub, ins, on_value, impure) if len(sub.invars) == len(ins) \

@@ -92,6 +92,17 @@ def test_replica_mode_is_refused_with_the_fix():
         pxla_mlir.pmap(body, "data", **{**OPTIONS, "mode": "replica"})
 
 
+@pytest.mark.parametrize("callback", ["io_callback", "pure_callback"])
+def test_a_host_callback_in_the_body_is_refused_saying_so(callback):
+    """Refused before lowering: jax's lowering of the partially manual program fails on them first."""
+    call = getattr(jax.experimental, callback) if callback == "io_callback" else jax.pure_callback
+    f = pxla_mlir.pmap(lambda x: call(lambda v: v, jax.ShapeDtypeStruct((4,), np.float32), x), "data",
+                       partitions={"model": 2}, mode="partition")
+    with pytest.raises(PmapUsageError, match=r"has partitions= and host callbacks in its body .* call back outside "
+                                             r"the pmap"):
+        f(np.zeros((2, 4), np.float32))
+
+
 def test_specs_are_checked():
     with pytest.raises(ValueError, match="names 'data', which is not a partition axis"):
         pxla_mlir.pmap(body, "data", **{**OPTIONS, "out_partitions": P("data")})

@@ -87,6 +87,26 @@ def test_errors_say_what_to_give():
     f = pxla_mlir.sharded_jit(lambda x: pxla_mlir.sharded_jit_constraint(x, P(2, 1)) * 2, P(1, 4), None)
     with pytest.raises(ValueError, match=r"doesn't match expected number of partitions: 4"):
         f(np.zeros((4, 4), np.float32))
+    g = pxla_mlir.sharded_jit(lambda x: pxla_mlir.sharded_jit_constraint(x, P(2, 2, 1)), P(1, 4), None)
+    with pytest.raises(PmapUsageError, match=r"P\(2, 2, 1\) has 3 entries, but the value has shape \(4, 4\)"):
+        g(np.zeros((4, 4), np.float32))
+
+
+def test_jax_pmap_of_sharded_jit_says_to_use_pxla_mlir_pmap():
+    f = pxla_mlir.sharded_jit(lambda a: a * 2, P(2, 1), P(2, 1))
+    with pytest.raises(PmapUsageError, match=r"for 2022's pmap\(sharded_jit\(f, \.\.\.\)\) use pxla_mlir\.pmap "
+                                             r"\(not jax\.pmap\)"):
+        jax.pmap(f)(np.zeros((2, 4, 2), np.float32))
+
+
+def test_keyword_arguments_of_a_bare_call_are_2022s_refusal():
+    """Not a pmap's mapped keyword arguments over an axis of size 1 (a (1, n) one would lose its leading dim)."""
+    f = pxla_mlir.sharded_jit(lambda x, b: x + b, in_parts=(P(2, 1),), out_parts=P(2, 1))
+    x = np.zeros((4, 2), np.float32)
+    for call in (f, jax.jit(f)):
+        with pytest.raises(NotImplementedError, match=r"sharded_jit over kwargs not yet supported: .* keyword "
+                                                      r"arguments b; pass them positionally"):
+            call(x, b=np.ones((1, 2), np.float32))
 
 
 def test_under_jax_jit_and_with_static_arguments():

@@ -1,7 +1,7 @@
 """psum/pmax/pmin in an xmap body over a named axis its operand does not vary
 over: arithmetic, not a collective (as jax's vmap and shard_map do), in every
 lowering, with jax.vmap as the oracle; integers exactly, wrapping as their sum
-would. A value from a host callback, or one inside a serial loop, keeps its
+would, also across serial loops. A value from a host callback keeps its
 collective."""
 
 import re
@@ -100,3 +100,62 @@ def test_a_host_callback_result_is_reduced_by_a_collective():
         f = _xmap(body, (["batch", ...],), ["batch", ...], "replica", axis_resources={"batch": "x"})
         text = pxla_mlir.jit(f).lower(np.zeros((8,), np.float32)).compile().as_text()
     assert _all_reduces(text) == 1
+
+
+@pytest.mark.parametrize("looped", [False, True], ids=["mesh", "mesh-and-loop"])
+@pytest.mark.parametrize("lowering", ["replica", "vectorize"])
+def test_the_sum_of_an_unmapped_value_has_the_zeros_infinities_and_overflow_of_jax_shard_maps(lowering, looped):
+    """A -0 sums to +0, a complex infinity keeps its zero imaginary part and
+    a float16 pmean overflows in its psum, as jax.jit(shard_map)'s all-reduce."""
+    def body(a, z, c, h):
+        return lax.psum(z, "batch"), lax.pmean(z, "batch"), lax.psum(c, "batch"), lax.pmean(c, "batch"), \
+            lax.pmean(h, "batch")
+
+    z = np.array([-0.0, 0.0, 1.5, np.inf], np.float32)
+    c = np.array([np.inf + 0j, -0.0 + 0j, complex(np.inf, np.inf), 1 - 2j], np.complex64)
+    h = np.array([3e4, -0.0], np.float16)
+    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("batch",))
+    spec = jax.sharding.PartitionSpec
+    want = jax.jit(jax.shard_map(lambda *a: body(None, *a), mesh=mesh, in_specs=spec(), out_specs=spec()))(z, c, h)
+    with pxla_mlir.Mesh.create({"x": 4 if looped else 8}), pxla_mlir.serial_loop("l", 2):
+        got = _xmap(body, (["batch", ...], [...], [...], [...]), ([...],) * 5, lowering,
+                    axis_resources={"batch": ("x", "l") if looped else "x"})(np.zeros(8, np.float32), z, c, h)
+    for g, e in zip(got, want):
+        g, e = np.asarray(g), np.asarray(e)
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
+        for part in (np.real, np.imag):
+            np.testing.assert_array_equal(np.signbit(part(g)), np.signbit(part(e)))
+
+
+def test_a_host_callback_inside_a_nested_xmap_is_reduced_by_a_collective():
+    """The callback's result reaches the outer body through a nested xmap:
+    it still may differ on every device, so the outer psum sums them."""
+    calls = iter(range(1, 1000))
+
+    def host():
+        return np.float32(next(calls))
+
+    def inner(_):
+        return jax.experimental.io_callback(host, jax.ShapeDtypeStruct((), np.float32), ordered=False)
+
+    def body(a):
+        v = pxla_mlir.xmap(inner, ([...],), [...])(a)
+        return lax.psum(v, "batch"), v
+
+    with pxla_mlir.Mesh.create({"x": 8}):
+        total, each = _xmap(body, (["batch", ...],), ([...], ["batch", ...]), "replica",
+                            axis_resources={"batch": "x"})(np.zeros((8, 2), np.float32))
+    assert sorted(np.asarray(each).tolist()) == list(range(1, 9))  # one call per device
+    assert float(total) == 36.0
+
+
+def test_pmap_out_axes_none_refuses_a_host_callback_result_from_a_nested_xmap():
+    """The same analysis types pmap's out_axes=None: the callback inside the xmap may differ per device."""
+    def inner(_):
+        return jax.experimental.io_callback(lambda: np.float32(1), jax.ShapeDtypeStruct((), np.float32),
+                                            ordered=False)
+
+    f = pxla_mlir.pmap(lambda x: pxla_mlir.xmap(inner, ([...],), [...])(x), "i", out_axes=None)
+    with pytest.raises(ValueError, match=r"has out_axes=None, but it may differ between the devices of axis 'i'"):
+        f(np.zeros((8, 2), np.float32))

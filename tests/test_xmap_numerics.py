@@ -126,6 +126,21 @@ def test_broadcast_arguments_and_outputs(lowering):
     check(got, jax.vmap(f, in_axes=(0, None), axis_name="batch")(x, w))
 
 
+@pytest.mark.parametrize("lowering", ["replica", "vectorize"])
+def test_key_arrays_mapped_and_broadcast(lowering):
+    """A key array's buffer has its key data as a trailing dimension: not one of the named layout's."""
+    def f(a, k, ks):
+        return a + jax.random.normal(k, ()), jax.random.fold_in(ks, 3)
+
+    a, k = data(8), jax.random.key(0)
+    ks = jax.random.split(k, 8)
+    got = run(f, (["batch", ...], [...], ["batch", ...]), (["batch", ...],) * 2, (a, k, ks), mesh(x=8), lowering,
+              axis_resources={"batch": "x"})
+    want = jax.vmap(f, in_axes=(0, None, 0))(a, k, ks)
+    check(got[0], want[0])
+    np.testing.assert_array_equal(jax.random.key_data(got[1]), jax.random.key_data(want[1]))
+
+
 @pytest.mark.parametrize("lowering", LOWERINGS)
 def test_pytrees_and_axis_sizes(lowering):
     def f(params, batch):

@@ -35,6 +35,23 @@ def mesh_axis_label(axis_name) -> str:
     return importing.mesh_label(axis_name, 0, reserved=(REP_AXIS,))
 
 
+#: Host callbacks with results: jax's lowering of a partially manual program refuses them before
+#: any lowered module would show them.
+_CALLBACKS = frozenset({"io_callback", "pure_callback"})
+
+
+def _calls_back(jaxpr) -> bool:
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    return any(e.primitive.name in _CALLBACKS or any(_calls_back(s) for s in core.jaxprs_in_params(e.params))
+               for e in jaxpr.eqns)
+
+
+def _refuse_callbacks(name: str):
+    raise PmapUsageError(f"pmap {name!r} has partitions= and host callbacks in its body (jax.debug.print, "
+                         f"pure_callback, io_callback): a partitioned body cannot call back to the host yet; call "
+                         f"back outside the pmap, from its results")
+
+
 def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
                 donated, platform: str, kind: str = "pmap", partitions: tuple = (), in_specs=None,
                 out_specs=None) -> importing.Imported:
@@ -52,14 +69,14 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
                                  f"axis_names={{outer and inner axes}})) with the partition axes automatic")
         names, sizes = names + (REP_AXIS,), sizes + (inner,)
     names, sizes = names + tuple(n for n, _ in partitions), sizes + tuple(s for _, s in partitions)
+    if partitions and _calls_back(jaxpr):
+        _refuse_callbacks(name)
     with core.extend_axis_env_nd([(axis_name, axis_size)]):
         lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=importing.module_name(kind, name),
                                    donated=donated, manual_axes=(axis_name,) if partitions else None)
     if partitions:
         if lowered.host_callbacks:
-            raise PmapUsageError(f"pmap {name!r} has partitions= and host callbacks in its body (jax.debug.print, "
-                                 f"pure_callback, io_callback): a partitioned body cannot call back to the host "
-                                 f"yet; call back outside the pmap, from its results")
+            _refuse_callbacks(name)
         partition_import.convert_constraints(lowered.module)
     result = importing.imported(lowered)
     module = result.module

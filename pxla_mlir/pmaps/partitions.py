@@ -278,4 +278,6 @@ def refuse_nested_partitions(name: str, partitions: tuple) -> None:
         f"program has no automatic axes). Instead map both levels with one partitioned pmap over the flattened "
         f"axis (x.reshape(outer * inner, ...): its collectives then span both levels), or use "
         f"jax.jit(jax.shard_map(f, mesh=Mesh(devices.reshape(outer, inner, ...), ('outer', 'inner', {spec})), "
-        f"axis_names={{'outer', 'inner'}})); a partitioned pmap called directly inside jax.jit also works")
+        f"axis_names={{'outer', 'inner'}})); a partitioned pmap called directly inside jax.jit also works. A "
+        f"sharded_jit function is such a pmap: for 2022's pmap(sharded_jit(f, ...)) use pxla_mlir.pmap (not "
+        f"jax.pmap), which maps f itself with its partitions")

@@ -33,7 +33,9 @@ import jax
 from jax import tree_util
 from jax.sharding import PartitionSpec
 
-from .api import pmap
+from ..errors import PxlaUserError
+from ..pipelines import PmapPipeline, configure
+from .api import PmapFunction
 from .arguments import PmapUsageError
 from .partitions import ShardedBody
 
@@ -54,10 +56,26 @@ def sharded_jit(fun: Callable, in_parts, out_parts, num_partitions: int | None =
     axes = _axes(counts, total)
     body = ShardedBody(fun, axes, _named(in_parts, axes), _named(out_parts, axes),
                        tuple(static_argnums) if isinstance(static_argnums, (tuple, list)) else (static_argnums,))
-    f = pmap(fun, in_axes=None, out_axes=None, axis_size=1, static_broadcasted_argnums=body.static_argnums,
-             mode="partition", **body.pmap_options())
+    f = ShardedJitFunction(fun, None, in_axes=None, out_axes=None, static_broadcasted_argnums=body.static_argnums,
+                           devices=None, backend=None, axis_size=1, donate_argnums=(),
+                           options=configure(PmapPipeline, mode="partition"), **body.pmap_options())
     f.sharded_body = body  # pmap(f) maps the body itself
     return f
+
+
+class ShardedJitKwargsError(PxlaUserError, NotImplementedError):
+    """2022's refusal of keyword arguments to a sharded_jit function."""
+
+
+class ShardedJitFunction(PmapFunction):
+    """A bare sharded_jit call: its pmap of axis size 1, every value unmapped."""
+
+    def _examine(self, args, kwargs):
+        if kwargs:  # pmap would map them (its keyword arguments always are), over an axis of size 1
+            raise ShardedJitKwargsError(f"sharded_jit over kwargs not yet supported: {self.name!r} was called with "
+                                        f"keyword arguments {', '.join(sorted(kwargs))}; pass them positionally "
+                                        f"(with an in_parts entry each)")
+        return super()._examine(args, kwargs)
 
 
 def with_sharding_constraint(x, partitions: PartitionSpec | None):
@@ -69,6 +87,10 @@ def with_sharding_constraint(x, partitions: PartitionSpec | None):
     if partitions is None:
         return jax.lax.with_sharding_constraint(x, PartitionSpec())
     spec = _count_spec("with_sharding_constraint partitions", partitions)
+    if len(spec) > jax.numpy.ndim(x):
+        raise PmapUsageError(f"with_sharding_constraint partitions={partitions} has {len(spec)} entries, but the "
+                             f"value has shape {jax.numpy.shape(x)} (rank {jax.numpy.ndim(x)}): give at most one "
+                             f"piece count per dimension")
     if not axes:
         raise PmapUsageError(f"with_sharding_constraint(partitions={partitions}) is only meaningful inside a "
                              f"sharded_jit function (pxla_mlir.sharded_jit), whose partitions it splits")

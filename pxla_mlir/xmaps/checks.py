@@ -103,13 +103,14 @@ def check_outputs(resources: Mapping[str, tuple], loops, varies: Sequence[Names]
                                     f"{names[1]!r} on one {kind} {a!r}; map them to different resources")
 
 
-def xmap_names(eqn, ins, on_value):
+def xmap_names(eqn, ins, on_value, impure=Names()):
     """invariance rule of a nested xmap: its outputs vary over what its body's
-    outputs vary over, less its own names (they become positional)."""
+    outputs vary over, less its own names (they become positional); a host
+    call in its body varies over ``impure``, as one outside it."""
     p = eqn.params
     body_inputs = [Names(a) | names_of(spec) for a, spec in zip(ins, p["in_axes"])]
     hook = on_value.inner(eqn, body_inputs) if isinstance(on_value, ResourceTyping) else on_value
-    outs = named_shapes(p["jaxpr"].jaxpr, body_inputs, hook)
+    outs = named_shapes(p["jaxpr"].jaxpr, body_inputs, hook, impure)
     own = {n for n, _ in p["axis_sizes"]}
     if isinstance(hook, ResourceTyping):
         check_outputs(hook.resources, hook.loops, outs, p["out_axes"], [str(i) for i in range(len(outs))],

@@ -18,7 +18,7 @@ from typing import Mapping
 
 import jax
 
-from ..jax_internals import api_util, core, lower_global, lower_per_device, pe
+from ..jax_internals import api_util, core, is_extended, lower_global, lower_per_device, pe
 from ..maps import importing
 from ..sharding.mesh import Mesh
 from ..tracing import trace_flat
@@ -29,6 +29,14 @@ from .plan import Plan
 def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:
     """pxla.mesh names for the mesh axes."""
     return {a: importing.mesh_label(a, i) for i, a in enumerate(mesh_shape)}
+
+
+def _key_dims(aval) -> list:
+    """The trailing dimensions a key array's buffer has beyond its shape (its key data), never split."""
+    if not is_extended(aval.dtype):
+        return []
+    data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+    return [[]] * (data.ndim - aval.ndim)
 
 
 def tile_aval(aval, mapping, plan: Plan) -> core.ShapedArray:
@@ -63,7 +71,8 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
         labels = mesh_labels(dict(mesh.shape))
 
         def dims(maps, avals):
-            return [[[labels[a] for a in axes] for axes in plan.spec_dims(m, av.ndim)] for m, av in zip(maps, avals)]
+            return [[[labels[a] for a in axes] for axes in plan.spec_dims(m, av.ndim)] + _key_dims(av)
+                    for m, av in zip(maps, avals)]
 
         importing.annotate(result.module, {labels[a]: s for a, s in mesh.shape.items()}, key,
                            dims(t.in_maps, t.global_in), dims(t.out_maps, t.global_out))

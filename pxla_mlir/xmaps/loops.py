@@ -11,7 +11,10 @@ flow, nested xmaps), evaluated once for all chunks with each loop as a
 ``jax.vmap`` axis under its own name, where the collective is an ordinary
 collective over (mesh axes, loops, local axis). Values crossing a stage
 boundary are stacked over the iterations (scan outputs) unless they do not
-vary along any looped axis.
+vary along any looped axis (a host call's result may differ per call: it
+varies). A psum/pmax/pmin of a value that does not vary over its axes is
+arithmetic in every stage, as without loops (not vmap's batching of an
+unmapped operand, whose product of a complex value makes ``inf * 0 = nan``).
 
 Within the local ``jax.vmap`` of the tile program, a value arrives with one
 *loop dimension* per looped named dimension (size ``L`` of that name);
@@ -118,7 +121,7 @@ def looped_body(sub: Substitution, jaxpr: core.ClosedJaxpr, in_loops: Sequence[d
     lengths = [plan.loops[loop] for loop in loops]
     looped = {n for n in plan.names if plan.loop_resources(n)}
     flat = _inline_calls(jaxpr, sub.scope())
-    names = value_names(flat.jaxpr, list(in_names))
+    names = value_names(flat.jaxpr, list(in_names), impure=Names(plan.sizes))  # a host call may differ per call
     stages = _stages(flat.jaxpr, looped)
 
     def body(*elems):
@@ -146,7 +149,7 @@ def _scan(sub, stage: Stage, env: dict, loops, lengths, names, looped) -> None:
             else:
                 index[loop], rest = lax.rem(rest, jnp.int32(length)), lax.div(rest, jnp.int32(length))
         values = {v: (x.at(index) if isinstance(x, Looped) else x) for v, x in outside.items()}
-        run_eqns(sub.with_loop_index(index), stage.eqns, values)
+        run_eqns(sub.with_loop_index(index), stage.eqns, values, names)
         return [i + 1, *(values[v] for v in carried)], [values[v] for v in stacked]
 
     init = [jnp.int32(0), *(jnp.zeros(v.aval.shape, v.aval.dtype) for v in carried)]
@@ -162,7 +165,7 @@ def _cut(sub, stage: Stage, env: dict, loops, lengths, names, looped) -> None:
 
     def run(*xs):
         local = dict(zip(stage.inputs, xs))
-        run_eqns(sub.with_loop_index(None), stage.eqns, local)
+        run_eqns(sub.with_loop_index(None), stage.eqns, local, names)
         return [local[v] for v in stage.outputs]
 
     fn = run

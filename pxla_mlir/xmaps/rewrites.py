@@ -54,11 +54,24 @@ def reduce_invariant(sub, prim, params, ins, invariant: tuple):
     a collective."""
     if prim.name == "psum":
         size = math.prod(sub.plan.sizes[n] for n in invariant)
-        ins = [x * np.asarray(size).astype(x.dtype) for x in ins]  # integers wrap as their sum would
+        ins = [_times(x, size) for x in ins]
     rest = tuple(n for n in params["axes"] if n not in invariant)
     if not rest:
         return ins if prim.multiple_results else ins[0]
     return rebind(sub, prim, {**params, "axes": rest}, ins)
+
+
+def _times(x, size: int):
+    """``size`` equal values summed as the collective sums them: integers
+    wrap, a complex value's parts add separately (no ``inf * 0`` from a
+    complex product), a zero sum is +0 (the sum starts from +0, so -0
+    values sum to +0, as ``jax.jit(shard_map)``'s psum does)."""
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return lax.complex(_times(jnp.real(x), size), _times(jnp.imag(x), size))
+    y = x * np.asarray(size).astype(x.dtype)
+    if jnp.issubdtype(x.dtype, jnp.floating):  # a select XLA does not fold (it folds -0 + 0 to -0, x*n/n to x)
+        y = jnp.where(y == 0, jnp.zeros_like(y), y)
+    return y
 
 
 def axis_index(sub, prim, params, ins):
