@@ -212,3 +212,13 @@ def test_a_checks_only_pass_is_not_followed_by_the_verifier(ctx, parse):
     assert Seen.ran == [1, 1]
     with pytest.raises(ir.MLIRError, match="visibility expected"):
         Pipeline((Seen(),)).pass_manager(ctx, "every-pass").run(m.operation)
+
+
+def test_the_pxla_changes_policy_knows_when_the_module_is_left_verified(ctx):
+    def verified(*steps):
+        return Pipeline(tuple(steps)).verified_at_end("pxla-changes")
+
+    assert verified() and verified(Breaks()) and verified(Breaks(), Seen())
+    assert not verified("canonicalize") and not verified(Breaks(), "cse", Seen())
+    assert verified("cse", Breaks(), Seen())
+    assert Pipeline(("cse",)).verified_at_end("every-pass") and not Pipeline((Breaks(),)).verified_at_end("none")

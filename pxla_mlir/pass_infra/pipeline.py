@@ -210,6 +210,16 @@ class Pipeline:
     def __str__(self) -> str:
         return f"{ROOT_ANCHOR}({','.join(str(s) for s in self.steps)})"
 
+    def verified_at_end(self, verify: Verify) -> bool:
+        """Whether the PassManager of this policy leaves the module verified:
+        under ``"pxla-changes"``, when no jaxlib pass runs after the last pxla
+        pass that may change the module (else the caller verifies before it
+        prints: printing invalid IR can crash)."""
+        if verify != "pxla-changes":
+            return verify == "every-pass"
+        changing = [s for s in self.steps if isinstance(s, str) or not s.checks_only]
+        return not changing or not isinstance(changing[-1], str)
+
     def pass_manager(self, ctx: ir.Context, verify: Verify = "every-pass") -> passmanager.PassManager:
         """One jaxlib PassManager running every step in order.
 

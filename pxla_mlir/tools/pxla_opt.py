@@ -249,10 +249,13 @@ class Driver:
                     if not bytecode:  # the nesting limit guards the text parser's stack
                         check_nesting(data)
                     op, owner = self._parse(data, pipeline)
-                    pm = pipeline.pass_manager(ctx, "every-pass" if a.verify_each else "pxla-changes")
+                    verify = "every-pass" if a.verify_each else "pxla-changes"
+                    pm = pipeline.pass_manager(ctx, verify)
                     self._instrument(pm)
                     if pipeline.steps:
                         self._run(pm, op)
+                        if not pipeline.verified_at_end(verify):
+                            op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
                     out = self._print(op)
                 except ir.MLIRError as e:
                     diags.add_error(e)
