@@ -81,7 +81,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     _flag(p, "verify-diagnostics", "check diagnostics against '// expected-error ...' comments",
           action="store_true")
     _flag(p, "verify-each", "run the verifier after every pass, jaxlib's too (default: after each pxla pass that "
-                            "may change the module; --verify-each=false is the default spelled out)",
+                            "may change the module, and at the end after a jaxlib pass; --verify-each=false is the "
+                            "default spelled out)",
           action="store_true")
     _flag(p, "no-implicit-module", "do not wrap the input in a module: it must be one top-level operation",
           action="store_true")
