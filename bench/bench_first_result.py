@@ -1,7 +1,7 @@
 """Time to the first result in a fresh process (import, trace, lower,
 compile, run) of pxla_mlir against jax 0.10.2 on 8 virtual CPU devices.
 
-    python bench/bench_first_result.py [--rounds 3] [--programs tiny,nested,mlp]
+    python bench/bench_first_result.py [--rounds 3] [--programs tiny,nested,mlp] [--cache]
 
 Programs: a tiny pmap (x*2, psum) against jax.pmap; a 3-level nested pmap
 (2x2x2) against jax.jit(shard_map) on a 2x2x2 mesh; a 30-layer MLP train
@@ -9,6 +9,10 @@ step (grad, pmean) against jax.pmap. Each round starts one fresh process per
 side, alternating which side goes first; a process measures from its first
 line (before any import) until its result is ready and checks it against a
 numpy reference. Prints the medians and the ratio (target: <= 0.9x).
+``--cache`` adds the same rows with the persistent compilation cache on
+(pxla_mlir.enable_compilation_cache against jax's own, every program kept),
+each side's cache directory filled by one unmeasured process first (target:
+<= 0.6x).
 
 Both sides import from bytecode, as an installed package does: the children
 may write ``__pycache__`` (whatever PYTHONDONTWRITEBYTECODE says) and one
@@ -23,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 CHILD = textwrap.dedent("""
@@ -30,15 +35,20 @@ CHILD = textwrap.dedent("""
     t0 = time.perf_counter()
     import os, sys, json
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
-    program, side = sys.argv[1], sys.argv[2]
+    program, side, cache = sys.argv[1], sys.argv[2], sys.argv[3]
     import numpy as np
     import jax
     from jax import lax
     if side == "pxla_mlir":
         import pxla_mlir
         pmap = pxla_mlir.pmap
+        if cache:
+            pxla_mlir.enable_compilation_cache(cache)
     else:
         pmap = jax.pmap
+        if cache:  # jax's persistent cache with the same threshold (every program is kept)
+            jax.config.update("jax_compilation_cache_dir", cache)
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     if program == "tiny":
         x = np.arange(128, dtype=np.float32).reshape(8, 16)
         out = pmap(lambda v: lax.psum(v * 2, "i"), "i")(x)
@@ -98,9 +108,9 @@ SIDES = {"tiny": ("pxla_mlir", "jax.pmap"), "nested": ("pxla_mlir", "jax.jit(sha
 LABELS = {"tiny": "tiny pmap (x*2, psum)", "nested": "3-level nested pmap 2x2x2", "mlp": "30-layer MLP train step"}
 
 
-def fresh(program: str, side: str, env: dict) -> float:
-    p = subprocess.run([sys.executable, "-c", CHILD, program, side], capture_output=True, text=True, timeout=600,
-                       env=env)
+def fresh(program: str, side: str, env: dict, cache: str = "") -> float:
+    p = subprocess.run([sys.executable, "-c", CHILD, program, side, cache], capture_output=True, text=True,
+                       timeout=600, env=env)
     if p.returncode != 0:
         raise SystemExit(f"{program} on {side} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])["seconds"]
@@ -110,6 +120,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--programs", default="tiny,nested,mlp")
+    ap.add_argument("--cache", action="store_true",
+                    help="also with the persistent compilation cache on, warmed by an earlier process (target: <= 0.6x)")
     args = ap.parse_args()
     env = {k: v for k, v in os.environ.items()
            if k not in ("XLA_FLAGS", "PXLA_MLIR_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")}
@@ -117,16 +129,21 @@ def main() -> None:
         fresh("tiny", side, env)
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; medians of {args.rounds} rounds of "
           f"fresh processes, sides alternating\n")
-    print(f"{'first result (fresh process)':<28} {'pxla_mlir':>10} {'jax':>10} {'ratio':>7}  jax side")
-    for program in args.programs.split(","):
-        times: dict = {"pxla_mlir": [], "jax": []}
-        for r in range(args.rounds):
-            order = ("pxla_mlir", "jax") if r % 2 == 0 else ("jax", "pxla_mlir")
-            for side in order:
-                times[side].append(fresh(program, "pxla_mlir" if side == "pxla_mlir" else "jax", env))
-        ours, theirs = statistics.median(times["pxla_mlir"]), statistics.median(times["jax"])
-        print(f"{LABELS[program]:<28} {ours * 1e3:>8.0f}ms {theirs * 1e3:>8.0f}ms {ours / theirs:>7.2f}  "
-              f"{SIDES[program][1]}")
+    print(f"{'first result (fresh process)':<40} {'pxla_mlir':>10} {'jax':>10} {'ratio':>7}  jax side")
+    with tempfile.TemporaryDirectory() as caches:
+        for cached in (False, True) if args.cache else (False,):
+            for program in args.programs.split(","):
+                dirs = {side: os.path.join(caches, f"{program}-{side}") if cached else "" for side in ("pxla_mlir", "jax")}
+                for side in dirs if cached else ():
+                    fresh(program, side, env, dirs[side])  # the earlier process that fills the cache
+                times: dict = {"pxla_mlir": [], "jax": []}
+                for r in range(args.rounds):
+                    for side in ("pxla_mlir", "jax") if r % 2 == 0 else ("jax", "pxla_mlir"):
+                        times[side].append(fresh(program, side, env, dirs[side]))
+                ours, theirs = statistics.median(times["pxla_mlir"]), statistics.median(times["jax"])
+                label = LABELS[program] + (", warm cache" if cached else "")
+                print(f"{label:<40} {ours * 1e3:>8.0f}ms {theirs * 1e3:>8.0f}ms {ours / theirs:>7.2f}  "
+                      f"{SIDES[program][1]}", flush=True)
 
 
 if __name__ == "__main__":

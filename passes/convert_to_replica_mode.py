@@ -51,6 +51,8 @@ from pxla_mlir.ir.pxla_attrs import SHARDING, read_str, string_value
 from pxla_mlir.pass_infra import ModulePass, PassError
 
 _SPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+#: The ops this pass rewrites or checks (besides those that carry an mhlo.sharding).
+_CONVERTED = frozenset(("mhlo.partition_id", "mhlo.custom_call", "func.func", *device_groups.MHLO_COLLECTIVES))
 _DROPPABLE_SHARDINGS = ("{manual}", "{replicated}")
 
 
@@ -68,36 +70,37 @@ class ConvertToReplicaModePass(ModulePass):
                                     f"{replicas}, num_partitions = {partitions}); only a pure "
                                     f"partition-mode module (num_replicas = 1) can be converted")
         n = partitions
-        ops = ir_utils.walk(module)
+        ops = ir_utils.walk_selected(module, _is_converted, attrs=(SHARDING,))
         self._reject_spmd(ops)
         if self._failed_sharding_check(ops):
             return
-        for op in ops:
-            if op.name == "mhlo.partition_id":
+        converted: dict = {}  # (op name, group mode, groups attribute) -> new groups: collectives repeat
+        for op, name in ops:
+            if name == "mhlo.partition_id":
                 with ir.InsertionPoint(op), op.location:
                     new = mhlo.ReplicaIdOp()
                 ir_utils.replace_op(op, [new.result])
-            elif op.name in device_groups.MHLO_COLLECTIVES:
-                self._convert_collective(op, n)
+            elif name in device_groups.MHLO_COLLECTIVES:
+                self._convert_collective(op, n, converted)
         pxla_attrs.set_device_counts(module, n, 1)
 
     def _reject_spmd(self, ops) -> None:
-        for op in ops:
-            target = pxla_attrs.custom_call_target(op)
+        for op, name in ops:
+            target = pxla_attrs.custom_call_target(op) if name == "mhlo.custom_call" else None
             if target in _SPMD_CALLS:
                 raise PassError(op, f"@{target} needs XLA's SPMD partitioner, which replica mode "
                                     f"does not run; convert the per-device (manual) program instead")
-            if op.name.startswith("sdy."):
-                raise PassError(op, f"'{op.name}' (Shardy) has no replica-mode meaning; lower without "
+            if name.startswith("sdy."):
+                raise PassError(op, f"'{name}' (Shardy) has no replica-mode meaning; lower without "
                                     f"Shardy or legalize the module to per-device MHLO first")
 
     def _failed_sharding_check(self, ops) -> bool:
         """Drops trivial shardings; reports tiled ones. True if any was reported."""
         failed = False
-        for op in ops:
+        for op, name in ops:
             if SHARDING in op.attributes:
                 failed |= self._drop_op_sharding(op)
-            if op.name == "func.func":
+            if name == "func.func":
                 for key in ("arg_attrs", "res_attrs"):
                     failed |= self._drop_func_shardings(op, key)
         return failed
@@ -131,21 +134,34 @@ class ConvertToReplicaModePass(ModulePass):
                           f"per-device programs")
         return True
 
-    def _convert_collective(self, op, n: int) -> None:
+    def _convert_collective(self, op, n: int, converted: dict) -> None:
         mode = device_groups.group_mode(op)
         attr = device_groups.groups_attr_name(op)
-        ids = device_groups.groups(op)
-        if mode in (GroupMode.CROSS_REPLICA, GroupMode.CROSS_REPLICA_AND_PARTITION) and ids.size:
-            if set(ids.ravel().tolist()) != {0}:
-                raise PassError(op, f"{op.name} groups {ids.tolist()} name replicas other than 0 "
-                                    f"in a module with one replica")
-            if op.name == "mhlo.collective_permute":
-                ids = np.stack([np.arange(n)] * 2, axis=1)  # every device to itself
-            elif mode is GroupMode.CROSS_REPLICA:
-                ids = np.arange(n).reshape(n, 1)  # each partition was its own group
-            else:
-                ids = np.arange(n).reshape(1, n)  # one group spanning all partitions
-            op.attributes[attr] = ir_utils.dense_i64(ids)
+        key = (op.name, mode, op.attributes[attr] if attr in op.attributes else None)
+        if key not in converted:
+            converted[key] = self._replica_groups(op, mode, n)
+        if converted[key] is not None:
+            op.attributes[attr] = converted[key]
         for name in ("channel_handle", "use_global_device_ids"):
             if name in op.attributes:
                 del op.attributes[name]
+
+    def _replica_groups(self, op, mode: GroupMode, n: int) -> ir.Attribute | None:
+        """The groups over N replicas that groups counting replicas meant (None: keep them)."""
+        ids = device_groups.groups(op)
+        if mode not in (GroupMode.CROSS_REPLICA, GroupMode.CROSS_REPLICA_AND_PARTITION) or not ids.size:
+            return None
+        if set(ids.ravel().tolist()) != {0}:
+            raise PassError(op, f"{op.name} groups {ids.tolist()} name replicas other than 0 "
+                                f"in a module with one replica")
+        if op.name == "mhlo.collective_permute":
+            ids = np.stack([np.arange(n)] * 2, axis=1)  # every device to itself
+        elif mode is GroupMode.CROSS_REPLICA:
+            ids = np.arange(n).reshape(n, 1)  # each partition was its own group
+        else:
+            ids = np.arange(n).reshape(1, n)  # one group spanning all partitions
+        return ir_utils.dense_i64(ids)
+
+
+def _is_converted(name: str) -> bool:
+    return name in _CONVERTED or name.startswith("sdy.")

@@ -101,6 +101,7 @@ _HOW_TO_REMOVE = {
 class VerifyHandoffPass(ModulePass):
     argument = "pxla-verify-handoff"
     summary = "Check that only builtin/func/mhlo (and sdy in the Shardy form) remain and device counts agree"
+    checks_only = True
 
     num_replicas: int = option(0, "expected mhlo.num_replicas (0: any)", minimum=0, maximum=pxla_attrs.MAX_DEVICES)
     num_partitions: int = option(0, "expected mhlo.num_partitions (0: any)", minimum=0,
@@ -110,13 +111,18 @@ class VerifyHandoffPass(ModulePass):
 
     def run(self, module):
         replicas, partitions = self._device_counts(module)
+        # An op of a plain name without a sharding attribute (most of a large
+        # module) passes every check below: only the others are checked.
+        ops = ir_utils.walk_selected(module, lambda n: not _is_plain(n),
+                                     attrs=(shardy.SHARDING, shardy.GSPMD_SHARDING))
         name = self.sharding_dialect
         if name == "auto":
-            name = "sdy" if shardy.uses_shardy(module) else "gspmd"
+            name = "sdy" if shardy.uses_shardy(module, ops) else "gspmd"
         form = FORMS[name]
+        collectives: dict = {}  # (op name, group mode, groups attribute) -> problems: collectives repeat
         unknown_dialect_seen: set[str] = set()
-        for op in ir_utils.walk(module):
-            dialect = op.name.split(".", 1)[0] if "." in op.name else "builtin"
+        for op, op_name in ops:
+            dialect = op_name.split(".", 1)[0] if "." in op_name else "builtin"
             target = pxla_attrs.custom_call_target(op)
             self._check_sharding_attrs(op, form)
             if name == "gspmd" and partitions > 1:
@@ -127,23 +133,27 @@ class VerifyHandoffPass(ModulePass):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
                 self.error(op, f"placeholder @{target} was not expanded; run {expander or form.manual_expander} "
                                f"before handing the module to XLA")
-            elif op.name.startswith("pxla."):
-                self.error(op, f"pxla placeholder op '{op.name}' was not expanded")
-            elif dialect not in form.dialects and op.name not in unknown_dialect_seen:
-                unknown_dialect_seen.add(op.name)
+            elif op_name.startswith("pxla."):
+                self.error(op, f"pxla placeholder op '{op_name}' was not expanded")
+            elif dialect not in form.dialects and op_name not in unknown_dialect_seen:
+                unknown_dialect_seen.add(op_name)
                 how = _HOW_TO_REMOVE.get(dialect, "only builtin, func and mhlo ops (and sdy in the Shardy form) can "
                                                   "be handed to XLA")
-                self.error(op, f"'{op.name}' is not builtin/func/mhlo; {how}")
+                self.error(op, f"'{op_name}' is not builtin/func/mhlo; {how}")
             elif target in form.foreign_targets:
                 self.error(op, f"GSPMD custom call @{target} in {form.module}: {form.foreign_target_hint}")
-            elif op.name == shardy.MESH_OP and form.checks_mesh:
+            elif op_name == shardy.MESH_OP and form.checks_mesh:
                 self._check_mesh(op, replicas, partitions)
-            elif op.name in device_groups.MHLO_COLLECTIVES:
-                self._check_collective(op, replicas, partitions)
-            elif op.name == "mhlo.replica_id" and replicas == 1 and partitions > 1:
+            elif op_name in device_groups.MHLO_COLLECTIVES:
+                key = (op_name, device_groups.group_mode(op), _groups_attr(op))
+                if key not in collectives:
+                    collectives[key] = self._collective_problems(op, replicas, partitions)
+                for problem in collectives[key]:
+                    self.error(op, problem)
+            elif op_name == "mhlo.replica_id" and replicas == 1 and partitions > 1:
                 self.warn(op, "replica_id is always 0 in a module with num_replicas = 1; "
                               "did you mean partition_id?")
-            elif op.name == "mhlo.partition_id" and partitions == 1 and replicas > 1:
+            elif op_name == "mhlo.partition_id" and partitions == 1 and replicas > 1:
                 self.warn(op, "partition_id is always 0 in a module with num_partitions = 1; "
                               "did you mean replica_id?")
 
@@ -190,48 +200,62 @@ class VerifyHandoffPass(ModulePass):
                            f"replicas x {partitions} partitions; XLA needs mhlo.num_partitions = {mesh.size} and "
                            f"mhlo.num_replicas = 1")
 
-    def _check_collective(self, op, replicas: int, partitions: int) -> None:
+    def _collective_problems(self, op, replicas: int, partitions: int) -> list[str]:
+        """What is wrong with a collective's groups (depends only on its name, group mode and groups)."""
         mode = device_groups.group_mode(op)
         n = device_groups.id_count(mode, replicas, partitions)
         what = f"{op.name} ({mode.value}, ids 0..{n - 1})"
         ids = device_groups.groups(op)
         if op.name == "mhlo.collective_permute":
-            self._check_pairs(op, ids, n, what)
-            return
+            return _pair_problems(ids, n, what)
         if ids.size == 0:
-            return  # one group of every id (the op verifier rejects it where invalid)
+            return []  # one group of every id (the op verifier rejects it where invalid)
         if (ids < 0).any() and (op.name != "mhlo.all_reduce" or not _padded_rows(ids)):
-            self.error(op, f"{what}: replica groups have different sizes (padded with -1): {ids.tolist()}; only "
-                           f"all_reduce may have groups of different sizes (-1 only after a group's ids)")
-            return
+            return [f"{what}: replica groups have different sizes (padded with -1): {ids.tolist()}; only "
+                    f"all_reduce may have groups of different sizes (-1 only after a group's ids)"]
         flat = ids[ids >= 0]
         bad = sorted({int(i) for i in flat if i >= n})
         if bad:
-            self.error(op, f"{what}: ids {bad} are out of range for "
-                           f"num_replicas = {replicas}, num_partitions = {partitions}")
-            return
+            return [f"{what}: ids {bad} are out of range for num_replicas = {replicas}, num_partitions = {partitions}"]
         values, counts = np.unique(flat, return_counts=True)
         if (counts > 1).any():
-            self.error(op, f"{what}: ids {values[counts > 1].tolist()} appear in more than one "
-                           f"group (groups must be disjoint)")
-        elif len(values) != n:
+            return [f"{what}: ids {values[counts > 1].tolist()} appear in more than one group (groups must be disjoint)"]
+        if len(values) != n:
             missing = sorted(set(range(n)) - set(values.tolist()))
-            self.error(op, f"{what}: groups do not cover ids {missing}; every id must be in a group")
+            return [f"{what}: groups do not cover ids {missing}; every id must be in a group"]
+        return []
 
-    def _check_pairs(self, op, pairs, n: int, what: str) -> None:
-        if pairs.size == 0:
-            return
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            self.error(op, f"{what}: source_target_pairs must be an Nx2 array")
-            return
-        bad = sorted({int(i) for i in pairs.ravel() if not 0 <= i < n})
-        if bad:
-            self.error(op, f"{what}: ids {bad} are out of range")
-            return
-        for col, role in ((0, "source"), (1, "target")):
-            vals, counts = np.unique(pairs[:, col], return_counts=True)
-            if (counts > 1).any():
-                self.error(op, f"{what}: {role} ids {vals[counts > 1].tolist()} appear more than once")
+
+def _groups_attr(op):
+    """A collective's groups attribute (None when it has none): equal attributes are one object in MLIR."""
+    name = device_groups.groups_attr_name(op)
+    return op.attributes[name] if name in op.attributes else None
+
+
+def _is_plain(name: str) -> bool:
+    """An op name (of a dialect every form allows) that no check but the sharding attributes' is about."""
+    dialect = name.split(".", 1)[0] if "." in name else "builtin"
+    return dialect in ("builtin", "func", "mhlo") and name not in _CHECKED_NAMES
+
+
+_CHECKED_NAMES = frozenset(("mhlo.custom_call", "func.func", shardy.MESH_OP, "mhlo.replica_id", "mhlo.partition_id",
+                            *device_groups.MHLO_COLLECTIVES))
+
+
+def _pair_problems(pairs, n: int, what: str) -> list[str]:
+    if pairs.size == 0:
+        return []
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        return [f"{what}: source_target_pairs must be an Nx2 array"]
+    bad = sorted({int(i) for i in pairs.ravel() if not 0 <= i < n})
+    if bad:
+        return [f"{what}: ids {bad} are out of range"]
+    problems = []
+    for col, role in ((0, "source"), (1, "target")):
+        vals, counts = np.unique(pairs[:, col], return_counts=True)
+        if (counts > 1).any():
+            problems.append(f"{what}: {role} ids {vals[counts > 1].tolist()} appear more than once")
+    return problems
 
 
 def _device_problem(sharding, partitions: int) -> str:

@@ -168,3 +168,57 @@ def test_warning_without_a_collector_is_a_python_warning(ctx, parse):
         warnings.simplefilter("always")
         Pipeline((Warns(),)).pass_manager(ctx).run(m.operation)
     assert any(issubclass(w.category, PxlaWarning) and "heads up" in str(w.message) for w in caught)
+
+
+@dataclasses.dataclass(frozen=True)
+class Breaks(ModulePass):
+    argument = "pxla-test-breaks"
+    summary = "leaves a module the verifier rejects"
+
+    def run(self, module):
+        main = module.regions[0].blocks[0].operations[0]
+        main.attributes["sym_visibility"] = ir.StringAttr.get("bogus")
+
+
+@dataclasses.dataclass(frozen=True)
+class Seen(ModulePass):
+    argument = "pxla-test-seen"
+    summary = "records that it ran"
+    checks_only = True
+    ran = []
+
+    def run(self, module):
+        self.ran.append(str(module).count("bogus"))
+
+
+def test_a_pass_that_leaves_invalid_ir_fails_before_the_next_pass_runs(ctx, parse):
+    """pxla-opt's default verifies after pxla passes that change the module only: the
+    verifier's error is the pass's failure, and no later pass (C++ or Python) sees the IR."""
+    Seen.ran.clear()
+    pm = Pipeline((Breaks(), "canonicalize", Seen())).pass_manager(ctx, "pxla-changes")
+    with DiagnosticCollector(ctx) as diags:
+        with pytest.raises(ir.MLIRError):
+            pm.run(parse(PARTITION_MODE).operation)
+    assert [d.severity for d in diags.diagnostics] == ["error"]
+    assert "visibility expected to be one of" in diags.diagnostics[0].message
+    assert Seen.ran == []
+
+
+def test_a_checks_only_pass_is_not_followed_by_the_verifier(ctx, parse):
+    Seen.ran.clear()
+    m = parse(PARTITION_MODE)
+    Pipeline((Breaks(),)).pass_manager(ctx, "none").run(m.operation)  # invalid now, unverified
+    Pipeline((Seen(), Seen())).pass_manager(ctx, "pxla-changes").run(m.operation)
+    assert Seen.ran == [1, 1]
+    with pytest.raises(ir.MLIRError, match="visibility expected"):
+        Pipeline((Seen(),)).pass_manager(ctx, "every-pass").run(m.operation)
+
+
+def test_the_pxla_changes_policy_knows_when_the_module_is_left_verified(ctx):
+    def verified(*steps):
+        return Pipeline(tuple(steps)).verified_at_end("pxla-changes")
+
+    assert verified() and verified(Breaks()) and verified(Breaks(), Seen())
+    assert not verified("canonicalize") and not verified(Breaks(), "cse", Seen())
+    assert verified("cse", Breaks(), Seen())
+    assert Pipeline(("cse",)).verified_at_end("every-pass") and not Pipeline((Breaks(),)).verified_at_end("none")

@@ -97,6 +97,33 @@ def test_twenty_megabytes_of_constants(tmp_path):
     assert_clean_failure(run_cli(src), "big.mlir:")
 
 
+def test_the_nesting_check_of_a_large_input_is_exact():
+    """Over the quick count, a whole-buffer bound decides; only a bound over
+    the limit is scanned token by token for the place."""
+    from pxla_mlir.ir.nesting import MAX_NESTING, NestingError, check_nesting
+
+    flat = b"[" * 600 + b"]" * 600
+    check_nesting(flat * 3)
+    # Strings, comments and the '>' of '->' do not count, with and without a comment in the input.
+    skipped = b'"' + b"(" * 1500 + b'" ' + b"->" * 2000 + b"(" * 900
+    check_nesting(skipped)
+    check_nesting(skipped + b"\n// " + b"{" * 1500 + b"\n")
+    with pytest.raises(NestingError) as e:
+        check_nesting(flat + b'"((" ' + b"(" * (MAX_NESTING + 1))
+    assert (e.value.line, e.value.col) == (1, len(flat) + 5 + MAX_NESTING + 1)
+    with pytest.raises(NestingError):
+        check_nesting(flat + b"(" * 10 + b"- " * MAX_NESTING)  # a minus run on top of the depth
+
+
+def test_verify_each_spellings(tmp_path):
+    src = tmp_path / "ok.mlir"
+    src.write_text(VALID)
+    for flag in ("-verify-each", "--verify-each=true", "--verify-each=0"):
+        proc = run_cli(src, flag, "--pass-pipeline=builtin.module(pxla-verify-handoff,canonicalize)")
+        assert proc.returncode == 0 and b"mhlo.negate" in proc.stdout, flag
+    assert_clean_failure(run_cli(src, "--verify-each=maybe"), "--verify-each: expected true or false")
+
+
 def test_driver_does_not_import_jax(tmp_path):
     src = tmp_path / "ok.mlir"
     src.write_text(VALID)

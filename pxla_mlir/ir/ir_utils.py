@@ -6,7 +6,7 @@ segfaults); the helpers here check first and raise a Python error instead.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -22,6 +22,34 @@ def walk(root: ir.Operation) -> list[ir.Operation]:
     def visit(op):
         out.append(op)
         return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return out
+
+
+def walk_selected(root: ir.Operation, by_name: Callable[[str], bool],
+                  attrs: Sequence[str] = ()) -> list[tuple[ir.Operation, str]]:
+    """``(op, name)`` of the ops nested in ``root`` (root included, pre-order)
+    whose name ``by_name`` accepts (asked once per name) or that carry one of
+    ``attrs``. On a large module a pass that looks at a few kinds of ops
+    touches each other op only for its name (and ``attrs``)."""
+    out: list[tuple[ir.Operation, str]] = []
+    append, advance, chosen = out.append, ir.WalkResult.ADVANCE, {}
+
+    def visit(op):
+        name = op.name
+        keep = chosen.get(name)
+        if keep is None:
+            keep = chosen[name] = bool(by_name(name))
+        if keep:
+            append((op, name))
+        elif attrs:
+            present = op.attributes
+            for a in attrs:  # a loop, not any(): this runs for nearly every op
+                if a in present:
+                    append((op, name))
+                    break
+        return advance
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return out

@@ -9,7 +9,10 @@ types at about 15,900. ``MAX_NESTING`` stays well below all of them.
 
 The scan counts ``(``, ``[``, ``{`` and ``<`` (not the ``>`` of ``->``)
 outside string literals and ``//`` comments, plus runs of unary minus, which
-the affine-expression parser also recurses on.
+the affine-expression parser also recurses on. A large input first gets an
+upper bound of that depth from whole-buffer operations (regular expressions,
+``bytes.translate``, a numpy running sum); only an input whose bound is over
+the limit is scanned token by token for the exact place.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ MAX_NESTING = 1000
 
 _TOKENS = re.compile(rb'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|-(?:\s*-)+|[(\[{<]|[)\]}>]')
 _OPENERS = b"([{<"
+_CLOSERS = b")]}>"
+_STRINGS = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+_SKIPPED = re.compile(rb'"(?:[^"\\\n]|\\.)*"|//[^\n]*')
+_MINUS_RUN = re.compile(rb"-(?:\s*-)+")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in _OPENERS + _CLOSERS)
 
 
 class NestingError(PxlaUserError, ValueError):
@@ -42,6 +50,8 @@ def check_nesting(text: str | bytes) -> None:
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
     if sum(data.count(c) for c in _OPENERS) + data.count(b"-") <= MAX_NESTING:
         return  # cannot be too deep: the common case costs a few counts
+    if _depth_bound(data) <= MAX_NESTING:
+        return
     depth = 0
     for m in _TOKENS.finditer(data):
         token = m.group()
@@ -57,6 +67,31 @@ def check_nesting(text: str | bytes) -> None:
                 raise _error(data, m.start())
         elif depth:
             depth -= 1
+
+
+def _depth_bound(data: bytes) -> int:
+    """At least the depth plus minus run the token scan of :func:`check_nesting`
+    reaches anywhere in ``data``, in whole-buffer operations.
+
+    Strings and comments are blanked exactly as the scan skips them. Dropping
+    every ``>`` that follows a ``-`` (the scan keeps the one of ``-->``) and
+    measuring minus runs with their spaces can only raise the result.
+    """
+    # Without "//" only strings are skipped; a pattern that starts with a literal searches much faster.
+    code = (_SKIPPED if b"//" in data else _STRINGS).sub(b" ", data)
+    longest_run = max((m.end() - m.start() for m in _MINUS_RUN.finditer(code)), default=0)
+    brackets = code.replace(b"->", b"  ").translate(None, _NOT_BRACKETS)
+    if sum(brackets.count(c) for c in _OPENERS) + longest_run <= MAX_NESTING:
+        return 0
+    import numpy as np  # only for large inputs: pxla-opt starts without it
+
+    step = np.zeros(256, np.int32)
+    step[list(_OPENERS)] = 1
+    step[list(_CLOSERS)] = -1
+    total = np.cumsum(step[np.frombuffer(brackets, np.uint8)], dtype=np.int32)
+    # A closer at depth 0 is ignored: the depth is the sum less its lowest point so far.
+    depth = total - np.minimum(np.minimum.accumulate(total), 0)
+    return int(depth.max(initial=0)) + longest_run
 
 
 def _error(data: bytes, offset: int) -> NestingError:

@@ -70,15 +70,20 @@ def mesh_name_for(module: ir.Operation, mesh: AbstractMesh, where) -> str:
                            f"first")
 
 
-def uses_shardy(module: ir.Operation) -> bool:
+def uses_shardy(module: ir.Operation, named_ops: list[tuple[ir.Operation, str]] | None = None) -> bool:
     """True when the module is written for Shardy: it has an ``sdy`` op or an
-    ``sdy.sharding`` attribute (on an op or a function boundary)."""
-    for op in ir_utils.walk(module):
-        if op.name.startswith("sdy."):
+    ``sdy.sharding`` attribute (on an op or a function boundary).
+    ``named_ops``: ``(op, name)`` of the module's ops when the caller has them;
+    the sdy ops, the functions and the ops carrying an sdy.sharding suffice."""
+    if named_ops is None:
+        named_ops = ir_utils.walk_selected(module, lambda n: n.startswith("sdy.") or n == "func.func",
+                                           attrs=(SHARDING,))
+    for op, name in named_ops:
+        if name.startswith("sdy."):
             return True
         if SHARDING in op.attributes:
             return True
-        if op.name == "func.func":
+        if name == "func.func":
             for key in ("arg_attrs", "res_attrs"):
                 if key in op.attributes and any(SHARDING in d for d in pxla_attrs.boundary_attrs(op, key)):
                     return True

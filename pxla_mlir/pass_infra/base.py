@@ -10,6 +10,9 @@ place. Problems are reported with ``raise PassError(op, msg)`` (stop now) or
 The bridge turns every exception escaping ``run`` into an MLIR error at the
 op's location plus ``signal_pass_failure()``: no Python exception ever crosses
 into C++, and a buggy pass reports "internal error" instead of a traceback.
+With ``verify=True`` it also runs MLIR's verifier after a pass that may
+change the module (every pass whose ``checks_only`` is False), so that no
+later pass, a C++ one included, sees IR a Python pass made invalid.
 """
 
 from __future__ import annotations
@@ -76,7 +79,11 @@ _run_state = _RunState()
 @dataclasses.dataclass(frozen=True)
 class ModulePass(_Configurable):
     """A pass over the ``builtin.module`` op. Subclasses set ``argument`` and
-    ``summary``, declare options as fields and implement :meth:`run`."""
+    ``summary``, declare options as fields and implement :meth:`run`; a pass
+    that never changes the module sets ``checks_only = True`` (nothing to
+    verify after it)."""
+
+    checks_only: ClassVar[bool] = False
 
     def run(self, module: ir.Operation) -> None:
         raise NotImplementedError
@@ -95,10 +102,14 @@ class ModulePass(_Configurable):
         diagnostics.emit("remark", location(where, _run_state.stack[-1]["root"].location), message)
 
     # -- the bridge into jaxlib's PassManager --------------------------------
-    def add_to(self, pm) -> None:
-        pm.add(self._callback(), name=type(self).__name__, argument=self.argument, description=self.summary)
+    def add_to(self, pm, *, verify: bool = False) -> None:
+        """Adds this pass to a jaxlib PassManager; ``verify``: verify the
+        module after it unless it only checks (for a PassManager whose own
+        verifier is off)."""
+        callback = self._callback(verify=verify and not self.checks_only)
+        pm.add(callback, name=type(self).__name__, argument=self.argument, description=self.summary)
 
-    def _callback(self):
+    def _callback(self, *, verify: bool = False):
         def callback(op, pass_handle):
             state = {"root": op, "failed": False}
             _run_state.stack.append(state)
@@ -106,6 +117,12 @@ class ModulePass(_Configurable):
                 # A default location and context for types/attributes built in run().
                 with op.context, op.location:
                     self.run(op)
+                if verify and not state["failed"]:
+                    op.verify()
+            except ir.MLIRError as e:  # the verifier's errors (already routed to a collector, if one is active)
+                for d in e.error_diagnostics:
+                    diagnostics.emit("error", d.location, d.message, [(n.location, n.message) for n in d.notes])
+                state["failed"] = True
             except PassError as e:
                 _emit("error", location(e.where, op.location), e.message, e.notes, op)
                 state["failed"] = True

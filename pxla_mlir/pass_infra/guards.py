@@ -22,6 +22,7 @@ __all__ = ["guards_for"]
 class _NoUnregisteredOps(ModulePass):
     argument = "pxla-guard-unregistered-ops"
     summary = "Refuse ops of unregistered dialects before a jaxlib pass that crashes on them"
+    checks_only = True
 
     before: str = ""
 

@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import tempfile
-from typing import Union
+from typing import Literal, Union
 
 from jaxlib.mlir import ir, passmanager
 
@@ -138,6 +138,7 @@ class _Parser:
 # -- resolved pipeline -----------------------------------------------------------
 
 Step = Union[ModulePass, str]  # a pxla pass, or canonical text of jaxlib passes
+Verify = Literal["every-pass", "pxla-changes", "none"]
 
 
 def _clean(s: str) -> str:
@@ -209,16 +210,34 @@ class Pipeline:
     def __str__(self) -> str:
         return f"{ROOT_ANCHOR}({','.join(str(s) for s in self.steps)})"
 
-    def pass_manager(self, ctx: ir.Context) -> passmanager.PassManager:
-        """One jaxlib PassManager running every step in order."""
+    def verified_at_end(self, verify: Verify) -> bool:
+        """Whether the PassManager of this policy leaves the module verified:
+        under ``"pxla-changes"``, when no jaxlib pass runs after the last pxla
+        pass that may change the module (else the caller verifies before it
+        prints: printing invalid IR can crash)."""
+        if verify != "pxla-changes":
+            return verify == "every-pass"
+        changing = [s for s in self.steps if isinstance(s, str) or not s.checks_only]
+        return not changing or not isinstance(changing[-1], str)
+
+    def pass_manager(self, ctx: ir.Context, verify: Verify = "every-pass") -> passmanager.PassManager:
+        """One jaxlib PassManager running every step in order.
+
+        ``verify``: ``"every-pass"`` runs MLIR's verifier after each pass (as
+        mlir-opt does); ``"pxla-changes"`` only after each pxla pass that may
+        change the module, so that no later pass sees IR a Python pass made
+        invalid (jaxlib's passes keep valid IR valid); ``"none"`` leaves it to
+        the caller. The verifier costs about as much as a pass over the module.
+        """
         pm = passmanager.PassManager(ROOT_ANCHOR, context=ctx)
+        pm.enable_verifier(verify == "every-pass")
         for step in self.steps:
             if isinstance(step, str):
                 for guard in guards_for(step):
                     guard.add_to(pm)
                 pm.add(step)
             else:
-                step.add_to(pm)
+                step.add_to(pm, verify=verify == "pxla-changes")
         return pm
 
 
@@ -327,8 +346,7 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
     before = module.operation.get_asm(enable_debug_info=True) if reproducer else None
     with DiagnosticCollector(ctx) as diags:
         try:
-            pm = pipeline.pass_manager(ctx)
-            pm.enable_verifier(verify_each)
+            pm = pipeline.pass_manager(ctx, "every-pass" if verify_each else "none")
             pm.run(module.operation)
             if not verify_each:
                 module.operation.verify()

@@ -34,6 +34,7 @@ DEFAULT_SPLIT_MARKER = "// -----"
 BYTECODE_MAGIC = b"ML\xefR"
 _BUFFER_LOC = re.compile(r'loc\("-":(?=\d+:\d+\))')
 _SPLIT_FLAGS = ("-split-input-file", "--split-input-file")
+_BOOL_FLAGS = ("-verify-each", "--verify-each")
 
 
 def _quote(path: str) -> str:
@@ -78,6 +79,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
     _flag(p, "output-split-marker", f"the line written between the outputs of chunks (default '{DEFAULT_SPLIT_MARKER}')",
           metavar="MARKER", default=DEFAULT_SPLIT_MARKER)
     _flag(p, "verify-diagnostics", "check diagnostics against '// expected-error ...' comments",
+          action="store_true")
+    _flag(p, "verify-each", "run the verifier after every pass, jaxlib's too (default: after each pxla pass that "
+                            "may change the module, and at the end after a jaxlib pass; --verify-each=false is the "
+                            "default spelled out)",
           action="store_true")
     _flag(p, "no-implicit-module", "do not wrap the input in a module: it must be one top-level operation",
           action="store_true")
@@ -173,6 +178,21 @@ def _split_marker_argv(argv: list[str]) -> list[str]:
     return [f"--split-input-file={DEFAULT_SPLIT_MARKER}" if a in _SPLIT_FLAGS else a for a in argv]
 
 
+def _bool_flags_argv(argv: list[str]) -> list[str]:
+    """mlir-opt's ``--verify-each=true|false`` (a value only after '=') as a plain flag or none."""
+    out = []
+    for a in argv:
+        name, eq, value = a.partition("=")
+        if eq and name in _BOOL_FLAGS:
+            if value.lower() not in ("true", "1", "false", "0"):
+                raise UsageError(f"argument {name}: expected true or false, got {value!r}")
+            if value.lower() in ("true", "1"):
+                out.append(name)
+            continue
+        out.append(a)
+    return out
+
+
 class Driver:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -230,10 +250,13 @@ class Driver:
                     if not bytecode:  # the nesting limit guards the text parser's stack
                         check_nesting(data)
                     op, owner = self._parse(data, pipeline)
-                    pm = pipeline.pass_manager(ctx)
+                    verify = "every-pass" if a.verify_each else "pxla-changes"
+                    pm = pipeline.pass_manager(ctx, verify)
                     self._instrument(pm)
                     if pipeline.steps:
                         self._run(pm, op)
+                        if not pipeline.verified_at_end(verify):
+                            op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
                     out = self._print(op)
                 except ir.MLIRError as e:
                     diags.add_error(e)
@@ -245,7 +268,8 @@ class Driver:
                     diags.add(Diagnostic("error", e.message, e.loc))
                 finally:
                     pm = op = owner = None  # noqa: F841 (dropped: the timing report prints when the PassManager dies)
-                    gc.collect()
+                    if a.mlir_timing or a.mlir_pass_statistics:
+                        gc.collect()  # a collection costs about as much as a small module's passes
         failed = bool(diags.errors)
         if bytecode:  # no source lines to point at: name the file only
             found = [_without_buffer_loc(d) for d in diags.diagnostics]
@@ -402,7 +426,8 @@ def _write_output(path: str, out: str | bytes) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_arg_parser().parse_args(_split_marker_argv(sys.argv[1:] if argv is None else list(argv)))
+        argv = _bool_flags_argv(_split_marker_argv(sys.argv[1:] if argv is None else list(argv)))
+        args = build_arg_parser().parse_args(argv)
         if args.version:
             print(_version_text())
             return 0
