@@ -6,8 +6,10 @@ from typing import Sequence
 
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jaxlib.mlir import ir
 
-from ..ir.pxla_attrs import REP_AXIS
+from ..ir import ir_utils, pxla_attrs
+from ..ir.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
 from ..stages import Layout
 
 
@@ -18,7 +20,8 @@ class DeviceLayout:
     A flat pmap's mesh is jax.pmap's, ``Mesh(devices, (axis,))``, and a value
     mapped on axis ``a`` is ``P(None, ..., axis)`` (``a`` Nones), as jax.pmap
     lays it out; a pmap with nested pmaps adds the inner devices as a second
-    mesh axis, ``_pxla_rep``, over which every value is replicated.
+    mesh axis, ``_pxla_rep``, over which every value is replicated, unless
+    import placed some values by piece over them (:func:`from_module`).
     """
 
     def __init__(self, devices: Sequence, axis_size: int, label: str):
@@ -37,8 +40,34 @@ class DeviceLayout:
         return NamedSharding(self.mesh, PartitionSpec(*[None] * axis, self.label))
 
     def layout(self, in_axes: Sequence, in_avals: Sequence, out_axes: Sequence, out_avals: Sequence, *,
-               donated: Sequence[bool] = (), consts: Sequence = ()) -> Layout:
-        """The Layout of flat inputs and outputs mapped on ``in_axes``/``out_axes`` (None: broadcast)."""
+               donated: Sequence[bool] = (), consts: Sequence = (), module: ir.Module | None = None) -> Layout:
+        """The Layout of flat inputs and outputs mapped on ``in_axes``/``out_axes`` (None: broadcast);
+        with the imported ``module``, as its @main says where it placed values by piece."""
+        pieces = from_module(module, self.devices) if module is not None and self.replication > 1 else None
+        if pieces is not None:
+            return Layout(self.devices, in_avals, out_avals, *pieces, donated, consts)
         return Layout(self.devices, in_avals, out_avals,
                       [self.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
                       [self.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)], donated, consts)
+
+
+def from_module(module: ir.Module, devices: Sequence) -> tuple[list, list] | None:
+    """The in and out shardings @main's ``pxla.tile_dims`` state over the
+    module's ``pxla.mesh``, when that mesh splits the inner devices (values
+    placed by piece); None for the plain (pmap axis, replicas) mesh."""
+    op = module.operation
+    mesh = pxla_attrs.parse_mesh(pxla_attrs.read_str(op, MESH), op)
+    if REP_AXIS in mesh.axis_names or len(mesh.axis_names) < 2:
+        return None
+    grid = Mesh(np.array(list(devices), dtype=object).reshape(mesh.axis_sizes), tuple(mesh.axis_names))
+    main = ir_utils.find_function(op, "main")
+    return ([_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "arg_attrs")],
+            [_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "res_attrs")])
+
+
+def _sharding(mesh: Mesh, entries: dict) -> NamedSharding:
+    dims = [[ir.StringAttr(a).value for a in ir.ArrayAttr(d)] for d in ir.ArrayAttr(entries[TILE_DIMS])]
+    spec = [None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in dims]
+    while spec and spec[-1] is None:
+        spec.pop()
+    return NamedSharding(mesh, PartitionSpec(*spec))

@@ -92,7 +92,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
             in_axes, global_avals, in_specs, out_axes, out_avals, out_specs, donated=donated, consts=consts)
     else:
         layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name)).layout(
-            in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts)
+            in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts, module=imported.module)
     return lower(imported, pipeline=options.anchored(), layout=layout,
                  signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
                  jaxpr_text=jaxpr.pretty_print)
