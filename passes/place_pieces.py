@@ -27,7 +27,7 @@ used only by alike shards, repeatedly, gets the piece type (a size-1
 dimension where each shard took one index) and a reshape; a result that is
 an unshard (of an unshard ...) returns the piece. ``pxla.mesh`` gets one axis
 per distinct piece of the inner devices (named after the nested pmap axis
-when that is unambiguous, else ``_pxla_rep``, ``_pxla_rep1``, ...) and
+when that is unambiguous, else ``_pxla_rep1``, ``_pxla_rep2``, ...) and
 ``pxla.tile_dims`` says which axes split each argument and result. Aliased
 donations whose tile types no longer match become buffer donors. Pieces that
 do not tile the device grid as one mesh leave the boundary as it was.
@@ -233,11 +233,13 @@ class _Mover:
         axis = key[0]
         if self._piecewise(op, key, axis) is None:
             return False
+        alike = []  # unshards along the same axis feed the op their pieces directly
         with ir.InsertionPoint(op):
             for i, operand in enumerate(list(op.operands)):
                 owner = operand.owner if isinstance(operand, ir.OpResult) else None
                 if owner is not None and _target(owner) == UNSHARD and _key(owner) == key:
                     op.operands[i] = owner.operands[0]
+                    alike.append(owner)
                 else:
                     op.operands[i] = _placeholder(unshard, SHARD, operand, _without(operand.type, axis)).result
         self._set_piece_attrs(op, axis)
@@ -246,8 +248,13 @@ class _Mover:
         with ir.InsertionPoint.after(op):
             new = _placeholder(unshard, UNSHARD, op.results[0], full)
         op.results[0].replace_all_uses_except(new.results[0], new)
-        if not _users(unshard.results[0]):
-            unshard.erase()
+        unique = []
+        for other in alike:
+            if not any(other == u for u in unique):
+                unique.append(other)
+        for other in unique:
+            if not _users(other.results[0]):
+                other.erase()
         return True
 
     def _hoist(self, shard) -> bool:
@@ -420,7 +427,8 @@ class _Boundary:
             others = {p.name for p in pieces if (p.stride, p.size) != (lo, size)}
             name = next(iter(exact)) if len(exact) == 1 else ""
             if not _NAME.fullmatch(name) or name.startswith("_pxla") or name in taken or name in others:
-                name = REP_AXIS if REP_AXIS not in taken else f"{REP_AXIS}{len(taken)}"
+                # Not _pxla_rep itself: that name means "replicated over the inner devices".
+                name = f"{REP_AXIS}{len(taken)}"
             taken.add(name)
             names[(lo, size)] = name
         axes = {self.label: (self.inner, self.outer)}

@@ -10,6 +10,7 @@ from jaxlib.mlir import ir
 
 from ..ir import ir_utils, pxla_attrs
 from ..ir.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
+from ..jax_internals import physical
 from ..stages import Layout
 
 
@@ -45,7 +46,9 @@ class DeviceLayout:
         with the imported ``module``, as its @main says where it placed values by piece."""
         pieces = from_module(module, self.devices) if module is not None and self.replication > 1 else None
         if pieces is not None:
-            return Layout(self.devices, in_avals, out_avals, *pieces, donated, consts)
+            layout = Layout(self.devices, in_avals, out_avals, *pieces, donated, consts)
+            _check_tiles(layout, module)
+            return layout
         return Layout(self.devices, in_avals, out_avals,
                       [self.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
                       [self.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)], donated, consts)
@@ -71,3 +74,18 @@ def _sharding(mesh: Mesh, entries: dict) -> NamedSharding:
     while spec and spec[-1] is None:
         spec.pop()
     return NamedSharding(mesh, PartitionSpec(*spec))
+
+
+def _check_tiles(layout: Layout, module: ir.Module) -> None:
+    """Every buffer the layout places must be the tile @main takes or gives:
+    jaxlib crashes the process on a buffer of another size."""
+    main = ir_utils.find_function(module.operation, "main")
+    ftype = pxla_attrs.function_type(main)
+    for what, avals, shardings, types in (("argument", layout.in_avals, layout.in_shardings, ftype.inputs),
+                                          ("result", layout.out_avals, layout.out_shardings, ftype.results)):
+        for i, (aval, sharding, t) in enumerate(zip(avals, shardings, types)):
+            aval_, sharding_ = physical(aval, sharding)  # a PRNG key's buffer has its key data dimensions
+            tile = tuple(sharding_.shard_shape(aval_.shape))
+            if tile != tuple(ir.RankedTensorType(t).shape):
+                raise RuntimeError(f"internal error: {what} {i} of {aval.str_short()} is placed as {tile} pieces by "
+                                   f"{sharding}, but the module's @main has {t}; please report it")

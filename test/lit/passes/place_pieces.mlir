@@ -156,3 +156,32 @@ module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32, p
     return %3 : tensor<1x3x2xf32>
   }
 }
+
+// -----
+
+// Two unshards along the same axis meet in an add: the add works on both
+// pieces and one unshard leaves it.
+
+// CHECK-LABEL: module attributes
+// CHECK-SAME: pxla.mesh = "i=2,j=2"
+// CHECK: @main(%[[X:.*]]: tensor<1x1x3xf32> {{.*}}, %[[Y:.*]]: tensor<1x1x3xf32>
+// CHECK-NEXT: %[[PY:.*]] = mhlo.reshape %[[Y]]
+// CHECK-NEXT: %[[PX:.*]] = mhlo.reshape %[[X]]
+// CHECK-NEXT: %[[N:.*]] = mhlo.negate %[[PX]]
+// CHECK-NEXT: %[[A:.*]] = mhlo.add %[[N]], %[[PY]] : tensor<3xf32>
+// CHECK-NEXT: %[[R:.*]] = mhlo.reshape %[[A]] : (tensor<3xf32>) -> tensor<1x1x3xf32>
+// CHECK-NEXT: return %[[R]]
+module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "i=2,_pxla_rep=2"} {
+  func.func public @main(%arg0: tensor<1x2x3xf32> {pxla.tile_dims = [["i"], [], []]}, %arg1: tensor<1x2x3xf32> {pxla.tile_dims = [["i"], [], []]}) -> (tensor<1x2x3xf32> {pxla.tile_dims = [["i"], [], []]}) {
+    %0 = mhlo.reshape %arg0 : (tensor<1x2x3xf32>) -> tensor<2x3xf32>
+    %1 = mhlo.custom_call @pxla.shard(%0) {pxla.axis = 0 : i64, pxla.axis_name = "j", pxla.axis_size = 2 : i64, pxla.stride = 1 : i64} : (tensor<2x3xf32>) -> tensor<3xf32>
+    %2 = mhlo.negate %1 : tensor<3xf32>
+    %3 = mhlo.custom_call @pxla.unshard(%2) {pxla.axis = 0 : i64, pxla.axis_name = "j", pxla.axis_size = 2 : i64, pxla.stride = 1 : i64} : (tensor<3xf32>) -> tensor<2x3xf32>
+    %4 = mhlo.reshape %arg1 : (tensor<1x2x3xf32>) -> tensor<2x3xf32>
+    %5 = mhlo.custom_call @pxla.shard(%4) {pxla.axis = 0 : i64, pxla.axis_name = "j", pxla.axis_size = 2 : i64, pxla.stride = 1 : i64} : (tensor<2x3xf32>) -> tensor<3xf32>
+    %6 = mhlo.custom_call @pxla.unshard(%5) {pxla.axis = 0 : i64, pxla.axis_name = "j", pxla.axis_size = 2 : i64, pxla.stride = 1 : i64} : (tensor<3xf32>) -> tensor<2x3xf32>
+    %7 = mhlo.add %3, %6 : tensor<2x3xf32>
+    %8 = mhlo.reshape %7 : (tensor<2x3xf32>) -> tensor<1x2x3xf32>
+    return %8 : tensor<1x2x3xf32>
+  }
+}
