@@ -183,17 +183,36 @@ class _Mover:
         self.block = block
 
     def run(self) -> None:
+        # Sweeps over a snapshot of the placeholders; ops a rewrite leaves unused are erased after the sweep
+        # (an erased op must not be touched again).
         changed = True
         while changed:
             changed = False
-            for op in list(self.block.operations):
-                target = _target(op)
-                if target == UNSHARD and self._sink(op):
-                    changed = True
-                    break
-                if target == SHARD and self._hoist(op):
-                    changed = True
-                    break
+            self.dead: list = []
+            for op in [op for op in self.block.operations if _target(op)]:
+                if not _users(op.results[0]):
+                    continue
+                if _target(op) == UNSHARD:
+                    changed |= self._sink(op)
+                else:
+                    changed |= self._hoist(op)
+            progress = True
+            while progress:
+                progress = False
+                for op in list(self.dead):
+                    if not _users(op.results[0]):
+                        self.dead = [d for d in self.dead if not d == op]
+                        op.erase()
+                        progress = True
+                        break
+
+    def _discard(self, op) -> None:
+        if not any(op == d for d in self.dead):
+            self.dead.append(op)
+
+    def _replace(self, op, value: ir.Value) -> None:
+        op.results[0].replace_all_uses_with(value)
+        self._discard(op)
 
     def _in_block(self, op) -> bool:
         return op.parent is not None and op.parent.operation == self.block.owner.operation
@@ -248,13 +267,8 @@ class _Mover:
         with ir.InsertionPoint.after(op):
             new = _placeholder(unshard, UNSHARD, op.results[0], full)
         op.results[0].replace_all_uses_except(new.results[0], new)
-        unique = []
         for other in alike:
-            if not any(other == u for u in unique):
-                unique.append(other)
-        for other in unique:
-            if not _users(other.results[0]):
-                other.erase()
+            self._discard(other)
         return True
 
     def _hoist(self, shard) -> bool:
@@ -264,9 +278,8 @@ class _Mover:
         op, key = source.owner, _key(shard)
         axis = key[0]
         if _target(op) == UNSHARD and _key(op) == key:  # a shard of an unshard: the value itself
-            ir_utils.replace_op(shard, [op.operands[0]])
-            if not _users(op.results[0]):
-                op.erase()
+            self._replace(shard, op.operands[0])
+            self._discard(op)
             return True
         users = _users(source)
         if not all(_target(u) == SHARD and _key(u) == key for u in users):
@@ -281,8 +294,8 @@ class _Mover:
                 splat = ir.DenseElementsAttr.get_splat(piece_type, ir.DenseElementsAttr(value).get_splat_value())
                 new = ir.Operation.create(op.name, results=[piece_type], attributes={"value": splat}, loc=op.location)
             for u in users:
-                ir_utils.replace_op(u, [new.results[0]])
-            op.erase()
+                self._replace(u, new.results[0])
+            self._discard(op)
             return True
         if name == "broadcast_in_dim" and ir.RankedTensorType(op.operands[0].type).rank == 0:
             pass  # the scalar operand stays whole
@@ -295,7 +308,7 @@ class _Mover:
             return False
         op.results[0].set_type(piece_type)
         for u in users:
-            ir_utils.replace_op(u, [op.results[0]])
+            self._replace(u, op.results[0])
         return True
 
     @staticmethod
