@@ -85,7 +85,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                                out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind,
                                partitions=partitions, in_specs=in_specs, out_specs=out_specs,
-                               by_piece=_blocks_within_processes(devs, axis_size))
+                               by_piece=options.pieces == "on" and _blocks_within_processes(devs, axis_size))
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
     if partitions:
