@@ -161,7 +161,8 @@ def test_run_prints_timings_and_outputs():
       "--arg", "f32[8,3]"), "--mode does not apply to --map xmap (xmap takes --in-axes, --out-axes, "
                             "--axis-resources, --axis-sizes, --mesh, --lowering, --shardings)"),
     (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--lowering", "manual", "--arg", "f32[8,3]"),
-     "--lowering does not apply to --map pmap (pmap takes --axis-name, --in-axes, --out-axes, --mode, --unshard, --shardings, --pieces)"),
+     "--lowering does not apply to --map pmap (pmap takes --axis-name, --in-axes, --out-axes, --mode, --unshard, "
+     "--shardings, --pieces)"),
     (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--axis-sizes", "{'j': 8}", "--arg", "f32[8,3]"),
      "--axis-sizes does not apply to --map pmap"),
     (("emit", NESTED, "--arg", "f32[8,1 2]"), "bad argument shape 'f32[8,1 2]': dimension '1 2' is not a "
