@@ -92,6 +92,9 @@ class PmapPipeline(NamedPipeline):
     mode: Literal["replica", "partition"] = option("replica", "run devices as replicas (2022 pmap) or partitions")
     unshard: Literal["all-gather", "all-reduce"] = option("all-gather", "how nested pmap outputs are collected")
     sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
+    # Read by pmap's import, which runs pxla-place-pieces before this pipeline: not a step of it.
+    pieces: Literal["on", "off"] = option("on", "nested pmaps' values enter and leave by piece where they can "
+                                                "(off: 2022's layout, replicated over the inner devices)")
 
     def elements(self) -> str:
         # Import leaves jax's StableHLO/CHLO: legalize first. Values passed

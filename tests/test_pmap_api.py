@@ -56,7 +56,7 @@ def test_lowered_is_pure_mhlo_and_compiled_reports_hlo_and_costs():
     lowered = f.lower(x)
     dialects = {op.name.split(".")[0] for op in walk(lowered.mhlo().operation)}
     assert dialects == {"builtin", "func", "mhlo"}
-    assert lowered.pipeline == "builtin.module(pxla-pmap-pipeline{mode=replica unshard=all-gather sharding-dialect=sdy})"
+    assert lowered.pipeline == "builtin.module(pxla-pmap-pipeline{mode=replica unshard=all-gather sharding-dialect=sdy pieces=on})"
     # Replica mode keeps the per-device layout record to the end; XLA ignores it.
     assert 'pxla.tile_dims = [["i"], []]' in lowered.pxla_text() and 'pxla.tile_dims = [["i"], []]' in lowered.as_text()
     compiled = lowered.compile()
@@ -90,8 +90,8 @@ def test_as_text_is_identical_in_two_processes():
         from jax import lax
         def inner(y):
             return lax.psum(y, "j") * lax.axis_index("i")
-        def outer(x, w):
-            return pxla_mlir.pmap(inner, "j", in_axes=1, out_axes=1)(x) + w, lax.pmean(x, "i")
+        def outer(x, w):  # the reversal collects the inner pmap's result inside (an all-gather)
+            return pxla_mlir.pmap(inner, "j", in_axes=1, out_axes=1)(x)[:, ::-1] + w, lax.pmean(x, "i")
         print(pxla_mlir.pmap(outer, "i", in_axes=(0, None)).lower(np.ones((2, 3, 4), np.float32),
                                                                  np.float32(1)).as_text())
     """)
@@ -147,16 +147,25 @@ def test_output_shardings_and_types_are_jax_pmaps():
             assert o.sharding == t.sharding, case
             assert jax.typeof(o) == jax.typeof(t) and jax.typeof(o).sharding == jax.typeof(t).sharding, case
             np.testing.assert_array_equal(o, t)
-    # A pmap with nested pmaps keeps a second mesh axis for the inner devices (jax.pmap does not nest).
+    # A pmap with nested pmaps has a mesh axis for the inner devices too (jax.pmap does not nest).
     nested = pxla_mlir.pmap(pxla_mlir.pmap(lambda v: v * 2, "j"), "i")(x.reshape(2, 4, 2))
-    assert nested.sharding.mesh.axis_names == ("i", "_pxla_rep") and nested.sharding.spec == jax.P("i")
+    assert nested.sharding.mesh.axis_names == ("i", "j") and nested.sharding.spec == jax.P("i", "j")
 
 
-def test_nested_pmap_output_is_split_over_the_outer_axis_only():
-    """As the README says: the inner axis is gathered, each group of devices holds its whole block."""
+def test_nested_pmap_output_is_split_over_both_axes_when_it_leaves_the_inner_pmap():
+    """As the README says: a result straight from the inner pmap is split over
+    both axes (each device holds its own piece); one the outer body collects
+    first (here a reversal along the inner axis) is split over the outer axis
+    only, each group of inner devices holding its whole block (over the same
+    mesh: the argument went in by piece)."""
     x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
     y = pxla_mlir.pmap(pxla_mlir.pmap(lambda r: r * 2, "j"), "i")(x)
-    assert y.sharding.spec == jax.sharding.PartitionSpec("i")  # as jax.pmap writes its outputs' spec
-    assert dict(y.sharding.mesh.shape) == {"i": 2, "_pxla_rep": 4}
-    assert [s.data.shape for s in y.addressable_shards] == [(1, 4, 3)] * 8
+    assert y.sharding.spec == jax.sharding.PartitionSpec("i", "j")
+    assert dict(y.sharding.mesh.shape) == {"i": 2, "j": 4}
+    assert [s.data.shape for s in y.addressable_shards] == [(1, 1, 3)] * 8
     np.testing.assert_array_equal(np.asarray(y), x * 2)
+    z = pxla_mlir.pmap(lambda b: pxla_mlir.pmap(lambda r: r * 2, "j")(b)[::-1], "i")(x)
+    assert z.sharding.spec == jax.sharding.PartitionSpec("i")  # as jax.pmap writes its outputs' spec
+    assert dict(z.sharding.mesh.shape) == {"i": 2, "j": 4}
+    assert [s.data.shape for s in z.addressable_shards] == [(1, 4, 3)] * 8
+    np.testing.assert_array_equal(np.asarray(z), x[:, ::-1] * 2)

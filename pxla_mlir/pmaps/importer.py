@@ -9,7 +9,12 @@ The module is the *per-device* program of a top-level pmap over
   and ``pxla.mesh`` on the module say so;
 * jax's own lowering rules produce the body (collectives in manual SPMD
   form: partition ids, channels, global device ids); nested pmaps become
-  ``@pxla.shard`` / ``@pxla.unshard`` placeholders (see :mod:`.mlir_rule`).
+  ``@pxla.shard`` / ``@pxla.unshard`` placeholders (see :mod:`.mlir_rule`);
+* with nested pmaps (not in ``pxla_mlir.jit``), pxla-place-pieces then moves the placeholders that
+  meet an argument or a result of @main to the boundary: those values are
+  placed by piece over the inner devices too (``pxla.mesh`` gets their axes,
+  ``pxla.tile_dims`` says how each value is split; :func:`.layout.from_module`
+  reads it back for the runtime).
 
 The pxla-pmap-pipeline then legalizes it to MHLO and makes replica- or
 partition-mode MHLO.
@@ -24,6 +29,7 @@ from ..ir import ir_utils, pxla_attrs
 from ..ir.pxla_attrs import REP_AXIS
 from ..jax_internals import core, lower_per_device
 from ..maps import importing
+from ..pass_infra import Pipeline, run_pipeline
 from . import partition_import
 from .arguments import PmapUsageError
 from .partitions import tile_dims as partition_tile_dims
@@ -54,11 +60,12 @@ def _refuse_callbacks(name: str):
 
 def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
                 donated, platform: str, kind: str = "pmap", partitions: tuple = (), in_specs=None,
-                out_specs=None) -> importing.Imported:
+                out_specs=None, by_piece: bool = True) -> importing.Imported:
     """``partitions`` ((name, size) pairs): the body is partitioned over those
     automatic axes (:mod:`.partitions`); ``in_specs``/``out_specs``, a
     PartitionSpec or None per flat argument/result, lay the per-index values
-    out over them."""
+    out over them. ``by_piece``: nested pmaps' values may enter and leave @main
+    by piece (pxla-place-pieces)."""
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
     if inner > 1:
@@ -95,7 +102,13 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
     if partitions:
         with module.context:
             pxla_attrs.set_manual_axes(module.operation, [label])
+    if inner > 1 and kind == "pmap" and by_piece:  # nested pmaps' values in and out of @main by piece (not jit's: 2022's
+        # jit of pmaps keeps its arguments and results whole); the layout is read from the result
+        run_pipeline(module, Pipeline.cached(PLACE_PIECES), reproducer=False, verify_each=False)
     return result
+
+
+PLACE_PIECES = "builtin.module(pxla-place-pieces)"
 
 
 def _with_unit(t: ir.RankedTensorType, axis: int) -> ir.RankedTensorType:

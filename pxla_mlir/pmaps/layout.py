@@ -6,8 +6,11 @@ from typing import Sequence
 
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jaxlib.mlir import ir
 
-from ..ir.pxla_attrs import REP_AXIS
+from ..ir import ir_utils, pxla_attrs
+from ..ir.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
+from ..jax_internals import physical
 from ..stages import Layout
 
 
@@ -18,7 +21,8 @@ class DeviceLayout:
     A flat pmap's mesh is jax.pmap's, ``Mesh(devices, (axis,))``, and a value
     mapped on axis ``a`` is ``P(None, ..., axis)`` (``a`` Nones), as jax.pmap
     lays it out; a pmap with nested pmaps adds the inner devices as a second
-    mesh axis, ``_pxla_rep``, over which every value is replicated.
+    mesh axis, ``_pxla_rep``, over which every value is replicated, unless
+    import placed some values by piece over them (:func:`from_module`).
     """
 
     def __init__(self, devices: Sequence, axis_size: int, label: str):
@@ -37,8 +41,51 @@ class DeviceLayout:
         return NamedSharding(self.mesh, PartitionSpec(*[None] * axis, self.label))
 
     def layout(self, in_axes: Sequence, in_avals: Sequence, out_axes: Sequence, out_avals: Sequence, *,
-               donated: Sequence[bool] = (), consts: Sequence = ()) -> Layout:
-        """The Layout of flat inputs and outputs mapped on ``in_axes``/``out_axes`` (None: broadcast)."""
+               donated: Sequence[bool] = (), consts: Sequence = (), module: ir.Module | None = None) -> Layout:
+        """The Layout of flat inputs and outputs mapped on ``in_axes``/``out_axes`` (None: broadcast);
+        with the imported ``module``, as its @main says where it placed values by piece."""
+        pieces = from_module(module, self.devices) if module is not None and self.replication > 1 else None
+        if pieces is not None:
+            layout = Layout(self.devices, in_avals, out_avals, *pieces, donated, consts)
+            _check_tiles(layout, module)
+            return layout
         return Layout(self.devices, in_avals, out_avals,
                       [self.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
                       [self.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)], donated, consts)
+
+
+def from_module(module: ir.Module, devices: Sequence) -> tuple[list, list] | None:
+    """The in and out shardings @main's ``pxla.tile_dims`` state over the
+    module's ``pxla.mesh``, when that mesh splits the inner devices (values
+    placed by piece); None for the plain (pmap axis, replicas) mesh."""
+    op = module.operation
+    mesh = pxla_attrs.parse_mesh(pxla_attrs.read_str(op, MESH), op)
+    if REP_AXIS in mesh.axis_names or len(mesh.axis_names) < 2:
+        return None
+    grid = Mesh(np.array(list(devices), dtype=object).reshape(mesh.axis_sizes), tuple(mesh.axis_names))
+    main = ir_utils.find_function(op, "main")
+    return ([_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "arg_attrs")],
+            [_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "res_attrs")])
+
+
+def _sharding(mesh: Mesh, entries: dict) -> NamedSharding:
+    dims = [[ir.StringAttr(a).value for a in ir.ArrayAttr(d)] for d in ir.ArrayAttr(entries[TILE_DIMS])]
+    spec = [None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in dims]
+    while spec and spec[-1] is None:
+        spec.pop()
+    return NamedSharding(mesh, PartitionSpec(*spec))
+
+
+def _check_tiles(layout: Layout, module: ir.Module) -> None:
+    """Every buffer the layout places must be the tile @main takes or gives:
+    jaxlib crashes the process on a buffer of another size."""
+    main = ir_utils.find_function(module.operation, "main")
+    ftype = pxla_attrs.function_type(main)
+    for what, avals, shardings, types in (("argument", layout.in_avals, layout.in_shardings, ftype.inputs),
+                                          ("result", layout.out_avals, layout.out_shardings, ftype.results)):
+        for i, (aval, sharding, t) in enumerate(zip(avals, shardings, types)):
+            aval_, sharding_ = physical(aval, sharding)  # a PRNG key's buffer has its key data dimensions
+            tile = tuple(sharding_.shard_shape(aval_.shape))
+            if tile != tuple(ir.RankedTensorType(t).shape):
+                raise RuntimeError(f"internal error: {what} {i} of {aval.str_short()} is placed as {tile} pieces by "
+                                   f"{sharding}, but the module's @main has {t}; please report it")

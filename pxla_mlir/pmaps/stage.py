@@ -84,7 +84,8 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
     with timed("import"):
         imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                                out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind,
-                               partitions=partitions, in_specs=in_specs, out_specs=out_specs)
+                               partitions=partitions, in_specs=in_specs, out_specs=out_specs,
+                               by_piece=options.pieces == "on" and _blocks_within_processes(devs, axis_size))
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
     if partitions:
@@ -92,10 +93,18 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
             in_axes, global_avals, in_specs, out_axes, out_avals, out_specs, donated=donated, consts=consts)
     else:
         layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name)).layout(
-            in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts)
+            in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts, module=imported.module)
     return lower(imported, pipeline=options.anchored(), layout=layout,
                  signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
                  jaxpr_text=jaxpr.pretty_print)
+
+
+def _blocks_within_processes(devices, axis_size: int) -> bool:
+    """Whether each index of the pmap axis runs on one process's devices: only
+    then may nested pmaps' values go by piece, since a process's host-local
+    results are whole blocks of the pmap axis."""
+    inner = len(devices) // axis_size
+    return all(len({d.process_index for d in devices[k * inner:(k + 1) * inner]}) == 1 for k in range(axis_size))
 
 
 # -- the primitive's impl: a pmap bound with concrete arguments ------------------------------

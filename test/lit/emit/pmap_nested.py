@@ -2,7 +2,9 @@
 # pmap(i=2) over pmap(j=4): one module over 8 devices; the inner pmap's
 # shard is a dynamic_slice at (device / 1) % 4, its unshard (out_axes=1) an
 # all_gather over the groups of j, collectives over i, j and (i, j) get the
-# right replica groups.
+# right replica groups. The reversals keep the placeholders inside the
+# module (a shard cannot move above a reversal, nor an unshard below one);
+# the last test shows the same pmaps with values placed by piece instead.
 
 import numpy as np
 from jax import lax
@@ -16,8 +18,12 @@ def inner(y):
 
 
 def outer(x):
-    a, b, c = pxla_mlir.pmap(inner, "j", in_axes=1, out_axes=(1, 0, 0))(x)
-    return a, b, c
+    a, b, c = pxla_mlir.pmap(inner, "j", in_axes=1, out_axes=(1, 0, 0))(lax.rev(x, (0,)))
+    return lax.rev(a, (0,)), lax.rev(b, (0,)), lax.rev(c, (0,))
+
+
+def by_piece(x):
+    return pxla_mlir.pmap(inner, "j", in_axes=1, out_axes=(1, 0, 0))(x)
 
 
 x = np.zeros((2, 3, 4), np.float32)
@@ -48,3 +54,15 @@ print_lowering("replica_all_gather", pxla_mlir.pmap(outer, "i"), x)
 # CHECK: mhlo.dynamic_update_slice {{.*}} : (tensor<3x4xi32>, tensor<3x1xi32>, tensor<i32>, tensor<i32>) -> tensor<3x4xi32>
 # CHECK-NOT: mhlo.all_gather
 print_lowering("replica_all_reduce", pxla_mlir.pmap(outer, "i", unshard="all-reduce"), x)
+
+# The argument only enters the inner pmap and the results only leave it: each
+# device gets its own (i, j) piece and returns its piece, without a slice by
+# device id or a collective to assemble the results.
+# CHECK-LABEL: TEST: by_piece
+# CHECK: pxla.mesh = "i=2,j=4"
+# CHECK: @main(%[[X:.*]]: tensor<1x3x1xf32> {pxla.tile_dims = {{\[\[}}"i"], [], ["j"]]})
+# CHECK-SAME: -> (tensor<1x3x1xf32> {pxla.tile_dims = {{\[\[}}"i"], [], ["j"]]}, tensor<1x1x3xf32> {pxla.tile_dims = {{\[\[}}"i"], ["j"], []]}, tensor<1x1x3xf32> {pxla.tile_dims = {{\[\[}}"i"], ["j"], []]})
+# CHECK-NOT: mhlo.dynamic_slice
+# CHECK-NOT: mhlo.all_gather
+# CHECK: return
+print_lowering("by_piece", pxla_mlir.pmap(by_piece, "i"), x)
