@@ -113,15 +113,6 @@ def test_specs_are_checked():
         g(X, W[:6])
 
 
-def test_inside_another_map_is_refused_saying_what_to_use():
-    f = pxla_mlir.pmap(body, "data", **OPTIONS)
-    with pytest.raises(PmapUsageError, match=r"a partitioned pmap runs at the top level only .* one partitioned pmap "
-                                             r"over the flattened axis .* jax\.jit\(jax\.shard_map\(f, mesh=Mesh\("
-                                             r"devices\.reshape\(outer, inner, \.\.\.\), \('outer', 'inner', "
-                                             r"'model'\)\), axis_names=\{'outer', 'inner'\}\)\)"):
-        pxla_mlir.pmap(lambda x: f(x, W), "outer")(X[None])
-
-
 def test_inside_jax_jit_is_jax_shard_map_over_the_pmap_axis(oracle):
     """Under jax.jit the partitioned pmap is jax's shard_map(axis_names={"data"}), constraints kept."""
     f = pxla_mlir.pmap(body, "data", **OPTIONS)

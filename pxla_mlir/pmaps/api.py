@@ -16,7 +16,6 @@ as the ``pxla_pmap`` primitive instead.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 from typing import Any, Callable
@@ -119,6 +118,10 @@ class PmapFunction(MapFunction):
         return self._axis_name if self._axis_name is not None else unnamed_axis()
 
     # -- the front end's hooks (see maps.function) ----------------------------------------------
+    def _environment(self):
+        # a partitioned body traced inside other pmaps names their axes in its mesh
+        return partitions_mod.enclosing_axes() if self.partitioning else ()
+
     def _examine(self, args, kwargs) -> Call:
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
                             axis_size=self.axis_size, fn_name=self.name, devices=self.devices)
@@ -129,7 +132,8 @@ class PmapFunction(MapFunction):
         parts, specs = self.partitioning, {}
         if parts is not None:  # a partitioned body: its argument and result layouts are constraints in it too
             flat_fun = _partitioned_body(flat_fun, parts, call, store, specs)
-        with timed("trace"), parts.tracing(self.axis_name, call.axis_size, self.backend) if parts else contextlib.nullcontext():
+        with timed("trace"), parts.tracing(self.axis_name, call.axis_size, self.backend, self.name) if parts else \
+                partitions_mod.enclosing(self.axis_name, call.axis_size):
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name,

@@ -32,6 +32,7 @@ from ..maps import importing
 from ..pass_infra import Pipeline, run_pipeline
 from . import partition_import
 from .arguments import PmapUsageError
+from .nesting import PartitionedNest
 from .partitions import tile_dims as partition_tile_dims
 from .primitive import replicas_needed
 
@@ -39,6 +40,12 @@ from .primitive import replicas_needed
 def mesh_axis_label(axis_name) -> str:
     """The pmap axis as a pxla.mesh name."""
     return importing.mesh_label(axis_name, 0, reserved=(REP_AXIS,))
+
+
+def nest_labels(axis_name, levels) -> list[str]:
+    """The nested pmaps' axes ((name, size) pairs) of a partitioned nest as pxla.mesh names."""
+    label = mesh_axis_label(axis_name)
+    return [importing.mesh_label(n, k + 1, reserved=(REP_AXIS, label)) for k, (n, _) in enumerate(levels)]
 
 
 #: Host callbacks with results: jax's lowering of a partially manual program refuses them before
@@ -60,27 +67,34 @@ def _refuse_callbacks(name: str):
 
 def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
                 donated, platform: str, kind: str = "pmap", partitions: tuple = (), in_specs=None,
-                out_specs=None, by_piece: bool = True) -> importing.Imported:
+                out_specs=None, by_piece: bool = True, nest: PartitionedNest | None = None) -> importing.Imported:
     """``partitions`` ((name, size) pairs): the body is partitioned over those
     automatic axes (:mod:`.partitions`); ``in_specs``/``out_specs``, a
     PartitionSpec or None per flat argument/result, lay the per-index values
     out over them. ``by_piece``: nested pmaps' values may enter and leave @main
-    by piece (pxla-place-pieces)."""
+    by piece (pxla-place-pieces). ``nest``: the body holds partitioned pmaps
+    (:mod:`.nesting`); the program is manual over every pmap axis of the nest."""
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
-    if inner > 1:
+    levels = nest.chain if nest else ()
+    # pxla_mlir.jit's axis (size 1) is no axis of the mesh its pmaps were traced under
+    top = 0 if nest and kind == "jit" else 1
+    if nest:
+        partitions = nest.partitions
+        names, sizes = names[:top] + tuple(n for n, _ in levels), sizes[:top] + tuple(s for _, s in levels)
+    elif inner > 1:
         if partitions:
             raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
-                                 f"cannot hold nested pmaps, nor nest in another pmap: map both levels with one "
-                                 f"partitioned pmap over the flattened axis, or use jax.jit(jax.shard_map(..., "
-                                 f"axis_names={{outer and inner axes}})) with the partition axes automatic")
+                                 f"cannot hold nested pmaps; nest the partitioned pmap in the others instead "
+                                 f"(pmap(pmap(body, 'inner', partitions=...), 'outer', mode='partition'))")
         names, sizes = names + (REP_AXIS,), sizes + (inner,)
     names, sizes = names + tuple(n for n, _ in partitions), sizes + tuple(s for _, s in partitions)
     if partitions and _calls_back(jaxpr):
         _refuse_callbacks(name)
-    with core.extend_axis_env_nd([(axis_name, axis_size)]):
+    manual = names[:top + len(levels)]
+    with core.extend_axis_env_nd([(axis_name, axis_size), *levels]):
         lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=importing.module_name(kind, name),
-                                   donated=donated, manual_axes=(axis_name,) if partitions else None)
+                                   donated=donated, manual_axes=manual if partitions else None)
     if partitions:
         if lowered.host_callbacks:
             _refuse_callbacks(name)
@@ -88,7 +102,9 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
     result = importing.imported(lowered)
     module = result.module
     label = mesh_axis_label(axis_name)
-    mesh = {label: axis_size, **({REP_AXIS: inner} if inner > 1 else {}), **dict(partitions)}
+    level_labels = nest_labels(axis_name, levels)
+    mesh = {**({label: axis_size} if top else {}), **({REP_AXIS: inner} if inner > 1 and not nest else {}),
+            **dict(zip(level_labels, (s for _, s in levels))), **dict(partitions)}
     with module.context, module.operation.location:
         in_types, out_types = _tile_signature(importing.main_function(module), in_axes, out_axes)
 
@@ -101,9 +117,10 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
                        tile_dims(out_axes, out_types, out_specs))
     if partitions:
         with module.context:
-            pxla_attrs.set_manual_axes(module.operation, [label])
-    if inner > 1 and kind == "pmap" and by_piece:  # nested pmaps' values in and out of @main by piece (not jit's: 2022's
-        # jit of pmaps keeps its arguments and results whole); the layout is read from the result
+            pxla_attrs.set_manual_axes(module.operation, [label][:top] + level_labels)
+    # nested pmaps' values in and out of @main by piece (not jit's: 2022's jit of pmaps keeps its arguments and
+    # results whole; nor a partitioned nest's, whose pmaps slice and gather); the layout is read from the result
+    if inner > 1 and kind == "pmap" and by_piece and not nest:
         run_pipeline(module, Pipeline.cached(PLACE_PIECES), reproducer=False, verify_each=False)
     return result
 

@@ -11,10 +11,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
+from jax.sharding import AbstractMesh, AxisType, use_abstract_mesh
+
 from ..ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
 from ..jax_internals import core, jax_mlir, sharding_impls_mesh, spmd_axis_context
 from . import under_jit
-from .partitions import refuse_nested_partitions
+from .partitions import device_kind, refuse_nested_partitions
 from .primitive import extend_mesh, pxla_pmap_p
 from .under_jit import PmapInsideJitWarning
 
@@ -31,11 +35,16 @@ def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, na
               donated, options, partitions=()):
     mctx = ctx.module_context
     mesh = sharding_impls_mesh(mctx.axis_context)
-    if partitions and (mesh is not None or under_jit.inside()):
+    # A level of a nest lowered as one manual computation over all its pmap axes (a partitioned pmap nested in
+    # pmaps, :mod:`.nesting`): the mesh has this pmap's axis already.
+    level = mesh is not None and axis_name in mesh.axis_names
+    if partitions and not level and (mesh is not None or under_jit.inside()):
         refuse_nested_partitions(name, partitions)
-    if under_jit.inside():  # nested in a pmap lowering inside jax.jit
-        return under_jit.lower_inside(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
-                                      in_axes=in_axes, out_axes=out_axes, name=name)
+    if under_jit.inside() or level:  # nested in a pmap lowering inside jax.jit, or a level of such a nest
+        # jax lowers axis_index in a partially manual program under the mesh it is manual over
+        with use_abstract_mesh(_manual_mesh(mctx)) if level else contextlib.nullcontext():
+            return under_jit.lower_inside(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
+                                          in_axes=in_axes, out_axes=out_axes, name=name)
     if mesh is None:  # inside jax.jit
         return under_jit.lower(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
                                in_axes=in_axes, out_axes=out_axes, name=name, devices=devices, backend=backend,
@@ -56,6 +65,16 @@ def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, na
     ctx.set_tokens_out(tokens_out)
     return [y if a is None else _placeholder(UNSHARD, y, oav, mctx, axis=a, **kw)
             for y, a, oav in zip(outs, out_axes, ctx.avals_out)]
+
+
+def _manual_mesh(mctx):
+    """The abstract mesh of a manual lowering context, its manual axes typed so, on its platform's devices (as
+    the body was traced under it, :meth:`.partitions.Partitioning.tracing`)."""
+    mesh = sharding_impls_mesh(mctx.axis_context).abstract_mesh
+    types = tuple(AxisType.Manual if a in mctx.axis_context.manual_axes else t
+                  for a, t in zip(mesh.axis_names, mesh.axis_types))
+    return AbstractMesh(mesh.axis_sizes, mesh.axis_names, axis_types=types,
+                        abstract_device=mesh.abstract_device or device_kind(mctx.platforms[0]))
 
 
 def register() -> None:

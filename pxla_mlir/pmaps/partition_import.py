@@ -10,6 +10,12 @@ each constraint becomes ``@pxla.sharding_constraint`` with ``pxla.dims``
 mesh symbols go. jax also puts an all-open constraint (``[{?}, {?}]``, no
 axes) after every op of a partially manual body; those say nothing and are
 dropped.
+
+jax lowers ``axis_index`` in a partially manual body (also a nested pmap's
+slice in a partitioned nest, :mod:`.nesting`) as an ``sdy.manual_computation``
+over the automatic axes; those stay, naming the module's mesh, which the
+Shardy form states again (pxla-add-sdy-mesh). The GSPMD form cannot state
+them: :func:`check_dialect` refuses that before any pass sees the module.
 """
 
 from __future__ import annotations
@@ -17,12 +23,12 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from ..ir import ir_utils
+from ..ir import ir_utils, shardy
 from ..ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
 from ..jax_internals import jax_mlir
 from .arguments import PmapUsageError
 
-__all__ = ["convert_constraints"]
+__all__ = ["convert_constraints", "check_dialect"]
 
 
 def convert_constraints(module: ir.Module) -> None:
@@ -61,3 +67,12 @@ def _convert(op: ir.Operation) -> None:
                                     extra_attributes={DIMS: dims_attr(dims)})
     op.results[0].replace_all_uses_with(call.result)
     op.erase()
+
+
+def check_dialect(module: ir.Module, dialect: str, what: str) -> None:
+    """Refuses a GSPMD-form program whose body holds jax's Shardy manual computations (see the module docs)."""
+    if dialect != "gspmd" or not any(op.name == shardy.MANUAL_COMPUTATION for op in ir_utils.walk(module.operation)):
+        return
+    raise PmapUsageError(f"{what} uses the device index inside a partitioned body (lax.axis_index, or a nested "
+                         f"pmap's slice of its arguments): jax lowers it as an sdy.manual_computation, which the "
+                         f"GSPMD form cannot state; use shardings=\"sdy\" (the default)")

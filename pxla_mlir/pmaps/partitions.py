@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import math
 import re
+import threading
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
@@ -83,18 +84,53 @@ class Partitioning:
         return tuple(_check_spec(s, self, f"out_partitions for output {i}") for i, s in enumerate(specs))
 
     @contextlib.contextmanager
-    def tracing(self, axis_name, axis_size: int, backend=None):
+    def tracing(self, axis_name, axis_size: int, backend=None, name=None):
         """The mesh a body is traced under, as jax's shard_map sets it: the pmap
         axis manual, the partition axes automatic (so that
         ``with_sharding_constraint(v, PartitionSpec("model"))`` resolves), on
         ``backend``'s kind of device (so that the body also evaluates inside
-        jax's shard_map over real devices, whose mesh names it)."""
-        device = jax.local_devices(backend=backend)[0]
-        kind = jax.sharding.Mesh(np.array([device]), ("_",)).abstract_mesh.abstract_device
-        mesh = AbstractMesh((axis_size, *self.sizes), (axis_name, *self.names),
-                            axis_types=(AxisType.Manual,) + (AxisType.Auto,) * len(self.axes), abstract_device=kind)
+        jax's shard_map over real devices, whose mesh names it). Inside other
+        pmaps their axes come first, manual too: the nest is one program over
+        that mesh (:mod:`.nesting`)."""
+        context = jax.sharding.get_abstract_mesh()
+        if not _enclosing.axes and not context.empty and context.manual_axes:  # jax.pmap's or shard_map's
+            refuse_nested_partitions(name or axis_name, self.axes)
+        kind = device_kind(backend)
+        manual = (*_enclosing.axes, (axis_name, axis_size))
+        mesh = AbstractMesh((*(s for _, s in manual), *self.sizes), (*(n for n, _ in manual), *self.names),
+                            axis_types=(AxisType.Manual,) * len(manual) + (AxisType.Auto,) * len(self.axes),
+                            abstract_device=kind)
         with jax.sharding.use_abstract_mesh(mesh):
             yield
+
+
+def device_kind(backend=None):
+    """The abstract device of ``backend``'s devices, as jax's meshes over them name it."""
+    device = jax.local_devices(backend=backend)[0]
+    return jax.sharding.Mesh(np.array([device]), ("_",)).abstract_mesh.abstract_device
+
+
+class _Enclosing(threading.local):
+    axes: tuple = ()  # (name, size) of the pmaps whose bodies are being traced or transformed, outermost first
+
+
+_enclosing = _Enclosing()
+
+
+def enclosing_axes() -> tuple:
+    """The pmap axes around a pmap being traced now: part of a partitioned body's mesh."""
+    return _enclosing.axes
+
+
+@contextlib.contextmanager
+def enclosing(axis_name, axis_size: int):
+    """While a pmap's body is traced or transformed: a partitioned pmap in it nests in its axis."""
+    saved = _enclosing.axes
+    _enclosing.axes = (*saved, (axis_name, axis_size))
+    try:
+        yield
+    finally:
+        _enclosing.axes = saved
 
 
 class ShardedBody:
@@ -213,10 +249,14 @@ class PartitionedLayout:
     devices as a (pmap axis, partition axes...) mesh, index-major (2022's
     replica-major device assignment)."""
 
-    def __init__(self, devices: Sequence, axis_size: int, label: str, partitioning: Partitioning):
+    def __init__(self, devices: Sequence, axis_size: int, label: str, partitioning: Partitioning,
+                 nested: tuple = ()):
+        # nested: (label, size) of the pmap axes between (a partitioned pmap nested in this one, .nesting)
         self.devices = list(devices)
-        self.mesh = jax.sharding.Mesh(np.array(self.devices, dtype=object).reshape(axis_size, *partitioning.sizes),
-                                      (label, *partitioning.names))
+        sizes, names = (s for _, s in nested), (n for n, _ in nested)
+        self.mesh = jax.sharding.Mesh(np.array(self.devices, dtype=object).reshape(axis_size, *sizes,
+                                                                                   *partitioning.sizes),
+                                      (label, *names, *partitioning.names))
         self.label = label
 
     def sharding(self, axis: int | None, ndim: int, spec: PartitionSpec | None) -> NamedSharding:
@@ -242,19 +282,27 @@ def tile_dims(spec: PartitionSpec | None, axis: int | None, rank: int, label: st
     return entries
 
 
-def partitioned_devices(axis_size: int, partitions: tuple, devices, backend, what: str):
+def describe(partitions: tuple) -> str:
+    """(name, size) partition axes as the ``partitions=`` dict."""
+    return "{" + ", ".join(f"{k!r}: {v}" for k, v in partitions) + "}"
+
+
+def partitioned_devices(axis_size: int, partitions: tuple, devices, backend, what: str, nested: int = 1):
     """Checks that there are ``axis_size × group`` devices for a partitioned
     pmap (``devices=`` or the available ones), naming both numbers; returns
-    ``devices`` (None: the defaults)."""
+    ``devices`` (None: the defaults). ``nested``: devices per index of the
+    pmaps nested in this one, a partitioned pmap innermost (:mod:`.nesting`)."""
     group = math.prod(s for _, s in partitions)
-    n = axis_size * group
-    parts = "{" + ", ".join(f"{k!r}: {v}" for k, v in partitions) + "}"
+    n = axis_size * nested * group
+    parts = describe(partitions)
     need = (f"{what} maps an axis of size {axis_size} and partitions each index over {parts}: it needs "
-            f"{axis_size} × {group} = {n} devices")
+            f"{axis_size} × {group} = {n} devices") if nested == 1 else (
+            f"{what} maps an axis of size {axis_size}, its nested pmaps {nested} devices per index, and a "
+            f"partitioned pmap in them {parts}: it needs {axis_size} × {nested} × {group} = {n} devices")
     if devices is not None:
         if len(devices) != n:
             raise PmapUsageError(f"{need}, but devices= lists {len(devices)}; pass exactly {n}, index-major (the "
-                                 f"{group} devices of index 0 first)")
+                                 f"{n // axis_size} devices of index 0 first)")
         return devices
     if jax.process_count(backend) > 1:
         return None  # every process's devices: checked where they are chosen
@@ -269,15 +317,15 @@ def partitioned_devices(axis_size: int, partitions: tuple, devices, backend, wha
 
 
 def refuse_nested_partitions(name: str, partitions: tuple) -> None:
-    """A partitioned pmap inside another pmap (or pxla_mlir.jit, or a pmap inside jax.jit)."""
-    parts = "{" + ", ".join(f"{k!r}: {v}" for k, v in partitions) + "}"
+    """A partitioned pmap where no mesh names its partition axes: inside jax.pmap, jax.shard_map or a pmap
+    that runs as jax.vmap under jax.jit."""
     spec = ", ".join(repr(k) for k, _ in partitions)
     raise PmapUsageError(
-        f"pmap {name!r} with partitions={parts} inside another pmap or pxla_mlir.jit: a partitioned pmap runs at "
-        f"the top level only (its program is manual over its own axis, automatic over {spec}, and an outer pmap's "
-        f"program has no automatic axes). Instead map both levels with one partitioned pmap over the flattened "
-        f"axis (x.reshape(outer * inner, ...): its collectives then span both levels), or use "
-        f"jax.jit(jax.shard_map(f, mesh=Mesh(devices.reshape(outer, inner, ...), ('outer', 'inner', {spec})), "
-        f"axis_names={{'outer', 'inner'}})); a partitioned pmap called directly inside jax.jit also works. A "
-        f"sharded_jit function is such a pmap: for 2022's pmap(sharded_jit(f, ...)) use pxla_mlir.pmap (not "
-        f"jax.pmap), which maps f itself with its partitions")
+        f"pmap {name!r} with partitions={describe(partitions)} inside jax.pmap, jax.shard_map or a pmap that runs as "
+        f"jax.vmap under jax.jit: its program there is manual over every axis, so it has no automatic axes for "
+        f"XLA's partitioner to split. A partitioned pmap nests in pxla_mlir.pmap's with mode=\"partition\" (one "
+        f"pmap axis per level: the nest is one program manual over its pmap axes, automatic over {spec}), and runs "
+        f"inside jax.jit and pxla_mlir.jit; or use jax.jit(jax.shard_map(f, mesh=Mesh(devices.reshape(outer, inner, "
+        f"...), ('outer', 'inner', {spec})), axis_names={{'outer', 'inner'}})). A sharded_jit function is such a "
+        f"pmap: for 2022's pmap(sharded_jit(f, ...)) use pxla_mlir.pmap (not jax.pmap), which maps f itself with "
+        f"its partitions")

@@ -20,7 +20,7 @@ from jax.lax import psum
 
 from ..jax_internals import core
 from ..maps import rules
-from .partitions import Partitioning
+from .partitions import Partitioning, enclosing
 from .primitive import abstract_eval, bind, pxla_pmap_p
 
 __all__ = ["PMAP_RULES"]
@@ -40,9 +40,9 @@ class PmapRules(rules.MapRules):
         return [(p["axis_name"], p["axis_size"])]
 
     def mesh_context(self, p):
-        if not p.get("partitions"):
-            return super().mesh_context(p)
-        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"], p.get("backend"))
+        if not p.get("partitions"):  # a partitioned pmap in the body nests in this pmap's axis
+            return enclosing(p["axis_name"], p["axis_size"])
+        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"], p.get("backend"), p["name"])
 
     def residual_specs(self, p, jaxpr, in_specs, n_res):
         return (0,) * n_res

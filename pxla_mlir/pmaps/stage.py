@@ -15,10 +15,12 @@ from ..maps.impl import ImplCache
 from ..pipelines import PmapPipeline
 from ..stages import Lowered, Signature, lower
 from ..stats import timed
+from . import partition_import
 from .arguments import PmapUsageError
-from .importer import import_pmap, mesh_axis_label
+from .importer import import_pmap, mesh_axis_label, nest_labels
 from .layout import DeviceLayout
-from .partitions import PartitionedLayout, Partitioning, partitioned_devices
+from .nesting import PartitionedNest, partitioned_nest
+from .partitions import PartitionedLayout, Partitioning, describe, partitioned_devices
 from .primitive import pxla_pmap_p, replicas_needed
 
 __all__ = ["lower_traced", "register_impl", "deoptimized"]
@@ -74,22 +76,30 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
         in_axes = (None,) * n + tuple(in_axes)
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
         donated = (False,) * n + tuple(donated)
-    group = math.prod(s for _, s in partitions)
-    if partitions:
+    nest = PartitionedNest((), ()) if partitions else partitioned_nest(jaxpr, axis_name, name, kind)
+    if nest:
+        _check_partition_mode(options, nest, name, kind)
+    parts = partitions or nest.partitions
+    group = math.prod(s for _, s in parts)
+    if parts:
         in_specs = (None,) * len(consts) + tuple(in_specs or (None,) * n_in)
         out_specs = tuple(out_specs or (None,) * len(out_axes))
-        devices = partitioned_devices(axis_size, partitions, devices, backend, f"{kind} {name!r}")
+        devices = partitioned_devices(axis_size, parts, devices, backend, f"{kind} {name!r}",
+                                      nested=replicas_needed(jaxpr))
     devs = devices_for(axis_size * replicas_needed(jaxpr) * group, axis_size, devices, backend,
                        what=f"{kind} {name!r}")
     with timed("import"):
         imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
                                out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind,
-                               partitions=partitions, in_specs=in_specs, out_specs=out_specs,
+                               partitions=partitions, in_specs=in_specs, out_specs=out_specs, nest=nest,
                                by_piece=options.pieces == "on" and _blocks_within_processes(devs, axis_size))
+    if parts:
+        partition_import.check_dialect(imported.module, options.sharding_dialect, f"{kind} {name!r}")
     out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, out_axes)]
-    if partitions:
-        layout = PartitionedLayout(devs, axis_size, mesh_axis_label(axis_name), Partitioning(partitions)).layout(
+    if parts:
+        layout = PartitionedLayout(devs, axis_size, mesh_axis_label(axis_name), Partitioning(parts),
+                                   nested=tuple(zip(nest_labels(axis_name, nest.chain), (s for _, s in nest.chain)))).layout(
             in_axes, global_avals, in_specs, out_axes, out_avals, out_specs, donated=donated, consts=consts)
     else:
         layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name)).layout(
@@ -97,6 +107,17 @@ def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes,
     return lower(imported, pipeline=options.anchored(), layout=layout,
                  signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
                  jaxpr_text=jaxpr.pretty_print)
+
+
+def _check_partition_mode(options: PmapPipeline, nest: PartitionedNest, name, kind: str) -> None:
+    if options.mode == "partition":
+        return
+    where = "pxla_mlir.jit" if kind == "jit" else f"pmap {name!r}"
+    raise PmapUsageError(
+        f"{where} holds a pmap with partitions={describe(nest.partitions)}: the whole nest is one partition-mode "
+        f"program (manual over its pmap axes, split by XLA's SPMD partitioner over the partition axes), so pass "
+        f"mode=\"partition\" to {where} too. Replica mode cannot run it: jaxlib 0.10.2 aborts the process on modules "
+        f"with both num_replicas > 1 and num_partitions > 1 that carry shardings")
 
 
 def _blocks_within_processes(devices, axis_size: int) -> bool:

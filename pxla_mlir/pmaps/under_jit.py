@@ -18,7 +18,9 @@ pipeline, as jax.jit of jax.pmap does, and the pmap keeps its devices there:
 * a partitioned pmap (``partitions=``) lowers as jax's
   ``shard_map(..., axis_names={axis})`` over the mesh (axis, partition
   axes): manual over its axis, the partition axes automatic, its sharding
-  constraints (and its in/out_partitions, constraints in its body) kept.
+  constraints (and its in/out_partitions, constraints in its body) kept;
+  pmaps around one are manual over all their axes
+  (``axis_names={outer, inner}``, :mod:`.nesting`).
 
 Where that is impossible, sibling nested pmaps over different axes (one
 mesh cannot name both), the pmap runs as ``jax.vmap`` on jit's devices, with
@@ -42,6 +44,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ..distributed.processes import is_multi_process
 from ..jax_internals import core, jax_mlir, register_jit_devices
 from .arguments import PmapUsageError
+from .nesting import nest_chain, partitioned_nest
 from .partitions import partitioned_devices
 from .primitive import pxla_pmap_p, replicas_needed
 from .stage import devices_for
@@ -66,39 +69,6 @@ def inside() -> bool:
     return _lowering.manual > 0 or _lowering.vmapped > 0
 
 
-# -- nested pmaps: one mesh axis per level --------------------------------------------------------
-
-def _pmaps_at_top(jaxpr) -> list:
-    """The pmap equations of ``jaxpr`` (in control flow too), not those inside other pmaps."""
-    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive is pxla_pmap_p:
-            found.append(eqn)
-        else:
-            for sub in core.jaxprs_in_params(eqn.params):
-                found.extend(_pmaps_at_top(sub))
-    return found
-
-
-def nest_chain(jaxpr) -> list | None:
-    """(axis name, size) of the nested pmaps at each level below ``jaxpr``;
-    None when pmaps at one level have different axes."""
-    pmaps = _pmaps_at_top(jaxpr)
-    if not pmaps:
-        return []
-    levels = {(e.params["axis_name"], e.params["axis_size"]) for e in pmaps}
-    if len(levels) > 1:
-        return None
-    deeper = [nest_chain(e.params["jaxpr"]) for e in pmaps]
-    if any(d is None for d in deeper):
-        return None
-    longest = max(deeper, key=len)
-    if any(d != longest[:len(d)] for d in deeper):
-        return None
-    return [levels.pop(), *longest]
-
-
 # -- the devices -----------------------------------------------------------------------------------
 
 def jit_devices(jaxpr, axis_size: int, devices, backend, name: str, group: int = 1) -> list:
@@ -116,11 +86,13 @@ def jit_devices(jaxpr, axis_size: int, devices, backend, name: str, group: int =
 def jit_mesh(jaxpr, axis_name, axis_size: int, devices, backend, name: str, chain: list,
              partitions: tuple = ()) -> Mesh:
     """The mesh of a pmap inside jax.jit: its axis, then one per level of nested
-    pmaps (``chain``) or its partition axes ((name, size) pairs)."""
+    pmaps (``chain``), then the partition axes ((name, size) pairs) of it or
+    of the partitioned pmap nested in it."""
     chain = [*chain, *partitions]
     group = math.prod(s for _, s in partitions)
     if partitions:
-        devices = partitioned_devices(axis_size, partitions, devices, backend, f"pmap {name!r}")
+        devices = partitioned_devices(axis_size, partitions, devices, backend, f"pmap {name!r}",
+                                      nested=replicas_needed(jaxpr))
     devs = jit_devices(jaxpr, axis_size, devices, backend, name, group)
     names, sizes = (axis_name, *(n for n, _ in chain)), (axis_size, *(s for _, s in chain))
     return Mesh(np.array(devs, dtype=object).reshape(sizes), names)
@@ -132,8 +104,9 @@ def _jit_shardings(eqn) -> list:
     chain = nest_chain(p["jaxpr"])
     if chain is None:  # runs as vmap on jit's devices: nothing to add
         return []
+    parts = p.get("partitions") or partitioned_nest(p["jaxpr"], p["axis_name"], p["name"]).partitions
     return [NamedSharding(jit_mesh(p["jaxpr"], p["axis_name"], p["axis_size"], p["devices"], p["backend"], p["name"],
-                                   chain, p.get("partitions", ())), PartitionSpec())]
+                                   chain, parts), PartitionSpec())]
 
 
 # -- the lowerings ---------------------------------------------------------------------------------
@@ -146,13 +119,16 @@ def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, 
           **_):
     """The pmap as a manual computation over its devices (see the module docs)."""
     chain = nest_chain(jaxpr)
+    nest = partitioned_nest(jaxpr, axis_name, name)  # refuses a partitioned pmap among siblings over other axes
     if chain is None:
         return _as_vmap(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, why=(
             "its nested pmaps at one level map different axes, and one mesh inside jax.jit cannot name them all"))
     if partitions and chain:
         raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
                              f"cannot hold nested pmaps")
-    mesh = jit_mesh(jaxpr, axis_name, axis_size, devices, backend, name, chain, partitions)
+    # a partitioned pmap nested in this one: manual over every pmap axis of the nest (.nesting)
+    parts = partitions or nest.partitions
+    mesh = jit_mesh(jaxpr, axis_name, axis_size, devices, backend, name, chain, parts)
 
     def body(*xs):
         xs = [x if a is None else lax.squeeze(x, [a]) for x, a in zip(xs, in_axes)]
@@ -161,7 +137,7 @@ def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, 
 
     mapped = jax.shard_map(body, mesh=mesh, in_specs=tuple(_spec(a, axis_name) for a in in_axes),
                            out_specs=tuple(_spec(a, axis_name) for a in out_axes), check_vma=False,
-                           **({"axis_names": {axis_name}} if partitions else {}))
+                           **({"axis_names": {axis_name, *(n for n, _ in chain)}} if parts else {}))
     _lowering.manual += 1
     try:
         return jax_mlir.lower_fun(lambda *xs: list(mapped(*xs)), multiple_results=True)(ctx, *in_nodes)
