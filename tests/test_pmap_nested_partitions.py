@@ -64,6 +64,10 @@ def test_the_program_is_manual_over_the_pmap_axes_and_xla_splits_the_body(f):
     assert re.search(r'sdy\.sharding_constraint %\S+ <@mesh, \[\{\}, \{"model"\}\]> : tensor<4x32xf32>', text)
     # (4, 16) @ (16, 32) becomes (4, 16) @ (16, 16) on each device of an (outer, inner) index's group
     assert re.search(r"f32\[4,16\]\S* dot\(", lowered.compile().as_text())
+    from pxla_mlir.explore import build_page
+
+    # the explore page replays the pxla form: jax's manual computation for axis_index keeps its mesh there
+    assert build_page(lowered, compile=False).mesh.names == MESH_AXES
 
 
 def test_in_axes_and_out_axes(oracle):
@@ -129,6 +133,8 @@ def test_nests_one_mesh_cannot_hold_are_refused_saying_why():
     with pytest.raises(PmapUsageError, match=r"partitioned pmaps with different partitions \(\{'m': 2\} and "
                                              r"\{'model': 2\}\)"):
         pxla_mlir.pmap(two_meshes, "outer", in_axes=(0, None), mode="partition")(X, W)
+    with pytest.raises(PmapUsageError, match=r"reuses the axis name 'inner' of an enclosing pmap"):
+        pxla_mlir.pmap(inner_pmap(lambda a, b: a @ b), "inner", in_axes=(0, None), mode="partition")(X, W)
     big = pxla_mlir.pmap(inner_pmap(partitions={"model": 4}), "outer", in_axes=(0, None), mode="partition")
     with pytest.raises(PmapUsageError, match=r"it needs 2 × 2 × 4 = 16 devices, but only 8 CPU devices"):
         big(X, W)
@@ -140,16 +146,20 @@ def test_gspmd_form_refuses_the_device_index_before_any_pass():
 
     out = run_isolated('''
 from test_pmap_nested_partitions import W, X, inner_pmap
+import jax
 import pxla_mlir
 from pxla_mlir.pmaps.arguments import PmapUsageError
-f = pxla_mlir.pmap(inner_pmap(), "outer", in_axes=(0, None), mode="partition", shardings="gspmd")
-try:
-    f.lower(X, W)
-except PmapUsageError as e:
-    print("refused:", e)
+nest = pxla_mlir.pmap(inner_pmap(), "outer", in_axes=(0, None), mode="partition", shardings="gspmd")
+flat = inner_pmap(lambda x, w: x @ w + jax.lax.axis_index("inner"), shardings="gspmd")
+for f, x in ((nest, X), (flat, X[0])):
+    try:
+        f.lower(x, W)
+    except PmapUsageError as e:
+        print("refused:", e)
 ''', timeout=120)
-    assert re.search(r'refused: pmap \'body\' uses the device index inside a partitioned body .* use shardings="sdy"',
-                     out), out
+    found = re.findall(r'refused: pmap \'(\S+)\' uses the device index inside a partitioned body .* use '
+                       r'shardings="sdy"', out)
+    assert found == ["body", "<lambda>"], out
 
 
 @pytest.mark.parametrize("around", ["jax.pmap", "shard_map"])

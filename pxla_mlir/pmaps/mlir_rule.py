@@ -37,7 +37,8 @@ def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, na
     mesh = sharding_impls_mesh(mctx.axis_context)
     # A level of a nest lowered as one manual computation over all its pmap axes (a partitioned pmap nested in
     # pmaps, :mod:`.nesting`): the mesh has this pmap's axis already.
-    level = mesh is not None and axis_name in mesh.axis_names
+    level = (mesh is not None and axis_name in mesh.axis_names
+             and set(mctx.axis_context.manual_axes) != set(mesh.axis_names))
     if partitions and not level and (mesh is not None or under_jit.inside()):
         refuse_nested_partitions(name, partitions)
     if under_jit.inside() or level:  # nested in a pmap lowering inside jax.jit, or a level of such a nest

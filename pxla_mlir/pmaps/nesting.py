@@ -90,6 +90,11 @@ def partitioned_nest(jaxpr, axis_name, name: str, what: str = "pmap") -> Partiti
         raise PmapUsageError(f"{what} {name!r} holds the partitioned pmap {inner!r} and nested pmaps that map "
                              f"different axes at one level: the program is one mesh with an axis per level, so "
                              f"nest pmaps over one axis per level (or map the others outside)")
+    names = [axis_name, *(n for n, _ in chain)]
+    reused = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if reused is not None:
+        raise PmapUsageError(f"{what} {name!r}: a nested pmap reuses the axis name {reused!r} of an enclosing pmap; "
+                             f"give it a new name")
     partitions = kinds.pop()
     clash = {n for n, _ in partitions} & {axis_name, *(n for n, _ in chain)}
     if clash:

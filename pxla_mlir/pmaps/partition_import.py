@@ -13,9 +13,10 @@ dropped.
 
 jax lowers ``axis_index`` in a partially manual body (also a nested pmap's
 slice in a partitioned nest, :mod:`.nesting`) as an ``sdy.manual_computation``
-over the automatic axes; those stay, naming the module's mesh, which the
-Shardy form states again (pxla-add-sdy-mesh). The GSPMD form cannot state
-them: :func:`check_dialect` refuses that before any pass sees the module.
+over the automatic axes; those stay, and so does jax's mesh symbol they
+name (the module's mesh: pxla-add-sdy-mesh finds it there). The GSPMD form
+cannot state them: :func:`check_dialect` refuses that before any pass sees
+the module.
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ __all__ = ["convert_constraints", "check_dialect"]
 
 def convert_constraints(module: ir.Module) -> None:
     with module.context, module.operation.location:
-        for op in ir_utils.walk(module.operation):
+        ops = list(ir_utils.walk(module.operation))
+        manual = any(op.name == shardy.MANUAL_COMPUTATION for op in ops)
+        for op in ops:
             if op.name == "sdy.sharding_constraint":
                 _convert(op)
+        if manual:
+            return  # they name jax's mesh (see the module docs)
         for op in [o.operation for o in module.body.operations]:
             if op.name == "sdy.mesh":
                 op.erase()
