@@ -233,7 +233,9 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
     PartitionSpec) lay each per-index argument/result out over its group
     (see :mod:`pxla_mlir.pmaps.partitions`). ``pmap(sharded_jit(f, in_parts,
     out_parts))``, 2022's spelling, is that pmap of ``f`` in partition mode
-    (:mod:`pxla_mlir.pmaps.sharded`).
+    (:mod:`pxla_mlir.pmaps.sharded`). Such a pmap nests in other pmaps given
+    ``mode="partition"``: the nest is one program over (outer, inner, ...,
+    partition axes), manual over the pmap axes (:mod:`pxla_mlir.pmaps.nesting`).
     """
     sharded = getattr(fun, "sharded_body", None)
     if isinstance(sharded, partitions_mod.ShardedBody):

@@ -13,7 +13,8 @@ partition axes; ``in_partitions``/``out_partitions`` (pytree prefixes of
 PartitionSpec, None: replicated) lay each per-index argument and result out
 over its group. They are also constraints inside the body, so grad, vmap
 and the other transformations carry them; a transformed pmap's own
-arguments and results are replicated over its group.
+arguments and results are replicated over its group. Inside other pmaps the
+mesh names their axes first, manual too (:mod:`.nesting`).
 
 Here: checking the options when the pmap is made, flattening the specs
 against a call, the mesh the body is traced under, and the layout of the
