@@ -32,9 +32,13 @@ def inner_pmap(fn=body, **options):
     return pxla_mlir.pmap(fn, "inner", **{**INNER, **options})
 
 
-def oracle_body(x, w):  # the in/out_partitions are constraints in the pmap's body
+def oracle_body_of(fn, x, w):  # the in/out_partitions are constraints in the pmap's body
     w = jax.lax.with_sharding_constraint(w, P(None, "model"))
-    return jax.lax.with_sharding_constraint(body(x[0, 0], w), P(None, "model"))[None, None]
+    return jax.lax.with_sharding_constraint(fn(x[0], w), P(None, "model"))[None]
+
+
+def oracle_body(x, w):
+    return oracle_body_of(body, x[0], w)[None]
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +110,23 @@ def test_the_inner_pmap_still_runs_on_its_own():
     want = np.broadcast_to(np.einsum("oimk,kn->omn", X, W)[:, None], (2, 2, 4, 32))
     np.testing.assert_allclose(np.asarray(nest(X, W)), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(g(X[0], W)), want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(pxla_mlir.jit(g, mode="partition")(X[0], W)), want[0], rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_three_levels():
+    def deep(x, w):
+        y = jax.lax.with_sharding_constraint(jnp.tanh(x @ w), P(None, "model"))
+        return jax.lax.psum(y, "mid") + jax.lax.axis_index("outer") * 3 + jax.lax.axis_index("inner")
+
+    mid = pxla_mlir.pmap(lambda x, w: inner_pmap(deep)(x, w) * 2, "mid", in_axes=(0, None), mode="partition")
+    f = pxla_mlir.pmap(mid, "outer", in_axes=(0, None), mode="partition")
+    x = X.reshape(2, 2, 1, 4, 16)
+    axes = ("outer", "mid", "inner")
+    mesh = Mesh(np.array(jax.devices()[:8]).reshape(2, 2, 1, 2), (*axes, "model"))
+    oracle = jax.jit(jax.shard_map(lambda x, w: oracle_body_of(deep, x[0, 0], w)[None, None] * 2, mesh=mesh,
+                                   in_specs=(P(*axes), P()), out_specs=P(*axes), axis_names=set(axes)))
+    np.testing.assert_array_equal(np.asarray(f(x, W)), np.asarray(oracle(x, W)))
 
 
 def test_replica_mode_is_refused_with_the_fix():
