@@ -19,7 +19,8 @@ operand that is a jit argument not yet known as a share stops the probe
 shape (the share's, each such dimension times the number of positions its
 mesh axes have across processes), until a trace completes. A host argument
 that reaches such a dimension only through computation (``xmap(f)(x * 2)``,
-a vmapped map) cannot be told apart from a whole value: :class:`JitShareError`
+a vmapped map) before any map takes it directly (in the order the body
+calls its maps) cannot be told apart from a whole value: :class:`JitShareError`
 asks for a global jax.Array.
 
 The shares then become global jax.Arrays laid out as the map that takes them
@@ -97,7 +98,7 @@ class _Probe:
             origin = primal_tracer(x)
             arg = next((j for j, a in enumerate(self.args) if a is origin), None)
             if arg is None:
-                self._refuse_computed(x, grow, what)
+                self._refuse_computed(x, what)
             elif self.local[arg]:
                 self._take(arg, ArgShare(grow, layout(i), what))
         if self.found:
@@ -115,7 +116,7 @@ class _Probe:
                 f"({_dims(known)} and {_dims(share)}); pass it as a global jax.Array "
                 f"(jax.make_array_from_process_local_data with the layout you mean)")
 
-    def _refuse_computed(self, x, grow, what: str):
+    def _refuse_computed(self, x, what: str):
         staged = staged_tracer(x)
         if staged is None:
             return
