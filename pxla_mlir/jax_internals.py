@@ -59,7 +59,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "debug_nans_active", "find_special_values", "InternalFloatingPointError",
            "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
            "gspmd_sharding",
-           "staged_tracer", "primal_tracer", "staged_ancestors",
+           "staged_tracer", "primal_tracer", "staged_ancestors", "same_trace",
            "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
@@ -520,6 +520,11 @@ def staged_tracer(x):
         else:
             return None
     return x if isinstance(x, pe.DynamicJaxprTracer) else None
+
+
+def same_trace(x, y) -> bool:
+    """Whether tracers ``x`` and ``y`` belong to one trace."""
+    return x._trace is y._trace
 
 
 def staged_ancestors(x):

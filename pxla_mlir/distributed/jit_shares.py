@@ -21,7 +21,9 @@ mesh axes have across processes), until a trace completes. A host argument
 that reaches such a dimension only through computation (``xmap(f)(x * 2)``,
 a vmapped map) before any map takes it directly (in the order the body
 calls its maps) cannot be told apart from a whole value: :class:`JitShareError`
-asks for a global jax.Array.
+asks for a global jax.Array; so does a process-spanning map inside a staged
+computation of the body (jax.jit, lax.scan, ...) while a host argument is
+neither a known share nor traced to it.
 
 The shares then become global jax.Arrays laid out as the map that takes them
 lays them out (``jax.make_array_from_process_local_data``, this process's
@@ -44,7 +46,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from ..jax_internals import core, primal_tracer, staged_ancestors, staged_tracer
+from ..jax_internals import core, primal_tracer, same_trace, staged_ancestors, staged_tracer
 from ..lru import LRU
 from .processes import MultiProcessError, process_count, spans_processes
 from .shares import is_process_local, share_factor
@@ -118,7 +120,17 @@ class _Probe:
 
     def _refuse_computed(self, x, what: str):
         staged = staged_tracer(x)
-        if staged is None:
+        if staged is None or not self.args:
+            return
+        if not same_trace(staged, self.args[0]):  # inside jax.jit, lax.scan, ...: its inputs are that trace's
+            unknown = [j for j in range(len(self.args)) if self.local[j] and j not in self.known]
+            if unknown:
+                raise JitShareError(
+                    f"pxla_mlir.jit function {self.fn_name!r} calls {what} inside a staged computation of its body "
+                    f"(jax.jit, lax.scan, lax.cond, jax.checkpoint, ...), at a dimension the map splits over devices "
+                    f"of several processes; what reaches it there cannot be traced back to the jit's arguments, so "
+                    f"host argument {self.names(unknown[0])} could be a whole value or this process's share. Pass "
+                    f"the host arguments that reach it as global jax.Arrays, or call the map directly in the body")
             return
         ids = {id(a): j for j, a in enumerate(self.args)}
         reached = sorted({ids[id(t)] for t in staged_ancestors(staged) if id(t) in ids})

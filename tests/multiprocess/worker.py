@@ -516,6 +516,8 @@ def jit_shares_that_disagree_or_are_computed():
         raises(lambda: pxla_mlir.jit(lambda v: g(v * 2.0))(share(X8)), JitShareError, "args[0]",
                "through computation", "global jax.Array")
         check_local(pxla_mlir.jit(lambda v: g(v * 2.0))(global_array(X8)), 2.0 * np.broadcast_to(X8.sum(0), X8.shape))
+        raises(lambda: pxla_mlir.jit(lambda v: jax.jit(g)(v))(share(X8)), JitShareError, "args[0]",
+               "inside a staged computation")
         # Taken directly first, it is a share, and a later computed use sees its global value.
         check_local(pxla_mlir.jit(lambda v: g(v) + g(v * 2.0))(share(X8)), 3.0 * np.broadcast_to(X8.sum(0), X8.shape))
         by_columns = pxla_mlir.xmap(lambda v: lax.psum(v, "b"), in_axes=[..., "b"], out_axes=[..., "b"],
