@@ -23,7 +23,9 @@ a vmapped map) before any map takes it directly (in the order the body
 calls its maps) cannot be told apart from a whole value: :class:`JitShareError`
 asks for a global jax.Array; so does a process-spanning map inside a staged
 computation of the body (jax.jit, lax.scan, ...) while a host argument is
-neither a known share nor traced to it.
+neither a known share nor traced to it. Maps inside another map's body are
+left out: their operands are per-index values of the outer map, which is
+the one that splits its operands across processes.
 
 The shares then become global jax.Arrays laid out as the map that takes them
 lays them out (``jax.make_array_from_process_local_data``, this process's
@@ -84,15 +86,18 @@ class _Probe:
         self.local = local  # per flat argument: a host value (which may be a share)
         self.names, self.fn_name = names, fn_name
         self.args: tuple = ()  # the body's argument tracers
+        self.axes: frozenset = frozenset()  # the axis names bound where the body is traced
         self.found = False
 
     def wrap(self, flat_fun: Callable) -> Callable:
         def body(*args):
-            self.args = args
+            self.args, self.axes = args, _bound_axes()
             return flat_fun(*args)
         return body
 
     def note(self, leaves: Sequence, factors: Sequence[dict], layout: Callable[[int], NamedSharding], what: str):
+        if _bound_axes() != self.axes:  # a map inside another's body: the outer map splits across processes
+            return
         for i, (x, grow) in enumerate(zip(leaves, factors)):
             grow = tuple(sorted((d, f) for d, f in grow.items() if f > 1))
             if not grow:
@@ -143,6 +148,10 @@ class _Probe:
                 f"its global shape is known); here it could be a whole value or a share. Pass it as a global "
                 f"jax.Array (jax.make_array_from_process_local_data(sharding, x_local) for a share, "
                 f"jax.make_array_from_callback for a whole value), or give the map the argument itself")
+
+
+def _bound_axes() -> frozenset:
+    return frozenset(core.get_axis_env().axis_sizes)
 
 
 def _dims(share: ArgShare) -> str:

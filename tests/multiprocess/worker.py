@@ -326,7 +326,7 @@ def pxla_jit_of_grad_and_nested():
     ref = w - 0.1 * jax.grad(ref_loss)(w, X8)
     np.testing.assert_allclose(process_local(out), ref, rtol=1e-5)
     x = nested_input(2)  # 4 x 2: an outer row spans processes, so no process holds a share of it
-    y = pxla_mlir.jit(lambda x: 2.0 * pxla_mlir.pmap(outer, "i")(x))(global_array(x))
+    y = pxla_mlir.jit(lambda s, x: s * pxla_mlir.pmap(outer, "i")(x))(np.float32(2.0), global_array(x))
     np.testing.assert_allclose(process_local(y), 2.0 * ref_nested(x), rtol=1e-5)
 
 
