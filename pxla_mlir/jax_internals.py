@@ -59,6 +59,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "debug_nans_active", "find_special_values", "InternalFloatingPointError",
            "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
            "gspmd_sharding",
+           "staged_tracer", "primal_tracer", "staged_ancestors", "same_trace",
            "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
@@ -498,6 +499,45 @@ def concrete_value(x):
         else:
             return None
     return x
+
+
+def primal_tracer(x):
+    """What a JVP or linearize tracer differentiates (looking through nested
+    ones): the same value, in the same shape."""
+    while isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
+        x = x.primal
+    return x
+
+
+def staged_tracer(x):
+    """The tracer of a staging trace (jit) that a JVP, linearize or batching
+    tracer was built from (looking through nested ones), or None."""
+    while isinstance(x, core.Tracer) and not isinstance(x, pe.DynamicJaxprTracer):
+        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
+            x = x.primal
+        elif isinstance(x, batching.BatchTracer):
+            x = x.val
+        else:
+            return None
+    return x if isinstance(x, pe.DynamicJaxprTracer) else None
+
+
+def same_trace(x, y) -> bool:
+    """Whether tracers ``x`` and ``y`` belong to one trace."""
+    return x._trace is y._trace
+
+
+def staged_ancestors(x):
+    """Every staged tracer that the staged tracer ``x`` was computed from, ``x`` included."""
+    seen, todo = set(), [x]
+    while todo:
+        t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        yield t
+        parent = getattr(t, "parent", None)
+        todo.extend(i for i in getattr(parent, "in_tracers", ()) if isinstance(i, pe.DynamicJaxprTracer))
 
 
 def is_differentiated(x) -> bool:

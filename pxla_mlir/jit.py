@@ -11,7 +11,9 @@ pmaps make a replica-mode program over the product of their axis sizes (the
 body is a pmap of size 1, every argument and result broadcast), xmaps one
 over their mesh; a body without maps is lowered by the registry's first
 kind. ``jax.jit`` around a map works too, with jax's own pipeline (see
-each kind's ``under_jit``).
+each kind's ``under_jit``). In a multi-process run a host argument that a
+map inside takes directly is this process's share of what that map splits
+across processes (:mod:`pxla_mlir.distributed.jit_shares`).
 """
 
 from __future__ import annotations
@@ -20,12 +22,18 @@ import dataclasses
 import functools
 from typing import Callable
 
+from jax import tree_util
+
+from .distributed import jit_shares
+from .distributed.processes import is_multi_process
 from .errors import PxlaUserError
-from .jax_internals import api_util, core
+from .jax_internals import api_util, core, jax_mesh_context, trace_context
+from .lru import LRU
 from .maps import registry
-from .maps.arguments import Call, argnums, check_devices, check_donation, examine_broadcast
+from .maps.arguments import Call, argnums, check_devices, check_donation, examine_broadcast, keystr
 from .maps.function import MapFunction, Traced
 from .pipelines import PmapPipeline, configure
+from .sharding.mesh import current_mesh
 from .stages import Lowered
 from .stats import timed
 from .tracing import trace_flat
@@ -58,9 +66,20 @@ class JitFunction(MapFunction):
         self.options = options  # pipeline options by api name, for the kind that lowers the body
         shared = (static, donate, self.devices, backend, tuple(sorted(options.items())))
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
+        self._shares = LRU(64)  # multi-process: the arguments that are shares, by call (distributed/jit_shares.py)
 
     def _examine(self, args, kwargs) -> Call:
-        return examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
+        call = examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
+        if is_multi_process() and not call.has_tracers:  # host arguments may be this process's shares
+            key = (call.key, trace_context(), current_mesh(), jax_mesh_context())
+            call = jit_shares.global_call(call, self._shares, key, functools.partial(self._probe, call), self.name,
+                                          functools.partial(_arg_name, call))
+        return call
+
+    def _probe(self, call: Call, wrap, avals):
+        flat_fun, _ = call.flat_function(self.fun, self.name)
+        debug = api_util.debug_info("pxla_mlir.jit", self.fun, tuple(range(len(call.flat_args))), {})
+        trace_flat(wrap(flat_fun), avals, [], debug, binder="jit")
 
     def _call_without_jit(self, env, args: tuple, kwargs: dict):
         return self.fun(*args, **kwargs)  # under jax.disable_jit(), as jax.jit
@@ -100,6 +119,12 @@ class JitFunction(MapFunction):
     def _deoptimized(self, traced: _Traced, call: Call, env):
         body, _ = call.flat_function(self.fun, self.name)  # un-jitted: each map inside checks its own outputs
         return body(*call.flat_args)
+
+
+def _arg_name(call: Call, i: int) -> str:
+    """``args[1]['w']``: flat argument ``i`` of a call, for messages (dynamic arguments only)."""
+    tree = tree_util.tree_unflatten(call.in_tree, range(len(call.flat_args)))
+    return keystr(tree_util.tree_flatten_with_path(tree)[0][i][0])
 
 
 def _map_eqns(jaxpr, found: list | None = None) -> list:

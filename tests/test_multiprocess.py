@@ -25,11 +25,12 @@ NUMERICS = [
     "nested_2x4_partition_all-reduce", "nested_4x2_replica_all-gather", "nested_4x2_partition_all-reduce",
     "nested_interleaved_devices_inner_groups_span_processes",
     "grad_of_pmap", "vmap_of_pmap_local_input", "pxla_jit_of_grad_and_nested", "xmap_three_lowerings_over_shares",
-    "grad_of_xmap_and_jit_over_shares",
+    "grad_of_xmap_and_jit_over_shares", "jit_of_xmap_over_shares_three_lowerings", "grad_of_jit_over_shares",
     "out_axes_none_is_replicated", "unblocked_200_chained_calls", "unshard_all_reduce_exact_values", "empty_outputs",
 ]
 ERRORS = ["devices_leave_a_process_out", "devices_cover_processes_unevenly", "too_many_devices_hint",
-          "mismatched_module", "shares_that_disagree_between_processes", "initialize_twice",
+          "mismatched_module", "shares_that_disagree_between_processes", "jit_shares_that_disagree_or_are_computed",
+          "initialize_twice",
           "every_launch_is_compared", "run_still_healthy_after_the_errors"]
 
 

@@ -11,6 +11,8 @@ collectives on CPU, NCCL on GPU).
   process evenly;
 * :mod:`.shares`: a process's share of a global value (host inputs in,
   ``process_local`` out);
+* :mod:`.jit_shares`: which ``pxla_mlir.jit`` arguments are shares (a probe
+  of its body's maps), and their global values;
 * :mod:`.program_check`: the same program on every process, checked before
   the first launch;
 * :mod:`.lifecycle`: ``initialize`` and ``shutdown``;
@@ -30,7 +32,7 @@ _LAZY = {"initialize": "lifecycle", "shutdown": "lifecycle", "PEER_FAILED_EXIT":
          "is_multi_process": "processes", "spans_processes": "processes", "ProgramMismatchError": "program_check",
          "check_before_launch": "program_check", "LocalPlacement": "shares", "bound_avals": "shares",
          "global_avals": "shares", "is_global": "shares", "is_process_local": "shares", "process_local": "shares",
-         "share_note": "shares"}
+         "share_note": "shares", "JitShareError": "jit_shares"}
 
 
 def __getattr__(name):

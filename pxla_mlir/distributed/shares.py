@@ -11,7 +11,8 @@ A host input (numpy, Python scalars, a jax.Array held by this process
 alone) given to a pmap is this process's share: its mapped axis is
 multiplied by the process count. Given to an xmap it is the share of every
 named dimension whose mesh axes span processes (:func:`share_factor` says
-how many times longer each is). jax.Arrays spanning processes are global
+how many times longer each is); given to ``pxla_mlir.jit``, of what the maps
+inside take directly (:mod:`.jit_shares`). jax.Arrays spanning processes are global
 as they are. A value traced by jax.vmap, jax.jvp or jax.grad keeps the
 locality of the value it was made from; values staged by jax.jit have none
 and are global. The runtime then reads a host value by its shape (the whole

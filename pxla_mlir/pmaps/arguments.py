@@ -9,6 +9,7 @@ from typing import Sequence
 
 from jax import tree_util
 
+from ..distributed.jit_shares import note_pmap
 from ..distributed.shares import global_avals, share_note
 from ..errors import PxlaUserError
 from ..jax_internals import flatten_axes
@@ -79,6 +80,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
                                     "positionally: keyword arguments are always mapped)" if aval.ndim == 0 else ""))
         norm_axes.append(int(a) % aval.ndim)
     flat = [x for _, x in paths_and_leaves]
+    note_pmap(flat, norm_axes, devices, fn_name)  # a probed pxla_mlir.jit body: its shares
     avals = global_avals(flat, avals, norm_axes, lambda i: keystr(paths_and_leaves[i][0]), devices)  # multi-process
     size = _axis_size(paths_and_leaves, avals, norm_axes, axis_size)
     return Call(tuple(static), in_tree, flat, tuple(norm_axes), tuple(avals), size, len(args))

@@ -35,6 +35,7 @@ import numpy as np
 from jax import tree_util
 from jax.sharding import NamedSharding
 
+from ..distributed.jit_shares import note_xmap
 from ..distributed.processes import is_multi_process, spans_processes
 from ..distributed.shares import scaled_avals, share_factor
 from ..invariance import named_shapes
@@ -212,6 +213,7 @@ class XmapFunction(MapFunction):
             maps = [s.resolve(av.ndim, str(i), shape=av.shape) for i, (s, av) in enumerate(zip(specs, avals))]
         except (ValueError, TypeError):
             return avals  # the trace raises it, with its words
+        note_xmap(leaves, maps, self._resources, mesh, self.name)  # a probed pxla_mlir.jit body
         names = mesh.axis_names
         factors = [{d: share_factor(mesh.devices, names, [r for r in self._resources.get(n, ()) if r in names])
                     for d, n in m.items()} for m in maps]

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from pxla_mlir.distributed import MultiProcessError, ProgramMismatchError, process_local
+from pxla_mlir.distributed import JitShareError, MultiProcessError, ProgramMismatchError, process_local
 from pxla_mlir.sharding import MeshError
 from pxla_mlir.stats import STATS
 
@@ -322,11 +322,11 @@ def vmap_of_pmap_local_input():
 def pxla_jit_of_grad_and_nested():
     step = pxla_mlir.jit(lambda w, x: w - 0.1 * jax.grad(loss)(w, x))
     w = np.float32(0.3)
-    out = step(w, X8)  # jit arguments are whole values, the same on every process
+    out = step(w, share(X8))  # x reaches the pmap directly: this process's share of its mapped axis
     ref = w - 0.1 * jax.grad(ref_loss)(w, X8)
     np.testing.assert_allclose(process_local(out), ref, rtol=1e-5)
-    x = nested_input(2)
-    y = pxla_mlir.jit(lambda x: 2.0 * pxla_mlir.pmap(outer, "i")(x))(x)
+    x = nested_input(2)  # 4 x 2: an outer row spans processes, so no process holds a share of it
+    y = pxla_mlir.jit(lambda s, x: s * pxla_mlir.pmap(outer, "i")(x))(np.float32(2.0), global_array(x))
     np.testing.assert_allclose(process_local(y), 2.0 * ref_nested(x), rtol=1e-5)
 
 
@@ -370,7 +370,49 @@ def grad_of_xmap_and_jit_over_shares():
         np.testing.assert_allclose(process_local(jax.grad(xloss)(w, share(X8))), ref, rtol=1e-5)
         raises(lambda: jax.grad(xloss, argnums=1)(w, share(X8)), MultiProcessError, "differentiated")
         step = pxla_mlir.jit(lambda w, v: w - 0.1 * jax.grad(xloss)(w, v))
-        check_local(step(w, X8), w - 0.1 * ref)  # jit arguments are broadcast: whole values; results host-local
+        check_local(step(w, share(X8)), w - 0.1 * ref)  # v reaches the xmap directly: a share; results host-local
+
+
+def _xmap_2d(lowering):
+    """An xmap over a 2-D mesh whose axis x spans processes (2 x 4: the process axis; 4 x 2: y spans them too)."""
+    return pxla_mlir.xmap(lambda v, s: lax.psum(v, "n") * s + lax.axis_index("m"), in_axes=({0: "m", 1: "n"}, {}),
+                          out_axes={0: "m", 1: "n"}, axis_resources={"m": "x", "n": "y"}, lowering=lowering)
+
+
+B = np.arange(4 * 8 * 3, dtype=np.float32).reshape(4, 8, 3) / 9.0
+REF_2D = np.broadcast_to(B.sum(1, keepdims=True) * 2.0 + np.arange(4, dtype=np.float32)[:, None, None], B.shape)
+
+
+@case("numerics")
+def jit_of_xmap_over_shares_three_lowerings():
+    # pxla_mlir.jit's host argument v reaches the xmap directly: it is this process's share of both named
+    # dimensions whose mesh axes span processes, as given to the xmap itself; s is whole (broadcast).
+    mesh = pxla_mlir.Mesh.create({"x": 2, "y": N // 2})
+    layout = NamedSharding(Mesh(mesh.devices, ("x", "y")), P("x", "y"))
+    for lowering in ("replica", "manual", "vectorize"):
+        with mesh:
+            g = _xmap_2d(lowering)
+            step = pxla_mlir.jit(lambda v, s: g(v, s) - 1.0)
+            y = step(share_of(B, layout), np.float32(2.0))
+            check_local(y, REF_2D - 1.0)  # the jit's result is replicated: every process's part is all of it
+            laid_out = jax.make_array_from_callback(B.shape, layout, lambda index: B[index])
+            check_local(step(laid_out, np.float32(2.0)), REF_2D - 1.0)  # a global Array passes through
+            check(step.lower(share_of(B, layout), np.float32(2.0)).compile()(laid_out, np.float32(2.0)), REF_2D - 1.0)
+
+
+@case("numerics")
+def grad_of_jit_over_shares():
+    w = np.float32(0.3)
+    with pxla_mlir.Mesh.create({"x": N}):
+        xloss = pxla_mlir.xmap(lambda w, v: lax.psum(jnp.sum(jnp.tanh(v * w) ** 2), "b"), in_axes=({}, ["b", ...]),
+                               out_axes={}, axis_resources={"b": "x"})
+        ref_w, ref_v = jax.grad(lambda w, v: jnp.sum(jnp.tanh(v * w) ** 2), argnums=(0, 1))(w, X8)
+        # Inside pxla_mlir.jit the body is global: jax.grad with respect to the share works (refused outside).
+        gw, gv = pxla_mlir.jit(jax.grad(xloss, argnums=(0, 1)))(w, share(X8))
+        check_local(gw, ref_w)
+        check_local(gv, ref_v)  # whole (the jit's results are replicated)
+        gp = pxla_mlir.jit(jax.grad(loss, argnums=1))(w, share(X8))  # a pmap in the body
+        check_local(gp, jax.grad(ref_loss, argnums=1)(w, X8))
 
 
 @case("numerics")
@@ -463,6 +505,28 @@ def shares_that_disagree_between_processes():
 
 
 @case("errors")
+def jit_shares_that_disagree_or_are_computed():
+    rows = K if ME == 0 else 2 * K  # process 0 passes fewer rows than the others
+    with pxla_mlir.Mesh.create({"x": N}):
+        g = pxla_mlir.xmap(lambda v: lax.psum(v, "b"), in_axes=["b", ...], out_axes=["b", ...],
+                           axis_resources={"b": "x"})
+        raises(lambda: pxla_mlir.jit(lambda v: g(v) + 1.0)(np.ones((rows, 3), np.float32)), ProgramMismatchError,
+               "the global shapes of the inputs differ", f"float32[{NPROC * rows},3] here", "Nothing was launched")
+        # Through computation a host argument could be whole or a share: a global jax.Array says which.
+        raises(lambda: pxla_mlir.jit(lambda v: g(v * 2.0))(share(X8)), JitShareError, "args[0]",
+               "through computation", "global jax.Array")
+        check_local(pxla_mlir.jit(lambda v: g(v * 2.0))(global_array(X8)), 2.0 * np.broadcast_to(X8.sum(0), X8.shape))
+        raises(lambda: pxla_mlir.jit(lambda v: jax.jit(g)(v))(share(X8)), JitShareError, "args[0]",
+               "inside a staged computation")
+        # Taken directly first, it is a share, and a later computed use sees its global value.
+        check_local(pxla_mlir.jit(lambda v: g(v) + g(v * 2.0))(share(X8)), 3.0 * np.broadcast_to(X8.sum(0), X8.shape))
+        by_columns = pxla_mlir.xmap(lambda v: lax.psum(v, "b"), in_axes=[..., "b"], out_axes=[..., "b"],
+                                    axis_resources={"b": "x"})
+        raises(lambda: pxla_mlir.jit(lambda v: g(v) + by_columns(v))(np.ones((K, K), np.float32)), JitShareError,
+               "args[0]", "different dimensions", "dimension 0 x", "dimension 1 x")
+
+
+@case("errors")
 def every_launch_is_compared():
     # Both processes launch A and B once each (agreed); then process 0 calls A while process 1 calls B.
     # Unchecked, gloo pairs A's psum with B's and process 0 gets B's numbers (84 for 12), with no error.
@@ -528,8 +592,9 @@ def peer_exits_before_a_launch():
 
 
 def main(groups):
+    only = set(filter(None, os.environ.get("MP_CASES", "").split(",")))  # a few cases of the groups (debugging)
     for group, fn in CASES:
-        if group not in groups:
+        if group not in groups or (only and fn.__name__ not in only):
             continue
         start = time.time()
         if group in ("raise", "kill", "exit", "exit_then_launch"):
