@@ -27,7 +27,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from ..ir import ir_utils, pxla_attrs
 from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import core, lower_per_device
+from ..jax_internals import LOWERING_LOCK, core, lower_per_device
 from ..maps import importing
 from ..pass_infra import Pipeline, run_pipeline
 from . import partition_import
@@ -104,7 +104,8 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
             pxla_attrs.set_manual_axes(module.operation, [label])
     if inner > 1 and kind == "pmap" and by_piece:  # nested pmaps' values in and out of @main by piece (not jit's: 2022's
         # jit of pmaps keeps its arguments and results whole); the layout is read from the result
-        run_pipeline(module, Pipeline.cached(PLACE_PIECES), reproducer=False, verify_each=False)
+        with LOWERING_LOCK:  # the module lives in the shared lowering context
+            run_pipeline(module, Pipeline.cached(PLACE_PIECES, module.context), reproducer=False, verify_each=False)
     return result
 
 
