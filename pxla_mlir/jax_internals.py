@@ -193,8 +193,11 @@ def refined_module(lowering):
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
-                    spmd: bool = False, shardy: bool = False, overrides: dict | None = None) -> xc.CompileOptions:
-    """CompileOptions for a replica- or partition-mode module on given devices.
+                    spmd: bool = False, shardy: bool = False, overrides: dict | None = None,
+                    platform: str | None = None) -> xc.CompileOptions:
+    """CompileOptions for a replica- or partition-mode module on given devices:
+    jax's own (its effort and memory-fitting levels, profile version, debug
+    options from jax's flags), but for the partitioner settings.
 
     ``device_ids`` has shape (num_replicas, num_partitions). ``shardy`` must
     follow the module's form: Shardy (sdy) modules fail to compile without it,
@@ -202,17 +205,14 @@ def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarr
     ``overrides`` are XLA debug options by name (jax's ``compiler_options``),
     checked by XLA when compiling.
     """
-    opts = xc.CompileOptions()
-    opts.num_replicas = num_replicas
-    opts.num_partitions = num_partitions
+    ids = np.asarray(device_ids).reshape(num_replicas, num_partitions)
+    opts = compiler.get_compile_options(num_replicas, num_partitions, device_assignment=ids,
+                                        env_options_overrides=overrides or None, backend=backend(platform))
     build = opts.executable_build_options
     build.num_replicas = num_replicas
     build.num_partitions = num_partitions
     build.use_spmd_partitioning = spmd
     build.use_shardy_partitioner = shardy
-    opts.device_assignment = xc.DeviceAssignment.create(np.asarray(device_ids).reshape(num_replicas, num_partitions))
-    if overrides:
-        opts.env_option_overrides = list(overrides.items())
     return opts
 
 

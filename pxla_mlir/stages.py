@@ -179,7 +179,7 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
     dump_stage(pxla, "pxla")  # jax_dump_ir_to
     try:
         with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
-            run_pipeline(module, Pipeline.cached(pipeline), reproducer=False, verify_each=False)
+            run_pipeline(module, Pipeline.cached(pipeline, module.context), reproducer=False, verify_each=False)
     except PipelineFailure as e:
         raise PipelineFailure(e.pipeline, e.diagnostics, _save(pxla.get_asm(enable_debug_info=True))) from None
     return Lowered(module, pxla, pipeline=pipeline, layout=layout, signature=signature,

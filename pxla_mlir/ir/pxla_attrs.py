@@ -337,11 +337,15 @@ class Placeholder:
             raise PassError(self.op, f"@{custom_call_target(self.op)}: {message}")
 
 
+_CUSTOM_CALLS = frozenset({"mhlo.custom_call", "stablehlo.custom_call"})
+
+
 def placeholders(module: ir.Operation, target: str) -> list[Placeholder]:
     """Every ``@target`` placeholder in ``module``, its attributes and layout checked."""
     devices = None
     out = []
-    for op in ir_utils.walk(module):
+    # Only custom calls can be placeholders: the other ops are touched for their name alone.
+    for op, _ in ir_utils.walk_selected(module, _CUSTOM_CALLS.__contains__):
         if placeholder_target(op) != target:
             continue
         if devices is None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import re
 import sys
@@ -195,9 +194,22 @@ class Pipeline:
     steps: tuple[Step, ...]
 
     @classmethod
-    def cached(cls, text: str) -> "Pipeline":
-        """Parsed once per process; a Pipeline builds PassManagers for any context."""
-        return _cached_pipeline(text)
+    def cached(cls, text: str, ctx: ir.Context | None = None) -> "Pipeline":
+        """Parsed once per process; a Pipeline builds PassManagers for any context.
+        The first call parses in ``ctx`` (the caller holds it), or in a fresh
+        context if none is given."""
+        pipeline = _PARSED.get(text)
+        if pipeline is None:
+            if ctx is None:
+                from ..ir.context import make_context
+
+                ctx = make_context()
+            else:
+                from ..ir.context import register_passes
+
+                register_passes()  # jaxlib's textual passes, as make_context does
+            pipeline = _PARSED.setdefault(text, cls.parse(text, ctx))
+        return pipeline
 
     @classmethod
     def parse(cls, text: str, ctx: ir.Context) -> "Pipeline":
@@ -241,11 +253,11 @@ class Pipeline:
         return pm
 
 
-@functools.cache
-def _cached_pipeline(text: str) -> Pipeline:
-    from ..ir.context import make_context
-
-    return Pipeline.parse(text, make_context())
+#: Pipeline.cached's pipelines by text.
+_PARSED: dict[str, Pipeline] = {}
+#: Canonical text of jaxlib pipeline elements by source text: passes are
+#: registered process-wide, so the text does not depend on the context.
+_CANONICAL: dict[str, str] = {}
 
 
 def _merge_text(steps: list[Step]) -> list[Step]:
@@ -294,17 +306,24 @@ def _source(el: _Element) -> str:
 
 
 def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
+    source = _source(el)
+    if source not in _CANONICAL:
+        _CANONICAL[source] = _canonical_text(el, source, text, ctx)
+    return _CANONICAL[source]
+
+
+def _canonical_text(el: _Element, source: str, text: str, ctx: ir.Context) -> str:
     llvm_said: list[str] = []
     try:
         with _stderr_captured() as llvm_said:
-            pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({_source(el)})", context=ctx)
+            pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({source})", context=ctx)
     except ValueError as e:  # the capture has closed: what LLVM printed is in llvm_said
         raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx, "".join(llvm_said)), text, el.col) from None
     printed = _clean(str(pm)[len(ROOT_ANCHOR) + 1:-1])
     if not _parses(printed, ctx):
         # Some pipelines print passes that are not registered on their own (sdy's
         # pipelines print sdy-save-module): such an element stays as written.
-        return _source(el)
+        return source
     return printed
 
 

@@ -27,7 +27,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from ..ir import ir_utils, pxla_attrs
 from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import core, lower_per_device
+from ..jax_internals import LOWERING_LOCK, core, lower_per_device
 from ..maps import importing
 from ..pass_infra import Pipeline, run_pipeline
 from . import partition_import
@@ -121,7 +121,8 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
     # nested pmaps' values in and out of @main by piece (not jit's: 2022's jit of pmaps keeps its arguments and
     # results whole; nor a partitioned nest's, whose pmaps slice and gather); the layout is read from the result
     if inner > 1 and kind == "pmap" and by_piece and not nest:
-        run_pipeline(module, Pipeline.cached(PLACE_PIECES), reproducer=False, verify_each=False)
+        with LOWERING_LOCK:  # the module lives in the shared lowering context
+            run_pipeline(module, Pipeline.cached(PLACE_PIECES, module.context), reproducer=False, verify_each=False)
     return result
 
 

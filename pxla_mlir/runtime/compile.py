@@ -129,7 +129,7 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     options = _checked_options(compiler_options)
     sdy = uses_shardy(module.operation)
     opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1 or sdy, shardy=sdy,
-                                         overrides=options)
+                                         overrides=options, platform=platform or devices[0].platform)
     _apply_env()
     try:
         dump_stage(module, "compile")  # jax_dump_ir_to
