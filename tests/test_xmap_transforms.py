@@ -211,3 +211,30 @@ def test_weight_gradients_sum_over_the_batch_in_one_dot(lowering):
                           in_specs=(P(), P("x"), P("x")), out_specs=P())
     assert_close(got, jax.jit(jax.grad(block))(params, x, y))
     np.testing.assert_array_equal(np.asarray(summed), ints[0].T @ ints[1])
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_jit_takes_the_blocks_its_xmaps_slice(lowering):
+    """pxla_mlir.jit of grad(xmap): the examples, which only the xmap reads,
+    enter each device as its block (pxla-place-tiles), as jax.jit(shard_map)
+    takes them; the weights, read outside it too, whole. The vectorize
+    lowering hands XLA the global view: XLA splits it. Host and committed
+    replicated inputs give the same numbers."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    params, x, y = (data(6, 5), data(5, 3)), data(16, 6), data(16, 3)
+    with pxla_mlir.Mesh.create({"x": 8}) as mesh:
+        loss = pxla_mlir.xmap(lambda p, a, b: lax.pmean(mse(p, a, b), "batch"), ({}, ["batch", ...], ["batch", ...]),
+                              {}, axis_resources={"batch": "x"}, lowering=lowering)
+        step = pxla_mlir.jit(lambda p, a, b: jax.tree.map(lambda w, g: w - 0.1 * g, p, jax.grad(loss)(p, a, b)),
+                             donate_argnums=2)
+        lowered = step.lower(params, x, y)
+        whole = jax.device_put(x, NamedSharding(jax.sharding.Mesh(mesh.devices, ("x",)), P()))
+        got, again = step(params, x, y), step(params, whole, y)
+    by_block = lowering != "vectorize"
+    block = ("x", None) if by_block else (None, None)
+    assert [tuple(s.spec) for s in lowered.in_shardings] == [(None, None), (None, None), block, block]
+    assert ("tensor<2x6xf32>" in lowered.pxla_text()) == by_block
+    ref = jax.tree.map(lambda w, g: w - 0.1 * g, params, jax.grad(mse)(params, x, y))
+    assert_close(got, ref)
+    assert_close(again, got, tol=0)

@@ -26,6 +26,7 @@ PASSES: dict[str, str] = {
     "pxla-expand-unshard": "pxla_mlir.passes.expand_unshard:ExpandUnshardPass",
     "pxla-fold-shard-of-unshard": "pxla_mlir.passes.fold_shard_of_unshard:FoldShardOfUnshardPass",
     "pxla-place-pieces": "pxla_mlir.passes.place_pieces:PlacePiecesPass",
+    "pxla-place-tiles": "pxla_mlir.passes.place_tiles:PlaceTilesPass",
     "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
     "pxla-wrap-manual-main": "pxla_mlir.passes.wrap_manual_main:WrapManualMainPass",
 }
