@@ -123,7 +123,9 @@ class XmapPipeline(NamedPipeline):
     sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
 
     def elements(self) -> str:
-        steps = [LEGALIZE_TO_MHLO]  # import leaves jax's StableHLO/CHLO
+        # Import leaves jax's StableHLO/CHLO. Gradients of weights broadcast over
+        # a named axis sum per-example products: contract them in one dot.
+        steps = [LEGALIZE_TO_MHLO, "pxla-contract-batch-sums"]
         if self.lowering == "replica":
             return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
         if self.lowering == "manual":

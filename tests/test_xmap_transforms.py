@@ -181,3 +181,60 @@ def test_a_staged_xmap_with_constants_evaluates_again():
     [eqn] = jaxpr.eqns
     assert eqn.primitive.name == "pxla_xmap" and eqn.params["in_axes"] == ((), ((0, "batch"),))
     np.testing.assert_array_equal(np.asarray(jaxpr_as_fun(jaxpr)(x)[0]), x + 1)
+
+
+def mse(params, x, y):
+    w1, w2 = params
+    return jnp.mean((jnp.tanh(x @ w1) @ w2 - y) ** 2)
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_weight_gradients_sum_over_the_batch_in_one_dot(lowering):
+    """grad of a loss over named examples with broadcast weights: each weight
+    gradient is one dot contracting the examples (pxla-contract-batch-sums),
+    as jax.jit(shard_map)'s block matmul; the same numbers up to float
+    reassociation. Integers: the same sums exactly."""
+    from jax.sharding import Mesh as JaxMesh, PartitionSpec as P
+
+    params, x, y = (data(6, 5), data(5, 3)), data(16, 6), data(16, 3)
+    ints = (np.arange(48, dtype=np.int32).reshape(16, 3) - 20, (np.arange(64, dtype=np.int32) % 7 - 3).reshape(16, 4))
+    with pxla_mlir.Mesh.create({"x": 8}) as mesh:
+        loss = pxla_mlir.xmap(lambda p, a, b: lax.pmean(mse(p, a, b), "batch"), ({}, ["batch", ...], ["batch", ...]),
+                              {}, axis_resources={"batch": "x"}, lowering=lowering)
+        step = pxla_mlir.jit(jax.grad(loss))
+        outer = pxla_mlir.xmap(lambda u, v: lax.psum(jnp.einsum("i,j->ij", u, v), "batch"),
+                               (["batch", ...], ["batch", ...]), {}, axis_resources={"batch": "x"}, lowering=lowering)
+        texts = step.lower(params, x, y).as_text(), outer.lower(*ints).as_text()
+        got, summed = step(params, x, y), outer(*ints)
+    assert all("dot_general" in t and "batching_dimensions" not in t for t in texts)
+    block = jax.shard_map(lambda p, a, b: lax.pmean(mse(p, a, b), "x"), mesh=JaxMesh(mesh.devices, ("x",)),
+                          in_specs=(P(), P("x"), P("x")), out_specs=P())
+    assert_close(got, jax.jit(jax.grad(block))(params, x, y))
+    np.testing.assert_array_equal(np.asarray(summed), ints[0].T @ ints[1])
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_jit_takes_the_blocks_its_xmaps_slice(lowering):
+    """pxla_mlir.jit of grad(xmap): the examples, which only the xmap reads,
+    enter each device as its block (pxla-place-tiles), as jax.jit(shard_map)
+    takes them; the weights, read outside it too, whole. The vectorize
+    lowering hands XLA the global view: XLA splits it. Host and committed
+    replicated inputs give the same numbers."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    params, x, y = (data(6, 5), data(5, 3)), data(16, 6), data(16, 3)
+    with pxla_mlir.Mesh.create({"x": 8}) as mesh:
+        loss = pxla_mlir.xmap(lambda p, a, b: lax.pmean(mse(p, a, b), "batch"), ({}, ["batch", ...], ["batch", ...]),
+                              {}, axis_resources={"batch": "x"}, lowering=lowering)
+        step = pxla_mlir.jit(lambda p, a, b: jax.tree.map(lambda w, g: w - 0.1 * g, p, jax.grad(loss)(p, a, b)),
+                             donate_argnums=2)
+        lowered = step.lower(params, x, y)
+        whole = jax.device_put(x, NamedSharding(jax.sharding.Mesh(mesh.devices, ("x",)), P()))
+        got, again = step(params, x, y), step(params, whole, y)
+    by_block = lowering != "vectorize"
+    block = ("x", None) if by_block else (None, None)
+    assert [tuple(s.spec) for s in lowered.in_shardings] == [(None, None), (None, None), block, block]
+    assert ("tensor<2x6xf32>" in lowered.pxla_text()) == by_block
+    ref = jax.tree.map(lambda w, g: w - 0.1 * g, params, jax.grad(mse)(params, x, y))
+    assert_close(got, ref)
+    assert_close(again, got, tol=0)

@@ -16,6 +16,7 @@ PASSES: dict[str, str] = {
     "pxla-add-sdy-mesh": "pxla_mlir.passes.add_sdy_mesh:AddSdyMeshPass",
     "pxla-annotate-sdy-shardings": "pxla_mlir.passes.annotate_sdy_shardings:AnnotateSdyShardingsPass",
     "pxla-annotate-shardings": "pxla_mlir.passes.annotate_shardings:AnnotateShardingsPass",
+    "pxla-contract-batch-sums": "pxla_mlir.passes.contract_batch_sums:ContractBatchSumsPass",
     "pxla-convert-op-shardings-to-sdy": "pxla_mlir.passes.convert_op_shardings_to_sdy:ConvertOpShardingsToSdyPass",
     "pxla-convert-to-replica-mode": "pxla_mlir.passes.convert_to_replica_mode:ConvertToReplicaModePass",
     "pxla-expand-manual-computation": "pxla_mlir.passes.expand_manual_computation:ExpandManualComputationPass",
@@ -25,6 +26,7 @@ PASSES: dict[str, str] = {
     "pxla-expand-unshard": "pxla_mlir.passes.expand_unshard:ExpandUnshardPass",
     "pxla-fold-shard-of-unshard": "pxla_mlir.passes.fold_shard_of_unshard:FoldShardOfUnshardPass",
     "pxla-place-pieces": "pxla_mlir.passes.place_pieces:PlacePiecesPass",
+    "pxla-place-tiles": "pxla_mlir.passes.place_tiles:PlaceTilesPass",
     "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
     "pxla-wrap-manual-main": "pxla_mlir.passes.wrap_manual_main:WrapManualMainPass",
 }

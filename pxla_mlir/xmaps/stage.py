@@ -25,9 +25,10 @@ from ..sharding.mesh import Mesh
 from ..stages import Layout, Lowered, Signature, lower as lower_imported
 from ..stats import timed
 from .bodies import global_function
-from .importer import import_xmap
+from .importer import import_xmap, mesh_labels
 from .plan import Plan, XmapError
 from .primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
+from .tiles import place_tiles
 
 __all__ = ["XmapCall", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
 
@@ -92,9 +93,10 @@ def input_shardings(call: XmapCall) -> list[NamedSharding] | None:
     return [value_sharding(jmesh, call.plan, m, av.ndim, None) for m, av in zip(call.in_maps, call.global_in)]
 
 
-def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
+def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = False) -> Lowered:
     """``consts``: values of the leading ``len(consts)`` operands, supplied by
-    the ``Compiled`` itself."""
+    the ``Compiled`` itself. ``by_tile``: arguments each device only slices its
+    tile out of enter as that tile (:mod:`.tiles`)."""
     plan = call.plan
     mesh = _spread_mesh(call)
     if mesh is not None:
@@ -108,8 +110,12 @@ def lower(call: XmapCall, *, signature: Signature, consts=()) -> Lowered:
         imported = import_xmap(call, mesh, call.options.lowering, len(devices), devices[0].platform, call.name)
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
     options = call.options if mesh is not None else dataclasses.replace(call.options, lowering="vectorize")
+    placed = {}
+    if by_tile and mesh is not None and options.lowering != "vectorize" and not is_multi_process():
+        placed = place_tiles(imported.module, mesh_labels(dict(mesh.shape)), jmesh, [av.ndim for av in call.global_in])
     layout = Layout(devices, call.global_in, call.global_out,
-                    [value_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.in_maps, call.global_in)],
+                    [placed.get(i) or value_sharding(jmesh, plan, m, av.ndim, devices)
+                     for i, (m, av) in enumerate(zip(call.in_maps, call.global_in))],
                     [value_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
                     call.donated, consts)
     return lower_imported(imported, pipeline=options.anchored(), layout=layout, signature=signature,
@@ -153,7 +159,7 @@ def lower_jit_body(jaxpr: core.ClosedJaxpr, xmaps: list, *, name: str, global_av
     call = XmapCall(plan, body, ({},) * len(in_avals), ({},) * len(jaxpr.out_avals), in_avals,
                     tuple(jaxpr.out_avals), (False,) * len(consts) + tuple(donated), mesh, options, name, backend,
                     fixed)
-    return lower(call, signature=signature, consts=consts)
+    return lower(call, signature=signature, consts=consts, by_tile=True)
 
 
 # -- the primitive's impl: an xmap bound with concrete arguments --------------------------------
