@@ -70,6 +70,7 @@ from the result); it works on StableHLO and MHLO alike::
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 import numpy as np
@@ -440,8 +441,9 @@ class _Boundary:
             others = {p.name for p in pieces if (p.stride, p.size) != (lo, size)}
             name = next(iter(exact)) if len(exact) == 1 else ""
             if not _NAME.fullmatch(name) or name.startswith("_pxla") or name in taken or name in others:
-                # Not _pxla_rep itself: that name means "replicated over the inner devices".
-                name = f"{REP_AXIS}{len(taken)}"
+                # Not _pxla_rep itself: that name means "replicated over the inner devices"; nor a name taken
+                # (the outer pmap's axis may be called _pxla_rep1).
+                name = next(f"{REP_AXIS}{k}" for k in itertools.count(len(taken)) if f"{REP_AXIS}{k}" not in taken)
             taken.add(name)
             names[(lo, size)] = name
         axes = {self.label: (self.inner, self.outer)}
