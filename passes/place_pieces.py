@@ -116,7 +116,8 @@ class PlacePiecesPass(ModulePass):
 
 def _target(op) -> str | None:
     """SHARD or UNSHARD for a placeholder (StableHLO or MHLO) with its integer
-    attributes; a malformed one is left to pxla-expand-shard/-unshard to report."""
+    attributes and a whole value of its piece's shape with the axis inserted;
+    a malformed one is left to pxla-expand-shard/-unshard to report."""
     if op.name not in ("stablehlo.custom_call", "mhlo.custom_call") or "call_target_name" not in op.attributes:
         return None
     target = op.attributes["call_target_name"]
@@ -127,7 +128,14 @@ def _target(op) -> str | None:
         attr = op.attributes[name] if name in op.attributes else None
         if not isinstance(attr, ir.IntegerAttr) or ir.IntegerAttr(attr).value < (0 if name == pxla_attrs.AXIS else 1):
             return None
-    return target if all(isinstance(v.type, ir.RankedTensorType) for v in (op.operands[0], op.results[0])) else None
+    if not all(isinstance(v.type, ir.RankedTensorType) for v in (op.operands[0], op.results[0])):
+        return None
+    whole, piece = (op.operands[0], op.results[0]) if target == SHARD else (op.results[0], op.operands[0])
+    whole, piece = list(ir.RankedTensorType(whole.type).shape), list(ir.RankedTensorType(piece.type).shape)
+    axis, size = (pxla_attrs.read_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE))
+    if axis >= len(whole) or whole[axis] != size or whole[:axis] + whole[axis + 1:] != piece:
+        return None
+    return target
 
 
 def _key(op) -> tuple[int, int, int]:
