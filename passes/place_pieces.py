@@ -106,6 +106,9 @@ class PlacePiecesPass(ModulePass):
         mesh = pxla_attrs.mesh_of(main, module)
         if REP_AXIS not in mesh.axis_names or mesh.axis_names[-1] != REP_AXIS or len(mesh.axis_names) != 2:
             return  # only a pmap with nested pmaps has inner devices to place pieces on
+        if not main.regions[0].blocks:
+            raise PassError(main, "@main is a declaration; pxla-place-pieces places the values of its body: give "
+                                  "@main its definition")
         block = main.regions[0].blocks[0]
         with module.context, main.location:
             _Mover(block).run()
