@@ -97,13 +97,11 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
         return [partition_tile_dims(spec, a, ir.RankedTensorType(t).rank, label)
                 for a, t, spec in zip(axes, types, specs)]
 
-    in_tiles, out_tiles = tile_dims(in_axes, in_types, in_specs), tile_dims(out_axes, out_types, out_specs)
-    importing.annotate(module, mesh, "pxla.tile_dims", in_tiles, out_tiles)
+    importing.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types, in_specs),
+                       tile_dims(out_axes, out_types, out_specs))
     if partitions:
         with module.context:
             pxla_attrs.set_manual_axes(module.operation, [label])
-            # Equal per-index types split over other partition axes are buffers of other sizes on each device.
-            _drop_mismatched_aliases(importing.main_function(module), in_tiles, out_tiles)
     if inner > 1 and kind == "pmap" and by_piece:  # nested pmaps' values in and out of @main by piece (not jit's: 2022's
         # jit of pmaps keeps its arguments and results whole); the layout is read from the result
         run_pipeline(module, Pipeline.cached(PLACE_PIECES), reproducer=False, verify_each=False)
@@ -148,8 +146,7 @@ def _tile_signature(main, in_axes, out_axes) -> tuple[list, list]:
 
 def _drop_mismatched_aliases(main, in_types, out_types) -> None:
     """jax aliased donated inputs to outputs of equal per-shard shape; the
-    tiles may differ (other mapped axis, or layouts over partition axes:
-    ``in_types``/``out_types`` may be tile dims): those inputs are then only donors."""
+    tiles may differ (other mapped axis): those inputs are then only donors."""
     if "arg_attrs" not in main.attributes:
         return
     dicts = pxla_attrs.boundary_attrs(main, "arg_attrs")
