@@ -70,6 +70,7 @@ from the result); it works on StableHLO and MHLO alike::
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 import numpy as np
@@ -105,6 +106,9 @@ class PlacePiecesPass(ModulePass):
         mesh = pxla_attrs.mesh_of(main, module)
         if REP_AXIS not in mesh.axis_names or mesh.axis_names[-1] != REP_AXIS or len(mesh.axis_names) != 2:
             return  # only a pmap with nested pmaps has inner devices to place pieces on
+        if not main.regions[0].blocks:
+            raise PassError(main, "@main is a declaration; pxla-place-pieces places the values of its body: give "
+                                  "@main its definition")
         block = main.regions[0].blocks[0]
         with module.context, main.location:
             _Mover(block).run()
@@ -115,7 +119,8 @@ class PlacePiecesPass(ModulePass):
 
 def _target(op) -> str | None:
     """SHARD or UNSHARD for a placeholder (StableHLO or MHLO) with its integer
-    attributes; a malformed one is left to pxla-expand-shard/-unshard to report."""
+    attributes and a whole value of its piece's shape with the axis inserted;
+    a malformed one is left to pxla-expand-shard/-unshard to report."""
     if op.name not in ("stablehlo.custom_call", "mhlo.custom_call") or "call_target_name" not in op.attributes:
         return None
     target = op.attributes["call_target_name"]
@@ -126,7 +131,14 @@ def _target(op) -> str | None:
         attr = op.attributes[name] if name in op.attributes else None
         if not isinstance(attr, ir.IntegerAttr) or ir.IntegerAttr(attr).value < (0 if name == pxla_attrs.AXIS else 1):
             return None
-    return target if all(isinstance(v.type, ir.RankedTensorType) for v in (op.operands[0], op.results[0])) else None
+    if not all(isinstance(v.type, ir.RankedTensorType) for v in (op.operands[0], op.results[0])):
+        return None
+    whole, piece = (op.operands[0], op.results[0]) if target == SHARD else (op.results[0], op.operands[0])
+    whole, piece = list(ir.RankedTensorType(whole.type).shape), list(ir.RankedTensorType(piece.type).shape)
+    axis, size = (pxla_attrs.read_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE))
+    if axis >= len(whole) or whole[axis] != size or whole[:axis] + whole[axis + 1:] != piece:
+        return None
+    return target
 
 
 def _key(op) -> tuple[int, int, int]:
@@ -440,8 +452,9 @@ class _Boundary:
             others = {p.name for p in pieces if (p.stride, p.size) != (lo, size)}
             name = next(iter(exact)) if len(exact) == 1 else ""
             if not _NAME.fullmatch(name) or name.startswith("_pxla") or name in taken or name in others:
-                # Not _pxla_rep itself: that name means "replicated over the inner devices".
-                name = f"{REP_AXIS}{len(taken)}"
+                # Not _pxla_rep itself: that name means "replicated over the inner devices"; nor a name taken
+                # (the outer pmap's axis may be called _pxla_rep1).
+                name = next(f"{REP_AXIS}{k}" for k in itertools.count(len(taken)) if f"{REP_AXIS}{k}" not in taken)
             taken.add(name)
             names[(lo, size)] = name
         axes = {self.label: (self.inner, self.outer)}

@@ -26,7 +26,8 @@ def test_devices_of_the_wrong_length():
 
 def test_more_devices_than_exist():
     raises(ValueError, r"^compiling computation that requires 16 logical devices, but only 8 XLA devices are "
-                       r"available: .* \(on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count=16",
+                       r"available \(num_replicas \* num_partitions = 16\): .* \(on CPU, set "
+                       r"XLA_FLAGS=--xla_force_host_platform_device_count=16",
            pxla_mlir.pmap(lambda x: x), np.zeros((16, 2)))
 
 

@@ -133,4 +133,9 @@ def annotate(module: ir.Module, mesh: Mapping[str, int], key: str, in_dims: Sequ
             dicts = pxla_attrs.boundary_attrs(main, attrs_key)
             for entries, value_dims in zip(dicts, dims):
                 entries[key] = pxla_attrs.dims_attr(value_dims)
+                alias = entries.get("tf.aliasing_output") if attrs_key == "arg_attrs" else None
+                if alias is not None and list(value_dims) != list(out_dims[ir.IntegerAttr(alias).value]):
+                    # jax aliased equal types; laid out otherwise, each device holds a buffer of another size
+                    del entries["tf.aliasing_output"]
+                    entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
             ir_utils.set_boundary_attrs(main, attrs_key, dicts)

@@ -50,7 +50,8 @@ def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") ->
         platform = available[0].platform
         raise PmapUsageError(
             f"compiling computation that requires {n} logical devices, but only {len(available)} XLA devices are "
-            f"available: the product of the pmap axis sizes is {n}, and {len(available)} {platform.upper()} "
+            f"available (num_replicas * num_partitions = {n}): the product of the pmap axis sizes is "
+            f"{n}, and {len(available)} {platform.upper()} "
             f"devices exist" + (f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} before "
                                 f"importing jax)" if platform == "cpu" else ""))
     return available[:n]

@@ -28,7 +28,9 @@ for memory keep the Python path.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
+import threading
 from typing import Callable, Sequence
 
 from jax import tree_util
@@ -63,6 +65,11 @@ class FastDispatch:
         # Without static arguments the arguments are flattened once, here, and C++ gets the leaves with
         # their treedef as its one static argument (it keys the signature by it, as by a pytree it flattens).
         self._flat = not static_argnums
+        # Threads in a cache miss of this map. C++ makes a call of the signature being compiled wait for that
+        # miss, still holding the launch lock the miss needs again for its launch (a deadlock when the lock is
+        # exclusive, as a donating map's is): while one is in flight, calls take the Python path.
+        self._missing = 0
+        self._missing_lock = threading.Lock()
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
         elif self._flat:
@@ -90,7 +97,11 @@ class FastDispatch:
                         _check_donated_leaves(leaves, tree, len(args), self._donate)
                     else:
                         _check_donated(args, kwargs, self._donate)
-                out = self._cpp(tree, *leaves) if self._flat else self._cpp(*args, **kwargs)
+                if self._missing:
+                    out = self._unlocked_python_flat(tree, *leaves) if self._flat else \
+                        self._unlocked_python(*args, **kwargs)
+                else:
+                    out = self._cpp(tree, *leaves) if self._flat else self._cpp(*args, **kwargs)
             except Exception as e:
                 if isinstance(e, ValueError) and str(e).startswith("Non-hashable static arguments"):
                     out = self._unlocked_python(*args, **kwargs)  # C++ hashes statics first: jax.pmap's words
@@ -114,9 +125,21 @@ class FastDispatch:
         with LAUNCHES.released():  # the Python path takes the lock for its launch itself
             return self._python(*args, **kwargs)
 
+    @contextlib.contextmanager
+    def _missing_released(self):
+        """A cache miss's block: counted (see ``_missing``) from before it lets go of the launch lock."""
+        with self._missing_lock:
+            self._missing += 1
+        try:
+            with LAUNCHES.released():  # tracing and compiling need not keep deletions waiting
+                yield
+        finally:
+            with self._missing_lock:
+                self._missing -= 1
+
     def _cache_miss(self, *args, **kwargs):
         STATS["python_calls"] += 1
-        with LAUNCHES.released():  # tracing and compiling need not keep deletions waiting
+        with self._missing_released():
             out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
         if compiled is not None and not kwargs and all(_typed(args[i]) for i in self._static if i < len(args)):
@@ -130,7 +153,7 @@ class FastDispatch:
     def _cache_miss_flat(self, tree, *leaves):
         STATS["python_calls"] += 1
         args, kwargs = tree.unflatten(leaves)
-        with LAUNCHES.released():
+        with self._missing_released():
             out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
         # C++ feeds the executable the leaves it got: only if they are the Python path's flat arguments.

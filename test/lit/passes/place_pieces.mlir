@@ -185,3 +185,23 @@ module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32, p
     return %8 : tensor<1x2x3xf32>
   }
 }
+
+// -----
+
+// The outer pmap's axis is called _pxla_rep1: the mesh axis made for the
+// inner devices no piece names (the minor half of a stride-2 piece) gets a
+// name no other axis has.
+
+// CHECK-LABEL: module attributes
+// CHECK-SAME: pxla.mesh = "_pxla_rep1=2,k=2,_pxla_rep2=2"
+// CHECK: @main(%{{.*}}: tensor<1x1x3xf32> {pxla.tile_dims = {{\[\[}}"_pxla_rep1"], ["k"], []]})
+module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "_pxla_rep1=2,_pxla_rep=4"} {
+  func.func public @main(%arg0: tensor<1x2x3xf32> {pxla.tile_dims = [["_pxla_rep1"], [], []]}) -> (tensor<1x2x3xf32> {pxla.tile_dims = [["_pxla_rep1"], [], []]}) {
+    %0 = mhlo.reshape %arg0 : (tensor<1x2x3xf32>) -> tensor<2x3xf32>
+    %1 = mhlo.custom_call @pxla.shard(%0) {pxla.axis = 0 : i64, pxla.axis_name = "k", pxla.axis_size = 2 : i64, pxla.stride = 2 : i64} : (tensor<2x3xf32>) -> tensor<3xf32>
+    %2 = mhlo.negate %1 : tensor<3xf32>
+    %3 = mhlo.custom_call @pxla.unshard(%2) {pxla.axis = 0 : i64, pxla.axis_name = "k", pxla.axis_size = 2 : i64, pxla.stride = 2 : i64} : (tensor<3xf32>) -> tensor<2x3xf32>
+    %4 = mhlo.reshape %3 : (tensor<2x3xf32>) -> tensor<1x2x3xf32>
+    return %4 : tensor<1x2x3xf32>
+  }
+}

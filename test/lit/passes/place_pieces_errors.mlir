@@ -19,3 +19,10 @@ module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32, p
     return %arg0 : tensor<1x8xf32>
   }
 }
+
+// -----
+
+module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "i=2,_pxla_rep=2"} {
+  // expected-error @+1 {{@main is a declaration; pxla-place-pieces places the values of its body: give @main its definition}}
+  func.func private @main(%arg0: tensor<1x2x3xf32>) -> tensor<1x2x3xf32>
+}
