@@ -48,7 +48,7 @@ __all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "b
            "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
            "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
            "cpp_dispatch", "dispatch_flatten", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
-           "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK",
+           "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK", "at_top_level",
            "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
            "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
            "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
@@ -271,6 +271,15 @@ def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums:
     keep programs that the map's own bounded caches have dropped."""
     return _jax.pjit(name, fun, cache_miss, list(static_argnums), [], "pxla_mlir", jax_tree_util.dispatch_registry,
                      shard_arg, _jax.PjitFunctionCache(capacity=capacity))
+
+
+_trace_ref, _axis_env_ref = core.trace_state_strong_ref, core.axis_env_state
+_eval_trace, _top_axis_env = core.eval_trace, core.top_axis_env
+
+
+def at_top_level() -> bool:
+    """``core.trace_state_clean()`` in one frame (a cached call asks it every time)."""
+    return _trace_ref.value is _eval_trace and _axis_env_ref.value is _top_axis_env
 
 
 def dispatch_flatten(tree) -> tuple[list, Any]:

@@ -57,6 +57,28 @@ def test_many_arguments_and_pytrees_of_500_leaves():
     assert misses == 0 and float(out["w7"][0]) == 7 * 9
 
 
+def test_positional_device_arrays_skip_flattening_and_stay_bounded(monkeypatch):
+    """Calls with jax.Arrays alone go to a C++ dispatcher of their own (nothing flattened in Python),
+    bounded like the map's caches; a pytree or host argument of the same map keeps the flattening one."""
+    from pxla_mlir.maps import function
+
+    monkeypatch.setattr(function, "CACHE_SIZE", 2)
+    f = pxla_mlir.pmap(lambda a, b: a * 2 + b, "i")
+    fast = None
+    for n in range(1, 5):
+        x = np.full((8, n), n, np.float32)
+        y = f(x, x)
+        f(y, y)
+        misses, out = python_calls(f, y, y)
+        assert misses == 0
+        np.testing.assert_array_equal(np.asarray(out), np.full((8, n), 9 * n, np.float32))
+        fast = f._entry.dispatchers.get(f._environment())
+    assert fast._arrays._cache_size() == 2 and fast._cpp._cache_size() == 2
+    f(x, y)  # a host argument: a new signature, on the flattening dispatcher
+    misses, _ = python_calls(f, x, y)
+    assert misses == 0 and fast._arrays._cache_size() == 2
+
+
 def test_static_arguments_and_broadcast_scalars():
     f = pxla_mlir.pmap(lambda x, s, c: x * s + c, "i", in_axes=(0, None, None), static_broadcasted_argnums=1)
     x = np.ones((8,), np.float32)

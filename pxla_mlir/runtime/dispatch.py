@@ -17,7 +17,10 @@ argument is a deleted or donated array (jaxlib 0.10.2 segfaults on one, in
 jax.pmap and jax.jit too; see :mod:`.launches`), O(leaves); for donating maps
 also that no array is donated twice. A map without static arguments flattens
 its arguments once, for that check, and hands C++ the leaves with their
-treedef as its one static argument: a pytree is not flattened twice. Host
+treedef as its one static argument: a pytree is not flattened twice; a call
+with positional jax.Arrays alone (the cached call of a loop) is not
+flattened at all and goes to a second C++ dispatcher, keyed by the arrays
+themselves (each of the two keeps at most ``capacity`` signatures). Host
 numpy arguments are copied before C++ places them
 (:func:`.placement.copying_shard_arg`), as the Python path copies them: a
 write to the array after the call returns cannot reach the launch. Programs
@@ -35,7 +38,16 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, fastpath_data, float0, is_extended
+from ..jax_internals import (
+    ArrayImpl,
+    at_top_level,
+    core,
+    cpp_dispatch,
+    dispatch_flatten,
+    fastpath_data,
+    float0,
+    is_extended,
+)
 from ..pytree_depth import too_deep
 from ..stats import STATS
 from .callbacks import refuse_inside_callback
@@ -45,6 +57,8 @@ from .launches import LAUNCHES, check_live
 from .placement import copying_shard_arg
 
 __all__ = ["FastDispatch"]
+
+_is_deleted = ArrayImpl.is_deleted
 
 #: resolve(args, kwargs) -> (output pytree, the Compiled that ran, its flat dynamic arguments);
 #: Compiled None when the call was not run by an executable (traced, bound).
@@ -70,19 +84,47 @@ class FastDispatch:
         # exclusive, as a donating map's is): while one is in flight, calls take the Python path.
         self._missing = 0
         self._missing_lock = threading.Lock()
+        # Positional jax.Arrays alone (most cached calls) need no flattening: C++ gets them as they are.
+        self._arrays = None
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
         elif self._flat:
             self._cpp = cpp_dispatch(name, self._unlocked_python_flat, self._cache_miss_flat, (0,),
                                      capacity=capacity, shard_arg=copying_shard_arg)
+            if not donate_argnums:
+                self._arrays = cpp_dispatch(name, self._unlocked_python, self._cache_miss_arrays, (),
+                                            capacity=capacity, shard_arg=copying_shard_arg)
         else:
             self._cpp = cpp_dispatch(name, self._unlocked_python, self._cache_miss, static_argnums,
                                      capacity=capacity, shard_arg=copying_shard_arg)
 
     def __call__(self, *args, **kwargs):
-        if not core.trace_state_clean():  # under a transformation the map is staged, never launched here
+        if not at_top_level():  # under a transformation the map is staged, never launched here
             return self._python(*args, **kwargs)
         refuse_inside_callback(self._what)
+        arrays = self._arrays
+        if arrays is not None and not self._missing and not kwargs and (not args or type(args[0]) is ArrayImpl):  # (a cheap first guess)
+            # The cached call of a loop: every argument a jax.Array (else is_deleted raises TypeError), none
+            # deleted; checked under the lock, so no deletion can come between the check and the launch.
+            took = LAUNCHES.acquire()
+            try:
+                try:
+                    dead = any(map(_is_deleted, args))
+                except TypeError:
+                    dead = None
+                if dead is False:
+                    out = arrays(*args)
+            finally:
+                if took:
+                    LAUNCHES.release()
+            if dead is False:
+                fence = out if type(out) is ArrayImpl else _any_array(out)
+                if fence is not None:  # None: the Python path ran it (and remembered its launch)
+                    remember_launch(fence)
+                return out
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict):
         exclusive = bool(self._donate)  # a donating launch deletes buffers: nobody else may launch then
         took = LAUNCHES.acquire(exclusive)
         try:
@@ -143,6 +185,17 @@ class FastDispatch:
             out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
         if compiled is not None and not kwargs and all(_typed(args[i]) for i in self._static if i < len(args)):
+            data = _fast_path(compiled, flat_args, out)
+        return out, data, False
+
+    def _cache_miss_arrays(self, *args):
+        STATS["python_calls"] += 1
+        with self._missing_released():
+            out, compiled, flat_args = self._resolve(args, {})
+        data = None
+        # C++ feeds the executable the arguments it got: only if they are the Python path's flat arguments.
+        if (compiled is not None and len(flat_args) == len(args)
+                and all(a is b for a, b in zip(flat_args, args))):
             data = _fast_path(compiled, flat_args, out)
         return out, data, False
 

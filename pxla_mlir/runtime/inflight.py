@@ -27,13 +27,18 @@ def remember_launch(fence) -> None:
     its token (the Python path) or one of its output arrays (the C++ path:
     all outputs of a launch complete together)."""
     _inflight.append(fence)
-    if len(_inflight) <= INFLIGHT_WINDOW:
-        return
+    if len(_inflight) > INFLIGHT_WINDOW:
+        _wait_for_oldest()
+
+
+def _wait_for_oldest() -> None:
     try:
         oldest = _inflight.popleft()
     except IndexError:  # another thread waited for every launch meanwhile
         return
-    if not _waited(oldest):
+    try:  # a cached call's oldest launch has completed long ago: one C++ call
+        oldest.block_until_ready()
+    except RuntimeError:  # an output since donated to a later launch (a chain of donating calls)
         wait_for_launches()
 
 

@@ -319,7 +319,8 @@ def _stack() -> list[Mesh]:
 
 def current_mesh() -> Mesh | None:
     """The innermost mesh entered with ``with mesh:`` on this thread, or None."""
-    return _stack()[-1] if _stack() else None
+    stack = _meshes.stack
+    return stack[-1] if stack else None
 
 
 def _process_index() -> int:

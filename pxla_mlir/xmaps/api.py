@@ -39,7 +39,7 @@ from ..distributed.jit_shares import note_xmap
 from ..distributed.processes import is_multi_process, spans_processes
 from ..distributed.shares import scaled_avals, share_factor
 from ..invariance import named_shapes
-from ..jax_internals import api_util, call_site, core, has_checks, pe
+from ..jax_internals import api_util, at_top_level, call_site, core, has_checks, pe
 from ..maps import debug_checks
 from ..maps.arguments import argnums
 from ..maps.function import MapFunction, Traced
@@ -175,7 +175,7 @@ class XmapFunction(MapFunction):
 
     # -- the front end's hooks (see maps.function) -------------------------------------------
     def _environment(self) -> tuple:
-        if not (_enclosing.meshes or loops_in_scope() or core.get_axis_env().axis_sizes):
+        if at_top_level() and not (_enclosing.meshes or loops_in_scope()):  # no trace, no axis bound
             return active_mesh(), self._own_loops  # a top-level call (every cached call of a loop): nothing to check
         mesh = active_mesh()
         if _enclosing.meshes and mesh != _enclosing.meshes[-1]:
