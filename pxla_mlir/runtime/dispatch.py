@@ -103,7 +103,8 @@ class FastDispatch:
             return self._python(*args, **kwargs)
         refuse_inside_callback(self._what)
         arrays = self._arrays
-        if arrays is not None and not self._missing and not kwargs and (not args or type(args[0]) is ArrayImpl):  # (a cheap first guess)
+        # (a cheap first guess; while a cache miss is in flight calls take the Python path: see _missing)
+        if arrays is not None and not self._missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
             # The cached call of a loop: every argument a jax.Array (else is_deleted raises TypeError), none
             # deleted; checked under the lock, so no deletion can come between the check and the launch.
             took = LAUNCHES.acquire()
