@@ -43,7 +43,6 @@ import dataclasses
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.ir import device_groups, ir_utils, pxla_attrs
 from pxla_mlir.ir.device_groups import GroupMode
@@ -76,9 +75,9 @@ class ConvertToReplicaModePass(ModulePass):
             return
         converted: dict = {}  # (op name, group mode, groups attribute) -> new groups: collectives repeat
         for op, name in ops:
-            if name == "mhlo.partition_id":
-                with ir.InsertionPoint(op), op.location:
-                    new = mhlo.ReplicaIdOp()
+            if name == "mhlo.partition_id":  # built generically: the typed builder costs twice as much
+                new = ir.Operation.create("mhlo.replica_id", results=[op.result.type], loc=op.location,
+                                          ip=ir.InsertionPoint(op))
                 ir_utils.replace_op(op, [new.result])
             elif name in device_groups.MHLO_COLLECTIVES:
                 self._convert_collective(op, n, converted)

@@ -123,9 +123,12 @@ class VerifyHandoffPass(ModulePass):
         unknown_dialect_seen: set[str] = set()
         for op, op_name in ops:
             dialect = op_name.split(".", 1)[0] if "." in op_name else "builtin"
-            target = pxla_attrs.custom_call_target(op)
-            self._check_sharding_attrs(op, form)
-            if name == "gspmd" and partitions > 1:
+            target = pxla_attrs.custom_call_target(op) if op_name == "mhlo.custom_call" else None
+            # Only a function's boundary, or an op's own sharding attributes, can fail the next two checks.
+            boundary, attrs = op_name == "func.func", op.attributes
+            if boundary or form.foreign_attr in attrs:
+                self._check_sharding_attrs(op, form)
+            if name == "gspmd" and partitions > 1 and (boundary or shardy.GSPMD_SHARDING in attrs):
                 self._check_sharding_devices(op, partitions)
             if replicas > 1 and partitions > 1 and (problem := replica_shardings.problem(op, replicas, partitions)):
                 self.error(op, problem)

@@ -16,23 +16,25 @@ class LRU:
 
     def __init__(self, size: int):
         self.size = size
-        self._data: collections.OrderedDict = collections.OrderedDict()
+        self._data: collections.OrderedDict = collections.OrderedDict()  # key -> (stored key, its hash, value)
         self._lock = threading.Lock()
-        self._last: tuple | None = None  # (key, value) most recently looked up or stored
+        self._last: tuple | None = None  # the entry most recently looked up or stored
         _ALL.add(self)
 
     def get(self, key, default=None):
         last = self._last  # a repeated lookup (a map called in a loop) needs no lock: it is the newest already
-        if last is not None and (last[0] is key or last[0] == key):
-            return last[1]
+        # Matched as a dict matches: identity, else equal hashes and then ``stored == key``
+        # (a key with an unusual ``__eq__`` gets the dict's answer, or its error).
+        if last is not None and (last[0] is key or (last[1] == hash(key) and last[0] == key)):
+            return last[2]
         with self._lock:
             try:
-                value = self._data[key]
+                entry = self._data[key]
             except KeyError:
                 return default
             self._data.move_to_end(key)
-            self._last = key, value
-            return value
+            self._last = entry
+            return entry[2]
 
     def __getitem__(self, key):
         value = self.get(key, _MISSING)
@@ -41,12 +43,16 @@ class LRU:
         return value
 
     def __setitem__(self, key, value) -> None:
+        entry = key, hash(key), value
         with self._lock:
-            self._data[key] = value
+            old = self._data.get(key)
+            if old is not None:  # the dict keeps the key it first stored: so does the shortcut
+                entry = old[0], entry[1], value
+            self._data[key] = entry
             self._data.move_to_end(key)
             while len(self._data) > self.size:
                 self._data.popitem(last=False)
-            self._last = (key, value) if self.size > 0 else None
+            self._last = entry if self.size > 0 else None
 
     def __contains__(self, key) -> bool:
         with self._lock:

@@ -269,3 +269,43 @@ def test_disable_jit_runs_the_body_on_every_call_as_jax_pmap(make):
         jp(x)
         jp(x)
     assert len(ref_calls) == 3  # what jax.pmap does, for comparison
+
+
+class _Key:
+    """A key whose equality and hash are chosen apart, as adversarial user keys can be."""
+
+    def __init__(self, hash_, eq):
+        self.hash_, self.eq = hash_, eq
+
+    def __hash__(self):
+        return self.hash_
+
+    def __eq__(self, other):
+        return self.eq(other)
+
+
+def _lookup(table, key):
+    try:
+        return table.get(key, "miss")
+    except Exception as e:
+        return type(e)
+
+
+def _raise(other):
+    raise RuntimeError("compared")
+
+
+@pytest.mark.parametrize("stored, probe", [
+    (_Key(1, lambda o: True), _Key(2, lambda o: True)),  # equal but hashed apart: a dict misses
+    (_Key(1, _raise), _Key(2, _raise)),  # comparing raises, but the hashes differ: never compared
+    (_Key(1, _raise), _Key(1, _raise)),  # same hash: a dict compares, and raises
+    (_Key(1, lambda o: np.ones(3)), _Key(1, lambda o: True)),  # stored == probe is an array: its truth raises
+    (_Key(1, lambda o: np.ones(1)), _Key(1, lambda o: False)),  # a truthy non-bool from the stored key's side
+    ((1, 2), np.arange(3)),  # an unhashable probe: TypeError, not an elementwise comparison
+    ((1, float("nan")), (1, float("nan"))),  # nan != nan: a miss
+])
+def test_lru_last_key_shortcut_matches_a_dict(stored, probe):
+    cache, table = LRU(4), {}
+    cache[stored] = table[stored] = "hit"
+    assert _lookup(cache, stored) == "hit"  # the shortcut now holds `stored`
+    assert _lookup(cache, probe) == _lookup(table, probe)

@@ -50,7 +50,10 @@ def test_bare_call_is_one_group_with_global_values():
     x = np.arange(8, dtype=np.float32).reshape(4, 2)
     out = f(x, x + 1)
     np.testing.assert_array_equal(np.asarray(out), x + x + 1)
-    assert out.shape == (4, 2) and out.sharding.spec == P(None, None) and len(out.sharding.device_set) == 2
+    mesh = Mesh(np.array(jax.devices()[:2]), ("part0",))  # the partition axes alone, no unit pmap axis
+    oracle = jax.jit(lambda x, y: x + y, in_shardings=NamedSharding(mesh, P("part0")),
+                     out_shardings=NamedSharding(mesh, P()))
+    assert out.shape == (4, 2) and out.sharding == oracle(x, x + 1).sharding
     hlo = f.lower(x, x + 1).compile().as_text()
     assert re.search(r"f32\[2,2\]\S* add\(", hlo), hlo  # each of the 2 devices adds its rows
 
@@ -64,8 +67,10 @@ def test_specs_that_refine_each_other_share_one_grid():
                      in_shardings=(NamedSharding(mesh, P("part0", "part1")),
                                    NamedSharding(mesh, P(None, ("part0", "part1")))),
                      out_shardings=NamedSharding(mesh, P(("part0", "part1"), None)))
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(oracle(a, a.T)))
-    assert out.sharding.spec == P(("part0", "part1"), None)
+    expected = oracle(a, a.T)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
+    assert out.sharding == expected.sharding
+    assert f(out, a.T).sharding == expected.sharding  # a result goes back in as laid out
     g = jax.grad(lambda a: f(a, a.T).sum())(a)
     np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(lambda a: oracle(a, a.T).sum())(a)), rtol=1e-5,
                                atol=1e-6)
@@ -90,6 +95,28 @@ def test_errors_say_what_to_give():
     g = pxla_mlir.sharded_jit(lambda x: pxla_mlir.sharded_jit_constraint(x, P(2, 2, 1)), P(1, 4), None)
     with pytest.raises(PmapUsageError, match=r"P\(2, 2, 1\) has 3 entries, but the value has shape \(4, 4\)"):
         g(np.zeros((4, 4), np.float32))
+
+
+def test_errors_of_a_bare_call_name_sharded_jits_options():
+    x = np.zeros((4, 2), np.float32)
+    f = pxla_mlir.sharded_jit(lambda a, b: a, in_parts=(P(2, 1), P(2, 1), P(2, 1)), out_parts=None)
+    with pytest.raises(PmapUsageError, match=r"^sharded_jit in_parts specification must be a tree prefix"):
+        f(x, x)
+    with pytest.raises(PmapUsageError, match=r"^sharded_jit out_parts specification must be a tree prefix"):
+        pxla_mlir.sharded_jit(lambda a: a, P(2, 1), out_parts=(P(2, 1), P(2, 1)))(x)
+    with pytest.raises(PmapUsageError, match=r"^in_parts for argument 0: P\(2, 1, 1\) has 3 entries, but its value "):
+        pxla_mlir.sharded_jit(lambda a: a, P(2, 1, 1), None)(x)
+    with pytest.raises(PmapUsageError, match=r"^in_parts for argument 0: dimension 0 of its value \(shape \(6, 2\)\) "
+                                             r"has size 6, which P\(4, 1\) splits 4 ways"):
+        pxla_mlir.sharded_jit(lambda a: a, P(4, 1), None)(np.zeros((6, 2), np.float32))
+    with pytest.raises(ValueError, match=r"^sharded_jit function has static_argnums=\(2,\) but was called with only "
+                                         r"1 positional argument\. All static arguments"):
+        pxla_mlir.sharded_jit(lambda a: a, P(2, 1), None, static_argnums=2)(x)
+    with pytest.raises(TypeError, match=r"^sharded_jit argument args\[0\] of type str .* in static_argnums"):
+        pxla_mlir.sharded_jit(lambda a: a, P(2, 1), None)("x")
+    with pytest.raises(PmapUsageError, match=r"^sharded_jit '<lambda>' splits its values into 16 partitions, one per "
+                                             r"device, but only 8 CPU devices"):
+        pxla_mlir.sharded_jit(lambda a: a, P(16, 1), None)(np.zeros((16, 2), np.float32))
 
 
 def test_jax_pmap_of_sharded_jit_says_to_use_pxla_mlir_pmap():

@@ -45,10 +45,11 @@ def walk_selected(root: ir.Operation, by_name: Callable[[str], bool],
             append((op, name))
         elif attrs:
             present = op.attributes
-            for a in attrs:  # a loop, not any(): this runs for nearly every op
-                if a in present:
-                    append((op, name))
-                    break
+            if len(present):  # one call decides for the many ops without attributes
+                for a in attrs:  # a loop, not any(): this runs for nearly every op
+                    if a in present:
+                        append((op, name))
+                        break
         return advance
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
@@ -81,11 +82,14 @@ def dense_to_numpy(attr: ir.Attribute) -> np.ndarray:
 
 def replace_op(op: ir.Operation, values: Sequence[ir.Value]) -> None:
     """Replaces every result of ``op`` by ``values`` and erases ``op``."""
-    if len(values) != len(op.results):
-        raise ValueError(f"replacing {op.name} needs {len(op.results)} values, got {len(values)}")
-    for old, new in zip(op.results, values):
+    results = op.results
+    if len(values) != len(results):
+        raise ValueError(f"replacing {op.name} needs {len(results)} values, got {len(values)}")
+    if any(new == old for new in values for old in results):  # the one way a result keeps its uses
+        raise RuntimeError(f"cannot replace {op.name} by its own results")
+    for old, new in zip(results, values):
         old.replace_all_uses_with(new)
-    erase_op(op)
+    op.erase()  # every use now goes to ``values``
 
 
 def erase_op(op: ir.Operation) -> None:

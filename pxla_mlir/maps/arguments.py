@@ -5,7 +5,7 @@ Options are checked when the map is made, as jax.pmap does."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -16,7 +16,20 @@ from ..stages import Signature
 from .debug_checks import donation_allowed
 
 __all__ = ["argnums", "check_donation", "check_devices", "check_outputs", "plain_aval", "is_int", "BoundMethod", "Call",
-           "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr"]
+           "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr", "Words", "PMAP_WORDS",
+           "JIT_WORDS"]
+
+
+class Words(NamedTuple):
+    """How a map kind's call errors name it and its static-arguments option."""
+
+    function: str  # "pmapped function"
+    argument: str  # "pmap argument"
+    static_option: str  # "static_broadcasted_argnums"
+
+
+PMAP_WORDS = Words("pmapped function", "pmap argument", "static_broadcasted_argnums")
+JIT_WORDS = Words("jitted function", "jit argument", "static_argnums")
 
 
 def is_int(n) -> bool:
@@ -186,12 +199,12 @@ class Call:
                      for _ in range(child.num_leaves)) + (False,) * kwargs.num_leaves
 
 
-def check_array_like(x, where: str) -> None:
+def check_array_like(x, where: str, words: Words = PMAP_WORDS) -> None:
     if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or hasattr(x, "__jax_array__") \
             or isinstance(x, core.Tracer) or (hasattr(x, "shape") and hasattr(x, "dtype")):
         return
-    raise TypeError(f"pmap argument {where} of type {type(x).__name__} is not an array; pass arrays or scalars, "
-                    f"or list its position in static_broadcasted_argnums")
+    raise TypeError(f"{words.argument} {where} of type {type(x).__name__} is not an array; pass arrays or scalars, "
+                    f"or list its position in {words.static_option}")
 
 
 def keystr(path) -> str:
@@ -200,15 +213,16 @@ def keystr(path) -> str:
     return ("args" if head.idx == 0 else "kwargs") + tree_util.keystr(tuple(rest))
 
 
-def static_args(args: Sequence, static_argnums: tuple, fn_name: str) -> list:
+def static_args(args: Sequence, static_argnums: tuple, fn_name: str, words: Words = PMAP_WORDS) -> list:
     if not static_argnums:
         return []
     n = len(args)
     for s in static_argnums:
         if not -n <= s < n:
-            raise ValueError(f"pmapped function has static_broadcasted_argnums={static_argnums} but was called "
-                             f"with only {n} positional argument{'s' if n != 1 else ''}. All static broadcasted "
-                             f"arguments must be passed positionally.")
+            static = "static broadcasted" if words is PMAP_WORDS else "static"  # jax.pmap's words for pmap
+            raise ValueError(f"{words.function} has {words.static_option}={static_argnums} but was called with "
+                             f"only {n} positional argument{'s' if n != 1 else ''}. All {static} arguments must be "
+                             f"passed positionally.")
     static = []
     for i in sorted({s % n for s in static_argnums}):
         try:
@@ -221,14 +235,15 @@ def static_args(args: Sequence, static_argnums: tuple, fn_name: str) -> list:
     return static
 
 
-def examine_broadcast(args: Sequence, kwargs: dict, *, static_argnums: tuple, fn_name: str) -> Call:
+def examine_broadcast(args: Sequence, kwargs: dict, *, static_argnums: tuple, fn_name: str,
+                      words: Words = JIT_WORDS) -> Call:
     """A call whose every argument is broadcast (pxla_mlir.jit): statics apart,
     the rest flattened with their avals."""
-    static = static_args(args, static_argnums, fn_name)
+    static = static_args(args, static_argnums, fn_name, words)
     static_set = {i for i, _ in static}
     dyn_args = tuple(a for i, a in enumerate(args) if i not in static_set)
     paths_and_leaves, in_tree = tree_util.tree_flatten_with_path((dyn_args, dict(kwargs)))
     for path, x in paths_and_leaves:
-        check_array_like(x, keystr(path))
+        check_array_like(x, keystr(path), words)
     flat = [x for _, x in paths_and_leaves]
     return Call(tuple(static), in_tree, flat, (None,) * len(flat), tuple(plain_aval(x) for x in flat), 1, len(args))

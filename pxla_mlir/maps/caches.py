@@ -10,8 +10,8 @@ repeated call.
 
 Entries are keyed weakly on the function: the cache never keeps a user's
 function alive (nothing in an entry refers to it; the dispatcher resolves a
-miss through the map object calling it, held weakly). When the function is
-collected its entries go. A function that cannot be weakly referenced, or
+miss through the map object calling it, named for the call only). When the
+function is collected its entries go. A function that cannot be weakly referenced, or
 options that cannot be hashed, give the object caches of its own.
 """
 
@@ -47,29 +47,15 @@ class CallCache:
 
 class CacheEntry:
     """What the objects of one (function, options) share: their programs and,
-    per environment (an xmap's mesh), the C++ dispatcher with its owner cell."""
+    per environment (an xmap's mesh), the C++ dispatcher."""
 
     def __init__(self):
         self.calls = CallCache()
-        self.dispatchers = LRU(16)  # environment -> (FastDispatch, Owner)
+        self.dispatchers = LRU(16)  # environment -> FastDispatch (it resolves a miss through the calling object)
 
     def clear(self) -> None:
         self.calls.clear()
         self.dispatchers.clear()
-
-
-class Owner:
-    """A weak reference to the map object a shared dispatcher resolves misses
-    through: the object calling it (any object of the entry does the same)."""
-
-    __slots__ = ("ref",)
-
-    def __init__(self, obj):
-        self.ref = weakref.ref(obj)
-
-    def claim(self, obj) -> None:
-        if self.ref() is not obj:
-            self.ref = weakref.ref(obj)
 
 
 _ENTRIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # function -> LRU(options -> CacheEntry)

@@ -190,19 +190,19 @@ def _partitioning_key(parts) -> tuple | None:
 
 def _partitioned_body(flat_fun, parts, call: Call, store: dict, specs: dict):
     """``flat_fun`` with its inputs and outputs under the pmap's in/out_partitions."""
-    in_specs = parts.flat_in(call.in_tree, call.static_args, call.nargs)
+    in_specs, w = parts.flat_in(call.in_tree, call.static_args, call.nargs), parts.words
     for i, (spec, aval) in enumerate(zip(in_specs, call.shard_avals)):
         if spec is not None and len(spec) <= aval.ndim:
-            partitions_mod.check_divisible(aval.shape, spec, parts, f"in_partitions for argument {i}")
+            partitions_mod.check_divisible(aval.shape, spec, parts, f"{w.in_option} for argument {i}")
     specs["in"] = in_specs
 
     def body(*leaves):
-        outs = flat_fun(*partitions_mod.constrain(leaves, in_specs, "in_partitions for argument"))
+        outs = flat_fun(*partitions_mod.constrain(leaves, in_specs, f"{w.in_option} for argument", w))
         specs["out"] = out_specs = parts.flat_out(store["tree"])
         for i, (spec, v) in enumerate(zip(out_specs, outs)):
             if spec is not None and len(spec) <= np.ndim(v):
-                partitions_mod.check_divisible(np.shape(v), spec, parts, f"out_partitions for output {i}")
-        return partitions_mod.constrain(outs, out_specs, "out_partitions for output")
+                partitions_mod.check_divisible(np.shape(v), spec, parts, f"{w.out_option} for output {i}")
+        return partitions_mod.constrain(outs, out_specs, f"{w.out_option} for output", w)
 
     return body
 

@@ -13,7 +13,7 @@ from ..distributed.jit_shares import note_pmap
 from ..distributed.shares import global_avals, share_note
 from ..errors import PxlaUserError
 from ..jax_internals import flatten_axes
-from ..maps.arguments import Call, check_array_like, is_int, keystr, plain_aval, static_args
+from ..maps.arguments import PMAP_WORDS, Call, Words, check_array_like, is_int, keystr, plain_aval, static_args
 
 __all__ = ["PmapUsageError", "examine_call", "flatten_out_axes", "check_axis_size", "check_axes_spec"]
 
@@ -51,10 +51,10 @@ _KWARGS_NOTE = ("\n\nWhen some arguments are passed by keyword to the pmapped fu
 
 
 def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple, axis_size: int | None,
-                 fn_name: str, kwargs_axis: int | None = 0, devices=None) -> Call:
+                 fn_name: str, kwargs_axis: int | None = 0, devices=None, words: Words = PMAP_WORDS) -> Call:
     """As jax.pmap: ``in_axes`` is a prefix of the positional arguments; every
     leaf passed by keyword is mapped over ``kwargs_axis`` (0; None for jit)."""
-    static = static_args(args, static_argnums, fn_name)
+    static = static_args(args, static_argnums, fn_name, words)
     static_set = {i for i, _ in static}
     dyn_args = tuple(a for i, a in enumerate(args) if i not in static_set)
     if isinstance(in_axes, (tuple, list)) and len(in_axes) == len(args) and static_set:
@@ -66,7 +66,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
     axes = _flat_in_axes(in_tree, in_axes, kwargs_axis, bool(kwargs))
     norm_axes, avals = [], []
     for (path, x), a in zip(paths_and_leaves, axes):
-        check_array_like(x, keystr(path))
+        check_array_like(x, keystr(path), words)
         aval = plain_aval(x)
         avals.append(aval)
         if a is None:

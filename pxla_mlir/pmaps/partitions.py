@@ -28,7 +28,7 @@ import dataclasses
 import math
 import re
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -39,10 +39,23 @@ from ..jax_internals import api_util
 from ..stages import Layout
 from .arguments import PmapUsageError
 
-__all__ = ["Partitioning", "ShardedBody", "make", "PartitionedLayout", "partitioned_devices", "constrain",
-           "check_divisible", "tile_dims"]
+__all__ = ["Partitioning", "PartitionWords", "PMAP_PARTITION_WORDS", "ShardedBody", "make", "PartitionedLayout",
+           "partitioned_devices", "constrain", "check_divisible", "tile_dims"]
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+class PartitionWords(NamedTuple):
+    """How a partitioned body's call errors name its map, options and values: pmap's, or sharded_jit's."""
+
+    what: str = "pmap"
+    in_option: str = "in_partitions"
+    out_option: str = "out_partitions"
+    value: str = "per-index value"  # what a spec lays out
+    show: Callable[[PartitionSpec], Any] = str  # a spec as the user wrote it
+
+
+PMAP_PARTITION_WORDS = PartitionWords()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +65,7 @@ class Partitioning:
     axes: tuple[tuple[str, int], ...]  # (name, size), major first
     in_partitions: Any = None  # a pytree prefix of the positional arguments (PartitionSpec or None leaves)
     out_partitions: Any = None  # a pytree prefix of the outputs
+    words: PartitionWords = dataclasses.field(default=PMAP_PARTITION_WORDS, compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -77,12 +91,14 @@ class Partitioning:
             prefix = tuple(prefix)
         if isinstance(prefix, tuple) and len(prefix) == nargs and static:
             prefix = tuple(p for i, p in enumerate(prefix) if i not in static)
-        specs = _flatten("pmap in_partitions", in_tree, (prefix, None))  # keyword arguments: replicated
-        return tuple(_check_spec(s, self, f"in_partitions for argument {i}") for i, s in enumerate(specs))
+        w = self.words
+        specs = _flatten(f"{w.what} {w.in_option}", in_tree, (prefix, None))  # keyword arguments: replicated
+        return tuple(_check_spec(s, self, f"{w.in_option} for argument {i}") for i, s in enumerate(specs))
 
     def flat_out(self, out_tree) -> tuple:
-        specs = _flatten("pmap out_partitions", out_tree, self.out_partitions)
-        return tuple(_check_spec(s, self, f"out_partitions for output {i}") for i, s in enumerate(specs))
+        w = self.words
+        specs = _flatten(f"{w.what} {w.out_option}", out_tree, self.out_partitions)
+        return tuple(_check_spec(s, self, f"{w.out_option} for output {i}") for i, s in enumerate(specs))
 
     @contextlib.contextmanager
     def tracing(self, axis_name, axis_size: int, backend=None, name=None):
@@ -148,8 +164,8 @@ class ShardedBody:
         return dict(partitions=dict(self.axes), in_partitions=self.in_partitions, out_partitions=self.out_partitions)
 
 
-def constrain(values: Sequence, specs: Sequence, what: str) -> list:
-    """``values`` under their PartitionSpecs (None: as they are); checks ranks and divisibility first."""
+def constrain(values: Sequence, specs: Sequence, what: str, words: PartitionWords = PMAP_PARTITION_WORDS) -> list:
+    """``values`` under their PartitionSpecs (None: as they are); checks ranks first."""
     out = []
     for i, (v, spec) in enumerate(zip(values, specs)):
         if spec is None:
@@ -157,8 +173,8 @@ def constrain(values: Sequence, specs: Sequence, what: str) -> list:
             continue
         shape = np.shape(v)
         if len(spec) > len(shape):
-            raise PmapUsageError(f"{what} {i}: {spec} has {len(spec)} entries, but its per-index value has shape "
-                                 f"{tuple(shape)} (rank {len(shape)}): give at most one entry per dimension")
+            raise PmapUsageError(f"{what} {i}: {words.show(spec)} has {len(spec)} entries, but its {words.value} has "
+                                 f"shape {tuple(shape)} (rank {len(shape)}): give at most one entry per dimension")
         out.append(jax.lax.with_sharding_constraint(v, spec))
     return out
 
@@ -170,9 +186,10 @@ def check_divisible(shape: Sequence[int], spec: PartitionSpec | None, partitioni
     for d, entry in enumerate(spec):
         parts = math.prod(sizes[a] for a in _names(entry))
         if parts > 1 and shape[d] % parts:
-            raise PmapUsageError(f"{what}: dimension {d} of its per-index value (shape {tuple(shape)}) has size "
-                                 f"{shape[d]}, which {spec} splits {parts} ways; use a size divisible by {parts} "
-                                 f"or split another dimension")
+            words = partitioning.words
+            raise PmapUsageError(f"{what}: dimension {d} of its {words.value} (shape {tuple(shape)}) has size "
+                                 f"{shape[d]}, which {words.show(spec)} splits {parts} ways; use a size divisible by "
+                                 f"{parts} or split another dimension")
 
 
 def make(partitions, in_partitions, out_partitions, *, axis_name, mode: str) -> Partitioning | None:
@@ -248,7 +265,10 @@ def _check_spec(spec, partitioning: Partitioning, what: str) -> PartitionSpec | 
 class PartitionedLayout:
     """Where a partitioned pmap's global arguments and results live: the
     devices as a (pmap axis, partition axes...) mesh, index-major (2022's
-    replica-major device assignment)."""
+    replica-major device assignment). A pmap of axis size 1 with every value
+    unmapped (a bare sharded_jit call) is one group: its mesh is the partition
+    axes alone and each value's spec is its own, as jax.jit with NamedShardings
+    over those devices lays them out."""
 
     def __init__(self, devices: Sequence, axis_size: int, label: str, partitioning: Partitioning,
                  nested: tuple = ()):
@@ -258,7 +278,7 @@ class PartitionedLayout:
         self.mesh = jax.sharding.Mesh(np.array(self.devices, dtype=object).reshape(axis_size, *sizes,
                                                                                    *partitioning.sizes),
                                       (label, *names, *partitioning.names))
-        self.label = label
+        self.axis_size, self.label, self.partitioning, self.nested = axis_size, label, partitioning, nested
 
     def sharding(self, axis: int | None, ndim: int, spec: PartitionSpec | None) -> NamedSharding:
         entries = list(spec or ()) + [None] * (ndim - (axis is not None) - len(spec or ()))
@@ -268,6 +288,13 @@ class PartitionedLayout:
 
     def layout(self, in_axes, in_avals, in_specs, out_axes, out_avals, out_specs, *, donated=(),
                consts=()) -> Layout:
+        if self.axis_size == 1 and not self.nested and all(a is None for a in (*in_axes, *out_axes)):
+            group = jax.sharding.Mesh(np.array(self.devices, dtype=object).reshape(self.partitioning.sizes),
+                                      self.partitioning.names)
+            return Layout(self.devices, in_avals, out_avals,
+                          [NamedSharding(group, s if s is not None else PartitionSpec()) for s in in_specs],
+                          [NamedSharding(group, s if s is not None else PartitionSpec()) for s in out_specs],
+                          donated, consts)
         return Layout(self.devices, in_avals, out_avals,
                       [self.sharding(a, av.ndim, s) for a, av, s in zip(in_axes, in_avals, in_specs)],
                       [self.sharding(a, av.ndim, s) for a, av, s in zip(out_axes, out_avals, out_specs)],

@@ -26,6 +26,8 @@ a body.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from typing import Callable
 
@@ -34,10 +36,11 @@ from jax import tree_util
 from jax.sharding import PartitionSpec
 
 from ..errors import PxlaUserError
+from ..maps.arguments import Words
 from ..pipelines import PmapPipeline, configure
 from .api import PmapFunction
-from .arguments import PmapUsageError
-from .partitions import ShardedBody
+from .arguments import PmapUsageError, examine_call
+from .partitions import PartitionWords, ShardedBody
 
 __all__ = ["sharded_jit", "with_sharding_constraint", "AXIS_PREFIX"]
 
@@ -60,6 +63,9 @@ def sharded_jit(fun: Callable, in_parts, out_parts, num_partitions: int | None =
                            devices=None, backend=None, axis_size=1, donate_argnums=(),
                            options=configure(PmapPipeline, mode="partition"), **body.pmap_options())
     f.sharded_body = body  # pmap(f) maps the body itself
+    if f.partitioning is not None:  # errors of a bare call speak of in_parts/out_parts and the values' counts
+        f.partitioning = dataclasses.replace(f.partitioning, words=PartitionWords(
+            "sharded_jit", "in_parts", "out_parts", "value", functools.partial(_as_counts, axes=dict(axes))))
     return f
 
 
@@ -67,15 +73,42 @@ class ShardedJitKwargsError(PxlaUserError, NotImplementedError):
     """2022's refusal of keyword arguments to a sharded_jit function."""
 
 
+_WORDS = Words("sharded_jit function", "sharded_jit argument", "static_argnums")
+
+
 class ShardedJitFunction(PmapFunction):
     """A bare sharded_jit call: its pmap of axis size 1, every value unmapped."""
+
+    what = "sharded_jit"
 
     def _examine(self, args, kwargs):
         if kwargs:  # pmap would map them (its keyword arguments always are), over an axis of size 1
             raise ShardedJitKwargsError(f"sharded_jit over kwargs not yet supported: {self.name!r} was called with "
                                         f"keyword arguments {', '.join(sorted(kwargs))}; pass them positionally "
                                         f"(with an in_parts entry each)")
-        return super()._examine(args, kwargs)
+        if self.partitioning is not None:
+            _check_device_count(self.name, self.partitioning.size, self.backend)
+        return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
+                            axis_size=self.axis_size, fn_name=self.name, devices=self.devices, words=_WORDS)
+
+
+def _check_device_count(name: str, n: int, backend) -> None:
+    if jax.process_count(backend) > 1:
+        return  # every process's devices: checked where they are chosen
+    available = jax.local_devices(backend=backend)
+    if n > len(available):
+        platform = available[0].platform
+        raise PmapUsageError(f"sharded_jit {name!r} splits its values into {n} partitions, one per device, but only "
+                             f"{len(available)} {platform.upper()} devices are available: give specs with fewer "
+                             f"pieces" + (f", or set XLA_FLAGS=--xla_force_host_platform_device_count={n} (or "
+                                          f"jax.config.update('jax_num_cpu_devices', {n})) before jax starts"
+                                          if platform == "cpu" else ""))
+
+
+def _as_counts(spec: PartitionSpec, axes: dict) -> PartitionSpec:
+    """A spec of partition axes as sharded_jit's piece counts (``P('part0', None)``: ``P(2, 1)``)."""
+    return PartitionSpec(*(math.prod(axes[n] for n in (e if isinstance(e, tuple) else (e,))) if e is not None
+                           else 1 for e in spec))
 
 
 def with_sharding_constraint(x, partitions: PartitionSpec | None):
