@@ -15,7 +15,7 @@ added in another order: exact for integers, float reassociation for floats.
 
 It leaves alone reduces that also sum a non-batch dimension, start from
 anything but zero (floats: +0.0), combine with anything but ``add``, take
-several operands or booleans, and dots or transposes with other uses (the
+several operands, booleans or complex numbers, and dots or transposes with other uses (the
 batched product would be computed anyway).
 
 Before::
@@ -127,6 +127,8 @@ def _adds_from_zero(reduce: ir.Operation) -> bool:
     init = reduce.operands[1]
     if not isinstance(init, ir.OpResult) or init.owner.name != "mhlo.constant":
         return False
+    if isinstance(ir.RankedTensorType(init.type).element_type, ir.ComplexType):
+        return False  # complex: the bindings cannot read such a constant; leave it
     value = init.owner.attributes["value"]
     if isinstance(value, ir.DenseFPElementsAttr) and value.is_splat:
         zero = ir.FloatAttr(value.get_splat_value()).value

@@ -91,3 +91,21 @@ module {
     return %2#0, %2#1, %3 : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>
   }
 }
+
+// -----
+
+// Complex numbers (a psum of complex outer products): the bindings cannot
+// read a complex constant, so the sum stays a reduce (it used to stop the
+// pipeline with an internal error).
+
+// CHECK-LABEL: func.func public @complex_sum
+// CHECK: lhs_batching_dimensions = [0]
+// CHECK: mhlo.reduce
+module {
+  func.func public @complex_sum(%g: tensor<16x4xcomplex<f32>>, %h: tensor<16x2xcomplex<f32>>) -> tensor<4x2xcomplex<f32>> {
+    %0 = mhlo.constant dense<(0.000000e+00,0.000000e+00)> : tensor<complex<f32>>
+    %1 = "mhlo.dot_general"(%g, %h) <{dot_dimension_numbers = #mhlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0]>}> : (tensor<16x4xcomplex<f32>>, tensor<16x2xcomplex<f32>>) -> tensor<16x4x2xcomplex<f32>>
+    %2 = mhlo.reduce(%1 init: %0) applies mhlo.add across dimensions = [0] : (tensor<16x4x2xcomplex<f32>>, tensor<complex<f32>>) -> tensor<4x2xcomplex<f32>>
+    return %2 : tensor<4x2xcomplex<f32>>
+  }
+}
