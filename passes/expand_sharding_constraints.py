@@ -90,7 +90,8 @@ class ExpandShardingConstraintsPass(ModulePass):
             try:
                 c.mesh.tile_shape(c.type.shape, c.spec.mapping, "constrained value")
             except MeshError as e:
-                raise PassError(op, str(e)) from None
+                raise PassError(op, f"{e}: pad that dimension to a multiple of the axes' size, or constrain it "
+                                    f"over axes that divide it (or none)") from None
             new = self._sdy(c, module) if self.sharding_dialect == "sdy" else self._gspmd(c, manual)
             op.results[0].replace_all_uses_with(new)
             op.erase()

@@ -23,3 +23,20 @@ def test_psum_of_complex_outer_products(lowering):
                              lowering=lowering)(u, v)
     want = jax.vmap(outer, axis_name="batch", out_axes=None)(u, v)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def test_uneven_constraint_in_a_partitioned_pmap_says_how_to_fix():
+    """with_sharding_constraint over 'model' of a dimension it does not divide
+    (jax pads it; pxla_mlir refuses): the error now says what to change."""
+    from jax.sharding import PartitionSpec as P
+
+    from pxla_mlir.errors import PxlaUserError
+
+    def body(x, w):
+        return lax.psum(lax.with_sharding_constraint(x @ w, P(None, "model")), "inner")
+
+    f = pxla_mlir.pmap(body, "inner", in_axes=(0, None), partitions={"model": 2}, mode="partition")
+    x, w = np.ones((2, 4, 16), np.float32), np.ones((16, 31), np.float32)
+    with pytest.raises(PxlaUserError,
+                       match=r"has size 31, which mesh axes 'model' \(size 2\) do not divide: pad that dimension"):
+        f(x, w)

@@ -35,7 +35,7 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, p
 module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32, pxla.mesh = "x=2,y=4"} {
   sdy.mesh @mesh = <["x"=2, "y"=4]>
   func.func public @uneven(%a: tensor<6xf32>) -> tensor<6xf32> {
-    // expected-error @+1 {{dimension 0 of the constrained value (shape (6,)) has size 6, which mesh axes 'y' (size 4) do not divide}}
+    // expected-error @+1 {{dimension 0 of the constrained value (shape (6,)) has size 6, which mesh axes 'y' (size 4) do not divide: pad that dimension to a multiple of the axes' size, or constrain it over axes that divide it (or none)}}
     %0 = mhlo.custom_call @pxla.sharding_constraint(%a) {pxla.dims = [["y"]]} : (tensor<6xf32>) -> tensor<6xf32>
     return %0 : tensor<6xf32>
   }
