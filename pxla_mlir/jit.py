@@ -68,6 +68,9 @@ class JitFunction(MapFunction):
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
         self._shares = LRU(64)  # multi-process: the arguments that are shares, by call (distributed/jit_shares.py)
 
+    def _environment(self) -> tuple:
+        return tuple(kind.environment() for kind in registry.kinds())  # xmaps: the mesh and loops in scope
+
     def _examine(self, args, kwargs) -> Call:
         call = examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
         if is_multi_process() and not call.has_tracers:  # host arguments may be this process's shares

@@ -40,3 +40,34 @@ def test_uneven_constraint_in_a_partitioned_pmap_says_how_to_fix():
     with pytest.raises(PxlaUserError,
                        match=r"has size 31, which mesh axes 'model' \(size 2\) do not divide: pad that dimension"):
         f(x, w)
+
+
+def test_jit_of_an_xmap_follows_the_mesh_in_scope():
+    """pxla_mlir.jit's caches were not keyed by the mesh: called under an
+    8-device mesh, then under a 4-device one, it kept running (and lowering)
+    on the 8 devices of the first."""
+    x = jnp.asarray(np.arange(16, dtype=np.float32).reshape(8, 2))
+    f = pxla_mlir.jit(pxla_mlir.xmap(lambda a: a + lax.axis_index("b"), (["b", ...],), ["b", ...],
+                                     axis_resources={"b": "x"}))
+    want = np.asarray(x) + np.arange(8, dtype=np.float32)[:, None]
+    for devices in (jax.devices()[:8], jax.devices()[4:8], jax.devices()[:8]):
+        with pxla_mlir.Mesh(np.array(devices), ("x",)):
+            for _ in range(2):  # the first call and the cached one
+                out = f(x)
+                np.testing.assert_array_equal(np.asarray(out), want)
+                assert out.sharding.device_set == set(devices)
+            assert f'pxla.mesh = "x={len(devices)}"' in f.lower(x).as_text()
+
+
+def test_jit_of_an_xmap_follows_the_loops_in_scope():
+    """Nor by the serial loops: after a call inside serial_loop, one outside
+    ran the loop's program instead of saying the resource is missing."""
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    f = pxla_mlir.jit(pxla_mlir.xmap(lambda a: a + lax.axis_index("b"), (["b", ...],), ["b", ...],
+                                     axis_resources={"b": "l"}))
+    with pxla_mlir.serial_loop("l", 4):
+        np.testing.assert_array_equal(np.asarray(f(x)), x + np.arange(8, dtype=np.float32)[:, None])
+    from pxla_mlir.errors import PxlaUserError
+
+    with pytest.raises(PxlaUserError, match=r"missing resources are: \{'l'\}"):
+        f(x)

@@ -14,7 +14,7 @@ kind shares with the others are its ``rules`` (:class:`.rules.MapRules`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 __all__ = ["MapKind", "CliFlag"]
 
@@ -57,6 +57,11 @@ class MapKind:
         kind's maps (none, for the first kind of the registry, which lowers jit bodies without maps).
         ``options`` are the jit's pipeline options by api name."""
         raise NotImplementedError
+
+    def environment(self) -> Hashable:
+        """What a ``pxla_mlir.jit`` body's maps of this kind depend on besides its arguments (xmap: the
+        mesh and loops in scope): the jit's caches are keyed by it."""
+        return ()
 
     def register(self) -> None:
         """Installs the primitive's rules in jax's tables: transformations, lowering, eager impl."""

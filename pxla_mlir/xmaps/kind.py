@@ -9,6 +9,7 @@ from ..maps.rules import register as register_rules
 from . import checks, mlir_rule, stage
 from .api import XmapFunction, xmap
 from .primitive import pxla_xmap_p
+from .resources import active_loops, active_mesh
 from .rules import XMAP_RULES
 
 __all__ = ["XMAP"]
@@ -27,6 +28,9 @@ class XmapKind(MapKind):
     def lower_jit(self, jaxpr, eqns, *, name, global_avals, donated, signature, devices, backend, options):
         return stage.lower_jit_body(jaxpr, eqns, name=name, global_avals=global_avals, donated=donated,
                                     signature=signature, devices=devices, backend=backend)
+
+    def environment(self):
+        return active_mesh(), tuple(active_loops().items())
 
     def register(self) -> None:
         register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
