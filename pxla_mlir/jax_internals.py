@@ -8,10 +8,8 @@ Other modules import the names below from here, never from ``jax._src``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import threading
 from typing import Any, Callable, Sequence
 
 import jax
@@ -38,29 +36,26 @@ from jax._src.lax import parallel as parallel_primitives
 from jax._src.lib import _jax, hlo, xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
-from jax.sharding import AxisType
 
 # Source locations in jaxprs and error messages name the user's line, not ours
 # (a nested map is bound from inside pxla_mlir).
 source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 
-__all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
-           "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
-           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
-           "cpp_dispatch", "dispatch_flatten", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
-           "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK", "at_top_level",
-           "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
-           "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
-           "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site", "ir_element_dtype", "jit_disabled", "jit_enabled", "cc_shard_arg", "wrap_array_method",
-           "cache_key", "cache_read", "cache_write", "cache_remove", "serialize_executable", "deserialize_executable",
-           "persistent_cache_thresholds", "is_process_zero", "program_shapes", "refined_module", "persistent_cache_used",
-           "typed_aval", "special_checks_active",
-           "debug_nans_active", "find_special_values", "InternalFloatingPointError",
-           "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
-           "gspmd_sharding",
-           "staged_tracer", "primal_tracer", "staged_ancestors", "same_trace",
-           "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
+__all__ = [
+    "ad", "api_util", "batching", "compiler", "config", "core", "dispatch", "dtypes", "effects", "jax_mlir", "lu",
+    "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "xc", "JaxAbstractMesh", "backend",
+    "compile_options", "compile_and_load", "batched_device_put", "array_result_handler", "cpp_dispatch",
+    "dispatch_flatten", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
+    "enable_persistent_cache", "at_top_level", "distributed_client", "backends_are_initialized", "concrete_value",
+    "is_differentiated", "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors",
+    "JaxRuntimeError", "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context",
+    "trace_context", "call_site", "ir_element_dtype", "jit_disabled", "jit_enabled", "cc_shard_arg",
+    "wrap_array_method", "cache_key", "cache_read", "cache_write", "cache_remove", "serialize_executable",
+    "deserialize_executable", "persistent_cache_thresholds", "is_process_zero", "program_shapes",
+    "persistent_cache_used", "typed_aval", "special_checks_active", "debug_nans_active", "find_special_values",
+    "InternalFloatingPointError", "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices",
+    "no_special_values_in_deoptimized", "gspmd_sharding", "staged_tracer", "primal_tracer", "staged_ancestors",
+    "same_trace", "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -71,69 +66,6 @@ def backend(platform: str | None = None):
     return xla_bridge.get_backend(platform)
 
 
-def spmd_axis_context(axis_names: Sequence, axis_sizes: Sequence[int], manual_axes: Sequence | None = None):
-    """A manual SPMD lowering context over an abstract mesh: manual over
-    ``manual_axes`` (default: every axis), automatic over the others."""
-    manual = frozenset(axis_names if manual_axes is None else manual_axes)
-    if manual == frozenset(axis_names):
-        return sharding_impls.SPMDAxisContext(JaxAbstractMesh(tuple(axis_sizes), tuple(axis_names)), manual)
-    types = tuple(AxisType.Manual if a in manual else AxisType.Auto for a in axis_names)
-    mesh = JaxAbstractMesh(tuple(axis_sizes), tuple(axis_names), axis_types=types)
-    return sharding_impls.SPMDAxisContext(mesh, manual)
-
-
-def sharding_impls_mesh(axis_context):
-    """The abstract mesh of a manual SPMD lowering context, or None for others
-    (jax.jit's ShardingContext)."""
-    if isinstance(axis_context, sharding_impls.SPMDAxisContext):
-        return axis_context.mesh
-    return None
-
-
-# -- one MLIR context for our lowerings ---------------------------------------------------
-
-#: Held while a lowering and its pass pipeline use the shared context (a
-#: context's diagnostic handlers and pass managers are not to be shared
-#: between threads).
-LOWERING_LOCK = threading.RLock()
-#: Lowerings before the shared context is replaced by a fresh one: uniqued
-#: attributes (constants) never leave a context, so its memory is bounded.
-CONTEXT_LOWERINGS = 256
-_shared = threading.local()
-_context_state: dict[str, Any] = {"ctx": None, "uses": 0}
-_jax_make_ir_context = jax_mlir.make_ir_context
-
-
-def _make_ir_context():
-    """jax's ``make_ir_context``, except inside :func:`shared_lowering_context`
-    on this thread, where every lowering reuses one context. Building a
-    context and loading its dialects is about half of jax's lowering time, and
-    jax 0.10.2 keeps every context it made alive (memory grows ~1 MiB per
-    lowering); one context removes both costs."""
-    if not getattr(_shared, "active", False):
-        return _jax_make_ir_context()
-    state = _context_state
-    if state["ctx"] is None or state["uses"] >= CONTEXT_LOWERINGS:
-        state["ctx"], state["uses"] = _jax_make_ir_context(), 0
-    state["uses"] += 1
-    return state["ctx"]
-
-
-jax_mlir.make_ir_context = _make_ir_context
-
-
-@contextlib.contextmanager
-def shared_lowering_context():
-    """Lowerings on this thread share one MLIR context (under LOWERING_LOCK)."""
-    with LOWERING_LOCK:
-        previous = getattr(_shared, "active", False)
-        _shared.active = True
-        try:
-            yield
-        finally:
-            _shared.active = previous
-
-
 def jax_mesh_context():
     """jax's current mesh (``with jax.sharding.Mesh(...)`` or ``jax.set_mesh``),
     or None when there is none or it is empty."""
@@ -141,55 +73,6 @@ def jax_mesh_context():
     if mesh.empty:
         mesh = _jax_mesh.get_concrete_mesh()
     return None if mesh is None or mesh.empty else mesh
-
-
-def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_sizes: Sequence[int],
-                     *, platform: str = "cpu", name: str = "pxla_fn", donated: Sequence[bool] | None = None,
-                     manual_axes: Sequence | None = None):
-    """Lowers a per-device jaxpr whose named axes are ``axis_names`` with jax's
-    rules, as a manual SPMD program over an abstract mesh (no devices needed).
-
-    Returns jax's ``LoweringResult``; its StableHLO module lives in jax's own
-    MLIR context. Collectives use partition ids, channel handles and global
-    device ids; host callbacks carry ``{manual}`` (every device calls back).
-    With ``manual_axes`` (a partitioned pmap body) the program is manual over
-    those only; it is lowered with Shardy on, so each sharding constraint is
-    an ``sdy.sharding_constraint`` on the automatic axes.
-    """
-    n = int(np.prod(axis_sizes, dtype=np.int64))
-    return _lower(closed_jaxpr, spmd_axis_context(axis_names, axis_sizes, manual_axes), n, platform, name, donated,
-                  shardy=manual_axes is not None)
-
-
-def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: str = "cpu",
-                 name: str = "pxla_fn", donated: Sequence[bool] | None = None):
-    """Lowers a global-view jaxpr (no named axes left) for ``num_devices``
-    SPMD partitions, without shardings: pxla passes annotate them."""
-    return _lower(closed_jaxpr, sharding_impls.ShardingContext(num_devices), num_devices, platform, name, donated)
-
-
-def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name: str, donated, shardy: bool = False):
-    # Ordered effects (io_callback(ordered=True), ...) get token arguments and
-    # results on @main (importing makes them internal). With Shardy off, host
-    # callbacks carry GSPMD shardings like the rest of our modules.
-    ordered = list(effects.ordered_effects.filter_in(closed_jaxpr.effects))
-    with config.use_shardy_partitioner(shardy), shared_lowering_context():
-        return jax_mlir.lower_jaxpr_to_module(
-            name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=ordered,
-            platforms=(platform,), backend=backend(platform), axis_context=axis_context,
-            donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
-            num_partitions=num_partitions, lowering_parameters=jax_mlir.LoweringParameters())
-
-
-def refined_module(lowering):
-    """The module of jax's ``LoweringResult`` with shape-polymorphic code (a
-    ``jax.export``'ed function called in the body) refined to static shapes,
-    as jax does before compiling; the module itself when it has none."""
-    state = lowering.shape_poly_state
-    if state is None or not state.uses_dim_vars:
-        return lowering.module
-    with config.use_shardy_partitioner(False):  # as it was lowered (see _lower)
-        return jax_mlir.refine_polymorphic_shapes(lowering.module)
 
 
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,

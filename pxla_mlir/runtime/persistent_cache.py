@@ -29,6 +29,7 @@ import numpy as np
 from jax import monitoring
 
 from .. import jax_internals
+from ..lowering import LOWERING_LOCK
 
 __all__ = ["load_or_compile", "CacheEntryRejected", "MAGIC", "KEY_PREFIX", "entry_key"]
 
@@ -58,7 +59,7 @@ def load_or_compile(module, text: str, devices: Sequence, ids: np.ndarray, optio
                     compile: Callable[[], object], expected: Expected | None = None):
     """The executable of ``module`` (whose MHLO without locations is ``text``)
     from the cache when its entry checks out, else from ``compile()`` (then stored)."""
-    with jax_internals.LOWERING_LOCK:  # the module may live in the shared lowering context
+    with LOWERING_LOCK:  # the module may live in the shared lowering context
         key = entry_key(module, devices, ids, options, platform)
     digest = _program_digest(text, ids)
     raw = jax_internals.cache_read(key, platform)
