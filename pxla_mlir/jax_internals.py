@@ -12,7 +12,6 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-import jax
 import numpy as np
 from jax._src import (
     api_util,
@@ -44,18 +43,16 @@ source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 __all__ = [
     "ad", "api_util", "batching", "compiler", "config", "core", "dispatch", "dtypes", "effects", "jax_mlir", "lu",
     "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "xc", "JaxAbstractMesh", "backend",
-    "compile_options", "compile_and_load", "batched_device_put", "array_result_handler", "cpp_dispatch",
-    "dispatch_flatten", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
-    "enable_persistent_cache", "at_top_level", "distributed_client", "backends_are_initialized", "concrete_value",
-    "is_differentiated", "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors",
-    "JaxRuntimeError", "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context",
-    "trace_context", "call_site", "ir_element_dtype", "jit_disabled", "jit_enabled", "cc_shard_arg",
-    "wrap_array_method", "cache_key", "cache_read", "cache_write", "cache_remove", "serialize_executable",
-    "deserialize_executable", "persistent_cache_thresholds", "is_process_zero", "program_shapes",
-    "persistent_cache_used", "typed_aval", "special_checks_active", "debug_nans_active", "find_special_values",
-    "InternalFloatingPointError", "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices",
-    "no_special_values_in_deoptimized", "gspmd_sharding", "staged_tracer", "primal_tracer", "staged_ancestors",
-    "same_trace", "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
+    "compile_and_load", "batched_device_put", "array_result_handler", "cpp_dispatch", "dispatch_flatten",
+    "is_extended", "ArrayImpl", "persistent_cache_enabled", "enable_persistent_cache", "at_top_level",
+    "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated", "xla_computation",
+    "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError", "float0", "set_runtime_tokens",
+    "jax_mesh_context", "trace_context", "call_site", "ir_element_dtype", "jit_disabled", "jit_enabled",
+    "cc_shard_arg", "cache_key", "cache_read", "cache_write", "cache_remove", "serialize_executable",
+    "deserialize_executable", "persistent_cache_thresholds", "is_process_zero", "persistent_cache_used",
+    "special_checks_active", "debug_nans_active", "find_special_values", "InternalFloatingPointError",
+    "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
+    "gspmd_sharding", "staged_tracer", "primal_tracer", "staged_ancestors", "same_trace", "flatten_axes"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -73,30 +70,6 @@ def jax_mesh_context():
     if mesh.empty:
         mesh = _jax_mesh.get_concrete_mesh()
     return None if mesh is None or mesh.empty else mesh
-
-
-def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
-                    spmd: bool = False, shardy: bool = False, overrides: dict | None = None,
-                    platform: str | None = None) -> xc.CompileOptions:
-    """CompileOptions for a replica- or partition-mode module on given devices:
-    jax's own (its effort and memory-fitting levels, profile version, debug
-    options from jax's flags), but for the partitioner settings.
-
-    ``device_ids`` has shape (num_replicas, num_partitions). ``shardy`` must
-    follow the module's form: Shardy (sdy) modules fail to compile without it,
-    GSPMD (mhlo.sharding) modules fall back to GSPMD with a warning with it.
-    ``overrides`` are XLA debug options by name (jax's ``compiler_options``),
-    checked by XLA when compiling.
-    """
-    ids = np.asarray(device_ids).reshape(num_replicas, num_partitions)
-    opts = compiler.get_compile_options(num_replicas, num_partitions, device_assignment=ids,
-                                        env_options_overrides=overrides or None, backend=backend(platform))
-    build = opts.executable_build_options
-    build.num_replicas = num_replicas
-    build.num_partitions = num_partitions
-    build.use_spmd_partitioning = spmd
-    build.use_shardy_partitioner = shardy
-    return opts
 
 
 def xla_computation(module_text: str):
@@ -179,30 +152,6 @@ def jit_disabled() -> bool:
 def jit_enabled():
     """A context in which ``jax.disable_jit()`` is not in effect (it is part of ``trace_context()``)."""
     return config.disable_jit(False)
-
-
-def wrap_array_method(name: str, wrap: Callable[[Callable], Callable]) -> None:
-    """Replaces jaxlib's ``ArrayImpl.<name>`` with ``wrap(original)``, once per process."""
-    original = getattr(xc.ArrayImpl, name)
-    if getattr(original, "_pxla_wrapped", False):
-        return
-    wrapped = wrap(original)
-    wrapped._pxla_wrapped = True
-    setattr(xc.ArrayImpl, name, wrapped)
-
-
-def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequence, out_shardings: Sequence,
-                  out_avals: Sequence, const_args: Sequence):
-    """What the C++ callable needs to run ``xla_executable`` itself.
-    ``in_shardings`` covers ``const_args`` (device-resident, prepended by C++
-    on every call) and then the flat arguments."""
-    if any(is_empty(av) for av in out_avals):
-        return None  # C++ would wrap XLA's buffers of an empty output as they are (see _empty_result)
-    _, dispatch_tree = pxla.reflatten_outputs_for_dispatch(out_tree, list(outs))
-    n_in = len(in_shardings)
-    return pxla.MeshExecutableFastpathData(
-        xla_executable, dispatch_tree, list(in_shardings), list(out_shardings), list(out_avals),
-        [True] * len(out_avals), [True] * n_in, [None] * n_in, list(const_args))
 
 
 def ir_element_dtype(element_type) -> np.dtype:
@@ -296,19 +245,6 @@ def deserialize_executable(data: bytes, devices: Sequence, options: xc.CompileOp
     return backend(platform).deserialize_executable(data, xc.DeviceList(tuple(devices)), options)
 
 
-def program_shapes(executable) -> tuple[list, list]:
-    """The per-device (shape, dtype) of an executable's parameters and results, as XLA compiled them."""
-    module = executable.hlo_modules()[0]
-    shape = xc.XlaComputation(module.as_serialized_hlo_module_proto()).program_shape()
-
-    def leaves(s):
-        if s.is_tuple():
-            return [x for t in s.tuple_shapes() for x in leaves(t)]
-        return [None] if s.is_token() else [(tuple(s.dimensions()), np.dtype(s.numpy_dtype()))]
-
-    return [x for p in shape.parameter_shapes() for x in leaves(p)], leaves(shape.result_shape())
-
-
 def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
     """jax's ``flatten_axes`` (an axes prefix tree per leaf of ``treedef``), whose
     mismatch text names jax's private placeholder class for a leaf: say "a leaf"."""
@@ -321,38 +257,7 @@ def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
         raise ValueError(text) from None
 
 
-# -- jax's debugging knobs: jax_log_compiles, jax_dump_ir_to ----------------------------------
-
-def compile_log_level() -> int:
-    """The level jax logs compiles at: WARNING with ``jax_log_compiles``, else DEBUG."""
-    import logging
-
-    return logging.WARNING if config.log_compiles.value else logging.DEBUG
-
-
-def log_compiling(module_name: str, avals, shardings) -> None:
-    """jax's "Compiling ..." line, through jax's own logger (as jax.jit logs it)."""
-    level = compile_log_level()
-    if pxla.logger.isEnabledFor(level):
-        pxla.logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.", module_name,
-                        tuple(avals), tuple(shardings))
-
-
-def log_backend_compile(module_name: str):
-    """Times the XLA compile as jax does: "Finished XLA compilation of ... in ... sec"
-    (jax's logger) and jax's backend-compile duration event (jax.monitoring)."""
-    return dispatch.log_elapsed_time("Finished XLA compilation of {fun_name} in {elapsed_time:.9f} sec",
-                                     fun_name=module_name, event=dispatch.BACKEND_COMPILE_EVENT)
-
-
-def dump_ir(module, stage: str) -> str | None:
-    """Writes ``module`` where ``jax_dump_ir_to`` says (``JAX_DUMP_IR_TO``), named as jax
-    names its dumps (``jax_ir0007_<module>_<stage>.mlir``, jax's counter); the file name, or None."""
-    name = jax_mlir.dump_module_to_file(module, stage)
-    if name:
-        compiler.logger.info("Dumped the module to %s.", name)
-    return name
-
+# -- jax.distributed ---------------------------------------------------------------------------
 
 def backends_are_initialized() -> bool:
     """Whether jax has started its backends (after which jax.distributed cannot start)."""
@@ -452,55 +357,6 @@ def gspmd_sharding(devices: Sequence, op_sharding) -> "sharding_impls.GSPMDShard
     return sharding_impls.GSPMDSharding(tuple(devices), op_sharding)
 
 
-def physical(aval, sharding):
-    """The aval and sharding of the buffers an argument really is: a key
-    array's uint32 data (the key dims replicated), float0 as bool."""
-    if aval.dtype == dtypes.float0:
-        return core.ShapedArray(aval.shape, np.dtype(np.bool_)), sharding
-    if is_extended(aval.dtype):
-        phys = core.physical_aval(aval)
-        return core.ShapedArray(phys.shape, phys.dtype), sharding_impls.physical_sharding(aval, sharding)
-    return aval, sharding
-
-
-def typed_aval(aval, sharding):
-    """``aval`` as jax types the result of a program laid out by ``sharding``:
-    a NamedSharding over its mesh's axes (auto axes: no dimension named, as
-    jax.jit's and jax.pmap's outputs say); other shardings leave it as it is."""
-    if not isinstance(sharding, sharding_impls.NamedSharding) or not hasattr(aval, "ndim"):
-        return aval
-    mesh = sharding.mesh.abstract_mesh
-    return aval.update(sharding=sharding_impls.NamedSharding(mesh, sharding_impls.PartitionSpec(*[None] * aval.ndim)))
-
-
-def result_handler(aval, sharding):
-    """jax's own handler: plain arrays, float0 (host zeros, as jax returns
-    them) and extended dtypes (key arrays over the physical buffers); an
-    output with no elements is rebuilt with its sharding (see
-    :func:`_empty_result`)."""
-    if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
-        return pxla.global_aval_to_result_handler(aval, sharding, True)
-    if is_empty(aval):
-        return _empty_result(aval, sharding)
-    return array_result_handler(aval, sharding)
-
-
-def is_empty(aval) -> bool:
-    return 0 in tuple(aval.shape)
-
-
-def _empty_result(aval, sharding):
-    """XLA's SPMD partitioner hands back an output with no elements whole on
-    every device (an (8, 0) buffer per device for an (8, 0) value sharded 8
-    ways), so wrapping the buffers in the declared sharding gives a malformed
-    Array. Such an output holds no data: it is made afresh with its
-    sharding's piece shapes, and XLA's buffers are dropped."""
-    empty = np.zeros(aval.shape, aval.dtype)
-
-    def handle(buffers):
-        return jax.make_array_from_callback(tuple(aval.shape), sharding, lambda index: empty[index])
-
-    return handle
 # -- the devices of maps inside jax.jit ----------------------------------------------------------
 
 #: primitive -> fn(eqn) -> the shardings (devices) that equation's program needs inside jax.jit.
