@@ -4,12 +4,14 @@ jax 0.10.2 removed replica-based lowering, so tracing with an axis
 environment, lowering with jax's own per-primitive rules and talking to the
 PJRT client all go through private APIs; a jax upgrade touches this file.
 Other modules import the names below from here, never from ``jax._src``.
+Only names and the thinnest adapters over a private API's shape live here;
+our logic that uses them lives with its users (``lowering.py``,
+``runtime/results.py``, ``maps/jit_devices.py``, ...).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -41,18 +43,19 @@ from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_erro
 source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 
 __all__ = [
+    # jax._src modules and names, as they are
     "ad", "api_util", "batching", "compiler", "config", "core", "dispatch", "dtypes", "effects", "jax_mlir", "lu",
-    "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "xc", "JaxAbstractMesh", "backend",
-    "compile_and_load", "batched_device_put", "array_result_handler", "cpp_dispatch", "dispatch_flatten",
-    "is_extended", "ArrayImpl", "persistent_cache_enabled", "enable_persistent_cache", "at_top_level",
-    "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated", "xla_computation",
-    "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError", "float0", "set_runtime_tokens",
-    "jax_mesh_context", "trace_context", "call_site", "ir_element_dtype", "jit_disabled", "jit_enabled",
-    "cc_shard_arg", "cache_key", "cache_read", "cache_write", "cache_remove", "serialize_executable",
-    "deserialize_executable", "persistent_cache_thresholds", "is_process_zero", "persistent_cache_used",
-    "special_checks_active", "debug_nans_active", "find_special_values", "InternalFloatingPointError",
-    "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
-    "gspmd_sharding", "staged_tracer", "primal_tracer", "staged_ancestors", "same_trace", "flatten_axes"]
+    "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "xc", "JaxAbstractMesh", "ArrayImpl",
+    "InternalFloatingPointError", "JaxRuntimeError", "cc_shard_arg", "checkify_rules", "float0",
+    "pytree_equality_errors", "special_checks_active", "trace_context",
+    # thin adapters over private API shapes
+    "backend", "jax_mesh_context", "xla_computation", "hlo_text", "hlo_cost_analysis", "compile_and_load",
+    "batched_device_put", "array_result_handler", "cpp_dispatch", "at_top_level", "dispatch_flatten", "jit_disabled",
+    "jit_enabled", "ir_element_dtype", "is_extended", "persistent_cache_enabled", "persistent_cache_used",
+    "enable_persistent_cache", "cache_key", "cache_read", "cache_write", "cache_remove", "persistent_cache_thresholds",
+    "is_process_zero", "serialize_executable", "deserialize_executable", "backends_are_initialized", "cluster_launch",
+    "distributed_client", "same_trace", "gspmd_sharding", "checkify_jaxpr", "has_checks", "debug_nans_active",
+    "no_special_values_in_deoptimized", "set_runtime_tokens", "summarize_frame"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -245,18 +248,6 @@ def deserialize_executable(data: bytes, devices: Sequence, options: xc.CompileOp
     return backend(platform).deserialize_executable(data, xc.DeviceList(tuple(devices)), options)
 
 
-def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
-    """jax's ``flatten_axes`` (an axes prefix tree per leaf of ``treedef``), whose
-    mismatch text names jax's private placeholder class for a leaf: say "a leaf"."""
-    try:
-        return api_util.flatten_axes(name, treedef, axis_tree, **kwargs)
-    except ValueError as e:
-        text = str(e).replace(f"{api_util.PytreeLeaf}", "a leaf (an array or scalar)")
-        if text == str(e):
-            raise
-        raise ValueError(text) from None
-
-
 # -- jax.distributed ---------------------------------------------------------------------------
 
 def backends_are_initialized() -> bool:
@@ -285,66 +276,11 @@ def distributed_client():
     return distributed.global_state.client
 
 
-def concrete_value(x):
-    """The concrete value a JVP, linearize or batching tracer was built from
-    (looking through nested ones), or None for staged tracers (jit, partial eval)."""
-    while isinstance(x, core.Tracer):
-        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-            x = x.primal
-        elif isinstance(x, batching.BatchTracer):
-            x = x.val
-        else:
-            return None
-    return x
-
-
-def primal_tracer(x):
-    """What a JVP or linearize tracer differentiates (looking through nested
-    ones): the same value, in the same shape."""
-    while isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-        x = x.primal
-    return x
-
-
-def staged_tracer(x):
-    """The tracer of a staging trace (jit) that a JVP, linearize or batching
-    tracer was built from (looking through nested ones), or None."""
-    while isinstance(x, core.Tracer) and not isinstance(x, pe.DynamicJaxprTracer):
-        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-            x = x.primal
-        elif isinstance(x, batching.BatchTracer):
-            x = x.val
-        else:
-            return None
-    return x if isinstance(x, pe.DynamicJaxprTracer) else None
-
+# -- tracers and arrays --------------------------------------------------------------------------
 
 def same_trace(x, y) -> bool:
     """Whether tracers ``x`` and ``y`` belong to one trace."""
     return x._trace is y._trace
-
-
-def staged_ancestors(x):
-    """Every staged tracer that the staged tracer ``x`` was computed from, ``x`` included."""
-    seen, todo = set(), [x]
-    while todo:
-        t = todo.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        yield t
-        parent = getattr(t, "parent", None)
-        todo.extend(i for i in getattr(parent, "in_tracers", ()) if isinstance(i, pe.DynamicJaxprTracer))
-
-
-def is_differentiated(x) -> bool:
-    """Whether a tracer is being differentiated in reverse mode (its value
-    needs a cotangent of its own shape)."""
-    while isinstance(x, core.Tracer):
-        if isinstance(x, ad.LinearizeTracer):
-            return True
-        x = x.primal if isinstance(x, ad.JVPTracer) else x.val if isinstance(x, batching.BatchTracer) else None
-    return False
 
 
 float0 = dtypes.float0
@@ -355,37 +291,6 @@ def gspmd_sharding(devices: Sequence, op_sharding) -> "sharding_impls.GSPMDShard
     it (an ``OpSharding`` over the executable's devices, in their order), as
     jax's own ``Compiled`` builds it."""
     return sharding_impls.GSPMDSharding(tuple(devices), op_sharding)
-
-
-# -- the devices of maps inside jax.jit ----------------------------------------------------------
-
-#: primitive -> fn(eqn) -> the shardings (devices) that equation's program needs inside jax.jit.
-_JIT_DEVICES: dict = {}
-_jax_intermediate_shardings = dispatch.get_intermediate_shardings
-
-
-def register_jit_devices(primitive, shardings: Callable) -> None:
-    """Tells jax.jit which devices an equation of ``primitive`` runs on:
-    ``shardings(eqn)`` gives shardings over them. jax.jit picks its device
-    assignment from the shardings of arguments, outputs and equations (a
-    shard_map's mesh); a map's devices join them, so ``jax.jit`` of a map is a
-    program over the map's devices, and a committed argument on other devices
-    is jax's "incompatible devices" error."""
-    _JIT_DEVICES[primitive] = shardings
-
-
-def _intermediate_shardings(jaxpr):
-    ours = [eqn for eqn in jaxpr.eqns if eqn.primitive in _JIT_DEVICES]
-    if not ours:
-        return _jax_intermediate_shardings(jaxpr)
-    found = [(s, dispatch.SourceInfo(eqn.source_info, eqn.primitive.name))
-             for eqn in ours for s in _JIT_DEVICES[eqn.primitive](eqn)]
-    # jax's walk (it recurses through this function) never enters a map's body: nested maps are the map's.
-    rest = jaxpr.replace(eqns=[eqn for eqn in jaxpr.eqns if eqn.primitive not in _JIT_DEVICES])
-    return found + list(_jax_intermediate_shardings(rest))
-
-
-dispatch.get_intermediate_shardings = _intermediate_shardings
 
 
 # -- checkify -----------------------------------------------------------------------------------
@@ -418,17 +323,6 @@ def debug_nans_active() -> bool:
     return bool(config.debug_nans.value)
 
 
-def find_special_values(name: str, arrays: Sequence) -> str | None:
-    """"nan" or "inf" if one of this process's pieces of ``arrays`` holds one that
-    jax_debug_nans / jax_debug_infs asks to report (jax's own check), else None."""
-    buffers = [s.data for x in arrays for s in getattr(x, "addressable_shards", ())]
-    try:
-        dispatch.check_special(name, buffers)
-    except api_util.InternalFloatingPointError as e:
-        return e.ty
-    return None
-
-
 def no_special_values_in_deoptimized(what: str, kind: str) -> None:
     """jax's FloatingPointError for a program whose de-optimized run found no nan/inf."""
     api_util._raise_no_nan_in_deoptimized(f"Invalid value ({kind}) encountered in {what}")
@@ -441,18 +335,6 @@ def set_runtime_tokens(devices, token) -> None:
         dispatch.runtime_tokens.set_output_runtime_token(device, token.get_token(i))
 
 
-def call_site(source_info=None) -> str:
-    """Where the user's code is, as jax summarizes a location: ``source_info``'s
-    user frame, else the innermost user frame of the Python stack (jax's
-    tracebacks end at the function being traced, so an equation a map's body
-    binds directly, such as an xmap passed as another's function, has none)."""
-    if source_info is not None:
-        at = source_info_util.summarize(source_info)
-        if at:
-            return at
-    frame = sys._getframe(1)
-    while frame is not None and not source_info_util.is_user_filename(frame.f_code.co_filename):
-        frame = frame.f_back
-    if frame is None:
-        return ""
+def summarize_frame(frame) -> str:
+    """jax's summary of a Python frame's location (``file:line (function)``)."""
     return source_info_util._summarize_frame(source_info_util.raw_frame_to_frame(frame.f_code, frame.f_lasti))
