@@ -4,17 +4,16 @@ jax 0.10.2 removed replica-based lowering, so tracing with an axis
 environment, lowering with jax's own per-primitive rules and talking to the
 PJRT client all go through private APIs; a jax upgrade touches this file.
 Other modules import the names below from here, never from ``jax._src``.
+Only names and the thinnest adapters over a private API's shape live here;
+our logic that uses them lives with its users (``lowering.py``,
+``runtime/results.py``, ``maps/jit_devices.py``, ...).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-import threading
 from typing import Any, Callable, Sequence
 
-import jax
 import numpy as np
 from jax._src import (
     api_util,
@@ -38,29 +37,25 @@ from jax._src.lax import parallel as parallel_primitives
 from jax._src.lib import _jax, hlo, xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
-from jax.sharding import AxisType
 
 # Source locations in jaxprs and error messages name the user's line, not ours
 # (a nested map is bound from inside pxla_mlir).
 source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 
-__all__ = ["parallel_primitives", "api_util", "core", "dispatch", "lu", "ad", "batching", "jax_mlir", "pe", "xc", "source_info_util",
-           "backend", "lower_per_device", "lower_global", "compile_options", "compile_and_load", "JaxAbstractMesh",
-           "spmd_axis_context", "sharding_impls_mesh", "batched_device_put", "array_result_handler",
-           "cpp_dispatch", "dispatch_flatten", "fastpath_data", "is_extended", "ArrayImpl", "persistent_cache_enabled",
-           "enable_persistent_cache", "shared_lowering_context", "LOWERING_LOCK", "at_top_level",
-           "distributed_client", "backends_are_initialized", "concrete_value", "is_differentiated",
-           "xla_computation", "hlo_text", "hlo_cost_analysis", "pytree_equality_errors", "JaxRuntimeError",
-           "physical", "result_handler", "float0", "set_runtime_tokens", "jax_mesh_context", "trace_context",
-           "call_site", "ir_element_dtype", "jit_disabled", "jit_enabled", "cc_shard_arg", "wrap_array_method",
-           "cache_key", "cache_read", "cache_write", "cache_remove", "serialize_executable", "deserialize_executable",
-           "persistent_cache_thresholds", "is_process_zero", "program_shapes", "refined_module", "persistent_cache_used",
-           "typed_aval", "special_checks_active",
-           "debug_nans_active", "find_special_values", "InternalFloatingPointError",
-           "checkify_rules", "checkify_jaxpr", "has_checks", "register_jit_devices", "no_special_values_in_deoptimized",
-           "gspmd_sharding",
-           "staged_tracer", "primal_tracer", "staged_ancestors", "same_trace",
-           "flatten_axes", "compile_log_level", "log_compiling", "log_backend_compile", "dump_ir"]
+__all__ = [
+    # jax._src modules and names, as they are
+    "ad", "api_util", "batching", "compiler", "config", "core", "dispatch", "dtypes", "effects", "jax_mlir", "lu",
+    "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "xc", "JaxAbstractMesh", "ArrayImpl",
+    "InternalFloatingPointError", "JaxRuntimeError", "cc_shard_arg", "checkify_rules", "float0",
+    "pytree_equality_errors", "special_checks_active", "trace_context",
+    # thin adapters over private API shapes
+    "backend", "jax_mesh_context", "xla_computation", "hlo_text", "hlo_cost_analysis", "compile_and_load",
+    "batched_device_put", "array_result_handler", "cpp_dispatch", "at_top_level", "dispatch_flatten", "jit_disabled",
+    "jit_enabled", "ir_element_dtype", "is_extended", "persistent_cache_enabled", "persistent_cache_used",
+    "enable_persistent_cache", "cache_key", "cache_read", "cache_write", "cache_remove", "persistent_cache_thresholds",
+    "is_process_zero", "serialize_executable", "deserialize_executable", "backends_are_initialized", "cluster_launch",
+    "distributed_client", "same_trace", "gspmd_sharding", "checkify_jaxpr", "has_checks", "debug_nans_active",
+    "no_special_values_in_deoptimized", "set_runtime_tokens", "summarize_frame"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -71,69 +66,6 @@ def backend(platform: str | None = None):
     return xla_bridge.get_backend(platform)
 
 
-def spmd_axis_context(axis_names: Sequence, axis_sizes: Sequence[int], manual_axes: Sequence | None = None):
-    """A manual SPMD lowering context over an abstract mesh: manual over
-    ``manual_axes`` (default: every axis), automatic over the others."""
-    manual = frozenset(axis_names if manual_axes is None else manual_axes)
-    if manual == frozenset(axis_names):
-        return sharding_impls.SPMDAxisContext(JaxAbstractMesh(tuple(axis_sizes), tuple(axis_names)), manual)
-    types = tuple(AxisType.Manual if a in manual else AxisType.Auto for a in axis_names)
-    mesh = JaxAbstractMesh(tuple(axis_sizes), tuple(axis_names), axis_types=types)
-    return sharding_impls.SPMDAxisContext(mesh, manual)
-
-
-def sharding_impls_mesh(axis_context):
-    """The abstract mesh of a manual SPMD lowering context, or None for others
-    (jax.jit's ShardingContext)."""
-    if isinstance(axis_context, sharding_impls.SPMDAxisContext):
-        return axis_context.mesh
-    return None
-
-
-# -- one MLIR context for our lowerings ---------------------------------------------------
-
-#: Held while a lowering and its pass pipeline use the shared context (a
-#: context's diagnostic handlers and pass managers are not to be shared
-#: between threads).
-LOWERING_LOCK = threading.RLock()
-#: Lowerings before the shared context is replaced by a fresh one: uniqued
-#: attributes (constants) never leave a context, so its memory is bounded.
-CONTEXT_LOWERINGS = 256
-_shared = threading.local()
-_context_state: dict[str, Any] = {"ctx": None, "uses": 0}
-_jax_make_ir_context = jax_mlir.make_ir_context
-
-
-def _make_ir_context():
-    """jax's ``make_ir_context``, except inside :func:`shared_lowering_context`
-    on this thread, where every lowering reuses one context. Building a
-    context and loading its dialects is about half of jax's lowering time, and
-    jax 0.10.2 keeps every context it made alive (memory grows ~1 MiB per
-    lowering); one context removes both costs."""
-    if not getattr(_shared, "active", False):
-        return _jax_make_ir_context()
-    state = _context_state
-    if state["ctx"] is None or state["uses"] >= CONTEXT_LOWERINGS:
-        state["ctx"], state["uses"] = _jax_make_ir_context(), 0
-    state["uses"] += 1
-    return state["ctx"]
-
-
-jax_mlir.make_ir_context = _make_ir_context
-
-
-@contextlib.contextmanager
-def shared_lowering_context():
-    """Lowerings on this thread share one MLIR context (under LOWERING_LOCK)."""
-    with LOWERING_LOCK:
-        previous = getattr(_shared, "active", False)
-        _shared.active = True
-        try:
-            yield
-        finally:
-            _shared.active = previous
-
-
 def jax_mesh_context():
     """jax's current mesh (``with jax.sharding.Mesh(...)`` or ``jax.set_mesh``),
     or None when there is none or it is empty."""
@@ -141,79 +73,6 @@ def jax_mesh_context():
     if mesh.empty:
         mesh = _jax_mesh.get_concrete_mesh()
     return None if mesh is None or mesh.empty else mesh
-
-
-def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_sizes: Sequence[int],
-                     *, platform: str = "cpu", name: str = "pxla_fn", donated: Sequence[bool] | None = None,
-                     manual_axes: Sequence | None = None):
-    """Lowers a per-device jaxpr whose named axes are ``axis_names`` with jax's
-    rules, as a manual SPMD program over an abstract mesh (no devices needed).
-
-    Returns jax's ``LoweringResult``; its StableHLO module lives in jax's own
-    MLIR context. Collectives use partition ids, channel handles and global
-    device ids; host callbacks carry ``{manual}`` (every device calls back).
-    With ``manual_axes`` (a partitioned pmap body) the program is manual over
-    those only; it is lowered with Shardy on, so each sharding constraint is
-    an ``sdy.sharding_constraint`` on the automatic axes.
-    """
-    n = int(np.prod(axis_sizes, dtype=np.int64))
-    return _lower(closed_jaxpr, spmd_axis_context(axis_names, axis_sizes, manual_axes), n, platform, name, donated,
-                  shardy=manual_axes is not None)
-
-
-def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: str = "cpu",
-                 name: str = "pxla_fn", donated: Sequence[bool] | None = None):
-    """Lowers a global-view jaxpr (no named axes left) for ``num_devices``
-    SPMD partitions, without shardings: pxla passes annotate them."""
-    return _lower(closed_jaxpr, sharding_impls.ShardingContext(num_devices), num_devices, platform, name, donated)
-
-
-def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name: str, donated, shardy: bool = False):
-    # Ordered effects (io_callback(ordered=True), ...) get token arguments and
-    # results on @main (importing makes them internal). With Shardy off, host
-    # callbacks carry GSPMD shardings like the rest of our modules.
-    ordered = list(effects.ordered_effects.filter_in(closed_jaxpr.effects))
-    with config.use_shardy_partitioner(shardy), shared_lowering_context():
-        return jax_mlir.lower_jaxpr_to_module(
-            name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=ordered,
-            platforms=(platform,), backend=backend(platform), axis_context=axis_context,
-            donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
-            num_partitions=num_partitions, lowering_parameters=jax_mlir.LoweringParameters())
-
-
-def refined_module(lowering):
-    """The module of jax's ``LoweringResult`` with shape-polymorphic code (a
-    ``jax.export``'ed function called in the body) refined to static shapes,
-    as jax does before compiling; the module itself when it has none."""
-    state = lowering.shape_poly_state
-    if state is None or not state.uses_dim_vars:
-        return lowering.module
-    with config.use_shardy_partitioner(False):  # as it was lowered (see _lower)
-        return jax_mlir.refine_polymorphic_shapes(lowering.module)
-
-
-def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
-                    spmd: bool = False, shardy: bool = False, overrides: dict | None = None,
-                    platform: str | None = None) -> xc.CompileOptions:
-    """CompileOptions for a replica- or partition-mode module on given devices:
-    jax's own (its effort and memory-fitting levels, profile version, debug
-    options from jax's flags), but for the partitioner settings.
-
-    ``device_ids`` has shape (num_replicas, num_partitions). ``shardy`` must
-    follow the module's form: Shardy (sdy) modules fail to compile without it,
-    GSPMD (mhlo.sharding) modules fall back to GSPMD with a warning with it.
-    ``overrides`` are XLA debug options by name (jax's ``compiler_options``),
-    checked by XLA when compiling.
-    """
-    ids = np.asarray(device_ids).reshape(num_replicas, num_partitions)
-    opts = compiler.get_compile_options(num_replicas, num_partitions, device_assignment=ids,
-                                        env_options_overrides=overrides or None, backend=backend(platform))
-    build = opts.executable_build_options
-    build.num_replicas = num_replicas
-    build.num_partitions = num_partitions
-    build.use_spmd_partitioning = spmd
-    build.use_shardy_partitioner = shardy
-    return opts
 
 
 def xla_computation(module_text: str):
@@ -296,30 +155,6 @@ def jit_disabled() -> bool:
 def jit_enabled():
     """A context in which ``jax.disable_jit()`` is not in effect (it is part of ``trace_context()``)."""
     return config.disable_jit(False)
-
-
-def wrap_array_method(name: str, wrap: Callable[[Callable], Callable]) -> None:
-    """Replaces jaxlib's ``ArrayImpl.<name>`` with ``wrap(original)``, once per process."""
-    original = getattr(xc.ArrayImpl, name)
-    if getattr(original, "_pxla_wrapped", False):
-        return
-    wrapped = wrap(original)
-    wrapped._pxla_wrapped = True
-    setattr(xc.ArrayImpl, name, wrapped)
-
-
-def fastpath_data(xla_executable, outs: Sequence, out_tree, in_shardings: Sequence, out_shardings: Sequence,
-                  out_avals: Sequence, const_args: Sequence):
-    """What the C++ callable needs to run ``xla_executable`` itself.
-    ``in_shardings`` covers ``const_args`` (device-resident, prepended by C++
-    on every call) and then the flat arguments."""
-    if any(is_empty(av) for av in out_avals):
-        return None  # C++ would wrap XLA's buffers of an empty output as they are (see _empty_result)
-    _, dispatch_tree = pxla.reflatten_outputs_for_dispatch(out_tree, list(outs))
-    n_in = len(in_shardings)
-    return pxla.MeshExecutableFastpathData(
-        xla_executable, dispatch_tree, list(in_shardings), list(out_shardings), list(out_avals),
-        [True] * len(out_avals), [True] * n_in, [None] * n_in, list(const_args))
 
 
 def ir_element_dtype(element_type) -> np.dtype:
@@ -413,63 +248,7 @@ def deserialize_executable(data: bytes, devices: Sequence, options: xc.CompileOp
     return backend(platform).deserialize_executable(data, xc.DeviceList(tuple(devices)), options)
 
 
-def program_shapes(executable) -> tuple[list, list]:
-    """The per-device (shape, dtype) of an executable's parameters and results, as XLA compiled them."""
-    module = executable.hlo_modules()[0]
-    shape = xc.XlaComputation(module.as_serialized_hlo_module_proto()).program_shape()
-
-    def leaves(s):
-        if s.is_tuple():
-            return [x for t in s.tuple_shapes() for x in leaves(t)]
-        return [None] if s.is_token() else [(tuple(s.dimensions()), np.dtype(s.numpy_dtype()))]
-
-    return [x for p in shape.parameter_shapes() for x in leaves(p)], leaves(shape.result_shape())
-
-
-def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
-    """jax's ``flatten_axes`` (an axes prefix tree per leaf of ``treedef``), whose
-    mismatch text names jax's private placeholder class for a leaf: say "a leaf"."""
-    try:
-        return api_util.flatten_axes(name, treedef, axis_tree, **kwargs)
-    except ValueError as e:
-        text = str(e).replace(f"{api_util.PytreeLeaf}", "a leaf (an array or scalar)")
-        if text == str(e):
-            raise
-        raise ValueError(text) from None
-
-
-# -- jax's debugging knobs: jax_log_compiles, jax_dump_ir_to ----------------------------------
-
-def compile_log_level() -> int:
-    """The level jax logs compiles at: WARNING with ``jax_log_compiles``, else DEBUG."""
-    import logging
-
-    return logging.WARNING if config.log_compiles.value else logging.DEBUG
-
-
-def log_compiling(module_name: str, avals, shardings) -> None:
-    """jax's "Compiling ..." line, through jax's own logger (as jax.jit logs it)."""
-    level = compile_log_level()
-    if pxla.logger.isEnabledFor(level):
-        pxla.logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.", module_name,
-                        tuple(avals), tuple(shardings))
-
-
-def log_backend_compile(module_name: str):
-    """Times the XLA compile as jax does: "Finished XLA compilation of ... in ... sec"
-    (jax's logger) and jax's backend-compile duration event (jax.monitoring)."""
-    return dispatch.log_elapsed_time("Finished XLA compilation of {fun_name} in {elapsed_time:.9f} sec",
-                                     fun_name=module_name, event=dispatch.BACKEND_COMPILE_EVENT)
-
-
-def dump_ir(module, stage: str) -> str | None:
-    """Writes ``module`` where ``jax_dump_ir_to`` says (``JAX_DUMP_IR_TO``), named as jax
-    names its dumps (``jax_ir0007_<module>_<stage>.mlir``, jax's counter); the file name, or None."""
-    name = jax_mlir.dump_module_to_file(module, stage)
-    if name:
-        compiler.logger.info("Dumped the module to %s.", name)
-    return name
-
+# -- jax.distributed ---------------------------------------------------------------------------
 
 def backends_are_initialized() -> bool:
     """Whether jax has started its backends (after which jax.distributed cannot start)."""
@@ -497,66 +276,11 @@ def distributed_client():
     return distributed.global_state.client
 
 
-def concrete_value(x):
-    """The concrete value a JVP, linearize or batching tracer was built from
-    (looking through nested ones), or None for staged tracers (jit, partial eval)."""
-    while isinstance(x, core.Tracer):
-        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-            x = x.primal
-        elif isinstance(x, batching.BatchTracer):
-            x = x.val
-        else:
-            return None
-    return x
-
-
-def primal_tracer(x):
-    """What a JVP or linearize tracer differentiates (looking through nested
-    ones): the same value, in the same shape."""
-    while isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-        x = x.primal
-    return x
-
-
-def staged_tracer(x):
-    """The tracer of a staging trace (jit) that a JVP, linearize or batching
-    tracer was built from (looking through nested ones), or None."""
-    while isinstance(x, core.Tracer) and not isinstance(x, pe.DynamicJaxprTracer):
-        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-            x = x.primal
-        elif isinstance(x, batching.BatchTracer):
-            x = x.val
-        else:
-            return None
-    return x if isinstance(x, pe.DynamicJaxprTracer) else None
-
+# -- tracers and arrays --------------------------------------------------------------------------
 
 def same_trace(x, y) -> bool:
     """Whether tracers ``x`` and ``y`` belong to one trace."""
     return x._trace is y._trace
-
-
-def staged_ancestors(x):
-    """Every staged tracer that the staged tracer ``x`` was computed from, ``x`` included."""
-    seen, todo = set(), [x]
-    while todo:
-        t = todo.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        yield t
-        parent = getattr(t, "parent", None)
-        todo.extend(i for i in getattr(parent, "in_tracers", ()) if isinstance(i, pe.DynamicJaxprTracer))
-
-
-def is_differentiated(x) -> bool:
-    """Whether a tracer is being differentiated in reverse mode (its value
-    needs a cotangent of its own shape)."""
-    while isinstance(x, core.Tracer):
-        if isinstance(x, ad.LinearizeTracer):
-            return True
-        x = x.primal if isinstance(x, ad.JVPTracer) else x.val if isinstance(x, batching.BatchTracer) else None
-    return False
 
 
 float0 = dtypes.float0
@@ -567,86 +291,6 @@ def gspmd_sharding(devices: Sequence, op_sharding) -> "sharding_impls.GSPMDShard
     it (an ``OpSharding`` over the executable's devices, in their order), as
     jax's own ``Compiled`` builds it."""
     return sharding_impls.GSPMDSharding(tuple(devices), op_sharding)
-
-
-def physical(aval, sharding):
-    """The aval and sharding of the buffers an argument really is: a key
-    array's uint32 data (the key dims replicated), float0 as bool."""
-    if aval.dtype == dtypes.float0:
-        return core.ShapedArray(aval.shape, np.dtype(np.bool_)), sharding
-    if is_extended(aval.dtype):
-        phys = core.physical_aval(aval)
-        return core.ShapedArray(phys.shape, phys.dtype), sharding_impls.physical_sharding(aval, sharding)
-    return aval, sharding
-
-
-def typed_aval(aval, sharding):
-    """``aval`` as jax types the result of a program laid out by ``sharding``:
-    a NamedSharding over its mesh's axes (auto axes: no dimension named, as
-    jax.jit's and jax.pmap's outputs say); other shardings leave it as it is."""
-    if not isinstance(sharding, sharding_impls.NamedSharding) or not hasattr(aval, "ndim"):
-        return aval
-    mesh = sharding.mesh.abstract_mesh
-    return aval.update(sharding=sharding_impls.NamedSharding(mesh, sharding_impls.PartitionSpec(*[None] * aval.ndim)))
-
-
-def result_handler(aval, sharding):
-    """jax's own handler: plain arrays, float0 (host zeros, as jax returns
-    them) and extended dtypes (key arrays over the physical buffers); an
-    output with no elements is rebuilt with its sharding (see
-    :func:`_empty_result`)."""
-    if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
-        return pxla.global_aval_to_result_handler(aval, sharding, True)
-    if is_empty(aval):
-        return _empty_result(aval, sharding)
-    return array_result_handler(aval, sharding)
-
-
-def is_empty(aval) -> bool:
-    return 0 in tuple(aval.shape)
-
-
-def _empty_result(aval, sharding):
-    """XLA's SPMD partitioner hands back an output with no elements whole on
-    every device (an (8, 0) buffer per device for an (8, 0) value sharded 8
-    ways), so wrapping the buffers in the declared sharding gives a malformed
-    Array. Such an output holds no data: it is made afresh with its
-    sharding's piece shapes, and XLA's buffers are dropped."""
-    empty = np.zeros(aval.shape, aval.dtype)
-
-    def handle(buffers):
-        return jax.make_array_from_callback(tuple(aval.shape), sharding, lambda index: empty[index])
-
-    return handle
-# -- the devices of maps inside jax.jit ----------------------------------------------------------
-
-#: primitive -> fn(eqn) -> the shardings (devices) that equation's program needs inside jax.jit.
-_JIT_DEVICES: dict = {}
-_jax_intermediate_shardings = dispatch.get_intermediate_shardings
-
-
-def register_jit_devices(primitive, shardings: Callable) -> None:
-    """Tells jax.jit which devices an equation of ``primitive`` runs on:
-    ``shardings(eqn)`` gives shardings over them. jax.jit picks its device
-    assignment from the shardings of arguments, outputs and equations (a
-    shard_map's mesh); a map's devices join them, so ``jax.jit`` of a map is a
-    program over the map's devices, and a committed argument on other devices
-    is jax's "incompatible devices" error."""
-    _JIT_DEVICES[primitive] = shardings
-
-
-def _intermediate_shardings(jaxpr):
-    ours = [eqn for eqn in jaxpr.eqns if eqn.primitive in _JIT_DEVICES]
-    if not ours:
-        return _jax_intermediate_shardings(jaxpr)
-    found = [(s, dispatch.SourceInfo(eqn.source_info, eqn.primitive.name))
-             for eqn in ours for s in _JIT_DEVICES[eqn.primitive](eqn)]
-    # jax's walk (it recurses through this function) never enters a map's body: nested maps are the map's.
-    rest = jaxpr.replace(eqns=[eqn for eqn in jaxpr.eqns if eqn.primitive not in _JIT_DEVICES])
-    return found + list(_jax_intermediate_shardings(rest))
-
-
-dispatch.get_intermediate_shardings = _intermediate_shardings
 
 
 # -- checkify -----------------------------------------------------------------------------------
@@ -679,17 +323,6 @@ def debug_nans_active() -> bool:
     return bool(config.debug_nans.value)
 
 
-def find_special_values(name: str, arrays: Sequence) -> str | None:
-    """"nan" or "inf" if one of this process's pieces of ``arrays`` holds one that
-    jax_debug_nans / jax_debug_infs asks to report (jax's own check), else None."""
-    buffers = [s.data for x in arrays for s in getattr(x, "addressable_shards", ())]
-    try:
-        dispatch.check_special(name, buffers)
-    except api_util.InternalFloatingPointError as e:
-        return e.ty
-    return None
-
-
 def no_special_values_in_deoptimized(what: str, kind: str) -> None:
     """jax's FloatingPointError for a program whose de-optimized run found no nan/inf."""
     api_util._raise_no_nan_in_deoptimized(f"Invalid value ({kind}) encountered in {what}")
@@ -702,18 +335,6 @@ def set_runtime_tokens(devices, token) -> None:
         dispatch.runtime_tokens.set_output_runtime_token(device, token.get_token(i))
 
 
-def call_site(source_info=None) -> str:
-    """Where the user's code is, as jax summarizes a location: ``source_info``'s
-    user frame, else the innermost user frame of the Python stack (jax's
-    tracebacks end at the function being traced, so an equation a map's body
-    binds directly, such as an xmap passed as another's function, has none)."""
-    if source_info is not None:
-        at = source_info_util.summarize(source_info)
-        if at:
-            return at
-    frame = sys._getframe(1)
-    while frame is not None and not source_info_util.is_user_filename(frame.f_code.co_filename):
-        frame = frame.f_back
-    if frame is None:
-        return ""
+def summarize_frame(frame) -> str:
+    """jax's summary of a Python frame's location (``file:line (function)``)."""
     return source_info_util._summarize_frame(source_info_util.raw_frame_to_frame(frame.f_code, frame.f_lasti))

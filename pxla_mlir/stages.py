@@ -20,7 +20,8 @@ from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
 from .distributed.program_check import check_before_launch
-from .jax_internals import LOWERING_LOCK, core, hlo_cost_analysis, hlo_text, pytree_equality_errors
+from .jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
+from .lowering import LOWERING_LOCK
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
 from .pass_infra.reproducer import save as _save
 from .pipelines import to_stablehlo

@@ -29,7 +29,7 @@ FLOORS: list[tuple[str, int]] = [
     ("pxla_mlir.pass_infra", 3), ("pxla_mlir.passes", 3), ("pxla_mlir.pipelines", 3),
     ("pxla_mlir.explore", 4), ("pxla_mlir.handoff", 4), ("pxla_mlir.tools.pxla_opt", 4), ("pxla_mlir.tools.docs", 4),
     ("pxla_mlir.tools.gen_checks", 4), ("pxla_mlir.tools.argparsing", 4), ("pxla_mlir.tools.dump_filter", 4),
-    ("pxla_mlir.jax_internals", 5), ("pxla_mlir.pytree_depth", 5),
+    ("pxla_mlir.jax_internals", 5), ("pxla_mlir.lowering", 5), ("pxla_mlir.pytree_depth", 5),
     ("pxla_mlir.runtime", 6), ("pxla_mlir.distributed", 6),
     ("pxla_mlir.stages", 7),
     ("pxla_mlir.modules", 8), ("pxla_mlir.tracing", 8), ("pxla_mlir.invariance", 8), ("pxla_mlir.maps", 8),

@@ -16,10 +16,10 @@ from conftest import REPO
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir import jax_internals
 from pxla_mlir.ir import ir_utils
 from pxla_mlir.ir.mlir_diff import diff
 from pxla_mlir.ir.shardy import uses_shardy
+from pxla_mlir.runtime import compile as runtime_compile
 
 sys.path.insert(0, str(REPO))
 from examples.nested_reduction import two_level_sum
@@ -143,13 +143,13 @@ def test_pxla_mlir_diff_of_the_two_forms(tmp_path):
 
 def test_compile_options_follow_the_module(monkeypatch):
     seen = []
-    original = jax_internals.compile_options
+    original = runtime_compile.compile_options
 
     def spy(*args, **kwargs):
         seen.append((kwargs["spmd"], kwargs["shardy"]))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jax_internals, "compile_options", spy)
+    monkeypatch.setattr(runtime_compile, "compile_options", spy)
     x = np.arange(16, dtype=np.float32).reshape(8, 2)
     for mode, shardings in (("partition", "sdy"), ("partition", "gspmd"), ("replica", "sdy")):
         f = pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode=mode, shardings=shardings)
@@ -161,7 +161,8 @@ def test_compile_options_follow_the_module(monkeypatch):
 
 def test_an_sdy_module_compiled_without_shardy_fails_cleanly():
     """Why the flag must follow the form (checked once, against jaxlib)."""
-    from pxla_mlir.jax_internals import compile_and_load, compile_options
+    from pxla_mlir.jax_internals import compile_and_load
+    from pxla_mlir.runtime.compile import compile_options
 
     f = pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode="partition")
     lowered = f.lower(np.ones((8, 2), np.float32))

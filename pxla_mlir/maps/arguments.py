@@ -11,13 +11,25 @@ import jax
 import numpy as np
 from jax import tree_util
 
-from ..jax_internals import core
+from ..jax_internals import api_util, core
 from ..stages import Signature
 from .debug_checks import donation_allowed
 
 __all__ = ["argnums", "check_donation", "check_devices", "check_outputs", "plain_aval", "is_int", "BoundMethod", "Call",
            "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr", "Words", "PMAP_WORDS",
-           "JIT_WORDS"]
+           "JIT_WORDS", "flatten_axes"]
+
+
+def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
+    """jax's ``flatten_axes`` (an axes prefix tree per leaf of ``treedef``), whose
+    mismatch text names jax's private placeholder class for a leaf: say "a leaf"."""
+    try:
+        return api_util.flatten_axes(name, treedef, axis_tree, **kwargs)
+    except ValueError as e:
+        text = str(e).replace(f"{api_util.PytreeLeaf}", "a leaf (an array or scalar)")
+        if text == str(e):
+            raise
+        raise ValueError(text) from None
 
 
 class Words(NamedTuple):

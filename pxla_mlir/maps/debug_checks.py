@@ -18,7 +18,7 @@ from ..distributed.processes import spans_processes
 from ..jax_internals import (
     InternalFloatingPointError,
     debug_nans_active,
-    find_special_values,
+    dispatch,
     no_special_values_in_deoptimized,
     special_checks_active,
 )
@@ -35,6 +35,17 @@ active = special_checks_active
 def donation_allowed() -> bool:
     """jax.pmap donates nothing under jax_debug_nans: the de-optimized run needs the inputs."""
     return not debug_nans_active()
+
+
+def find_special_values(name: str, arrays: Sequence) -> str | None:
+    """"nan" or "inf" if one of this process's pieces of ``arrays`` holds one that
+    jax_debug_nans / jax_debug_infs asks to report (jax's own check), else None."""
+    buffers = [s.data for x in arrays for s in getattr(x, "addressable_shards", ())]
+    try:
+        dispatch.check_special(name, buffers)
+    except InternalFloatingPointError as e:
+        return e.ty
+    return None
 
 
 def check_outputs(outs: Sequence, *, what: str, devices: Sequence, rerun: Callable[[], object]) -> None:

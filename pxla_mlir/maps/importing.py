@@ -2,7 +2,7 @@
 a module in "pxla form".
 
 Each map's importer (:mod:`pxla_mlir.pmaps.importer`, :mod:`pxla_mlir.xmaps.importer`) lowers
-its body with jax's own rules (``jax_internals.lower_per_device`` for a
+its body with jax's own rules (``lowering.lower_per_device`` for a
 per-device program, ``lower_global`` for the global view), then uses the
 helpers here to name the module and describe its layout with ``pxla.*``
 attributes (:mod:`pxla_mlir.ir.pxla_attrs`): the mesh on the module, the mesh axes
@@ -22,7 +22,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 
 from ..ir import ir_utils, pxla_attrs
-from ..jax_internals import refined_module
+from ..lowering import refined_module
 
 Dims = Sequence[Sequence[str]]  # mesh axes splitting each dimension of one value
 

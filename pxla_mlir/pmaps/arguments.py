@@ -12,8 +12,17 @@ from jax import tree_util
 from ..distributed.jit_shares import note_pmap
 from ..distributed.shares import global_avals, share_note
 from ..errors import PxlaUserError
-from ..jax_internals import flatten_axes
-from ..maps.arguments import PMAP_WORDS, Call, Words, check_array_like, is_int, keystr, plain_aval, static_args
+from ..maps.arguments import (
+    PMAP_WORDS,
+    Call,
+    Words,
+    check_array_like,
+    flatten_axes,
+    is_int,
+    keystr,
+    plain_aval,
+    static_args,
+)
 
 __all__ = ["PmapUsageError", "examine_call", "flatten_out_axes", "check_axis_size", "check_axes_spec"]
 

@@ -27,7 +27,8 @@ from jaxlib.mlir.dialects import stablehlo
 
 from ..ir import ir_utils, pxla_attrs
 from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import LOWERING_LOCK, core, lower_per_device
+from ..jax_internals import core
+from ..lowering import LOWERING_LOCK, lower_per_device
 from ..maps import importing
 from ..pass_infra import Pipeline, run_pipeline
 from . import partition_import

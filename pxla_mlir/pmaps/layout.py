@@ -10,7 +10,7 @@ from jaxlib.mlir import ir
 
 from ..ir import ir_utils, pxla_attrs
 from ..ir.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
-from ..jax_internals import physical
+from ..runtime.results import physical
 from ..stages import Layout
 
 

@@ -16,7 +16,8 @@ import contextlib
 from jax.sharding import AbstractMesh, AxisType, use_abstract_mesh
 
 from ..ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
-from ..jax_internals import core, jax_mlir, sharding_impls_mesh, spmd_axis_context
+from ..jax_internals import core, jax_mlir
+from ..lowering import sharding_impls_mesh, spmd_axis_context
 from . import under_jit
 from .partitions import device_kind, refuse_nested_partitions
 from .primitive import extend_mesh, pxla_pmap_p

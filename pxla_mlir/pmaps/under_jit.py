@@ -4,7 +4,7 @@
 pipeline, as jax.jit of jax.pmap does, and the pmap keeps its devices there:
 
 * jax.jit learns them: the pmap's devices join the shardings jax.jit picks
-  its device assignment from (``jax_internals.register_jit_devices``), so the
+  its device assignment from (``maps.jit_devices``), so the
   program has ``mhlo.num_partitions = N`` and a committed argument on other
   devices is jax's "incompatible devices" error, as for jax.jit(jax.pmap);
 * the pmap equation lowers as jax's own ``shard_map`` over
@@ -42,7 +42,8 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..distributed.processes import is_multi_process
-from ..jax_internals import core, jax_mlir, register_jit_devices
+from ..jax_internals import core, jax_mlir
+from ..maps.jit_devices import register_jit_devices
 from .arguments import PmapUsageError
 from .nesting import nest_chain, partitioned_nest
 from .partitions import partitioned_devices

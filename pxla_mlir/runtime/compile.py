@@ -106,6 +106,31 @@ def _apply_env() -> None:
         _env_applied = True
 
 
+def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
+                    spmd: bool = False, shardy: bool = False, overrides: dict | None = None,
+                    platform: str | None = None) -> jax_internals.xc.CompileOptions:
+    """CompileOptions for a replica- or partition-mode module on given devices:
+    jax's own (its effort and memory-fitting levels, profile version, debug
+    options from jax's flags), but for the partitioner settings.
+
+    ``device_ids`` has shape (num_replicas, num_partitions). ``shardy`` must
+    follow the module's form: Shardy (sdy) modules fail to compile without it,
+    GSPMD (mhlo.sharding) modules fall back to GSPMD with a warning with it.
+    ``overrides`` are XLA debug options by name (jax's ``compiler_options``),
+    checked by XLA when compiling.
+    """
+    ids = np.asarray(device_ids).reshape(num_replicas, num_partitions)
+    opts = jax_internals.compiler.get_compile_options(num_replicas, num_partitions, device_assignment=ids,
+                                                      env_options_overrides=overrides or None,
+                                                      backend=jax_internals.backend(platform))
+    build = opts.executable_build_options
+    build.num_replicas = num_replicas
+    build.num_partitions = num_partitions
+    build.use_spmd_partitioning = spmd
+    build.use_shardy_partitioner = shardy
+    return opts
+
+
 def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None,
                    compiler_options: dict | None = None, host_callbacks: Sequence = (), expected=None):
     """A LoadedExecutable of ``module`` on ``devices`` (replica-major order).
@@ -128,7 +153,7 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
     options = _checked_options(compiler_options)
     sdy = uses_shardy(module.operation)
-    opts = jax_internals.compile_options(replicas, partitions, ids, spmd=partitions > 1 or sdy, shardy=sdy,
+    opts = compile_options(replicas, partitions, ids, spmd=partitions > 1 or sdy, shardy=sdy,
                                          overrides=options, platform=platform or devices[0].platform)
     _apply_env()
     try:

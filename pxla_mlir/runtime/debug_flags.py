@@ -15,10 +15,40 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 
-from ..jax_internals import dump_ir, log_backend_compile, log_compiling
+from ..jax_internals import compiler, config, dispatch, jax_mlir, pxla
 
 __all__ = ["compiling", "dump_stage"]
+
+
+def compile_log_level() -> int:
+    """The level jax logs compiles at: WARNING with ``jax_log_compiles``, else DEBUG."""
+    return logging.WARNING if config.log_compiles.value else logging.DEBUG
+
+
+def log_compiling(module_name: str, avals, shardings) -> None:
+    """jax's "Compiling ..." line, through jax's own logger (as jax.jit logs it)."""
+    level = compile_log_level()
+    if pxla.logger.isEnabledFor(level):
+        pxla.logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.", module_name,
+                        tuple(avals), tuple(shardings))
+
+
+def log_backend_compile(module_name: str):
+    """Times the XLA compile as jax does: "Finished XLA compilation of ... in ... sec"
+    (jax's logger) and jax's backend-compile duration event (jax.monitoring)."""
+    return dispatch.log_elapsed_time("Finished XLA compilation of {fun_name} in {elapsed_time:.9f} sec",
+                                     fun_name=module_name, event=dispatch.BACKEND_COMPILE_EVENT)
+
+
+def dump_ir(module, stage: str) -> str | None:
+    """Writes ``module`` where ``jax_dump_ir_to`` says (``JAX_DUMP_IR_TO``), named as jax
+    names its dumps (``jax_ir0007_<module>_<stage>.mlir``, jax's counter); the file name, or None."""
+    name = jax_mlir.dump_module_to_file(module, stage)
+    if name:
+        compiler.logger.info("Dumped the module to %s.", name)
+    return name
 
 
 def module_name(module) -> str:

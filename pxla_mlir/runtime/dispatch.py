@@ -38,20 +38,12 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from ..jax_internals import (
-    ArrayImpl,
-    at_top_level,
-    core,
-    cpp_dispatch,
-    dispatch_flatten,
-    fastpath_data,
-    float0,
-    is_extended,
-)
+from ..jax_internals import ArrayImpl, at_top_level, core, cpp_dispatch, dispatch_flatten, float0, is_extended
 from ..pytree_depth import too_deep
 from ..stats import STATS
 from .callbacks import refuse_inside_callback
 from .donation import check_donations
+from .fastpath import fastpath_data
 from .inflight import remember_launch
 from .launches import LAUNCHES, check_live
 from .placement import copying_shard_arg

@@ -26,13 +26,14 @@ import numpy as np
 
 from ..distributed.processes import MultiProcessError, spans_processes
 from ..distributed.shares import LocalPlacement, is_global
-from ..jax_internals import core, float0, is_extended, physical, result_handler, set_runtime_tokens, typed_aval
+from ..jax_internals import core, float0, is_extended, set_runtime_tokens
 from .callbacks import GuardedCallbacks, refuse_inside_callback
 from .donation import check_donations
 from .inflight import remember_launch
 from .launches import LAUNCHES, deleted_message
 from .memory import ResourceExhaustedError, shortfall
 from .placement import piece_indices, put_pieces
+from .results import physical, result_handler, typed_aval
 
 
 class ShardedExecutable:

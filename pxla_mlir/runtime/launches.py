@@ -21,7 +21,7 @@ import threading
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl, wrap_array_method
+from ..jax_internals import ArrayImpl
 from .callbacks import inside_callback
 
 __all__ = ["LAUNCHES", "LaunchLock", "check_live", "deleted_message"]
@@ -117,6 +117,16 @@ def _guard_delete(delete):
 
     guarded_delete.__doc__ = delete.__doc__
     return guarded_delete
+
+
+def wrap_array_method(name: str, wrap) -> None:
+    """Replaces jaxlib's ``ArrayImpl.<name>`` with ``wrap(original)``, once per process."""
+    original = getattr(ArrayImpl, name)
+    if getattr(original, "_pxla_wrapped", False):
+        return
+    wrapped = wrap(original)
+    wrapped._pxla_wrapped = True
+    setattr(ArrayImpl, name, wrapped)
 
 
 wrap_array_method("delete", _guard_delete)

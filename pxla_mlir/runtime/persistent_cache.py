@@ -29,6 +29,7 @@ import numpy as np
 from jax import monitoring
 
 from .. import jax_internals
+from ..lowering import LOWERING_LOCK
 
 __all__ = ["load_or_compile", "CacheEntryRejected", "MAGIC", "KEY_PREFIX", "entry_key"]
 
@@ -58,7 +59,7 @@ def load_or_compile(module, text: str, devices: Sequence, ids: np.ndarray, optio
                     compile: Callable[[], object], expected: Expected | None = None):
     """The executable of ``module`` (whose MHLO without locations is ``text``)
     from the cache when its entry checks out, else from ``compile()`` (then stored)."""
-    with jax_internals.LOWERING_LOCK:  # the module may live in the shared lowering context
+    with LOWERING_LOCK:  # the module may live in the shared lowering context
         key = entry_key(module, devices, ids, options, platform)
     digest = _program_digest(text, ids)
     raw = jax_internals.cache_read(key, platform)
@@ -102,7 +103,7 @@ def _load(raw: bytes, digest: bytes, devices, options, platform, expected):
 
 
 def _shape_mismatch(executable, expected: Expected) -> str:
-    params, results = jax_internals.program_shapes(executable)
+    params, results = program_shapes(executable)
     want_params, want_results = expected
     if len(params) != len(want_params) or len(results) != len(want_results):
         return (f"its executable takes {len(params)} parameters and gives {len(results)} results, the program "
@@ -112,6 +113,19 @@ def _shape_mismatch(executable, expected: Expected) -> str:
             if w is not None and g != w:
                 return f"its {what} {i} is {g} per device, the program's {w}"
     return ""
+
+
+def program_shapes(executable) -> tuple[list, list]:
+    """The per-device (shape, dtype) of an executable's parameters and results, as XLA compiled them."""
+    module = executable.hlo_modules()[0]
+    shape = jax_internals.xc.XlaComputation(module.as_serialized_hlo_module_proto()).program_shape()
+
+    def leaves(s):
+        if s.is_tuple():
+            return [x for t in s.tuple_shapes() for x in leaves(t)]
+        return [None] if s.is_token() else [(tuple(s.dimensions()), np.dtype(s.numpy_dtype()))]
+
+    return [x for p in shape.parameter_shapes() for x in leaves(p)], leaves(shape.result_shape())
 
 
 def _store(key: str, digest: bytes, executable, seconds: float, platform) -> None:

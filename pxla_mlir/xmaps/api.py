@@ -39,7 +39,7 @@ from ..distributed.jit_shares import note_xmap
 from ..distributed.processes import is_multi_process, spans_processes
 from ..distributed.shares import scaled_avals, share_factor
 from ..invariance import named_shapes
-from ..jax_internals import api_util, at_top_level, call_site, core, has_checks, pe
+from ..jax_internals import api_util, at_top_level, core, has_checks, pe
 from ..maps import debug_checks
 from ..maps.arguments import argnums
 from ..maps.function import MapFunction, Traced
@@ -48,6 +48,7 @@ from ..sharding.mesh import Mesh
 from ..stages import Lowered, Signature
 from ..stats import timed
 from ..tracing import trace_flat
+from .call_site import call_site
 from .checks import ResourceTyping, check_outputs, show_axes
 from .inputs import check_partitioning
 from .plan import (

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..invariance import Names, named_shapes
-from ..jax_internals import call_site
+from .call_site import call_site
 from .plan import XmapTypeError, check_resource_clash
 from .primitive import names_of
 

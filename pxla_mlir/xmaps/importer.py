@@ -18,7 +18,8 @@ from typing import Mapping
 
 import jax
 
-from ..jax_internals import api_util, core, is_extended, lower_global, lower_per_device, pe
+from ..jax_internals import api_util, core, is_extended, pe
+from ..lowering import lower_global, lower_per_device
 from ..maps import importing
 from ..sharding.mesh import Mesh
 from ..tracing import trace_flat

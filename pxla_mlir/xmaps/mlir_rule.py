@@ -14,7 +14,8 @@ lowers it in two places:
 
 from __future__ import annotations
 
-from ..jax_internals import jax_mlir, sharding_impls_mesh
+from ..jax_internals import jax_mlir
+from ..lowering import sharding_impls_mesh
 from . import under_jit
 from .bodies import global_function
 from .plan import XmapError

@@ -17,7 +17,7 @@ from typing import Mapping
 import numpy as np
 from jax import tree_util
 
-from ..jax_internals import flatten_axes
+from ..maps.arguments import flatten_axes
 from .plan import XmapError, XmapTypeError
 
 __all__ = ["AxisSpec", "NamedDims", "is_entry", "parse_tree", "flatten_specs", "spec_names"]

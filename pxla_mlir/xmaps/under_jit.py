@@ -5,7 +5,7 @@ mesh axes runs as its global view (every named axis vectorized), as 2022's
 SPMD lowering of xmap did: its operands and results are constrained to the
 shardings its ``axis_resources`` give (``with_sharding_constraint`` over the
 xmap's mesh), and jax.jit learns the mesh's devices
-(``jax_internals.register_jit_devices``), so XLA's partitioner spreads the
+(``maps.jit_devices``), so XLA's partitioner spreads the
 work over them. Serial loops are not used there (a one-time
 :class:`XmapInsideJitWarning` says so); ``pxla_mlir.jit`` keeps them.
 """
@@ -17,7 +17,8 @@ import warnings
 from jax import lax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from ..jax_internals import jax_mlir, register_jit_devices
+from ..jax_internals import jax_mlir
+from ..maps.jit_devices import register_jit_devices
 from .bodies import global_function
 from .primitive import mapping_of, plan_of, pxla_xmap_p
 from .stage import uses_mesh, value_sharding
