@@ -8,17 +8,18 @@ from ..jax_internals import ad, batching, core, pe
 __all__ = ["concrete_value", "primal_tracer", "staged_tracer", "staged_ancestors", "is_differentiated"]
 
 
+def _built_from(x):
+    """``x`` seen through its JVP, linearize and batching tracers (nested ones too)."""
+    while isinstance(x, (ad.JVPTracer, ad.LinearizeTracer, batching.BatchTracer)):
+        x = x.val if isinstance(x, batching.BatchTracer) else x.primal
+    return x
+
+
 def concrete_value(x):
     """The concrete value a JVP, linearize or batching tracer was built from
     (looking through nested ones), or None for staged tracers (jit, partial eval)."""
-    while isinstance(x, core.Tracer):
-        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-            x = x.primal
-        elif isinstance(x, batching.BatchTracer):
-            x = x.val
-        else:
-            return None
-    return x
+    x = _built_from(x)
+    return None if isinstance(x, core.Tracer) else x
 
 
 def primal_tracer(x):
@@ -32,13 +33,7 @@ def primal_tracer(x):
 def staged_tracer(x):
     """The tracer of a staging trace (jit) that a JVP, linearize or batching
     tracer was built from (looking through nested ones), or None."""
-    while isinstance(x, core.Tracer) and not isinstance(x, pe.DynamicJaxprTracer):
-        if isinstance(x, (ad.JVPTracer, ad.LinearizeTracer)):
-            x = x.primal
-        elif isinstance(x, batching.BatchTracer):
-            x = x.val
-        else:
-            return None
+    x = _built_from(x)
     return x if isinstance(x, pe.DynamicJaxprTracer) else None
 
 
