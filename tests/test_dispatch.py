@@ -134,6 +134,11 @@ def test_xmap_takes_the_fast_path_per_mesh():
         misses, out = python_calls(f, x)
     assert misses == 0
     np.testing.assert_array_equal(out, oracle)
+    for devices in (jax.devices(), jax.devices()[:4]):  # back to each: an equal mesh finds its program again
+        with pxla_mlir.Mesh(np.array(devices), ("d",)):
+            misses, out = python_calls(f, x)
+        assert misses == 0
+        np.testing.assert_array_equal(out, oracle)
 
 
 @pytest.mark.parametrize("lowering", ["replica", "manual", "vectorize"])
@@ -321,3 +326,26 @@ def test_deleting_from_another_thread_during_calls_never_crashes():
         print(sum(outcomes.values()), outcomes["refused"] > 0)
     """)
     assert out.split() == ["150", "True"]
+
+
+@pytest.mark.parametrize("donate", [False, True])
+def test_unblocked_cached_calls_keep_at_most_the_window_in_flight(donate):
+    """A loop that never waits (C++ path; donating: the checking path) stays within the in-flight window:
+    beyond it the oldest half of the launches is waited for, and every result is still right."""
+    from pxla_mlir.runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_launches
+
+    f = pxla_mlir.pmap(lambda x: x + lax.psum(x, "i"), "i", donate_argnums=(0,) if donate else ())
+    y = f(np.zeros((8, 4), np.float32))
+    wait_for_launches()
+    seen = []
+    for _ in range(3 * INFLIGHT_WINDOW + 1):
+        y = f(y)
+        seen.append(len(INFLIGHT))
+    assert max(seen) == INFLIGHT_WINDOW
+    if not donate:  # (a donated fence cannot be waited on: every launch is waited for then)
+        assert min(seen[INFLIGHT_WINDOW:]) == INFLIGHT_WINDOW // 2 + 1
+    # x -> x + 8x each step, from 1s: 9**steps (exact in float32 for these few steps)
+    z = f(np.ones((8, 4), np.float32))
+    for _ in range(6):
+        z = f(z)
+    np.testing.assert_array_equal(np.asarray(z), np.full((8, 4), 9.0 ** 7, np.float32))

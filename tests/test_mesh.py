@@ -38,6 +38,19 @@ def test_shape_size_ids_and_identity():
     assert repr(m) == "Mesh([[0, 1, 2, 3], [4, 5, 6, 7]], ('x', 'y'))"
     with pytest.raises(AttributeError):
         m.foo = 1
+
+
+def test_equality_follows_device_order_and_only_the_empty_mesh_has_no_devices():
+    devs = [FakeDevice(i) for i in range(4)]
+    m = Mesh(np.array(devs, dtype=object), ("x",))
+    flipped = Mesh(np.array(devs[::-1], dtype=object), ("x",))
+    assert m != flipped and {m: 1}.get(Mesh(np.array(devs, dtype=object), ("x",))) == 1
+    empty, one = Mesh(np.empty((), dtype=object), ()), Mesh(np.array(devs[0], dtype=object), ())
+    assert empty.empty and empty.no_devices and empty == Mesh(np.empty((), dtype=object), ())
+    assert not one.empty and not one.no_devices and one != empty and hash(one) != hash(empty)
+    assert not m.empty and not m.no_devices
+    with pytest.raises(AttributeError):
+        m.no_devices = True
     with pytest.raises(ValueError):
         m.devices[0, 0] = None  # read-only
 

@@ -30,7 +30,8 @@ __all__ = ["GuardedCallbacks", "ReentrantLaunchError", "refuse_inside_callback",
            "callback_results"]
 
 _TARGET = re.compile(r"xla_ffi(_partitioned)?_python_\w+_callback")
-_running = threading.local()  # .name: the map whose callback this thread is running
+#: ``.name``: the map whose host callback this thread is running (no attribute: none).
+RUNNING_CALLBACK = threading.local()
 
 
 class ReentrantLaunchError(PxlaUserError, RuntimeError):
@@ -39,12 +40,12 @@ class ReentrantLaunchError(PxlaUserError, RuntimeError):
 
 def inside_callback() -> str | None:
     """The name of the map whose host callback this thread runs, or None."""
-    return getattr(_running, "name", None)
+    return getattr(RUNNING_CALLBACK, "name", None)
 
 
 def refuse_inside_callback(what: str) -> None:
     """Raises :class:`ReentrantLaunchError` when called from a host callback."""
-    outer = getattr(_running, "name", None)
+    outer = getattr(RUNNING_CALLBACK, "name", None)
     if outer is not None:
         raise ReentrantLaunchError(
             f"{what} was called from inside a host callback (jax.pure_callback, io_callback, jax.debug.callback) "
@@ -96,8 +97,8 @@ class GuardedCallbacks:
         what = self.what
 
         def guarded(*args):
-            outer = getattr(_running, "name", None)
-            _running.name = what
+            outer = getattr(RUNNING_CALLBACK, "name", None)
+            RUNNING_CALLBACK.name = what
             try:
                 return fn(*args)
             except BaseException as e:  # noqa: BLE001 - anything escaping here aborts the process later
@@ -106,7 +107,7 @@ class GuardedCallbacks:
                 token = args[token_at] if token_at is not None else None
                 return tuple(token if r is None else np.zeros(*r) for r in results)
             finally:
-                _running.name = outer
+                RUNNING_CALLBACK.name = outer
 
         return guarded
 

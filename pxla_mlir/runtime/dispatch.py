@@ -41,10 +41,10 @@ from jax import tree_util
 from ..jax_internals import ArrayImpl, at_top_level, core, cpp_dispatch, dispatch_flatten, float0, is_extended
 from ..pytree_depth import too_deep
 from ..stats import STATS
-from .callbacks import refuse_inside_callback
+from .callbacks import RUNNING_CALLBACK, refuse_inside_callback
 from .donation import check_donations
 from .fastpath import fastpath_data
-from .inflight import remember_launch
+from .inflight import INFLIGHT, INFLIGHT_WINDOW, remember_launch, wait_for_oldest
 from .launches import LAUNCHES, check_live
 from .placement import copying_shard_arg
 
@@ -93,7 +93,8 @@ class FastDispatch:
     def __call__(self, *args, **kwargs):
         if not at_top_level():  # under a transformation the map is staged, never launched here
             return self._python(*args, **kwargs)
-        refuse_inside_callback(self._what)
+        if getattr(RUNNING_CALLBACK, "name", None) is not None:  # (inline: every cached call pays each call here)
+            refuse_inside_callback(self._what)
         arrays = self._arrays
         # (a cheap first guess; while a cache miss is in flight calls take the Python path: see _missing)
         if arrays is not None and not self._missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
@@ -113,7 +114,9 @@ class FastDispatch:
             if dead is False:
                 fence = out if type(out) is ArrayImpl else _any_array(out)
                 if fence is not None:  # None: the Python path ran it (and remembered its launch)
-                    remember_launch(fence)
+                    INFLIGHT.append(fence)  # remember_launch, inline
+                    if len(INFLIGHT) > INFLIGHT_WINDOW:
+                        wait_for_oldest()
                 return out
         return self._call(args, kwargs)
 

@@ -4,7 +4,8 @@ XLA:CPU deadlocks, then aborts the process, when more than 32 launches with
 collectives are un-completed on a device and the machine has fewer than
 2 x devices cores (plain jax.pmap does it after ~40 un-blocked calls). Every
 launch, on the Python and the C++ path, is remembered here; beyond the window
-the oldest is waited for, which costs nothing measurable.
+the oldest half is waited for (completed long ago in a loop: one C++ call
+each, and one Python call every ``INFLIGHT_WINDOW // 2`` launches).
 """
 
 from __future__ import annotations
@@ -13,33 +14,36 @@ import collections
 
 from ..jax_internals import ArrayImpl
 
-__all__ = ["INFLIGHT_WINDOW", "remember_launch", "wait_for_launches"]
+__all__ = ["INFLIGHT", "INFLIGHT_WINDOW", "remember_launch", "wait_for_oldest", "wait_for_launches"]
 
-#: Un-completed launches allowed before the oldest is waited for.
+#: Un-completed launches allowed before the oldest half is waited for.
 INFLIGHT_WINDOW = 8
 #: Remembered launches, oldest first. A deque's append and popleft are atomic,
 #: so threads share it without a lock (a lock would cost a cached call more).
-_inflight: collections.deque = collections.deque()
+INFLIGHT: collections.deque = collections.deque()
 
 
 def remember_launch(fence) -> None:
     """Counts a launch against the window. ``fence`` tells when it completed:
     its token (the Python path) or one of its output arrays (the C++ path:
     all outputs of a launch complete together)."""
-    _inflight.append(fence)
-    if len(_inflight) > INFLIGHT_WINDOW:
-        _wait_for_oldest()
+    INFLIGHT.append(fence)
+    if len(INFLIGHT) > INFLIGHT_WINDOW:
+        wait_for_oldest()
 
 
-def _wait_for_oldest() -> None:
-    try:
-        oldest = _inflight.popleft()
-    except IndexError:  # another thread waited for every launch meanwhile
-        return
-    try:  # a cached call's oldest launch has completed long ago: one C++ call
-        oldest.block_until_ready()
-    except RuntimeError:  # an output since donated to a later launch (a chain of donating calls)
-        wait_for_launches()
+def wait_for_oldest() -> None:
+    """Waits for the oldest half of the window (it is full)."""
+    for _ in range(INFLIGHT_WINDOW // 2):
+        try:
+            oldest = INFLIGHT.popleft()
+        except IndexError:  # another thread waited for every launch meanwhile
+            return
+        try:
+            oldest.block_until_ready()
+        except RuntimeError:  # an output since donated to a later launch (a chain of donating calls)
+            wait_for_launches()
+            return
 
 
 def _waited(fence) -> bool:
@@ -60,7 +64,7 @@ def wait_for_launches() -> None:
     pending = []
     while True:  # one by one: a launch another thread remembers meanwhile is waited for, never dropped
         try:
-            pending.append(_inflight.popleft())
+            pending.append(INFLIGHT.popleft())
         except IndexError:
             break
     for fence in pending:

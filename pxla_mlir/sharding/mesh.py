@@ -182,7 +182,7 @@ class Mesh(AbstractMesh):
     (:attr:`empty`). A zero-dimensional array holding a device is a mesh of
     that one device."""
 
-    __slots__ = ("_devices",)
+    __slots__ = ("_devices", "_empty", "_hash", "no_devices")
 
     def __init__(self, devices, axis_names: Sequence[str]):
         arr = np.array(devices, dtype=object)
@@ -190,8 +190,7 @@ class Mesh(AbstractMesh):
             raise MeshError(f"a {arr.ndim}-d device array needs {arr.ndim} axis names, got {tuple(axis_names)}")
         super().__init__(arr.shape, axis_names)
         if arr.ndim == 0 and arr.item() is None:  # the empty mesh
-            arr.flags.writeable = False
-            object.__setattr__(self, "_devices", arr)
+            self._freeze(arr, (), empty=True)
             return
         missing = [i for i, d in enumerate(arr.flat) if not hasattr(d, "id")]
         if missing:
@@ -201,8 +200,16 @@ class Mesh(AbstractMesh):
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
             raise MeshError(f"device {dup} appears more than once in the mesh")
+        self._freeze(arr, tuple(ids), empty=False)
+
+    def _freeze(self, arr: np.ndarray, ids: tuple, *, empty: bool) -> None:
+        # Hashed once, and plain attributes: an xmap looks its program up by the mesh in scope on every call.
         arr.flags.writeable = False
         object.__setattr__(self, "_devices", arr)
+        object.__setattr__(self, "_empty", empty)
+        object.__setattr__(self, "_hash", hash((self._names, arr.shape, ids)))
+        #: No device at all: the empty mesh, or a device array of size 0 (entering either means "no mesh").
+        object.__setattr__(self, "no_devices", not ids)
 
     @classmethod
     def create(cls, shape: Mapping[str, int] | Sequence[int], axis_names: Sequence[str] | None = None,
@@ -232,7 +239,7 @@ class Mesh(AbstractMesh):
     @property
     def empty(self) -> bool:
         """2022's empty mesh (``np.empty((), dtype=object)``): no devices at all."""
-        return self._devices.ndim == 0 and self._devices.item() is None
+        return self._empty
 
     @property
     def device_ids(self) -> np.ndarray:
@@ -244,12 +251,12 @@ class Mesh(AbstractMesh):
         return AbstractMesh(self._sizes, self._names)
 
     def __eq__(self, other):
-        return (isinstance(other, Mesh) and self._names == other._names
+        return self is other or (isinstance(other, Mesh) and self._hash == other._hash and self._names == other._names
                 and self._devices.shape == other._devices.shape
                 and all(a is b or a == b for a, b in zip(self._devices.flat, other._devices.flat)))
 
     def __hash__(self):
-        return hash((self._names, self._devices.shape, () if self.empty else tuple(d.id for d in self._devices.flat)))
+        return self._hash
 
     def __repr__(self) -> str:
         if self.empty:

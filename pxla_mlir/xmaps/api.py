@@ -139,6 +139,7 @@ class XmapFunction(MapFunction):
         self.axis_resources = axis_resources
         self._resources, self._anonymous_loops = normalize_resources(axis_resources)
         self._own_loops = tuple(sorted(self._anonymous_loops.items()))
+        self._top_env = (None, self._own_loops)  # the environment of the latest top-level call (see _environment)
         declared = spec_names(self._in_specs)
         defined = set(declared) | set(self.axis_sizes)
         missing = set(self._resources) - defined
@@ -177,7 +178,12 @@ class XmapFunction(MapFunction):
     # -- the front end's hooks (see maps.function) -------------------------------------------
     def _environment(self) -> tuple:
         if at_top_level() and not (_enclosing.meshes or loops_in_scope()):  # no trace, no axis bound
-            return active_mesh(), self._own_loops  # a top-level call (every cached call of a loop): nothing to check
+            # A top-level call (every cached call of a loop): nothing to check. The same mesh gives the same
+            # tuple, so the program lookup matches it by identity (hashing a mesh is a Python call).
+            mesh, env = active_mesh(), self._top_env
+            if env[0] is not mesh:
+                env = self._top_env = (mesh, self._own_loops)
+            return env
         mesh = active_mesh()
         if _enclosing.meshes and mesh != _enclosing.meshes[-1]:
             raise XmapMeshError(f"Changing the physical mesh is not allowed inside xmap. xmap {self.name!r} is called "

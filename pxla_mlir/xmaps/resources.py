@@ -92,7 +92,7 @@ def active_mesh() -> Mesh | None:
         if found is None:
             return None
         mesh = Mesh(np.asarray(found.devices, dtype=object), tuple(found.axis_names))
-    return None if mesh.empty or mesh.devices.size == 0 else mesh
+    return None if mesh.no_devices else mesh
 
 
 def anonymous_loop(axis: str, index: int) -> str:
