@@ -51,6 +51,7 @@ from .placement import copying_shard_arg
 __all__ = ["FastDispatch"]
 
 _is_deleted = ArrayImpl.is_deleted
+_HOLDERS, _CLOSED, _HELD = LAUNCHES.holders, LAUNCHES.closed, LAUNCHES.local
 
 #: resolve(args, kwargs) -> (output pytree, the Compiled that ran, its flat dynamic arguments);
 #: Compiled None when the call was not run by an executable (traced, bound).
@@ -100,7 +101,15 @@ class FastDispatch:
         if arrays is not None and not self._missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
             # The cached call of a loop: every argument a jax.Array (else is_deleted raises TypeError), none
             # deleted; checked under the lock, so no deletion can come between the check and the launch.
-            took = LAUNCHES.acquire()
+            # LAUNCHES.acquire() and release(), inline (see LaunchLock): a shared hold is two list operations.
+            took = _HELD.mode is None
+            if took:
+                _HOLDERS.append(True)
+                if _CLOSED:  # an exclusive taker is waiting or holding: wait for it the slow way
+                    _HOLDERS.pop()
+                    LAUNCHES.acquire()
+                else:
+                    _HELD.mode = False
             try:
                 try:
                     dead = any(map(_is_deleted, args))
@@ -110,7 +119,8 @@ class FastDispatch:
                     out = arrays(*args)
             finally:
                 if took:
-                    LAUNCHES.release()
+                    _HELD.mode = None
+                    _HOLDERS.pop()
             if dead is False:
                 fence = out if type(out) is ArrayImpl else _any_array(out)
                 if fence is not None:  # None: the Python path ran it (and remembered its launch)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 
 from jax import tree_util
 
@@ -27,67 +28,87 @@ from .callbacks import inside_callback
 __all__ = ["LAUNCHES", "LaunchLock", "check_live", "deleted_message"]
 
 
+class _Mode(threading.local):
+    mode: bool | None = None  # this thread holds the lock: False shared, True exclusive; None not
+
+
 class LaunchLock:
     """Shared by launches; taken alone by deletions and donating launches.
 
     Re-entrant per thread (a launch's Python path nests inside its C++ call;
     tracing may run other maps); a waiting exclusive taker keeps new shared
     takers out, so a deletion is not starved by a stream of launches.
+
+    Taking it shared is a few C-level list operations and no mutex, so the
+    cached call does it inline (``FastDispatch.__call__``): append to
+    :attr:`holders`, then look at :attr:`closed` (an exclusive taker appends
+    to ``closed``, then waits until ``holders`` is empty). Under the GIL the
+    two orders cannot both miss each other: either the shared taker sees
+    ``closed`` and backs off, or the exclusive one sees it in ``holders``.
+    Shared holders do not notify anyone when they let go; an exclusive taker
+    polls ``holders`` (held for one launch's dispatch, microseconds).
     """
 
     def __init__(self):
-        self._mutex = threading.Lock()
-        self._cond = threading.Condition(self._mutex)
-        self._shared = 0
+        self.holders: list = []  # one entry per shared holder
+        self.closed: list = []  # one entry per exclusive taker waiting or holding
+        self.local = _Mode()
+        self._cond = threading.Condition(threading.Lock())
         self._exclusive = False
-        self._waiting = 0
-        self._local = threading.local()
 
     def acquire(self, exclusive: bool = False) -> bool:
         """Takes the lock; False (and nothing to release) if this thread holds it already."""
-        local = self._local
-        if getattr(local, "mode", None) is not None:
+        local = self.local
+        if local.mode is not None:
             return False
-        if not exclusive:  # the common case without the Condition's Python-level wrappers
-            with self._mutex:
-                if not (self._exclusive or self._waiting):
-                    self._shared += 1
-                    local.mode = False
-                    return True
-        with self._cond:
-            if exclusive:
-                self._waiting += 1
-                try:
-                    while self._exclusive or self._shared:
+        if exclusive:
+            mine = False
+            with self._cond:
+                self.closed.append(True)
+            try:
+                with self._cond:
+                    while self._exclusive:
                         self._cond.wait()
-                finally:
-                    self._waiting -= 1
-                self._exclusive = True
-            else:
-                while self._exclusive or self._waiting:
-                    self._cond.wait()
-                self._shared += 1
+                    self._exclusive = mine = True
+                delay = 1e-6
+                while self.holders:
+                    time.sleep(delay)
+                    delay = min(2 * delay, 1e-3)
+            except BaseException:  # (an interrupt while waiting must not leave the lock closed)
+                self._open(mine)
+                raise
+        else:
+            while True:
+                self.holders.append(True)
+                if not self.closed:
+                    break
+                self.holders.pop()
+                with self._cond:
+                    while self.closed:
+                        self._cond.wait()
         local.mode = exclusive
         return True
 
     def release(self, exclusive: bool = False) -> None:
-        self._local.mode = None
-        with self._mutex:
-            if exclusive:
-                self._exclusive = False
-            else:
-                self._shared -= 1
-            # Wakes whoever can go on now: all, after an exclusive holder; the exclusive takers, after the
-            # last shared one (shared takers only wait while one of those is there).
-            if exclusive or (not self._shared and self._waiting):
-                self._cond.notify_all()
+        self.local.mode = None
+        if exclusive:
+            self._open(True)
+        else:
+            self.holders.pop()
 
+    def _open(self, held: bool) -> None:
+        """An exclusive taker is done (``held``: it had the lock): let the others in."""
+        with self._cond:
+            if held:
+                self._exclusive = False
+            self.closed.pop()
+            self._cond.notify_all()
 
     @contextlib.contextmanager
     def released(self):
         """Lets go of the lock this thread holds for the block (tracing and
         compiling on a cache miss need not keep deletions waiting)."""
-        mode = getattr(self._local, "mode", None)
+        mode = self.local.mode
         if mode is None:
             yield
             return

@@ -1,0 +1,146 @@
+"""The launch lock: shared holders never overlap an exclusive one, on the inline
+path of the cached call and through ``acquire``; an interrupted exclusive taker
+leaves it open; threads deleting arrays while others launch them stay correct.
+Each case runs in a subprocess with a hard timeout (a lock bug would hang)."""
+
+from isolation import run_isolated
+
+
+def test_shared_and_exclusive_holders_never_overlap():
+    out = run_isolated("""
+        import threading
+        from pxla_mlir.runtime.launches import LaunchLock
+
+        lock = LaunchLock()
+        inside = {"shared": 0, "exclusive": 0}
+        bad = []
+        count = threading.Lock()
+
+        def enter(kind):
+            with count:
+                inside[kind] += 1
+                if inside["exclusive"] > 1 or (inside["exclusive"] and inside["shared"]):
+                    bad.append(dict(inside))
+
+        def leave(kind):
+            with count:
+                inside[kind] -= 1
+
+        def inline_shared():  # what FastDispatch.__call__ does, inline
+            local = lock.local
+            took = local.mode is None
+            if took:
+                lock.holders.append(True)
+                if lock.closed:
+                    lock.holders.pop()
+                    lock.acquire()
+                else:
+                    local.mode = False
+            enter("shared"); leave("shared")
+            if took:
+                local.mode = None
+                lock.holders.pop()
+
+        def shared():
+            took = lock.acquire()
+            enter("shared")
+            assert not lock.acquire(True)  # re-entrant: a holder takes nothing more
+            leave("shared")
+            if took:
+                lock.release()
+
+        def exclusive():
+            took = lock.acquire(True)
+            enter("exclusive"); leave("exclusive")
+            if took:
+                lock.release(True)
+
+        def worker(step, n):
+            for _ in range(n):
+                step()
+
+        threads = [threading.Thread(target=worker, args=(s, n)) for s, n in
+                   [(inline_shared, 20000), (inline_shared, 20000), (shared, 10000), (exclusive, 2000),
+                    (exclusive, 2000)]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not bad, bad[:3]
+        assert lock.holders == [] and lock.closed == [] and lock.local.mode is None
+        print("ok")
+    """, timeout=240)
+    assert out.strip() == "ok"
+
+
+def test_an_interrupted_exclusive_taker_leaves_the_lock_open():
+    out = run_isolated("""
+        import threading, time
+        from pxla_mlir.runtime import launches
+        from pxla_mlir.runtime.launches import LaunchLock
+
+        lock = LaunchLock()
+        assert lock.acquire()  # a shared holder keeps the exclusive taker polling
+
+        real_sleep = time.sleep
+        def interrupted(_):
+            raise KeyboardInterrupt
+        launches.time.sleep = interrupted
+        try:
+            lock.acquire(True)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            launches.time.sleep = real_sleep
+        assert lock.closed == [] and lock.local.mode is False  # still the shared holder
+        lock.release()
+        done = []
+        t = threading.Thread(target=lambda: done.append((lock.acquire(), lock.release())))
+        t.start(); t.join(10)
+        assert done and lock.acquire(True)
+        lock.release(True)
+        print("ok")
+    """, timeout=120)
+    assert out.strip() == "ok"
+
+
+def test_threads_deleting_arrays_while_others_launch_them():
+    """Deletion takes the lock alone: a launch either sees the array live (and runs) or deleted (and raises
+    jax's error); never a crash."""
+    out = run_isolated("""
+        import threading
+        import numpy as np
+        import jax
+        from jax import lax
+        import pxla_mlir
+
+        f = pxla_mlir.pmap(lambda x: lax.psum(x, "i"), "i")
+        ident = pxla_mlir.pmap(lambda x: x, "i")
+        pool = [ident(np.full((8, 2), float(k), np.float32)) for k in range(200)]
+        jax.block_until_ready(f(pool[0]))
+        results, errors = [], []
+
+        def launcher():
+            for k, x in enumerate(pool):
+                try:
+                    results.append((k, np.asarray(f(x))))
+                except RuntimeError as e:
+                    assert "deleted" in str(e), e
+                    errors.append(k)
+
+        def deleter():
+            for x in pool[::2]:
+                x.delete()
+
+        threads = [threading.Thread(target=launcher), threading.Thread(target=launcher),
+                   threading.Thread(target=deleter)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for k, r in results:
+            np.testing.assert_array_equal(r, np.full((8, 2), 8.0 * k, np.float32))
+        assert all(k % 2 == 0 for k in errors)
+        print("ok", len(results), len(errors))
+    """, timeout=240)
+    assert out.startswith("ok")
