@@ -98,7 +98,24 @@ def test_an_interrupted_exclusive_taker_leaves_the_lock_open():
         t = threading.Thread(target=lambda: done.append((lock.acquire(), lock.release())))
         t.start(); t.join(10)
         assert done and lock.acquire(True)
+
+        def wait_interrupted(*_):  # a second exclusive taker is interrupted while it waits for the first
+            raise KeyboardInterrupt
+        lock._cond.wait = wait_interrupted
+        interrupted = []
+        def second():
+            try:
+                lock.acquire(True)
+            except KeyboardInterrupt:
+                interrupted.append(True)
+        t = threading.Thread(target=second)
+        t.start(); t.join(10)
+        del lock._cond.wait
+        assert interrupted and len(lock.closed) == 1  # only the holder's entry is left
         lock.release(True)
+        assert lock.closed == [] and lock.holders == []
+        assert lock.acquire()
+        lock.release()
         print("ok")
     """, timeout=120)
     assert out.strip() == "ok"

@@ -118,7 +118,7 @@ class FastDispatch:
                 if dead is False:
                     out = arrays(*args)
             finally:
-                if took:
+                if took and _HELD.mode is not None:  # (None: an interrupt in LAUNCHES.released() let go of it)
                     _HELD.mode = None
                     _HOLDERS.pop()
             if dead is False:

@@ -53,8 +53,11 @@ class LaunchLock:
         self.holders: list = []  # one entry per shared holder
         self.closed: list = []  # one entry per exclusive taker waiting or holding
         self.local = _Mode()
-        self._cond = threading.Condition(threading.Lock())
+        # `with self._mutex` (C-level enter and exit: no interrupt point between taking it and the block)
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._exclusive = False
+        self._owner = None  # the exclusive holder's entry in closed
 
     def acquire(self, exclusive: bool = False) -> bool:
         """Takes the lock; False (and nothing to release) if this thread holds it already."""
@@ -62,20 +65,25 @@ class LaunchLock:
         if local.mode is not None:
             return False
         if exclusive:
-            mine = False
-            with self._cond:
-                self.closed.append(True)
+            token, mine = object(), False
             try:
-                with self._cond:
+                with self._mutex:
+                    self.closed.append(token)
                     while self._exclusive:
                         self._cond.wait()
                     self._exclusive = mine = True
+                    self._owner = token
                 delay = 1e-6
                 while self.holders:
                     time.sleep(delay)
                     delay = min(2 * delay, 1e-3)
-            except BaseException:  # (an interrupt while waiting must not leave the lock closed)
-                self._open(mine)
+            except BaseException:  # an interrupt while waiting must not leave the lock closed
+                with self._mutex:
+                    if token in self.closed:
+                        self.closed.remove(token)
+                    if mine:
+                        self._exclusive = False
+                    self._cond.notify_all()
                 raise
         else:
             while True:
@@ -83,26 +91,23 @@ class LaunchLock:
                 if not self.closed:
                     break
                 self.holders.pop()
-                with self._cond:
+                with self._mutex:
                     while self.closed:
                         self._cond.wait()
         local.mode = exclusive
         return True
 
     def release(self, exclusive: bool = False) -> None:
+        if self.local.mode is None:  # a re-acquire in released() was interrupted: nothing of ours is held
+            return
         self.local.mode = None
         if exclusive:
-            self._open(True)
+            with self._mutex:
+                self._exclusive = False
+                self.closed.remove(self._owner)
+                self._cond.notify_all()
         else:
             self.holders.pop()
-
-    def _open(self, held: bool) -> None:
-        """An exclusive taker is done (``held``: it had the lock): let the others in."""
-        with self._cond:
-            if held:
-                self._exclusive = False
-            self.closed.pop()
-            self._cond.notify_all()
 
     @contextlib.contextmanager
     def released(self):
