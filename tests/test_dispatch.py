@@ -141,6 +141,22 @@ def test_xmap_takes_the_fast_path_per_mesh():
         np.testing.assert_array_equal(out, oracle)
 
 
+def test_xmap_under_jax_meshes_takes_the_fast_path_per_mesh():
+    """Under ``jax.set_mesh`` the mesh in scope is jax's: each one keeps its own program, found from C++."""
+    f = pxla_mlir.xmap(lambda x: lax.psum(x * 2, "i") + x, in_axes=["i", ...], out_axes=["i", ...],
+                       axis_resources={"i": "d"})
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    want = x + 2 * x.sum(0)
+    meshes = [jax.sharding.Mesh(np.array(devices), ("d",)) for devices in (jax.devices(), jax.devices()[:4])]
+    for mesh in [*meshes, *meshes]:
+        with jax.set_mesh(mesh):
+            y = f(x)
+            assert y.sharding.mesh.devices.size == mesh.devices.size
+            misses, out = python_calls(f, x)
+        assert misses == 0
+        np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("lowering", ["replica", "manual", "vectorize"])
 def test_xmap_device_inputs_take_the_fast_path_and_keep_the_partitioning_check(lowering):
     """An xmap fed its own outputs (laid out on the mesh) runs from C++ like pmap, equal to

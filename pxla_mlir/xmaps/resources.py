@@ -84,14 +84,25 @@ def loops_in_scope() -> bool:
     return bool(_loops.stack)
 
 
+#: The jax mesh last found in scope and its pxla_mlir Mesh (jax meshes are immutable): a cached xmap call
+#: under ``with jax.sharding.Mesh(...)`` then gets the same Mesh object each time, not a new one to hash.
+_converted: tuple = (None, None)
+
+
 def active_mesh() -> Mesh | None:
     """The current mesh as a pxla_mlir Mesh, or None (no mesh, or an empty one)."""
+    global _converted
     mesh = current_mesh()
     if mesh is None:
         found = jax_mesh_context()
         if found is None:
             return None
-        mesh = Mesh(np.asarray(found.devices, dtype=object), tuple(found.axis_names))
+        last = _converted
+        if last[0] is found:
+            mesh = last[1]
+        else:
+            mesh = Mesh(np.asarray(found.devices, dtype=object), tuple(found.axis_names))
+            _converted = (found, mesh)
     return None if mesh.no_devices else mesh
 
 
