@@ -182,7 +182,7 @@ class Mesh(AbstractMesh):
     (:attr:`empty`). A zero-dimensional array holding a device is a mesh of
     that one device."""
 
-    __slots__ = ("_devices", "_empty", "_hash", "no_devices")
+    __slots__ = ("_devices", "_hash", "no_devices")
 
     def __init__(self, devices, axis_names: Sequence[str]):
         arr = np.array(devices, dtype=object)
@@ -190,7 +190,7 @@ class Mesh(AbstractMesh):
             raise MeshError(f"a {arr.ndim}-d device array needs {arr.ndim} axis names, got {tuple(axis_names)}")
         super().__init__(arr.shape, axis_names)
         if arr.ndim == 0 and arr.item() is None:  # the empty mesh
-            self._freeze(arr, (), empty=True)
+            self._freeze(arr, ())
             return
         missing = [i for i, d in enumerate(arr.flat) if not hasattr(d, "id")]
         if missing:
@@ -200,15 +200,14 @@ class Mesh(AbstractMesh):
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
             raise MeshError(f"device {dup} appears more than once in the mesh")
-        self._freeze(arr, tuple(ids), empty=False)
+        self._freeze(arr, tuple(ids))
 
-    def _freeze(self, arr: np.ndarray, ids: tuple, *, empty: bool) -> None:
+    def _freeze(self, arr: np.ndarray, ids: tuple) -> None:
         # Hashed once, and plain attributes: an xmap looks its program up by the mesh in scope on every call.
         arr.flags.writeable = False
         object.__setattr__(self, "_devices", arr)
-        object.__setattr__(self, "_empty", empty)
         object.__setattr__(self, "_hash", hash((self._names, arr.shape, ids)))
-        #: No device at all: the empty mesh, or a device array of size 0 (entering either means "no mesh").
+        #: :attr:`empty`, as a plain attribute (every mesh but the empty one has devices: sizes are >= 1).
         object.__setattr__(self, "no_devices", not ids)
 
     @classmethod
@@ -239,7 +238,7 @@ class Mesh(AbstractMesh):
     @property
     def empty(self) -> bool:
         """2022's empty mesh (``np.empty((), dtype=object)``): no devices at all."""
-        return self._empty
+        return self.no_devices
 
     @property
     def device_ids(self) -> np.ndarray:
