@@ -51,11 +51,12 @@ __all__ = [
     # thin adapters over private API shapes
     "backend", "jax_mesh_context", "xla_computation", "hlo_text", "hlo_cost_analysis", "compile_and_load",
     "batched_device_put", "array_result_handler", "cpp_dispatch", "at_top_level", "dispatch_flatten", "jit_disabled",
-    "jit_enabled", "ir_element_dtype", "is_extended", "persistent_cache_enabled", "persistent_cache_used",
+    "trace_ref", "eval_trace", "axis_env_ref", "top_axis_env", "jit_enabled", "ir_element_dtype", "is_extended",
+    "persistent_cache_enabled", "persistent_cache_used",
     "enable_persistent_cache", "cache_key", "cache_read", "cache_write", "cache_remove", "persistent_cache_thresholds",
     "is_process_zero", "serialize_executable", "deserialize_executable", "backends_are_initialized", "cluster_launch",
     "distributed_client", "same_trace", "gspmd_sharding", "checkify_jaxpr", "has_checks", "debug_nans_active",
-    "no_special_values_in_deoptimized", "set_runtime_tokens", "summarize_frame"]
+    "no_special_values_in_deoptimized", "debug_nans_flag", "debug_infs_flag", "set_runtime_tokens", "summarize_frame"]
 
 JaxRuntimeError = _jax.JaxRuntimeError
 #: jax's config state that decides what tracing gives (x64, precision, axis env, ...): part of every cache key.
@@ -139,6 +140,11 @@ _eval_trace, _top_axis_env = core.eval_trace, core.top_axis_env
 def at_top_level() -> bool:
     """``core.trace_state_clean()`` in one frame (a cached call asks it every time)."""
     return _trace_ref.value is _eval_trace and _axis_env_ref.value is _top_axis_env
+
+
+#: What :func:`at_top_level` reads, for a cached call that asks it inline: ``trace_ref.value is eval_trace
+#: and axis_env_ref.value is top_axis_env`` (C-level attribute reads, no Python frame).
+trace_ref, eval_trace, axis_env_ref, top_axis_env = _trace_ref, _eval_trace, _axis_env_ref, _top_axis_env
 
 
 def dispatch_flatten(tree) -> tuple[list, Any]:
@@ -315,6 +321,8 @@ def has_checks(jaxpr) -> bool:
 
 #: Is jax_debug_nans or jax_debug_infs on?
 special_checks_active = dispatch.needs_check_special
+#: The two flags themselves (``.value`` is a C-level read: a cached call asks them inline).
+debug_nans_flag, debug_infs_flag = config.debug_nans, config.debug_infs
 #: What a jax.jit inside a body raises for a nan in its output when its caller reports it.
 InternalFloatingPointError = api_util.InternalFloatingPointError
 

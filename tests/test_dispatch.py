@@ -73,10 +73,10 @@ def test_positional_device_arrays_skip_flattening_and_stay_bounded(monkeypatch):
         assert misses == 0
         np.testing.assert_array_equal(np.asarray(out), np.full((8, n), 9 * n, np.float32))
         fast = f._entry.dispatchers.get(f._environment())
-    assert fast._arrays._cache_size() == 2 and fast._cpp._cache_size() == 2
+    assert fast.arrays._cache_size() == 2 and fast._cpp._cache_size() == 2
     f(x, y)  # a host argument: a new signature, on the flattening dispatcher
     misses, _ = python_calls(f, x, y)
-    assert misses == 0 and fast._arrays._cache_size() == 2
+    assert misses == 0 and fast.arrays._cache_size() == 2
 
 
 def test_static_arguments_and_broadcast_scalars():

@@ -30,8 +30,23 @@ from typing import Callable, Hashable, Sequence
 
 from ..distributed.processes import spans_processes
 from ..distributed.shares import host_local_outputs
-from ..jax_internals import core, jit_disabled, jit_enabled, trace_context
-from ..runtime.dispatch import FastDispatch
+from ..jax_internals import (
+    ArrayImpl,
+    axis_env_ref,
+    core,
+    debug_infs_flag,
+    debug_nans_flag,
+    eval_trace,
+    jit_disabled,
+    jit_enabled,
+    top_axis_env,
+    trace_context,
+    trace_ref,
+)
+from ..runtime.callbacks import RUNNING_CALLBACK, refuse_inside_callback
+from ..runtime.dispatch import FastDispatch, first_array
+from ..runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_oldest
+from ..runtime.launches import LAUNCHES
 from ..stages import Lowered
 from ..stats import STATS
 from . import debug_checks
@@ -43,6 +58,10 @@ __all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE", "PRIVATE"]
 
 #: ``options`` of a map whose caches are its own (not shared with other objects).
 PRIVATE = object()
+
+
+_is_deleted = ArrayImpl.is_deleted
+_HOLDERS, _CLOSED, _HELD = LAUNCHES.holders, LAUNCHES.closed, LAUNCHES.local
 
 
 class _Calling(threading.local):
@@ -81,6 +100,8 @@ class MapFunction:
         self.donate_argnums = tuple(donate_argnums)
         self._entry = CacheEntry() if options is PRIVATE else entry_for(fun, (type(self), options))
         self._cache = self._entry.calls
+        # Is the environment () on every call? (a front end whose _environment depends on its options says so)
+        self._no_environment = type(self)._environment is MapFunction._environment
         functools.update_wrapper(self, fun, updated=())  # never merge fun.__dict__ into ours
 
     # -- a front end's hooks ---------------------------------------------------------------
@@ -120,20 +141,65 @@ class MapFunction:
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        env = self._environment()
-        if debug_checks.active():  # jax_debug_nans/infs: the outputs are checked, in Python
+        # The cached call of a loop runs in this one frame, and every step that it takes is inline: each
+        # Python call costs it several microseconds (right after a launch XLA's device threads share the cores).
+        env = () if self._no_environment else self._environment()
+        if debug_nans_flag.value or debug_infs_flag.value:  # debug_checks.active(): outputs checked in Python
             return self._resolve(env, args, kwargs)[0]
+        if trace_ref.value is not eval_trace or axis_env_ref.value is not top_axis_env:  # not at_top_level()
+            return self._resolve(env, args, kwargs)[0]  # under a transformation: staged, never launched here
+        last = self._entry.last_dispatch  # (environment, its FastDispatch): the same objects in a loop
+        dispatch = last[1] if last[0] is env else self._dispatcher(env)
+        if getattr(RUNNING_CALLBACK, "name", None) is not None:
+            refuse_inside_callback(dispatch.what)
+        previous, _calling.obj = _calling.obj, self  # a miss resolves through it; restored: maps nest in traces
+        try:
+            arrays = dispatch.arrays
+            # (a cheap first guess; while a cache miss is in flight calls take the checked path: FastDispatch)
+            if arrays is not None and not dispatch.missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
+                # Every argument a jax.Array (else is_deleted raises TypeError), none deleted: checked under the
+                # launch lock, so no deletion comes between the check and the launch. LAUNCHES.acquire() and
+                # release(), inline (see LaunchLock): a shared hold is two list operations.
+                took = _HELD.mode is None
+                if took:
+                    _HOLDERS.append(True)
+                    if _CLOSED:  # an exclusive taker is waiting or holding: wait for it the slow way
+                        _HOLDERS.pop()
+                        LAUNCHES.acquire()
+                    else:
+                        _HELD.mode = False
+                try:
+                    try:
+                        dead = any(map(_is_deleted, args))
+                    except TypeError:
+                        dead = None
+                    if dead is False:
+                        out = arrays(*args)
+                finally:
+                    if took and _HELD.mode is not None:  # (None: an interrupt in LAUNCHES.released() let go of it)
+                        _HELD.mode = None
+                        _HOLDERS.pop()
+                if dead is False:
+                    fence = out if type(out) is ArrayImpl else first_array(out)
+                    if fence is not None:  # None: the Python path ran it (and remembered its launch)
+                        INFLIGHT.append(fence)  # remember_launch(fence), inline
+                        if len(INFLIGHT) > INFLIGHT_WINDOW:
+                            wait_for_oldest()
+                    return out
+            return dispatch.call(args, kwargs)
+        finally:
+            _calling.obj = previous
+
+    def _dispatcher(self, env) -> FastDispatch:
+        """The C++ dispatcher of this (function, options) in ``env``."""
         dispatchers = self._entry.dispatchers
         dispatch = dispatchers.get(env)
         if dispatch is None:
             dispatch = dispatchers[env] = FastDispatch(
                 self.name, functools.partial(_resolve_for_caller, env), static_argnums=self.static_argnums,
                 donate_argnums=self.donate_argnums, what=self.what, capacity=CACHE_SIZE)
-        previous, _calling.obj = _calling.obj, self  # restored: a map may be called inside another's trace
-        try:
-            return dispatch(*args, **kwargs)
-        finally:
-            _calling.obj = previous
+        self._entry.last_dispatch = (env, dispatch)  # one attribute: threads read a consistent pair
+        return dispatch
 
     def __get__(self, obj, objtype=None):
         """A map decorating a method binds like the function it wraps (``self``

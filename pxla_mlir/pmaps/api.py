@@ -111,6 +111,7 @@ class PmapFunction(MapFunction):
         shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
                   self.axis_size, options, _partitioning_key(self.partitioning))
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
+        self._no_environment = not self.partitioning  # see _environment
 
     @property
     def axis_name(self):

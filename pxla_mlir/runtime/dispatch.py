@@ -15,13 +15,15 @@ launch, see :mod:`.inflight`), the refusal of a launch from inside a host
 callback (:mod:`.callbacks`), and, under the launch lock, a check that no
 argument is a deleted or donated array (jaxlib 0.10.2 segfaults on one, in
 jax.pmap and jax.jit too; see :mod:`.launches`), O(leaves); for donating maps
-also that no array is donated twice. A map without static arguments flattens
-its arguments once, for that check, and hands C++ the leaves with their
-treedef as its one static argument: a pytree is not flattened twice; a call
-with positional jax.Arrays alone (the cached call of a loop) is not
-flattened at all and goes to a second C++ dispatcher, keyed by the arrays
-themselves (each of the two keeps at most ``capacity`` signatures). Host
-numpy arguments are copied before C++ places them
+also that no array is donated twice. A call with positional jax.Arrays alone
+(the cached call of a loop) is not flattened at all: the map's ``__call__``
+does all of it inline, in its one frame, and hands the arrays to a C++
+dispatcher keyed by the arrays themselves (:attr:`FastDispatch.arrays`).
+Other calls go through :meth:`FastDispatch.call`: a map without static
+arguments flattens its arguments once, for the checks, and hands C++ the
+leaves with their treedef as its one static argument, so a pytree is not
+flattened twice (each of the two dispatchers keeps at most ``capacity``
+signatures). Host numpy arguments are copied before C++ places them
 (:func:`.placement.copying_shard_arg`), as the Python path copies them: a
 write to the array after the call returns cannot reach the launch. Programs
 with host callbacks, programs agreed between processes and programs too big
@@ -38,20 +40,17 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl, at_top_level, core, cpp_dispatch, dispatch_flatten, float0, is_extended
+from ..jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, float0, is_extended
 from ..pytree_depth import too_deep
 from ..stats import STATS
-from .callbacks import RUNNING_CALLBACK, refuse_inside_callback
 from .donation import check_donations
 from .fastpath import fastpath_data
-from .inflight import INFLIGHT, INFLIGHT_WINDOW, remember_launch, wait_for_oldest
+from .inflight import remember_launch
 from .launches import LAUNCHES, check_live
 from .placement import copying_shard_arg
 
-__all__ = ["FastDispatch"]
+__all__ = ["FastDispatch", "first_array"]
 
-_is_deleted = ArrayImpl.is_deleted
-_HOLDERS, _CLOSED, _HELD = LAUNCHES.holders, LAUNCHES.closed, LAUNCHES.local
 
 #: resolve(args, kwargs) -> (output pytree, the Compiled that ran, its flat dynamic arguments);
 #: Compiled None when the call was not run by an executable (traced, bound).
@@ -59,14 +58,23 @@ Resolve = Callable[[tuple, dict], tuple]
 
 
 class FastDispatch:
-    """A map's callable: C++ dispatch (at most ``capacity`` signatures), the
-    in-flight window, the argument checks."""
+    """A map's C++ dispatch (at most ``capacity`` signatures) and the checked
+    path of its calls (:meth:`call`).
+
+    The cached call of a loop (positional jax.Arrays alone, no donation) is
+    launched by the map's own ``__call__`` without entering this class: it
+    holds the launch lock shared, checks no argument is deleted, calls
+    :attr:`arrays` and remembers the launch, all inline
+    (:meth:`pxla_mlir.maps.function.MapFunction.__call__`). Each Python call
+    costs a cached call several microseconds there: right after a launch
+    XLA's device threads share the cores.
+    """
 
     def __init__(self, name: str, resolve: Resolve, *, static_argnums: Sequence[int] = (),
                  donate_argnums: Sequence[int] = (), what: str = "map", capacity: int = 64):
         self._resolve = resolve
         self._name = name
-        self._what = f"{what} {name!r}"
+        self.what = f"{what} {name!r}"  # how messages name the map
         self._static = tuple(static_argnums)
         self._donate = tuple(donate_argnums)
         # Without static arguments the arguments are flattened once, here, and C++ gets the leaves with
@@ -75,62 +83,25 @@ class FastDispatch:
         # Threads in a cache miss of this map. C++ makes a call of the signature being compiled wait for that
         # miss, still holding the launch lock the miss needs again for its launch (a deadlock when the lock is
         # exclusive, as a donating map's is): while one is in flight, calls take the Python path.
-        self._missing = 0
+        self.missing = 0  # read inline by the map's call
         self._missing_lock = threading.Lock()
         # Positional jax.Arrays alone (most cached calls) need no flattening: C++ gets them as they are.
-        self._arrays = None
+        self.arrays = None  # called inline by the map's call
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
         elif self._flat:
             self._cpp = cpp_dispatch(name, self._unlocked_python_flat, self._cache_miss_flat, (0,),
                                      capacity=capacity, shard_arg=copying_shard_arg)
             if not donate_argnums:
-                self._arrays = cpp_dispatch(name, self._unlocked_python, self._cache_miss_arrays, (),
-                                            capacity=capacity, shard_arg=copying_shard_arg)
+                self.arrays = cpp_dispatch(name, self._unlocked_python, self._cache_miss_arrays, (),
+                                           capacity=capacity, shard_arg=copying_shard_arg)
         else:
             self._cpp = cpp_dispatch(name, self._unlocked_python, self._cache_miss, static_argnums,
                                      capacity=capacity, shard_arg=copying_shard_arg)
 
-    def __call__(self, *args, **kwargs):
-        if not at_top_level():  # under a transformation the map is staged, never launched here
-            return self._python(*args, **kwargs)
-        if getattr(RUNNING_CALLBACK, "name", None) is not None:  # (inline: every cached call pays each call here)
-            refuse_inside_callback(self._what)
-        arrays = self._arrays
-        # (a cheap first guess; while a cache miss is in flight calls take the Python path: see _missing)
-        if arrays is not None and not self._missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
-            # The cached call of a loop: every argument a jax.Array (else is_deleted raises TypeError), none
-            # deleted; checked under the lock, so no deletion can come between the check and the launch.
-            # LAUNCHES.acquire() and release(), inline (see LaunchLock): a shared hold is two list operations.
-            took = _HELD.mode is None
-            if took:
-                _HOLDERS.append(True)
-                if _CLOSED:  # an exclusive taker is waiting or holding: wait for it the slow way
-                    _HOLDERS.pop()
-                    LAUNCHES.acquire()
-                else:
-                    _HELD.mode = False
-            try:
-                try:
-                    dead = any(map(_is_deleted, args))
-                except TypeError:
-                    dead = None
-                if dead is False:
-                    out = arrays(*args)
-            finally:
-                if took and _HELD.mode is not None:  # (None: an interrupt in LAUNCHES.released() let go of it)
-                    _HELD.mode = None
-                    _HOLDERS.pop()
-            if dead is False:
-                fence = out if type(out) is ArrayImpl else _any_array(out)
-                if fence is not None:  # None: the Python path ran it (and remembered its launch)
-                    INFLIGHT.append(fence)  # remember_launch, inline
-                    if len(INFLIGHT) > INFLIGHT_WINDOW:
-                        wait_for_oldest()
-                return out
-        return self._call(args, kwargs)
-
-    def _call(self, args: tuple, kwargs: dict):
+    def call(self, args: tuple, kwargs: dict):
+        """A call at top level that the map's inline path did not launch: any
+        arguments, donation; checked and launched under the launch lock."""
         exclusive = bool(self._donate)  # a donating launch deletes buffers: nobody else may launch then
         took = LAUNCHES.acquire(exclusive)
         try:
@@ -145,7 +116,7 @@ class FastDispatch:
                         _check_donated_leaves(leaves, tree, len(args), self._donate)
                     else:
                         _check_donated(args, kwargs, self._donate)
-                if self._missing:
+                if self.missing:
                     out = self._unlocked_python_flat(tree, *leaves) if self._flat else \
                         self._unlocked_python(*args, **kwargs)
                 else:
@@ -161,7 +132,7 @@ class FastDispatch:
         finally:
             if took:
                 LAUNCHES.release(exclusive)
-        fence = out if type(out) is ArrayImpl else _any_array(out)
+        fence = out if type(out) is ArrayImpl else first_array(out)
         if fence is not None:
             remember_launch(fence)
         return out
@@ -175,15 +146,15 @@ class FastDispatch:
 
     @contextlib.contextmanager
     def _missing_released(self):
-        """A cache miss's block: counted (see ``_missing``) from before it lets go of the launch lock."""
+        """A cache miss's block: counted (see ``missing``) from before it lets go of the launch lock."""
         with self._missing_lock:
-            self._missing += 1
+            self.missing += 1
         try:
             with LAUNCHES.released():  # tracing and compiling need not keep deletions waiting
                 yield
         finally:
             with self._missing_lock:
-                self._missing -= 1
+                self.missing -= 1
 
     def _cache_miss(self, *args, **kwargs):
         STATS["python_calls"] += 1
@@ -274,7 +245,7 @@ def _safe(x, aval, sharding) -> bool:
     return host.shape == aval.shape and host.dtype == aval.dtype
 
 
-def _any_array(out):
+def first_array(out):
     """One output array of a launch, in O(depth) for the usual containers."""
     while True:
         if type(out) is ArrayImpl:
