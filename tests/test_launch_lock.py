@@ -1,7 +1,8 @@
 """The launch lock: shared holders never overlap an exclusive one, on the inline
 path of the cached call and through ``acquire``; an interrupted exclusive taker
-leaves it open; threads deleting arrays while others launch them stay correct.
-Each case runs in a subprocess with a hard timeout (a lock bug would hang)."""
+leaves it open; a waiting exclusive taker does not deadlock a shared holder that
+waits for a shared taker; threads deleting arrays while others launch them stay
+correct. Each case runs in a subprocess with a hard timeout (a lock bug would hang)."""
 
 from isolation import run_isolated
 
@@ -161,3 +162,80 @@ def test_threads_deleting_arrays_while_others_launch_them():
         print("ok", len(results), len(errors))
     """, timeout=240)
     assert out.startswith("ok")
+
+
+def test_a_waiting_exclusive_taker_lets_in_the_shared_taker_a_holder_waits_for():
+    out = run_isolated("""
+        import threading, time
+        from pxla_mlir.runtime.launches import LaunchLock, PATIENCE
+
+        lock = LaunchLock()
+        order = []
+        wanted = threading.Event()
+        def holder():  # holds the lock shared until `waited_for` has held it too
+            lock.acquire(); wanted.set()
+            done.wait(30); order.append("holder leaves"); lock.release()
+        def waited_for():
+            time.sleep(0.05)  # the exclusive taker is waiting by now
+            lock.acquire(); order.append("shared in"); lock.release(); done.set()
+        def exclusive():
+            wanted.wait(); time.sleep(0.01)
+            lock.acquire(True); order.append("exclusive in")
+            assert lock.holders == []
+            lock.release(True)
+        done = threading.Event()
+        threads = [threading.Thread(target=t) for t in (holder, waited_for, exclusive)]
+        start = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not any(t.is_alive() for t in threads), "deadlock"
+        assert order == ["shared in", "holder leaves", "exclusive in"], order
+        assert lock.holders == [] and lock.closed == []
+        print("ok", time.monotonic() - start < 5 + PATIENCE)
+    """, timeout=120)
+    assert out.strip() == "ok True"
+
+
+def test_a_deletion_while_a_call_waits_in_cpp_for_another_threads_compile():
+    """Thread B calls a signature thread A is compiling and waits in jaxlib's C++ dispatch, holding the launch lock
+    shared; a deletion then waits for B; A's launch must still get the lock. The window in which B can get there
+    (before A's miss is counted) is microseconds; the test widens it."""
+    out = run_isolated("""
+        import threading, time
+        import numpy as np
+        import jax
+        from jax import lax
+        import pxla_mlir
+        from pxla_mlir.runtime import dispatch
+
+        f = pxla_mlir.pmap(lambda x: lax.psum(x * 3, "i"), "i")
+        ident = pxla_mlir.pmap(lambda x: x, "i")
+        x, victim = ident(np.arange(8, dtype=np.float32)), ident(np.ones(8, np.float32))
+        jax.block_until_ready((x, victim))
+
+        counted = dispatch.FastDispatch._missing_released
+        entered = threading.Event()
+        def counted_late(self):
+            entered.set()
+            time.sleep(0.5)
+            return counted(self)
+        dispatch.FastDispatch._missing_released = counted_late
+        out = {}
+        a = threading.Thread(target=lambda: out.setdefault("a", f(x)))
+        b = threading.Thread(target=lambda: out.setdefault("b", f(x)))
+        c = threading.Thread(target=victim.delete)
+        a.start(); entered.wait(); time.sleep(0.1)
+        dispatch.FastDispatch._missing_released = counted
+        b.start(); time.sleep(0.1)
+        c.start()
+        for t in (a, b, c):
+            t.join(60)
+            assert not t.is_alive(), "deadlock"
+        for r in out.values():
+            np.testing.assert_array_equal(np.asarray(r), np.full(8, 3 * 28.0, np.float32))
+        assert sorted(out) == ["a", "b"] and victim.is_deleted()
+        print("ok")
+    """, timeout=180)
+    assert out.strip() == "ok"

@@ -28,6 +28,11 @@ from .callbacks import inside_callback
 __all__ = ["LAUNCHES", "LaunchLock", "check_live", "deleted_message"]
 
 
+#: Seconds an exclusive taker waits for the shared holders before it lets new shared takers in (see
+#: LaunchLock._let_shared_in), and for how long. A shared hold is one launch's dispatch, microseconds.
+PATIENCE, OPEN_FOR = 0.02, 0.001
+
+
 class _Mode(threading.local):
     mode: bool | None = None  # this thread holds the lock: False shared, True exclusive; None not
 
@@ -36,8 +41,11 @@ class LaunchLock:
     """Shared by launches; taken alone by deletions and donating launches.
 
     Re-entrant per thread (a launch's Python path nests inside its C++ call;
-    tracing may run other maps); a waiting exclusive taker keeps new shared
-    takers out, so a deletion is not starved by a stream of launches.
+    tracing may run other maps). Exclusive takers take turns; the one whose
+    turn it is keeps new shared takers out while it waits for the holders to
+    leave, so a deletion is not starved by a stream of launches. If they have
+    not left after :data:`PATIENCE`, it lets shared takers in for a moment
+    (:meth:`_let_shared_in`): a holder may be waiting for one of them.
 
     Taking it shared is a few C-level list operations and no mutex, so the
     cached call does it inline (``MapFunction.__call__``): append to
@@ -51,7 +59,7 @@ class LaunchLock:
 
     def __init__(self):
         self.holders: list = []  # one entry per shared holder
-        self.closed: list = []  # one entry per exclusive taker waiting or holding
+        self.closed: list = []  # the exclusive taker's entry, while it waits for holders to leave or holds
         self.local = _Mode()
         # `with self._mutex` (C-level enter and exit: no interrupt point between taking it and the block)
         self._mutex = threading.Lock()
@@ -68,14 +76,18 @@ class LaunchLock:
             token, mine = object(), False
             try:
                 with self._mutex:
-                    self.closed.append(token)
                     while self._exclusive:
                         self._cond.wait()
                     self._exclusive = mine = True
                     self._owner = token
-                delay = 1e-6
+                    self.closed.append(token)
+                delay, waited = 1e-6, 0.0
                 while self.holders:
+                    if waited >= PATIENCE:
+                        self._let_shared_in(token)
+                        waited = 0.0
                     time.sleep(delay)
+                    waited += delay
                     delay = min(2 * delay, 1e-3)
             except BaseException:  # an interrupt while waiting must not leave the lock closed
                 with self._mutex:
@@ -96,6 +108,21 @@ class LaunchLock:
                         self._cond.wait()
         local.mode = exclusive
         return True
+
+    def _let_shared_in(self, token) -> None:
+        """Opens the lock to shared takers for a moment, then closes it again.
+
+        A shared holder can be waiting for a thread that waits to take the
+        lock shared: jaxlib's C++ dispatch makes a call wait for the cache
+        miss of its signature in another thread, whose launch then needs the
+        lock. Keeping new shared takers out for good would then deadlock.
+        """
+        with self._mutex:
+            self.closed.remove(token)
+            self._cond.notify_all()
+        time.sleep(OPEN_FOR)
+        with self._mutex:
+            self.closed.append(token)
 
     def release(self, exclusive: bool = False) -> None:
         if self.local.mode is None:  # a re-acquire in released() was interrupted: nothing of ours is held
