@@ -18,11 +18,13 @@ class LRU:
         self.size = size
         self._data: collections.OrderedDict = collections.OrderedDict()  # key -> (stored key, its hash, value)
         self._lock = threading.Lock()
-        self._last: tuple | None = None  # the entry most recently looked up or stored
+        #: The entry most recently looked up or stored, ``(key, its hash, value)``, or None (and None after
+        #: ``clear``): a caller that keeps asking for one key reads it without a call.
+        self.latest: tuple | None = None
         _ALL.add(self)
 
     def get(self, key, default=None):
-        last = self._last  # a repeated lookup (a map called in a loop) needs no lock: it is the newest already
+        last = self.latest  # a repeated lookup (a map called in a loop) needs no lock: it is the newest already
         # Matched as a dict matches: identity, else equal hashes and then ``stored == key``
         # (a key with an unusual ``__eq__`` gets the dict's answer, or its error).
         if last is not None and (last[0] is key or (last[1] == hash(key) and last[0] == key)):
@@ -33,7 +35,7 @@ class LRU:
             except KeyError:
                 return default
             self._data.move_to_end(key)
-            self._last = entry
+            self.latest = entry
             return entry[2]
 
     def __getitem__(self, key):
@@ -52,7 +54,7 @@ class LRU:
             self._data.move_to_end(key)
             while len(self._data) > self.size:
                 self._data.popitem(last=False)
-            self._last = entry if self.size > 0 else None
+            self.latest = entry if self.size > 0 else None
 
     def __contains__(self, key) -> bool:
         with self._lock:
@@ -64,7 +66,7 @@ class LRU:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
-            self._last = None
+            self.latest = None
 
     def keys(self) -> list:
         with self._lock:

@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.lru import LRU
+from pxla_mlir.lru import LRU, clear_all
 from pxla_mlir.maps import function
 from pxla_mlir.maps.arguments import static_key
 from pxla_mlir.stats import STATS
@@ -309,3 +309,18 @@ def test_lru_last_key_shortcut_matches_a_dict(stored, probe):
     cache[stored] = table[stored] = "hit"
     assert _lookup(cache, stored) == "hit"  # the shortcut now holds `stored`
     assert _lookup(cache, probe) == _lookup(table, probe)
+
+
+@pytest.mark.parametrize("make", [lambda f: pxla_mlir.pmap(f, "i"), lambda f: pxla_mlir.jit(f)], ids=["pmap", "jit"])
+def test_clear_all_makes_an_object_in_use_trace_again(make):
+    """``lru.clear_all()`` forgets the C++ dispatcher too: the next call of the same object traces, lowers and
+    compiles again (the jax_enable_checks fixture relies on it)."""
+    f = make(lambda x: x * 2)
+    x = pxla_mlir.pmap(lambda v: v, "i")(np.arange(8, dtype=np.float32))
+    for _ in range(3):
+        f(x)
+    before = STATS["traces"]
+    clear_all()
+    out = f(x)
+    assert STATS["traces"] - before == 1
+    np.testing.assert_array_equal(np.asarray(out), 2 * np.arange(8, dtype=np.float32))

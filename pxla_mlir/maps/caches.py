@@ -32,9 +32,6 @@ CACHE_SIZE = 64
 OPTIONS_PER_FUNCTION = 16
 
 
-_NO_DISPATCH = (object(), None)
-
-
 class CallCache:
     """Traced bodies, ``Lowered`` and ``Compiled`` programs by call key, each
     a bounded LRU, and the lock that makes lowering and compiling happen once."""
@@ -55,12 +52,10 @@ class CacheEntry:
     def __init__(self):
         self.calls = CallCache()
         self.dispatchers = LRU(16)  # environment -> FastDispatch (it resolves a miss through the calling object)
-        self.last_dispatch = _NO_DISPATCH  # (environment, FastDispatch) of the last call: a loop's, looked up by identity
 
     def clear(self) -> None:
         self.calls.clear()
         self.dispatchers.clear()
-        self.last_dispatch = _NO_DISPATCH
 
 
 _ENTRIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # function -> LRU(options -> CacheEntry)

@@ -148,8 +148,8 @@ class MapFunction:
             return self._resolve(env, args, kwargs)[0]
         if trace_ref.value is not eval_trace or axis_env_ref.value is not top_axis_env:  # not at_top_level()
             return self._resolve(env, args, kwargs)[0]  # under a transformation: staged, never launched here
-        last = self._entry.last_dispatch  # (environment, its FastDispatch): the same objects in a loop
-        dispatch = last[1] if last[0] is env else self._dispatcher(env)
+        last = self._entry.dispatchers.latest  # (environment, its hash, FastDispatch): in a loop, this call's
+        dispatch = last[2] if last is not None and last[0] is env else self._dispatcher(env)
         if getattr(RUNNING_CALLBACK, "name", None) is not None:
             refuse_inside_callback(dispatch.what)
         previous, _calling.obj = _calling.obj, self  # a miss resolves through it; restored: maps nest in traces
@@ -198,7 +198,6 @@ class MapFunction:
             dispatch = dispatchers[env] = FastDispatch(
                 self.name, functools.partial(_resolve_for_caller, env), static_argnums=self.static_argnums,
                 donate_argnums=self.donate_argnums, what=self.what, capacity=CACHE_SIZE)
-        self._entry.last_dispatch = (env, dispatch)  # one attribute: threads read a consistent pair
         return dispatch
 
     def __get__(self, obj, objtype=None):

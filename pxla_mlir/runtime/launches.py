@@ -28,8 +28,8 @@ from .callbacks import inside_callback
 __all__ = ["LAUNCHES", "LaunchLock", "check_live", "deleted_message"]
 
 
-#: Seconds an exclusive taker waits for the shared holders before it lets new shared takers in (see
-#: LaunchLock._let_shared_in), and for how long. A shared hold is one launch's dispatch, microseconds.
+#: Seconds an exclusive taker waits for the shared holders, while a thread is away in a cache miss, before it
+#: lets new shared takers in (see LaunchLock), and for how long. A shared hold is one launch's dispatch.
 PATIENCE, OPEN_FOR = 0.02, 0.001
 
 
@@ -43,9 +43,12 @@ class LaunchLock:
     Re-entrant per thread (a launch's Python path nests inside its C++ call;
     tracing may run other maps). Exclusive takers take turns; the one whose
     turn it is keeps new shared takers out while it waits for the holders to
-    leave, so a deletion is not starved by a stream of launches. If they have
-    not left after :data:`PATIENCE`, it lets shared takers in for a moment
-    (:meth:`_let_shared_in`): a holder may be waiting for one of them.
+    leave, so a deletion is not starved by a stream of launches. One
+    exception: while a thread that let go for a cache miss (:meth:`released`)
+    has yet to take the lock again, a holder may be waiting for it (jaxlib's
+    C++ dispatch makes a call of a signature wait for that signature's miss).
+    After :data:`PATIENCE` the exclusive taker then lets shared takers in for
+    a moment (:meth:`_let_shared_in`).
 
     Taking it shared is a few C-level list operations and no mutex, so the
     cached call does it inline (``MapFunction.__call__``): append to
@@ -60,6 +63,7 @@ class LaunchLock:
     def __init__(self):
         self.holders: list = []  # one entry per shared holder
         self.closed: list = []  # the exclusive taker's entry, while it waits for holders to leave or holds
+        self.away: list = []  # one entry per thread inside released(), which takes the lock again after it
         self.local = _Mode()
         # `with self._mutex` (C-level enter and exit: no interrupt point between taking it and the block)
         self._mutex = threading.Lock()
@@ -83,7 +87,7 @@ class LaunchLock:
                     self.closed.append(token)
                 delay, waited = 1e-6, 0.0
                 while self.holders:
-                    if waited >= PATIENCE:
+                    if waited >= PATIENCE and self.away:  # a holder may wait for a thread that is away
                         self._let_shared_in(token)
                         waited = 0.0
                     time.sleep(delay)
@@ -145,10 +149,16 @@ class LaunchLock:
             yield
             return
         self.release(mode)
+        token = object()
         try:
+            self.away.append(token)
             yield
         finally:
-            self.acquire(mode)
+            try:
+                self.acquire(mode)
+            finally:
+                with contextlib.suppress(ValueError):  # (an interrupt before the append)
+                    self.away.remove(token)
 
 
 _is_deleted = ArrayImpl.is_deleted
