@@ -133,18 +133,15 @@ def cpp_dispatch(name: str, fun: Callable, cache_miss: Callable, static_argnums:
                      shard_arg, _jax.PjitFunctionCache(capacity=capacity))
 
 
-_trace_ref, _axis_env_ref = core.trace_state_strong_ref, core.axis_env_state
-_eval_trace, _top_axis_env = core.eval_trace, core.top_axis_env
+#: What :func:`at_top_level` reads; a cached call asks it inline: ``trace_ref.value is eval_trace and
+#: axis_env_ref.value is top_axis_env`` (C-level attribute reads, no Python frame).
+trace_ref, axis_env_ref = core.trace_state_strong_ref, core.axis_env_state
+eval_trace, top_axis_env = core.eval_trace, core.top_axis_env
 
 
 def at_top_level() -> bool:
-    """``core.trace_state_clean()`` in one frame (a cached call asks it every time)."""
-    return _trace_ref.value is _eval_trace and _axis_env_ref.value is _top_axis_env
-
-
-#: What :func:`at_top_level` reads, for a cached call that asks it inline: ``trace_ref.value is eval_trace
-#: and axis_env_ref.value is top_axis_env`` (C-level attribute reads, no Python frame).
-trace_ref, eval_trace, axis_env_ref, top_axis_env = _trace_ref, _eval_trace, _axis_env_ref, _top_axis_env
+    """``core.trace_state_clean()`` in one frame."""
+    return trace_ref.value is eval_trace and axis_env_ref.value is top_axis_env
 
 
 def dispatch_flatten(tree) -> tuple[list, Any]:

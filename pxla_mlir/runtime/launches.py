@@ -69,7 +69,6 @@ class LaunchLock:
         self._mutex = threading.Lock()
         self._cond = threading.Condition(self._mutex)
         self._exclusive = False
-        self._owner = None  # the exclusive holder's entry in closed
 
     def acquire(self, exclusive: bool = False) -> bool:
         """Takes the lock; False (and nothing to release) if this thread holds it already."""
@@ -83,7 +82,6 @@ class LaunchLock:
                     while self._exclusive:
                         self._cond.wait()
                     self._exclusive = mine = True
-                    self._owner = token
                     self.closed.append(token)
                 delay, waited = 1e-6, 0.0
                 while self.holders:
@@ -135,7 +133,7 @@ class LaunchLock:
         if exclusive:
             with self._mutex:
                 self._exclusive = False
-                self.closed.remove(self._owner)
+                self.closed.clear()  # only the holder's entry: queued exclusive takers add theirs on their turn
                 self._cond.notify_all()
         else:
             self.holders.pop()
