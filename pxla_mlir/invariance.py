@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
-from .jax_internals import core
+from .jax_internals import core, scan_counts
 
 Names = frozenset
 
@@ -124,7 +124,7 @@ def _fixed_point(body, consts, carry, rest, on_value, impure, n_carry):
 
 def _scan(eqn, ins, on_value, impure):
     p = eqn.params
-    nc, ncarry = p["num_consts"], p["num_carry"]
+    nc, ncarry = scan_counts(p)
     consts, carry, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
     carry, ys = _fixed_point(_jaxpr(p["jaxpr"]), consts, carry, xs, on_value, impure, ncarry)
     return carry + ys

@@ -11,9 +11,12 @@ our logic that uses them lives with its users (``lowering.py``,
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from typing import Any, Callable, Sequence
 
+import jax
 import numpy as np
 from jax._src import (
     api_util,
@@ -34,9 +37,19 @@ from jax._src import (
 )
 from jax._src.interpreters import ad, batching, mlir as jax_mlir, partial_eval as pe, pxla
 from jax._src.lax import parallel as parallel_primitives
-from jax._src.lib import _jax, hlo, xla_client as xc
+from jax._src.lib import _jax, hlo, ifrt_version, jaxlib_extension_version, xla_client as xc
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
+
+class _Overlay:
+    def __init__(self, mod, **over):
+        self._mod, self._over = mod, over
+    def __getattr__(self, n):
+        if n in self._over:
+            return self._over[n]
+        return getattr(self._mod, n)
+if not hasattr(core, "ClosedJaxpr"):
+    core = _Overlay(core, ClosedJaxpr=core.Jaxpr)
 
 # Source locations in jaxprs and error messages name the user's line, not ours
 # (a nested map is bound from inside pxla_mlir).
@@ -46,7 +59,7 @@ __all__ = [
     # jax._src modules and names, as they are
     "ad", "api_util", "batching", "compiler", "config", "core", "dispatch", "dtypes", "effects", "jax_mlir", "lu",
     "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "xc", "JaxAbstractMesh", "ArrayImpl",
-    "InternalFloatingPointError", "JaxRuntimeError", "cc_shard_arg", "checkify_rules", "float0",
+    "InternalFloatingPointError", "JaxRuntimeError", "cc_shard_arg", "register_checkify", "float0",
     "pytree_equality_errors", "special_checks_active", "trace_context",
     # thin adapters over private API shapes
     "backend", "jax_mesh_context", "xla_computation", "hlo_text", "hlo_cost_analysis", "compile_and_load",
@@ -74,6 +87,89 @@ def jax_mesh_context():
     if mesh.empty:
         mesh = _jax_mesh.get_concrete_mesh()
     return None if mesh is None or mesh.empty else mesh
+
+
+import inspect as _inspect
+_LOWER_TAKES_OUT_AVALS = "out_avals" in _inspect.signature(jax_mlir.lower_jaxpr_to_module).parameters
+
+
+@contextlib.contextmanager
+def lowering_flags(shardy: bool):
+    """jax's flags as our lowerings need them: Shardy on or off, and
+    collectives with explicit device groups (under Shardy, jax 0.11+ writes
+    groups as mesh axes, ``#stablehlo.replica_group_mesh_axes``, which the
+    pxla passes do not read)."""
+    with config.use_shardy_partitioner(shardy):
+        if not hasattr(config, "use_rgv3"):  # jax 0.10
+            yield
+            return
+        with config.use_rgv3(False):
+            yield
+
+
+def lower_jaxpr_to_module(name: str, closed_jaxpr, **kwargs):
+    """jax's ``mlir.lower_jaxpr_to_module`` (0.11+ also takes ``out_avals``)."""
+    if _LOWER_TAKES_OUT_AVALS:
+        kwargs.setdefault("out_avals", closed_jaxpr.out_avals)
+    return jax_mlir.lower_jaxpr_to_module(name, closed_jaxpr, **kwargs)
+
+
+#: The jax release installed, as (major, minor, patch): where a private protocol changed without a name to probe.
+JAX_VERSION = tuple(int(part) for part in jax.__version__.split(".")[:3])
+
+
+def register_linearization(primitive, rule: Callable) -> None:
+    """Registers ``rule(is_vjp, nonzeros, *primals, **params) -> (primal outputs,
+    nonzero tangent outputs, residuals, tangent_fun(residuals, *tangents))``
+    as ``primitive``'s linearization (jax 0.11+ also passes structured
+    residuals, which our rules never make)."""
+    if JAX_VERSION < (0, 11):
+        ad.primitive_linearizations[primitive] = rule
+        return
+
+    def with_structured_residuals(is_vjp, nonzeros, *primals, **params):
+        out, nzs_out, residuals, tangent_fun = rule(is_vjp, nonzeros, *primals, **params)
+        return out, nzs_out, residuals, None, lambda res, _structured, *tangents: tangent_fun(res, *tangents)
+
+    ad.primitive_linearizations[primitive] = with_structured_residuals
+
+
+def register_dce(primitive, rule: Callable) -> None:
+    """Registers ``rule(used_outputs, eqn) -> (used_inputs, new eqn or None)``
+    as ``primitive``'s dead-code rule (jax 0.11+ also passes which inputs are
+    live, which matters only for references, which maps never take)."""
+    if JAX_VERSION < (0, 11):
+        pe.dce_rules[primitive] = rule
+    else:
+        pe.dce_rules[primitive] = lambda used_outputs, _live_inputs, eqn: rule(used_outputs, eqn)
+
+
+def scan_counts(params: dict) -> tuple[int, int]:
+    """(constants, carried values) among a ``scan`` equation's operands
+    (jax 0.11+ keeps them as a tree of the operands, ``ft_in``)."""
+    if "num_consts" in params:  # jax 0.10
+        return params["num_consts"], params["num_carry"]
+    consts, carry, _ = params["ft_in"].unpack()
+    return len(consts), len(carry)
+
+
+def linearize_jaxpr(jaxpr, nonzeros, *, is_vjp: bool):
+    """jax's ``ad.linearize_jaxpr`` without forwarding: (forward jaxpr giving
+    the primal outputs then the residuals, number of residuals, which tangent
+    outputs are nonzero, tangent jaxpr taking the residuals then the nonzero
+    tangents)."""
+    fwd, res, nzs_out, _, tangent = ad.linearize_jaxpr(jaxpr, nonzeros, is_vjp=is_vjp, allow_fwds=False)
+    if isinstance(res, int):  # jax 0.10: the number of residuals
+        return fwd, res, nzs_out, tangent
+    # jax 0.11+: the forward outputs' types as a tree (primals, residuals, structured residuals); the tangent
+    # jaxpr takes the structured ones last, after the tangents: move them next to the other residuals.
+    _, plain, structured = res.unpack()
+    n_res = len(plain) + len(structured)
+    if len(structured):
+        n_tangents = len(tangent.invars) - n_res
+        to_move = [True] * len(plain) + [False] * n_tangents + [True] * len(structured)
+        tangent = pe.move_binders_to_front(tangent, to_move)
+    return fwd, n_res, nzs_out, tangent
 
 
 def xla_computation(module_text: str):
@@ -109,8 +205,23 @@ def batched_device_put(aval, sharding, pieces, devices, *, force_copy: bool):
     return xc.batched_device_put(aval, sharding, pieces, list(devices), True, force_copy)
 
 
+#: jaxlib before extension version 489 (jax 0.10.x) checks results unless told not to; later ones never do.
+_RESULT_HANDLER_KWARGS = {"_skip_checks": True} if jaxlib_extension_version < 489 else {}
+
+
 def array_result_handler(aval, sharding):
-    return xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+    return xc.array_result_handler(aval, sharding, committed=True, **_RESULT_HANDLER_KWARGS)
+
+
+#: jaxlib 0.12 (extension 495+, IFRT 71+) copies a whole jax.Array to the host through its IFRT array. A
+#: replica-mode executable's outputs are per-replica IFRT arrays, which jaxlib's result handler relabels
+#: but cannot copy ("Shape mismatch during ToLiteral conversion"): assemble them from the device buffers.
+replica_results_need_assembly = jaxlib_extension_version >= 495 and ifrt_version >= 71
+
+
+def assemble_array(aval, sharding, buffers):
+    """One jax.Array of ``aval`` laid out by ``sharding`` from its single-device buffers (no copy)."""
+    return xc.ArrayImpl(aval, sharding, list(buffers), committed=True, **_RESULT_HANDLER_KWARGS)
 
 
 # -- C++ dispatch (the fast path jax.jit uses) -------------------------------------------
@@ -298,14 +409,25 @@ def gspmd_sharding(devices: Sequence, op_sharding) -> "sharding_impls.GSPMDShard
 
 # -- checkify -----------------------------------------------------------------------------------
 
-#: checkify's rule per primitive: rule(error, enabled_errors, *operands, **params) -> (error, outputs).
-checkify_rules = _checkify.error_checks
+def register_checkify(primitive, rule: Callable) -> None:
+    """Registers ``rule(context, error, enabled_errors, *operands, **params) ->
+    (error, outputs)`` as ``primitive``'s checkify rule. ``context`` numbers
+    the error codes of a checkify trace (jax 0.11+), None before; hand it to
+    :func:`checkify_jaxpr`."""
+    if JAX_VERSION < (0, 11):
+        _checkify.error_checks[primitive] = functools.partial(rule, None)
+    else:
+        _checkify.error_checks[primitive] = rule
 
 
-def checkify_jaxpr(jaxpr: core.ClosedJaxpr, enabled_errors, err_tree, *avals):
+def checkify_jaxpr(context, jaxpr, enabled_errors, err_tree, *avals):
     """``jaxpr`` with its checks functionalized: (checked jaxpr taking the error
-    leaves then ``jaxpr``'s operands, the pytree of (error, outputs))."""
-    checked, out_tree, _ = _checkify.jaxpr_to_checkify_jaxpr(jaxpr, enabled_errors, err_tree, *avals)
+    leaves then ``jaxpr``'s operands, the pytree of (error, outputs)). With a
+    ``context`` (jax 0.11+), jax caches the result and advances its codes."""
+    if context is None:
+        checked, out_tree, _ = _checkify.jaxpr_to_checkify_jaxpr(jaxpr, enabled_errors, err_tree, *avals)
+    else:
+        checked, out_tree, _ = _checkify.jaxpr_to_checkify_jaxpr(context, jaxpr, enabled_errors, err_tree, *avals)
     return checked, out_tree
 
 

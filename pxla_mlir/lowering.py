@@ -14,7 +14,16 @@ from typing import Any, Sequence
 import numpy as np
 from jax.sharding import AxisType
 
-from .jax_internals import JaxAbstractMesh, backend, config, core, effects, jax_mlir, sharding_impls
+from .jax_internals import (
+    JaxAbstractMesh,
+    backend,
+    core,
+    effects,
+    jax_mlir,
+    lower_jaxpr_to_module,
+    lowering_flags,
+    sharding_impls,
+)
 
 __all__ = ["LOWERING_LOCK", "CONTEXT_LOWERINGS", "shared_lowering_context", "spmd_axis_context",
            "sharding_impls_mesh", "lower_per_device", "lower_global", "refined_module"]
@@ -113,8 +122,8 @@ def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name:
     # results on @main (importing makes them internal). With Shardy off, host
     # callbacks carry GSPMD shardings like the rest of our modules.
     ordered = list(effects.ordered_effects.filter_in(closed_jaxpr.effects))
-    with config.use_shardy_partitioner(shardy), shared_lowering_context():
-        return jax_mlir.lower_jaxpr_to_module(
+    with lowering_flags(shardy), shared_lowering_context():
+        return lower_jaxpr_to_module(
             name, closed_jaxpr, num_const_args=0, in_avals=closed_jaxpr.in_avals, ordered_effects=ordered,
             platforms=(platform,), backend=backend(platform), axis_context=axis_context,
             donated_args=list(donated) if donated is not None else [False] * len(closed_jaxpr.in_avals),
@@ -128,5 +137,5 @@ def refined_module(lowering):
     state = lowering.shape_poly_state
     if state is None or not state.uses_dim_vars:
         return lowering.module
-    with config.use_shardy_partitioner(False):  # as it was lowered (see _lower)
+    with lowering_flags(False):  # as it was lowered (see _lower)
         return jax_mlir.refine_polymorphic_shapes(lowering.module)

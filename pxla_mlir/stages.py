@@ -20,6 +20,7 @@ from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
 from .distributed.program_check import check_before_launch
+from .ir.pxla_attrs import device_counts
 from .jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
 from .lowering import LOWERING_LOCK
 from .pass_infra import Pipeline, PipelineFailure, run_pipeline
@@ -299,7 +300,7 @@ class Lowered(_ArgumentTrees):
                                 out_shardings=out_shardings, in_avals=self.in_avals,
                                 out_avals=self.out_avals, keepalive=(self._keepalive, callbacks),
                                 donated=self.donated, callbacks=callbacks, agreement=check_before_launch(self),
-                                what=what)
+                                what=what, replicas=device_counts(self._module.operation)[0] > 1)
         compiled = Compiled(exe, self.consts, self.signature)
         if compiler_options is None:
             self._compiled = compiled

@@ -16,6 +16,7 @@ from conftest import REPO
 from jax import lax
 
 import pxla_mlir
+from pxla_mlir.jax_internals import JAX_VERSION
 from pxla_mlir.ir import ir_utils
 from pxla_mlir.ir.mlir_diff import diff
 from pxla_mlir.ir.shardy import uses_shardy
@@ -86,11 +87,12 @@ def test_the_shardy_form_compiles_without_warnings():
 
 
 def test_the_gspmd_form_is_warned_about_on_every_compile():
-    """Why Shardy is the default on jaxlib 0.10.2: XLA warns on each GSPMD compile."""
+    """Why Shardy is the default: jaxlib 0.10 warns on each GSPMD compile (0.11+ compiles it silently)."""
     by_case = compile_in_a_fresh_process("gspmd")
     assert by_case.pop("end") == ""
+    warnings = 1 if JAX_VERSION < (0, 11) else 0
     for name, err in by_case.items():
-        assert err.count(GSPMD_WARNING) == 1, f"{name}: {err}"
+        assert err.count(GSPMD_WARNING) == warnings, f"{name}: {err}"
 
 
 # -- the two forms differ only in sharding constructs -----------------------------------------
@@ -167,7 +169,8 @@ def test_an_sdy_module_compiled_without_shardy_fails_cleanly():
     f = pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode="partition")
     lowered = f.lower(np.ones((8, 2), np.float32))
     opts = compile_options(1, 8, np.arange(8).reshape(1, 8), spmd=True, shardy=False)
-    with pytest.raises(Exception, match="Shardy"):
+    # jaxlib 0.10 names the flag; 0.11+ fails in the partitioner on Shardy's exported region.
+    with pytest.raises(Exception, match="Shardy" if JAX_VERSION < (0, 11) else "Unexpected custom call named 'xla.sdy"):
         compile_and_load(lowered.as_text(), lowered.devices, opts)
 
 

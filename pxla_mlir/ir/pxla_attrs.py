@@ -142,8 +142,12 @@ def read_int_matrix(op: ir.Operation, name: str) -> np.ndarray:
         raise PassError(op, f"{op.name} has no {name}")
     attr = op.attributes[name]
     if not isinstance(attr, ir.DenseIntElementsAttr) or ir.ShapedType(attr.type).rank != 2:
-        raise _kind_error(op, name, "a 2-d integer elements attribute (e.g. dense<[[0, 1]]> : tensor<1x2xi64>)",
-                          attr)
+        error = _kind_error(op, name, "a 2-d integer elements attribute (e.g. dense<[[0, 1]]> : tensor<1x2xi64>)",
+                            attr)
+        if "replica_group_mesh_axes" in str(attr):  # jax 0.11+ under Shardy: groups named by mesh axes
+            error = PassError(op, f"{error.message}; groups given as mesh axes are not read yet: lower the program "
+                                  f"with jax.config.update('jax_use_rgv3', False) to get device groups")
+        raise error
     return ir_utils.dense_to_numpy(attr)
 
 

@@ -16,23 +16,26 @@ import functools
 
 from jax import tree_util
 
-from ..jax_internals import checkify_jaxpr, checkify_rules, core
+from ..jax_internals import checkify_jaxpr, core, register_checkify
 from .rules import Ident, MapRules, memo
 
 __all__ = ["register"]
 
 
-def error_check(kind: MapRules, error, enabled_errors, *operands, **p):
+def error_check(kind: MapRules, context, error, enabled_errors, *operands, **p):
     err_vals, err_tree = tree_util.tree_flatten(error)
     err_avals = tuple(core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type)
                       for a in map(core.shaped_abstractify, err_vals))
 
     def build():
         with core.extend_axis_env_nd(kind.env(p)):
-            return checkify_jaxpr(p["jaxpr"], enabled_errors, err_tree, *err_avals, *p["jaxpr"].in_avals)
+            return checkify_jaxpr(context, p["jaxpr"], enabled_errors, err_tree, *err_avals, *p["jaxpr"].in_avals)
 
-    checked, out_tree = memo(("checkify", kind.name, Ident(p["jaxpr"]), frozenset(enabled_errors), err_tree,
-                              err_avals), build)
+    if context is not None:  # jax caches it, and must count its error codes on every call
+        checked, out_tree = build()
+    else:
+        checked, out_tree = memo(("checkify", kind.name, Ident(p["jaxpr"]), frozenset(enabled_errors), err_tree,
+                                  err_avals), build)
     n_errors_out = out_tree.num_leaves - len(p["out_axes"])
     params = dict(p, name=f"checkify({p['name']})", in_axes=(kind.broadcast_spec,) * len(err_vals) + p["in_axes"],
                   out_axes=(kind.per_element_spec(p),) * n_errors_out + p["out_axes"],
@@ -44,4 +47,4 @@ def error_check(kind: MapRules, error, enabled_errors, *operands, **p):
 
 def register(kind: MapRules) -> None:
     """Installs the checkify rule of ``kind.primitive``."""
-    checkify_rules[kind.primitive] = functools.partial(error_check, kind)
+    register_checkify(kind.primitive, functools.partial(error_check, kind))

@@ -19,7 +19,8 @@ import contextlib
 import functools
 from typing import Any
 
-from ..jax_internals import ad, api_util, batching, core, pe, source_info_util as jax_source_info
+from ..jax_internals import (ad, api_util, batching, core, linearize_jaxpr, pe, register_dce, register_linearization,
+                             source_info_util as jax_source_info)
 from ..lru import LRU
 from ..tracing import trace_flat
 
@@ -168,8 +169,7 @@ def linearize(kind: MapRules, is_vjp, nzs, *primals, **p):
 
     def build():
         with _axis_env(kind, p):
-            primal, n_res, nzs_out, _, tangent = ad.linearize_jaxpr(p["jaxpr"], nzs, is_vjp=is_vjp,
-                                                                    allow_fwds=False)
+            primal, n_res, nzs_out, tangent = linearize_jaxpr(p["jaxpr"], nzs, is_vjp=is_vjp)
         return primal, nzs_out, tangent, kind.residual_specs(p, primal, p["in_axes"], n_res)
 
     primal_jaxpr, nzs_out, tangent_jaxpr, res_specs = memo(("lin", kind.name, Ident(p["jaxpr"]), nzs, is_vjp),
@@ -335,9 +335,9 @@ def register(kind: MapRules) -> None:
     """Installs every rule for ``kind.primitive`` in jax's tables."""
     prim = kind.primitive
     ad.primitive_jvps[prim] = functools.partial(jvp, kind)
-    ad.primitive_linearizations[prim] = functools.partial(linearize, kind)
+    register_linearization(prim, functools.partial(linearize, kind))
     ad.primitive_transposes[prim] = functools.partial(transpose, kind)
     batching.fancy_primitive_batchers[prim] = functools.partial(batcher, kind)
     pe.custom_partial_eval_rules[prim] = functools.partial(partial_eval, kind)
     pe.partial_eval_jaxpr_custom_rules[prim] = functools.partial(partial_eval_custom, kind)
-    pe.dce_rules[prim] = functools.partial(dce, kind)
+    register_dce(prim, functools.partial(dce, kind))

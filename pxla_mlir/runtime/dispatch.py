@@ -216,7 +216,7 @@ def _fast_path(compiled, flat_args: Sequence, out):
     n_const = len(compiled.consts)
     avals, shardings = exe.in_avals[n_const:], exe.in_shardings[n_const:]
     outs, out_tree = tree_util.tree_flatten(out)
-    if (exe.has_effects or exe.too_big is not None or not outs or not all(type(o) is ArrayImpl for o in outs)
+    if (exe.has_effects or exe.assembles_results or exe.too_big is not None or not outs or not all(type(o) is ArrayImpl for o in outs)
             or len(flat_args) != len(avals)
             or not all(_safe(x, a, s) for x, a, s in zip(flat_args, avals, shardings))):
         return None

@@ -33,7 +33,7 @@ from .inflight import remember_launch
 from .launches import LAUNCHES, deleted_message
 from .memory import ResourceExhaustedError, shortfall
 from .placement import piece_indices, put_pieces
-from .results import physical, result_handler, typed_aval
+from .results import needs_assembly, physical, result_handler, typed_aval
 
 
 class ShardedExecutable:
@@ -43,11 +43,12 @@ class ShardedExecutable:
     the executable consumes; ``callbacks`` are the program's guarded host
     callbacks (its launches are then registered with jax's runtime tokens);
     ``agreement`` runs each launch once every process launches the same
-    program (multi-process runs); ``what`` names the map in messages."""
+    program (multi-process runs); ``what`` names the map in messages;
+    ``replicas``: the program runs in replica mode."""
 
     def __init__(self, xla, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals,
                  keepalive=None, donated: Sequence[bool] = (), callbacks: GuardedCallbacks | None = None,
-                 agreement=None, what: str = "the map"):
+                 agreement=None, what: str = "the map", replicas: bool = False):
         self.xla = xla
         self.what = what
         self.devices = list(devices)
@@ -69,7 +70,8 @@ class ShardedExecutable:
         self._pieces = [piece_indices(s, av.shape, self.devices) for av, s in self._physical]
         self._local = LocalPlacement(self.devices, [s for _, s in self._physical], [av for av, _ in self._physical]) \
             if spans_processes(self.devices) else None  # multi-process: host values are placed per process
-        self._handlers = [result_handler(av, s) for av, s in zip(self.out_avals, self.out_shardings)]
+        self._handlers = [result_handler(av, s, replicas=replicas) for av, s in zip(self.out_avals, self.out_shardings)]
+        self.assembles_results = needs_assembly(replicas)  # then C++ dispatch cannot wrap its outputs
 
     # -- arguments -----------------------------------------------------------------
     def place(self, x, index: int):

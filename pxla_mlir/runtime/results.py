@@ -4,12 +4,15 @@ sharding, and outputs with no elements rebuilt."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 
-from ..jax_internals import array_result_handler, core, dtypes, is_extended, pxla, sharding_impls
+from ..jax_internals import (array_result_handler, assemble_array, core, dtypes, is_extended, pxla,
+                             replica_results_need_assembly, sharding_impls)
 
-__all__ = ["physical", "typed_aval", "result_handler", "is_empty"]
+__all__ = ["physical", "typed_aval", "result_handler", "needs_assembly", "is_empty"]
 
 
 def physical(aval, sharding):
@@ -33,16 +36,35 @@ def typed_aval(aval, sharding):
     return aval.update(sharding=sharding_impls.NamedSharding(mesh, sharding_impls.PartitionSpec(*[None] * aval.ndim)))
 
 
-def result_handler(aval, sharding):
+def result_handler(aval, sharding, *, replicas: bool = False):
     """jax's own handler: plain arrays, float0 (host zeros, as jax returns
     them) and extended dtypes (key arrays over the physical buffers); an
     output with no elements is rebuilt with its sharding (see
-    :func:`_empty_result`)."""
-    if aval.dtype == dtypes.float0 or is_extended(aval.dtype):
+    :func:`_empty_result`). A replica-mode executable's outputs are
+    assembled from their buffers where jaxlib needs it
+    (:func:`needs_assembly`)."""
+    if aval.dtype == dtypes.float0:
+        return pxla.global_aval_to_result_handler(aval, sharding, True)
+    if is_extended(aval.dtype):
+        if needs_assembly(replicas):
+            return functools.partial(_assemble_keys, aval, *physical(aval, sharding))
         return pxla.global_aval_to_result_handler(aval, sharding, True)
     if is_empty(aval):
         return _empty_result(aval, sharding)
+    if needs_assembly(replicas):
+        return functools.partial(assemble_array, aval, sharding)
     return array_result_handler(aval, sharding)
+
+
+def _assemble_keys(aval, data_aval, data_sharding, buffers):
+    return jax.random.wrap_key_data(assemble_array(data_aval, data_sharding, buffers), impl=aval.dtype)
+
+
+def needs_assembly(replicas: bool) -> bool:
+    """Must a program's outputs be assembled from their device buffers
+    (``replicas``: it runs in replica mode), so that jaxlib's C++ dispatch,
+    which wraps the executable's arrays as they are, cannot run it?"""
+    return replicas and replica_results_need_assembly
 
 
 def is_empty(aval) -> bool:

@@ -28,7 +28,7 @@ from jax import lax
 
 from ..collectives import CALL_JAXPR_PARAMS, axes_of
 from ..invariance import Names, value_names
-from ..jax_internals import core
+from ..jax_internals import core, scan_counts
 from ..maps import registry
 from . import rewrites
 from .constraints import constrain
@@ -227,7 +227,7 @@ def _run(sub: Substitution, closed, *args) -> list:
 # constant tables (ppermute/all_to_all over a tiled axis, axis_index_groups).
 
 def _scan(sub, p, ins):
-    nc, ncarry = p["num_consts"], p["num_carry"]
+    nc, ncarry = scan_counts(p)
     consts, init, xs = ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:]
 
     def step(carry, x):

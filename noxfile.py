@@ -1,0 +1,120 @@
+"""The test matrix: the suite on each jax release pxla_mlir supports.
+
+``make test`` runs everything on the newest jax the machine's ``python3``
+allows; these sessions add the other releases, each in its own virtual
+environment (uv's when uv is installed, else the standard library's)::
+
+    nox -l                      # the sessions
+    nox -t ci                   # what CI runs beside make test
+    nox -s "full(jax='0.12.0.1')"
+
+Interpreters are found where they are: ``pythonX.Y`` on PATH (when it runs),
+then pyenv's versions. A missing one is a skip line naming what was not
+tested, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+
+import nox
+
+nox.options.download_python = "never"  # only interpreters this machine has
+nox.options.default_venv_backend = "uv|venv"
+nox.options.sessions = []  # nothing by default: name a session or a tag
+
+#: jax release -> the Python it is tested with (jax 0.11 dropped Python 3.11).
+PYTHONS = {"0.10.2": "3.11", "0.11.2": "3.12", "0.12.0.1": "3.12"}
+
+#: The smoke subset: flat and nested pmap, xmap, jit, run, emit (and the lit suite).
+SMOKE = ["tests/test_pmap_api.py", "tests/test_pmap_numerics.py", "tests/test_nested_pieces.py",
+         "tests/test_xmap_api.py", "tests/test_xmap_numerics.py", "tests/test_pmap_under_jit.py",
+         "tests/test_run_module.py", "tests/test_cli_emit.py", "tests/test_jax_versions.py"]
+
+
+def find_python(version: str) -> str | None:
+    """The path of a working ``python<version>``: PATH first, then pyenv's
+    versions (whose PATH shim refuses a version not selected)."""
+    candidates = [shutil.which(f"python{version}")]
+    root = os.environ.get("PYENV_ROOT") or _pyenv_root()
+    if root:
+        candidates += sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")),
+                         reverse=True)
+    for path in filter(None, candidates):
+        try:
+            out = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode == 0 and out.stdout.strip() == version:
+            return path
+    return None
+
+
+def _pyenv_root() -> str | None:
+    if shutil.which("pyenv") is None:
+        return None
+    out = subprocess.run(["pyenv", "root"], capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def _install(session: nox.Session, jax: str) -> None:
+    python = PYTHONS[jax]
+    if find_python(python) is None:
+        session.skip(f"Python {python} not found (PATH, pyenv versions): the suite did NOT run on jax {jax}")
+    session.install("-e", ".[test]", f"jax=={jax}", f"jaxlib=={jax}")
+    session.run("python", "-c", "import jax, sys; print('jax', jax.__version__, 'on Python', sys.version.split()[0])")
+
+
+def _lit(session: nox.Session) -> None:
+    session.run("lit", "-s", "test/lit")
+    llvm = sorted(glob.glob("/usr/lib/llvm-*/bin/FileCheck"))
+    if llvm:
+        session.run("lit", "-s", "test/lit", f"-DFILECHECK={llvm[-1]}")
+    else:
+        session.log("LLVM FileCheck not found: lit ran with the PyPI filecheck only")
+
+
+def _session(jax: str, **kwargs):
+    path = find_python(PYTHONS[jax])
+    return nox.session(python=path or PYTHONS[jax], venv_backend=None if path else "none", **kwargs)
+
+
+@nox.session(venv_backend="none")
+def pythons(session: nox.Session) -> None:
+    """Which interpreter each jax release would be tested with."""
+    for jax, python in PYTHONS.items():
+        session.log(f"jax {jax}: Python {python} at {find_python(python) or 'NOT FOUND'}")
+
+
+def _full(session: nox.Session, jax: str) -> None:
+    _install(session, jax)
+    session.run("python", "-m", "pytest", "-q", "tests", *session.posargs)
+    _lit(session)
+
+
+def _smoke(session: nox.Session, jax: str) -> None:
+    _install(session, jax)
+    session.run("python", "-m", "pytest", "-q", *SMOKE, *session.posargs)
+    _lit(session)
+
+
+@_session("0.12.0.1", name="full-jax-0.12", tags=["ci"])
+def full_012(session: nox.Session) -> None:
+    """The whole suite on jax 0.12.0.1 (Python 3.12)."""
+    _full(session, "0.12.0.1")
+
+
+@_session("0.10.2", name="full-jax-0.10")
+def full_010(session: nox.Session) -> None:
+    """The whole suite on jax 0.10.2 (Python 3.11): what make test runs on a Python 3.11 machine."""
+    _full(session, "0.10.2")
+
+
+@_session("0.11.2", name="smoke-jax-0.11", tags=["ci"])
+def smoke_011(session: nox.Session) -> None:
+    """The smoke subset on jax 0.11.2 (Python 3.12)."""
+    _smoke(session, "0.11.2")
