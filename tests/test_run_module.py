@@ -312,7 +312,8 @@ def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_pa
     (["--input", "0=x.npy"], "argument 0 of m.mlir is f32[8,3], but 'x.npy' holds f64[8,3]"),
     (["--compare", "broken.mlir"], "broken.mlir:4:10: error: custom op 'mhlo.bogus' is unknown"),
     (["--expect", "nowhere"], "cannot read --expect directory 'nowhere': No such file or directory"),
-    (["--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    (["--seed", "x"], "argument --seed: expected an integer >= 0, got 'x'"),
+    (["--seed", "-1"], "argument --seed: expected an integer >= 0, got -1"),  # not numpy's message
 ])
 def test_cli_module_mistakes_exit_2_before_anything_runs(tmp_path, argv, message):
     (tmp_path / "m.mlir").write_text(MAPS["pmap replica"][0].lower(rand(8, 3)).as_text())
