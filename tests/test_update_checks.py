@@ -56,9 +56,10 @@ def lit(path, *params):
 
 
 def without_blocks(text):
-    """The lines outside the generated blocks (and the blank line update-checks puts after a new one)."""
+    """``text`` without its generated blocks (and the blank line update-checks puts after a new one),
+    byte for byte: lines end where lit and FileCheck end them, at newlines."""
     out, inside, dropped = [], False, False
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if "CHECK-GEN-BEGIN" in line:
             inside = True
         elif "CHECK-GEN-END" in line:
@@ -69,7 +70,7 @@ def without_blocks(text):
                 continue
             out.append(line)
             dropped = False
-    return out
+    return "\n".join(out)
 
 
 def cli(*args):
@@ -95,7 +96,7 @@ def test_round_trip_keeps_everything_but_the_block(suite):
     assert result.stale
     write(result)
     new = test.read_text()
-    assert without_blocks(new) == TWO_RUNS.splitlines()
+    assert without_blocks(new) == TWO_RUNS
     assert "// GEN-REPLICA-NEXT:      %[[REPLICA_ID:" in new and "// GEN-PARTITION-NEXT:      %[[PARTITION_ID:" in new
     assert "INTENT-" not in new and new.count("CHECK-GEN-BEGIN") == 1
     # The block sits above the input, below the comments.
@@ -127,7 +128,7 @@ def test_split_input_file_gets_a_block_per_chunk(suite):
     assert first.count("CHECK-GEN-BEGIN") == 1 and "GEN-LABEL: module @per_device_psum" in first
     assert second.count("CHECK-GEN-BEGIN") == 1 and "GEN-LABEL: module @gather" in second
     assert "@gather" not in first and "@per_device_psum" not in second
-    assert without_blocks(new) == original.splitlines()
+    assert without_blocks(new) == original
     assert lit(test)[0] == 0
     if LLVM_FILECHECK:
         assert lit(test, f"-DFILECHECK={LLVM_FILECHECK}")[0] == 0
@@ -195,12 +196,38 @@ def test_cli_reports_every_test_and_writes_only_the_good_ones(suite):
     assert broken.read_text() == before[broken]
 
 
+def lit_passes_under_both_filechecks(test):
+    code, out = lit(test)
+    assert code == 0, out
+    if LLVM_FILECHECK:
+        code, out = lit(test, f"-DFILECHECK={LLVM_FILECHECK}")
+        assert code == 0 and LLVM_FILECHECK in out, out
+
+
+BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines breaks lines there; lit, FileCheck and MLIR do not
+
+
+def test_every_byte_outside_the_blocks_stays(suite):
+    # CRLF lines, one LF line, comments holding what str.splitlines takes for line breaks, no final newline.
+    test = suite / "bytes.mlir"
+    text = (f"// RUN: pxla-opt %s {HANDOFF} | filecheck %s\r\n"
+            + "".join(f"// {ord(c):#x}: a{c}b\r\n" for c in BREAKS)
+            + "// a line that ends in LF alone\n" + PSUM.rstrip("\n").replace("\n", "\r\n"))
+    test.write_bytes(text.encode())
+    write(update(str(test)))
+    new = test.read_bytes().decode()
+    assert without_blocks(new) == text
+    assert [line for line in new.split("\n")[:-1] if not line.endswith("\r")] == ["// a line that ends in LF alone"]
+    assert "CHECK-LABEL: module @per_device_psum" in new and not update(str(test)).stale
+    lit_passes_under_both_filechecks(test)
+
+
 def test_a_test_outside_any_lit_suite_gets_pxla_mlirs_substitutions(tmp_path):
     test = tmp_path / "alone.mlir"
     text = f"// RUN: pxla-opt %s {HANDOFF} | filecheck %s\n{PSUM}".replace("\n", "\r\n")  # and keeps CRLF
     test.write_bytes(text.encode())
     new = update(str(test)).new
-    assert "// CHECK-NEXT:      %[[PARTITION_ID:" in new and without_blocks(new) == text.splitlines()
+    assert "// CHECK-NEXT:      %[[PARTITION_ID:" in new and without_blocks(new) == text
     assert new.count("\n") == new.count("\r\n")
 
 

@@ -7,9 +7,10 @@ that print the same text. For every ``// -----`` chunk (with
 ``--split-input-file``, else the whole file) the lines of those prefixes
 replace the chunk's block between ``CHECK-GEN-BEGIN`` and ``CHECK-GEN-END``,
 or become a new block above the chunk's input. Everything outside the blocks
-(RUN lines, hand-written checks, comments, the input) is left as it is. The
-new text is checked with the RUN lines' own FileCheck on the captured outputs
-before the file is replaced in one step; any error leaves the file untouched.
+(RUN lines, hand-written checks, comments, the input) is left as it is, byte
+for byte. The new text is checked with the RUN lines' own FileCheck on the
+captured outputs before the file is replaced in one step; any error leaves
+the file untouched.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 
 from . import gen_checks, lit_runs
-from .gen_checks import Block, MarkerError, block, check_lines, find_blocks
+from .gen_checks import Block, MarkerError, block, check_lines, find_blocks, lines_of
 
 _SPLIT_FLAG = re.compile(r"(?<!\S)--?split-input-file(?:=\S*)?(?!\S)")
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
@@ -115,7 +116,7 @@ def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str
     """Each FileCheck of a generated prefix passes on its captured input with the new text."""
     with tempfile.TemporaryDirectory(prefix="pxla-update-checks-") as tmp:
         checks = os.path.join(tmp, os.path.basename(path))
-        with open(checks, "w") as f:
+        with open(checks, "w", encoding="utf-8", newline="") as f:
             f.write(new)
         for c in captures:
             command = lit_runs.filecheck_command(c)
@@ -136,14 +137,18 @@ def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str
                                   "the test is unchanged", c.run.line)
 
 
-def update(path: str, *, verify: bool = True) -> Update:
-    """The test's text with its generated blocks rewritten (nothing is written)."""
+def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8", newline="") as f:
-            old = f.read()
+            return f.read()
     except OSError as e:
         raise UpdateError(f"cannot read the test: {e.strerror}") from None
-    lines = old.splitlines()
+
+
+def _rewrite(path: str, text: str) -> tuple[str, list[lit_runs.Capture], set[str]]:
+    """``text`` (the test as it is on disk) with its blocks rewritten from what its RUN lines print
+    now; the captures of the generated prefixes and the hand-written prefixes."""
+    lines = lines_of(text)  # a '\r' stays on its line: CRLF and LF lines are kept as they are
     try:
         blocks = find_blocks(lines)
     except MarkerError as e:
@@ -193,9 +198,10 @@ def update(path: str, *, verify: bool = True) -> Update:
                                   start + 1)
             generated[k] += ([comment] if generated[k] else []) + checks
 
+    cr = "\r" if 2 * sum(line.endswith("\r") for line in lines) > len(lines) else ""  # new lines end as most do
     edits = []  # (start, end, lines), applied from the last
     for (start, end), checks in zip(spans, generated):
-        new_block = block(checks, comment)
+        new_block = [line + cr for line in block(checks, comment)]
         mine = [b for b in blocks if start <= b.begin < end]
         if len(mine) > 1:
             raise UpdateError(f"two generated blocks in one chunk (lines {mine[0].begin + 1} and {mine[1].begin + 1})",
@@ -204,15 +210,21 @@ def update(path: str, *, verify: bool = True) -> Update:
             edits.append((mine[0].begin, mine[0].end + 1, new_block))
         else:
             at = _insert_at(lines, start, end, comment)
-            before = [""] if at > start and lines[at - 1].strip() and at == end else []
-            edits.append((at, at, before + new_block + ([] if at == end else [""])))
+            before = [cr] if at > start and lines[at - 1].strip() and at == end else []
+            edits.append((at, at, before + new_block + ([] if at == end else [cr])))
     new_lines = list(lines)
     for start, end, replacement in sorted(edits, reverse=True):
         new_lines[start:end] = replacement
-    eol = "\r\n" if "\r\n" in old else "\n"
-    new = eol.join(new_lines) + (eol if old.endswith("\n") or not old else "")
+    new = "\n".join(new_lines) + ("\n" if text.endswith("\n") or not text else "")
+    return new, [c for cs in chosen.values() for c in cs], hand
+
+
+def update(path: str, *, verify: bool = True) -> Update:
+    """The test's text with its generated blocks rewritten (nothing is written)."""
+    old = _read(path)
+    new, own, hand = _rewrite(path, old)
     if verify and new != old:
-        _verify(path, new, [c for cs in chosen.values() for c in cs], hand)
+        _verify(path, new, own, hand)
     return Update(path, old, new)
 
 
@@ -239,8 +251,8 @@ def tests_with_blocks(directory: str) -> list[str]:
         for name in sorted(files):
             path = os.path.join(root, name)
             try:
-                with open(path, encoding="utf-8") as f:
-                    if any(gen_checks.is_begin_marker(line) for line in f):
+                with open(path, encoding="utf-8", newline="") as f:
+                    if any(gen_checks.is_begin_marker(line) for line in lines_of(f.read())):
                         found.append(path)
             except (OSError, UnicodeDecodeError):
                 continue
