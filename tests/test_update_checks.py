@@ -222,6 +222,17 @@ def test_every_byte_outside_the_blocks_stays(suite):
     lit_passes_under_both_filechecks(test)
 
 
+def test_a_linked_test_is_updated_through_its_link(suite):
+    (suite / "targets").mkdir()
+    target, link = suite / "targets" / "psum.txt", suite / "link.mlir"
+    target.write_text(f"// RUN: pxla-opt %s | filecheck %s\n{PSUM}")
+    link.symlink_to(os.path.join("targets", "psum.txt"))
+    write(update(str(link)))
+    assert link.is_symlink() and "CHECK-GEN-BEGIN" in target.read_text()
+    assert cli("--check", str(link)).returncode == 0
+    lit_passes_under_both_filechecks(link)
+
+
 def test_a_test_outside_any_lit_suite_gets_pxla_mlirs_substitutions(tmp_path):
     test = tmp_path / "alone.mlir"
     text = f"// RUN: pxla-opt %s {HANDOFF} | filecheck %s\n{PSUM}".replace("\n", "\r\n")  # and keeps CRLF

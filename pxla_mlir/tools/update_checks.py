@@ -229,14 +229,15 @@ def update(path: str, *, verify: bool = True) -> Update:
 
 
 def write(result: Update) -> None:
-    """Replaces the test in one step (a reader sees the old file or the new one)."""
-    directory = os.path.dirname(os.path.abspath(result.path))
-    fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=directory)
+    """Replaces the test in one step (a reader sees the old file or the new one); through a
+    symbolic link, its target, so that the link stays a link."""
+    target = os.path.realpath(result.path)
+    fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(result.new)
-        os.chmod(tmp, os.stat(result.path).st_mode & 0o7777)
-        os.replace(tmp, result.path)
+        os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+        os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
