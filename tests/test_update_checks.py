@@ -154,26 +154,28 @@ BAD = {  # name: (test text, error message pattern)
                                    r"^RUN line 1 checks prefix GEN, which would have no check line \(LLVM's FileCheck "),
     "unbalanced_markers": ("// RUN: pxla-opt %s | filecheck %s\n// CHECK-GEN-BEGIN\nmodule {\n}\n",
                            r"^CHECK-GEN-BEGIN without a CHECK-GEN-END after it$"),
+    "not_utf8": ("// RUN: pxla-opt %s | filecheck %s\n// caf\xe9\nmodule {\n}\n",
+                 r"^the test is not UTF-8 \(byte 0xe9 at offset 41\); save it as UTF-8$"),
     "hand_written_across_labels": (
         "// RUN: pxla-opt %s | filecheck %s --check-prefixes=HAND,GEN\n// HAND: func.func @g\n"
         "module {\n  func.func @f() {\n    return\n  }\n  func.func @g() {\n    return\n  }\n}\n",
         r"^the new checks would fail RUN line 1 \(.*\): its hand-written HAND checks may not fit between the "
         r"generated CHECK-LABELs; give the generated prefix a RUN line of its own; the test is unchanged$"),
 }
-LINES = {"no_run_line": None, "empty_chunk": 5, "unbalanced_markers": 2}
+LINES = {"no_run_line": None, "empty_chunk": 5, "unbalanced_markers": 2, "not_utf8": None}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_inputs_are_one_line_errors_and_leave_the_test_alone(suite, name):
     text, pattern = BAD[name]
     test = suite / "bad.mlir"
-    test.write_text(text)
+    test.write_bytes(text.encode("latin-1"))
     with pytest.raises(UpdateError) as e:
         update(str(test))
     message = str(e.value)
     assert "\n" not in message and re.search(pattern, message), message
     assert e.value.line == LINES.get(name, 1)
-    assert test.read_text() == text
+    assert test.read_bytes() == text.encode("latin-1")
 
 
 def test_cli_reports_every_test_and_writes_only_the_good_ones(suite):
@@ -184,16 +186,31 @@ def test_cli_reports_every_test_and_writes_only_the_good_ones(suite):
     broken.write_text("// RUN: pxla-opt %s | filecheck %s\nmodule {\n  bogus\n}\n")
     before = {p: p.read_text() for p in (good, stale, broken)}
     check = cli("--check", str(good), str(stale), str(broken))
-    assert check.returncode == 1
+    assert check.returncode == 2  # a broken test is a mistake, whatever else is stale
     assert check.stdout == f"{stale}: generated checks are stale (run: pxla-mlir update-checks {stale})\n"
     assert re.fullmatch(rf"pxla-mlir: error: {re.escape(str(broken))}:1: RUN line failed \(exit 1\): [^\n]*custom op "
                         r"'bogus' is unknown[^\n]*\n", check.stderr), check.stderr
     assert {p: p.read_text() for p in before} == before
+    assert cli("--check", str(good), str(stale)).returncode == 1  # stale, and nothing else: 1
     # A directory means its tests that have a generated block: only good.mlir here.
     assert cli("--check", str(suite)).returncode == 0
     run = cli(str(stale), str(broken))
-    assert run.returncode == 1 and run.stdout == f"updated {stale}\n" and "CHECK-GEN-BEGIN" in stale.read_text()
+    assert run.returncode == 2 and run.stdout == f"updated {stale}\n" and "CHECK-GEN-BEGIN" in stale.read_text()
     assert broken.read_text() == before[broken]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--check", "latin1.mlir"], r"latin1\.mlir: the test is not UTF-8 \(byte 0xe9 at offset 3\); save it as UTF-8"),
+    (["nowhere.mlir"], r"cannot open 'nowhere\.mlir': no such file or directory"),
+    (["--check"], r"the following arguments are required: TEST"),
+    (["--no-such-flag", "latin1.mlir"], r"unrecognized arguments: --no-such-flag"),
+])
+def test_cli_mistakes_exit_2_not_1_which_means_stale(suite, args, message):
+    (suite / "latin1.mlir").write_bytes(b"// \xe9\n")
+    run = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", "update-checks", *args], cwd=suite,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and run.stdout == "", run
+    assert re.fullmatch(rf"pxla-mlir: error: {message}[^\n]*\n", run.stderr), run.stderr
 
 
 def lit_passes_under_both_filechecks(test):

@@ -143,6 +143,9 @@ def _read(path: str) -> str:
             return f.read()
     except OSError as e:
         raise UpdateError(f"cannot read the test: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UpdateError(f"the test is not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start}); save it as "
+                          "UTF-8") from None
 
 
 def _rewrite(path: str, text: str) -> tuple[str, list[lit_runs.Capture], set[str]]:
@@ -232,15 +235,19 @@ def write(result: Update) -> None:
     """Replaces the test in one step (a reader sees the old file or the new one); through a
     symbolic link, its target, so that the link stays a link."""
     target = os.path.realpath(result.path)
-    fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=os.path.dirname(target))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=os.path.dirname(target))
+    except OSError as e:
+        raise UpdateError(f"cannot write the test: {e.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(result.new)
         os.chmod(tmp, os.stat(target).st_mode & 0o7777)
         os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    except BaseException as e:
+        os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise UpdateError(f"cannot write the test: {e.strerror}") from None
         raise
 
 
