@@ -156,13 +156,17 @@ BAD = {  # name: (test text, error message pattern)
                            r"^CHECK-GEN-BEGIN without a CHECK-GEN-END after it$"),
     "not_utf8": ("// RUN: pxla-opt %s | filecheck %s\n// caf\xe9\nmodule {\n}\n",
                  r"^the test is not UTF-8 \(byte 0xe9 at offset 41\); save it as UTF-8$"),
+    "output_follows_the_checks": ("// RUN: grep -v RUN %s | filecheck %s\nmodule {\n}\n",
+                                  r"^the RUN lines print other text each time the generated blocks are rewritten "
+                                  r"\(3 times\): their output must not depend on the checks; the test is unchanged$"),
     "hand_written_across_labels": (
         "// RUN: pxla-opt %s | filecheck %s --check-prefixes=HAND,GEN\n// HAND: func.func @g\n"
         "module {\n  func.func @f() {\n    return\n  }\n  func.func @g() {\n    return\n  }\n}\n",
         r"^the new checks would fail RUN line 1 \(.*\): its hand-written HAND checks may not fit between the "
         r"generated CHECK-LABELs; give the generated prefix a RUN line of its own; the test is unchanged$"),
 }
-LINES = {"no_run_line": None, "empty_chunk": 5, "unbalanced_markers": 2, "not_utf8": None}
+LINES = {"no_run_line": None, "empty_chunk": 5, "unbalanced_markers": 2, "not_utf8": None,
+         "output_follows_the_checks": None}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
@@ -219,6 +223,21 @@ def lit_passes_under_both_filechecks(test):
     if LLVM_FILECHECK:
         code, out = lit(test, f"-DFILECHECK={LLVM_FILECHECK}")
         assert code == 0 and LLVM_FILECHECK in out, out
+
+
+def test_diagnostics_name_the_lines_of_the_test_as_written(suite):
+    # The new block moves the input down, and a block that changes size moves it again: the checks
+    # name the lines where the input ends up, at once (--check agrees).
+    test = suite / "diag.mlir"
+    test.write_text("// RUN: not pxla-opt %s 2>&1 | filecheck %s\n// A comment.\nmodule {\n  bogus\n}\n")
+    for _ in range(2):
+        write(update(str(test)))
+        new = test.read_text()
+        line = new.split("\n").index("  bogus") + 1
+        assert f"// CHECK:       {{{{.*}}}}diag.mlir:{line}:3: error: custom op 'bogus' is unknown" in new, new
+        assert not update(str(test), verify=False).stale
+        lit_passes_under_both_filechecks(test)
+        test.write_text(new.replace("// CHECK-GEN-END", "// CHECK-NEXT: a stale line\n// CHECK-GEN-END"))
 
 
 BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines breaks lines there; lit, FileCheck and MLIR do not

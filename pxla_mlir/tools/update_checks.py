@@ -8,9 +8,11 @@ that print the same text. For every ``// -----`` chunk (with
 replace the chunk's block between ``CHECK-GEN-BEGIN`` and ``CHECK-GEN-END``,
 or become a new block above the chunk's input. Everything outside the blocks
 (RUN lines, hand-written checks, comments, the input) is left as it is, byte
-for byte. The new text is checked with the RUN lines' own FileCheck on the
-captured outputs before the file is replaced in one step; any error leaves
-the file untouched.
+for byte. An output can name the test's lines (``file:LINE:COL`` of a
+diagnostic): when the new blocks move lines, the RUN lines run again on the
+new text until the checks hold for the file as written. The new text is
+checked with the RUN lines' own FileCheck on the captured outputs; any error
+leaves the file as it was.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .gen_checks import Block, MarkerError, block, check_lines, find_blocks, lin
 
 _SPLIT_FLAG = re.compile(r"(?<!\S)--?split-input-file(?:=\S*)?(?!\S)")
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
+_SETTLE = 3  # reruns on the new text before line numbers that keep moving are an error
 
 
 class UpdateError(Exception):
@@ -148,9 +151,10 @@ def _read(path: str) -> str:
                           "UTF-8") from None
 
 
-def _rewrite(path: str, text: str) -> tuple[str, list[lit_runs.Capture], set[str]]:
+def _rewrite(path: str, text: str) -> tuple[str, bool, list[lit_runs.Capture], set[str]]:
     """``text`` (the test as it is on disk) with its blocks rewritten from what its RUN lines print
-    now; the captures of the generated prefixes and the hand-written prefixes."""
+    now; whether that moves lines outside the blocks; the captures of the generated prefixes and
+    the hand-written prefixes."""
     lines = lines_of(text)  # a '\r' stays on its line: CRLF and LF lines are kept as they are
     try:
         blocks = find_blocks(lines)
@@ -219,29 +223,50 @@ def _rewrite(path: str, text: str) -> tuple[str, list[lit_runs.Capture], set[str
     for start, end, replacement in sorted(edits, reverse=True):
         new_lines[start:end] = replacement
     new = "\n".join(new_lines) + ("\n" if text.endswith("\n") or not text else "")
-    return new, [c for cs in chosen.values() for c in cs], hand
+    moved = any(len(replacement) != end - start for start, end, replacement in edits)
+    return new, moved, [c for cs in chosen.values() for c in cs], hand
 
 
 def update(path: str, *, verify: bool = True) -> Update:
-    """The test's text with its generated blocks rewritten (nothing is written)."""
+    """The test's text with its generated blocks rewritten; the file is left as it was.
+
+    ``verify``: make sure the new text passes as it will be written. When it moves lines (which
+    an output may name, as diagnostics do), it is written for a while, the RUN lines run again on
+    it, and the old text is put back; then the RUN lines' FileCheck checks it. Without
+    (``--check``): the first rewrite, which differs from the test exactly when it is stale.
+    """
     old = _read(path)
-    new, own, hand = _rewrite(path, old)
-    if verify and new != old:
-        _verify(path, new, own, hand)
+    new, moved, own, hand = _rewrite(path, old)
+    if not verify or new == old:
+        return Update(path, old, new)
+    reruns = 0
+    try:
+        while moved:
+            if reruns == _SETTLE:
+                raise UpdateError(f"the RUN lines print other text each time the generated blocks are rewritten "
+                                  f"({_SETTLE} times): their output must not depend on the checks; the test is "
+                                  "unchanged")
+            _replace(path, new)
+            reruns += 1
+            new, moved, own, hand = _rewrite(path, new)
+    finally:
+        if reruns:
+            _replace(path, old)
+    _verify(path, new, own, hand)
     return Update(path, old, new)
 
 
-def write(result: Update) -> None:
-    """Replaces the test in one step (a reader sees the old file or the new one); through a
-    symbolic link, its target, so that the link stays a link."""
-    target = os.path.realpath(result.path)
+def _replace(path: str, text: str) -> None:
+    """Replaces the test's text in one step (a reader sees the old text or the new); through a
+    symbolic link, its target's, so that the link stays a link."""
+    target = os.path.realpath(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=os.path.dirname(target))
     except OSError as e:
         raise UpdateError(f"cannot write the test: {e.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(result.new)
+            f.write(text)
         os.chmod(tmp, os.stat(target).st_mode & 0o7777)
         os.replace(tmp, target)
     except BaseException as e:
@@ -249,6 +274,10 @@ def write(result: Update) -> None:
         if isinstance(e, OSError):
             raise UpdateError(f"cannot write the test: {e.strerror}") from None
         raise
+
+
+def write(result: Update) -> None:
+    _replace(result.path, result.new)
 
 
 def tests_with_blocks(directory: str) -> list[str]:
