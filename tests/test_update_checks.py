@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 
 from pxla_mlir.tools.check_capture import parse_args
-from pxla_mlir.tools.update_checks import UpdateError, update, write
+from pxla_mlir.tools.update_checks import UpdateError, _split_markers, update, write
 
 LIT = os.path.join(os.path.dirname(sys.executable), "lit")
 LLVM_FILECHECK = shutil.which("FileCheck", path="/usr/lib/llvm-19/bin")
@@ -154,6 +154,10 @@ BAD = {  # name: (test text, error message pattern)
                                    r"^RUN line 1 checks prefix GEN, which would have no check line \(LLVM's FileCheck "),
     "unbalanced_markers": ("// RUN: pxla-opt %s | filecheck %s\n// CHECK-GEN-BEGIN\nmodule {\n}\n",
                            r"^CHECK-GEN-BEGIN without a CHECK-GEN-END after it$"),
+    "split_at_two_markers": ("// RUN: pxla-opt %s --split-input-file | filecheck %s --check-prefix=A\n"
+                             "// RUN: pxla-opt %s --split-input-file=//== | filecheck %s --check-prefix=B\n"
+                             "module {\n}\n", r"^the RUN lines split the test at different markers \('// -----', "
+                                              r"'//=='\); give them one --split-input-file$"),
     "not_utf8": ("// RUN: pxla-opt %s | filecheck %s\n// caf\xe9\nmodule {\n}\n",
                  r"^the test is not UTF-8 \(byte 0xe9 at offset 41\); save it as UTF-8$"),
     "output_follows_the_checks": ("// RUN: grep -v RUN %s | filecheck %s\nmodule {\n}\n",
@@ -267,6 +271,29 @@ def test_a_linked_test_is_updated_through_its_link(suite):
     assert link.is_symlink() and "CHECK-GEN-BEGIN" in target.read_text()
     assert cli("--check", str(link)).returncode == 0
     lit_passes_under_both_filechecks(link)
+
+
+def test_the_run_lines_split_markers_are_honoured(suite):
+    # '// -----' splits nothing here: the RUN lines split at '// ====', and one prints '// ++++' between outputs.
+    test = suite / "markers.mlir"
+    original = (f"// RUN: pxla-opt %s --split-input-file='// ====' {HANDOFF} | filecheck %s --check-prefix=A\n"
+                f"// RUN: pxla-opt %s -split-input-file='// ====' --output-split-marker '// ++++' {HANDOFF} "
+                f"| filecheck %s --check-prefix=B\n\n{PSUM}// ==== the gather\n// -----\n{GATHER}")
+    test.write_text(original)
+    write(update(str(test)))
+    new = test.read_text()
+    first, second = new.split("// ==== the gather\n")
+    assert first.count("CHECK-GEN-BEGIN") == 1 and "A-LABEL: module @per_device_psum" in first
+    assert second.count("CHECK-GEN-BEGIN") == 1 and "B-LABEL: module @gather" in second
+    assert "@gather" not in first and "@per_device_psum" not in second and without_blocks(new) == original
+    lit_passes_under_both_filechecks(test)
+
+
+def test_split_markers_are_read_in_every_spelling():
+    assert _split_markers("opt x --split-input-file | fc") == ("// -----", "// -----")
+    assert _split_markers("opt x -split-input-file='// ==' --output-split-marker '// ++' | fc") == ("// ==", "// ++")
+    assert _split_markers("opt x --split-input-file=//== -output-split-marker=//++") == ("//==", "//++")
+    assert _split_markers("opt x | fc") == (None, "// -----")
 
 
 def test_a_test_outside_any_lit_suite_gets_pxla_mlirs_substitutions(tmp_path):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 __all__ = ["check_lines", "lines_of", "split_chunks", "Block", "find_blocks", "is_begin_marker", "block", "with_block",
-           "MarkerError", "BEGIN", "END"]
+           "MarkerError", "BEGIN", "END", "DEFAULT_SPLIT_MARKER"]
 
 SSA_CAPTURE = "[0-9A-Za-z_$.-]+"  # MLIR's value names (suffix-id), without '#n'/':n'
 _SSA = re.compile(r"%([0-9]+|[A-Za-z_$.-][0-9A-Za-z_$.-]*)")
@@ -39,6 +39,7 @@ _DEF = re.compile(r'^\s*%([0-9A-Za-z_$.-]+)(?::\d+)?(?:\s*,\s*%[0-9A-Za-z_$.-]+(
 _FUNC = re.compile(r'^\s*(?:[A-Za-z_][\w.]*\.)?func\s+(?:(?:public|private|nested)\s+)?@(?:"[^"]*"|[\w$.-]+)\(')
 _MODULE = re.compile(r"^\s*(?:builtin\.)?module\b[^{]*\{")
 _CONSTANT = re.compile(r'^\s*%[^=]*=\s*"?[\w.$-]*\.constant\b')
+DEFAULT_SPLIT_MARKER = "// -----"  # pxla-opt's and mlir-opt's
 SPLIT_MARKER = re.compile(r"^// -----")
 _OPEN, _CLOSE = "([{<", ")]}>"
 
@@ -51,11 +52,12 @@ def lines_of(text: str) -> list[str]:
     return lines[:-1] if lines[-1] == "" else lines
 
 
-def split_chunks(text: str) -> list[str]:
-    """The chunks of a ``--split-input-file`` output (or input), at ``// -----`` lines."""
+def split_chunks(text: str, marker: str = DEFAULT_SPLIT_MARKER) -> list[str]:
+    """The chunks of a ``--split-input-file`` output, at the lines that are ``marker``
+    (``--output-split-marker``)."""
     chunks, current = [], []
     for line in lines_of(text):
-        if SPLIT_MARKER.match(line):
+        if line.rstrip("\r") == marker:
             chunks.append("\n".join(current))
             current = []
         else:

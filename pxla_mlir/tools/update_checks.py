@@ -3,30 +3,29 @@
 A test's RUN lines run as lit runs them (``lit_runs``). Each FileCheck that
 reads the test itself is checked by one *generated prefix*: one of its
 prefixes with no hand-written check line in the file, shared only by RUN lines
-that print the same text. For every ``// -----`` chunk (with
-``--split-input-file``, else the whole file) the lines of those prefixes
-replace the chunk's block between ``CHECK-GEN-BEGIN`` and ``CHECK-GEN-END``,
-or become a new block above the chunk's input. Everything outside the blocks
-(RUN lines, hand-written checks, comments, the input) is left as it is, byte
-for byte. An output can name the test's lines (``file:LINE:COL`` of a
-diagnostic): when the new blocks move lines, the RUN lines run again on the
-new text until the checks hold for the file as written. The new text is
-checked with the RUN lines' own FileCheck on the captured outputs; any error
-leaves the file as it was.
+that print the same text. For every chunk (with ``--split-input-file[=MARKER]``,
+else the whole file) the lines of those prefixes replace the chunk's block
+between ``CHECK-GEN-BEGIN`` and ``CHECK-GEN-END``, or become a new block above
+the chunk's input. Everything outside the blocks (RUN lines, hand-written
+checks, comments, the input) is left as it is, byte for byte. An output can
+name the test's lines (``file:LINE:COL`` of a diagnostic): when the new blocks
+move lines, the RUN lines run again on the new text until the checks hold for
+the file as written. The new text is checked with the RUN lines' own
+FileCheck on the captured outputs; any error leaves the file as it was.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
 
 from . import gen_checks, lit_runs
-from .gen_checks import Block, MarkerError, block, check_lines, find_blocks, lines_of
+from .gen_checks import DEFAULT_SPLIT_MARKER, Block, MarkerError, block, check_lines, find_blocks, lines_of
 
-_SPLIT_FLAG = re.compile(r"(?<!\S)--?split-input-file(?:=\S*)?(?!\S)")
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
 _SETTLE = 3  # reruns on the new text before line numbers that keep moving are an error
 
@@ -93,13 +92,30 @@ def _choose_prefixes(captures: list[lit_runs.Capture], hand: set[str]) -> dict[s
     return chosen
 
 
-def _chunk_spans(lines: list[str], split: bool) -> list[tuple[int, int]]:
-    """[start, end) line spans of the test's chunks (the ``// -----`` lines belong to none)."""
-    if not split:
+def _split_markers(command: str) -> tuple[str | None, str]:
+    """The markers a RUN line splits at, as pxla-opt and mlir-opt read them: its input's
+    (``--split-input-file[=MARKER]``; None: no split) and its output's (``--output-split-marker``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: lit's shell would refuse the line first
+        words = command.split()
+    split, output = None, DEFAULT_SPLIT_MARKER
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in ("-split-input-file", "--split-input-file"):
+            split = value if eq else DEFAULT_SPLIT_MARKER
+        elif name in ("-output-split-marker", "--output-split-marker"):
+            output = value if eq else words[i + 1] if i + 1 < len(words) else output
+    return split, output
+
+
+def _chunk_spans(lines: list[str], marker: str | None) -> list[tuple[int, int]]:
+    """[start, end) line spans of the test's chunks (the marker lines belong to none)."""
+    if marker is None:
         return [(0, len(lines))]
     spans, start = [], 0
     for i, line in enumerate(lines):
-        if gen_checks.SPLIT_MARKER.match(line):
+        if line.startswith(marker):
             spans.append((start, i))
             start = i + 1
     spans.append((start, len(lines)))
@@ -184,18 +200,24 @@ def _rewrite(path: str, text: str) -> tuple[str, bool, list[lit_runs.Capture], s
                                   "(LLVM's FileCheck rejects that): drop it from the RUN line or write checks for it",
                                   c.run.line)
 
-    split = {p: bool(_SPLIT_FLAG.search(cs[0].run.command)) for p, cs in chosen.items()}
-    spans = _chunk_spans(lines, any(split.values()))
+    markers = {p: _split_markers(cs[0].run.command) for p, cs in chosen.items()}
+    splits = sorted({split for split, _ in markers.values() if split is not None})
+    if len(splits) > 1:
+        raise UpdateError(f"the RUN lines split the test at different markers ({', '.join(map(repr, splits))}); "
+                          "give them one --split-input-file", runs[0].line)
+    marker = splits[0] if splits else None
+    spans = _chunk_spans(lines, marker)
     for b in blocks:
         if not any(start <= b.begin and b.end < end for start, end in spans):
-            raise UpdateError(f"the generated block from line {b.begin + 1} spans a '// -----' line", b.begin + 1)
+            raise UpdateError(f"the generated block from line {b.begin + 1} spans a '{marker}' line", b.begin + 1)
     generated: list[list[str]] = [[] for _ in spans]
     for prefix, cs in chosen.items():
         run = cs[0].run
-        outputs = gen_checks.split_chunks(cs[0].input) if split[prefix] else [cs[0].input]
+        split, output_marker = markers[prefix]
+        outputs = gen_checks.split_chunks(cs[0].input, output_marker) if split is not None else [cs[0].input]
         if len(outputs) != len(spans):
             raise UpdateError(f"RUN line {run.line} prints {len(outputs)} chunk(s) for the test's {len(spans)} "
-                              "('// -----'); every chunk must print its output (a chunk that fails prints nothing)",
+                              f"('{marker}'); every chunk must print its output (a chunk that fails prints nothing)",
                               run.line)
         for k, (output, (start, _)) in enumerate(zip(outputs, spans)):
             checks = check_lines(output, prefix, comment=comment, elide=places)
