@@ -154,6 +154,16 @@ BAD = {  # name: (test text, error message pattern)
                                    r"^RUN line 1 checks prefix GEN, which would have no check line \(LLVM's FileCheck "),
     "unbalanced_markers": ("// RUN: pxla-opt %s | filecheck %s\n// CHECK-GEN-BEGIN\nmodule {\n}\n",
                            r"^CHECK-GEN-BEGIN without a CHECK-GEN-END after it$"),
+    "bad_check_prefix": ("// RUN: pxla-opt %s | filecheck %s --check-prefix=GEN.1\nmodule {\n}\n",
+                         r"^RUN line 1: FileCheck rejects its options: the check prefix 'GEN\.1' is not letters, "
+                         r"digits, '-' and '_'; fix --check-prefix\(es\) on the RUN line$"),
+    "empty_check_prefix": ("// RUN: pxla-opt %s | filecheck %s --check-prefix=\nmodule {\n}\n",
+                           r"^RUN line 1: FileCheck rejects its options: the check prefix '' is not letters"),
+    "check_prefix_twice": ("// RUN: pxla-opt %s | filecheck %s --check-prefixes=GEN,GEN\nmodule {\n}\n",
+                           r"^RUN line 1: FileCheck rejects its options: the check prefix GEN is named twice; fix "),
+    "option_filecheck_rejects": ("// RUN: pxla-opt %s | filecheck %s --no-such-option\nmodule {\n}\n",
+                                 r"^RUN line 1: its FileCheck fails whatever the checks \(.*--no-such-option.*\): "
+                                 r"fix the FileCheck options on the RUN line; the test is unchanged$"),
     "split_at_two_markers": ("// RUN: pxla-opt %s --split-input-file | filecheck %s --check-prefix=A\n"
                              "// RUN: pxla-opt %s --split-input-file=//== | filecheck %s --check-prefix=B\n"
                              "module {\n}\n", r"^the RUN lines split the test at different markers \('// -----', "

@@ -27,6 +27,7 @@ from . import gen_checks, lit_runs
 from .gen_checks import DEFAULT_SPLIT_MARKER, Block, MarkerError, block, check_lines, find_blocks, lines_of
 
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
+_PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # what LLVM's FileCheck takes
 _SETTLE = 3  # reruns on the new text before line numbers that keep moving are an error
 
 
@@ -131,10 +132,18 @@ def _insert_at(lines: list[str], start: int, end: int, comment: str) -> int:
     return last + 1
 
 
+def _first_error(stderr: str) -> str:
+    """FileCheck's message: its first line, or a traceback's last (the PyPI filecheck's usage errors)."""
+    lines = [line.strip() for line in lines_of(stderr) if line.strip()]
+    if not lines:
+        return "no output on stderr"
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]
+
+
 def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str]) -> None:
     """Each FileCheck of a generated prefix passes on its captured input with the new text."""
     with tempfile.TemporaryDirectory(prefix="pxla-update-checks-") as tmp:
-        checks = os.path.join(tmp, os.path.basename(path))
+        checks, anything = os.path.join(tmp, os.path.basename(path)), os.path.join(tmp, "anything")
         with open(checks, "w", encoding="utf-8", newline="") as f:
             f.write(new)
         for c in captures:
@@ -142,18 +151,28 @@ def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str
             if command is None:
                 raise UpdateError(f"RUN line {c.run.line}: FileCheck '{c.filecheck}' is not on PATH", c.run.line)
             parsed = c.parsed
-            args = [checks if i == parsed.check_index else a for i, a in enumerate(c.args)
-                    if i not in parsed.input_indices]
-            done = subprocess.run(command + args, input=c.input, capture_output=True, text=True, cwd=c.cwd,
-                                  timeout=300)
-            if done.returncode != 0:
-                why = lit_runs.summary(done.stderr.replace(checks, path), 1)
-                mixed = sorted(hand & set(parsed.prefixes))
-                hint = (f"its hand-written {', '.join(mixed)} checks may not fit between the generated CHECK-LABELs; "
-                        "give the generated prefix a RUN line of its own" if mixed else
-                        "the generated checks do not fit this FileCheck's options")
-                raise UpdateError(f"the new checks would fail RUN line {c.run.line} ({why}): {hint}; "
-                                  "the test is unchanged", c.run.line)
+
+            def filecheck(check_file: str) -> subprocess.CompletedProcess:
+                args = [check_file if i == parsed.check_index else a for i, a in enumerate(c.args)
+                        if i not in parsed.input_indices]
+                return subprocess.run(command + args, input=c.input, capture_output=True, text=True,
+                                      errors="replace", cwd=c.cwd, timeout=300)
+
+            done = filecheck(checks)
+            if done.returncode == 0:
+                continue
+            why = _first_error(done.stderr.replace(checks, path))
+            with open(anything, "w") as f:  # checks that pass on any output: failing them is the options' fault
+                f.write("".join(f"{p}: {{{{.*}}}}\n" for p in parsed.prefixes))
+            if filecheck(anything).returncode != 0:
+                raise UpdateError(f"RUN line {c.run.line}: its FileCheck fails whatever the checks ({why}): fix the "
+                                  "FileCheck options on the RUN line; the test is unchanged", c.run.line)
+            mixed = sorted(hand & set(parsed.prefixes))
+            hint = (f"its hand-written {', '.join(mixed)} checks may not fit between the generated CHECK-LABELs; "
+                    "give the generated prefix a RUN line of its own" if mixed else
+                    "the generated checks do not fit this FileCheck's options")
+            raise UpdateError(f"the new checks would fail RUN line {c.run.line} ({why}): {hint}; "
+                              "the test is unchanged", c.run.line)
 
 
 def _read(path: str) -> str:
@@ -165,6 +184,19 @@ def _read(path: str) -> str:
     except UnicodeDecodeError as e:
         raise UpdateError(f"the test is not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start}); save it as "
                           "UTF-8") from None
+
+
+def _check_prefixes(captures: list[lit_runs.Capture]) -> None:
+    """Prefixes LLVM's FileCheck would refuse, before any check is written with them."""
+    for c in captures:
+        prefixes = c.parsed.prefixes
+        bad = next((p for p in prefixes if not _PREFIX.fullmatch(p)), None)
+        twice = next((p for p in prefixes if prefixes.count(p) > 1), None)
+        if bad is not None or twice is not None:
+            what = (f"the check prefix {bad!r} is not letters, digits, '-' and '_'" if bad is not None else
+                    f"the check prefix {twice} is named twice")
+            raise UpdateError(f"RUN line {c.run.line}: FileCheck rejects its options: {what}; fix "
+                              "--check-prefix(es) on the RUN line", c.run.line)
 
 
 def _rewrite(path: str, text: str) -> tuple[str, bool, list[lit_runs.Capture], set[str]]:
@@ -183,6 +215,7 @@ def _rewrite(path: str, text: str) -> tuple[str, bool, list[lit_runs.Capture], s
     own = [c for c in captures if c.checks(path)]
     if not own:
         raise UpdateError("no RUN line pipes into a FileCheck of this test (e.g. '... | filecheck %s')", runs[0].line)
+    _check_prefixes(own)
     first_run = lines[runs[0].line - 1]
     comment = _RUN.match(first_run).group(1) or "//"
     hand = _hand_written(lines, blocks, {p for c in own for p in c.parsed.prefixes})
