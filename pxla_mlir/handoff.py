@@ -58,7 +58,9 @@ ELEMENT_TYPES = {
     "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
     "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
     "complex<f32>": "complex64", "complex<f64>": "complex128",
-    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2",
+    "f8E4M3FN": "float8_e4m3fn", "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E4M3B11FNUZ": "float8_e4m3b11fnuz",
+    "f8E5M2": "float8_e5m2", "f8E5M2FNUZ": "float8_e5m2fnuz", "f8E4M3": "float8_e4m3", "f8E3M4": "float8_e3m4",
+    "f8E8M0FNU": "float8_e8m0fnu", "f4E2M1FN": "float4_e2m1fn",
 }
 _CALLBACK = re.compile(r"xla_ffi(_partitioned)?_python_\w+_callback|xla_python_\w+_callback")
 _GSPMD_TARGETS = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"}

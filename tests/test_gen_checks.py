@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 from pxla_mlir.pytest_plugin import Golden
-from pxla_mlir.tools.gen_checks import check_lines
+from pxla_mlir.tools.gen_checks import check_lines, lines_of, split_chunks
 
 PYPI_FILECHECK = os.path.join(os.path.dirname(sys.executable), "filecheck")
 LLVM_FILECHECK = shutil.which("FileCheck", path="/usr/lib/llvm-19/bin")
@@ -138,6 +138,19 @@ def test_filecheck_syntax_in_the_text_is_checked_literally(checker, tmp_path):
     assert filecheck(checker, lines, text, tmp_path).returncode == 0, "\n".join(lines)
     for old, new in (("[[b]]", "[b]]"), ("{[[c", "{[c"), ("{{{e", "{{e"), ("{{a}}", "{a}}")):
         assert filecheck(checker, lines, text.replace(old, new), tmp_path).returncode == 1, old
+
+
+@pytest.mark.parametrize("checker", CHECKERS)
+def test_lines_break_at_newlines_only(checker, tmp_path):
+    # str.splitlines would also break at a form feed, U+2028 and others: not FileCheck, not MLIR.
+    text = ('module {\r\n  func.func @f() attributes {s = "a\x0cb\x1cc\u2028d"} {\r\n    return\r\n  }\r\n}\r\n'
+            '// -----\r\nmodule {\n}\n')
+    assert lines_of(text)[1] == '  func.func @f() attributes {s = "a\x0cb\x1cc\u2028d"} {\r'
+    first, second = split_chunks(text)
+    lines = check_lines(first)
+    assert len(lines) == 6 and lines[2].endswith('attributes {s = "a\x0cb\x1cc\u2028d"} {'), lines
+    assert filecheck(checker, lines, first, tmp_path).returncode == 0, "\n".join(lines)
+    assert second == "module {\n}"
 
 
 def test_cli_reads_a_file_or_stdin_and_names_an_empty_input(tmp_path, forms):

@@ -333,11 +333,36 @@ def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_pa
     assert moved.returncode == 1 and "DIFFER: 8 elements differ (compared exactly)" in moved.stdout, moved.stdout
 
 
+def test_cli_round_trips_every_extended_float_type(tmp_path):
+    import ml_dtypes
+
+    from pxla_mlir.handoff import ELEMENT_TYPES
+    from pxla_mlir.tools.running import save_npy
+
+    names = ["bfloat16", *sorted(n for n in dir(jnp) if n.startswith(("float8_", "float4_")))]  # all jax has
+    assert set(names) <= set(ELEMENT_TYPES.values())
+    xs = [(np.arange(6, dtype=np.float32).reshape(2, 3) / 4 + 0.25).astype(getattr(ml_dtypes, n)) for n in names]
+    (tmp_path / "m.mlir").write_text(jax.jit(lambda *a: [v[::-1] for v in a]).lower(*xs).as_text())
+    for i, x in enumerate(xs):
+        save_npy(tmp_path / f"x{i}.npy", x)
+    given = [f"--input={i}=x{i}.npy" for i in range(len(xs))]
+    ran = _cli("run", "m.mlir", *given, "-o", "out", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    for i, x in enumerate(xs):  # numpy.load reads every result (float8_e5m2 was '<f1', which it refuses)
+        assert np.load(tmp_path / "out" / f"{i}.npy").view(x.dtype).tobytes() == x[::-1].tobytes(), names[i]
+    same = _cli("run", "m.mlir", *given, "--expect", "out", cwd=tmp_path)
+    assert same.returncode == 0 and f"all {len(xs)} results agree" in same.stdout, same.stdout + same.stderr
+    back = [f"--input={i}=out/{i}.npy" for i in range(len(xs))]  # results read back as inputs
+    twice = _cli("run", "m.mlir", *back, "--expect", "out", cwd=tmp_path)
+    assert twice.returncode == 1 and f"{len(xs)} of {len(xs)} results differ" in twice.stdout, twice.stdout
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--input", "0=x.npy"], "argument 0 of m.mlir is f32[8,3], but 'x.npy' holds f64[8,3]"),
     (["--compare", "broken.mlir"], "broken.mlir:4:10: error: custom op 'mhlo.bogus' is unknown"),
     (["--expect", "nowhere"], "cannot read --expect directory 'nowhere': No such file or directory"),
-    (["--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    (["--seed", "x"], "argument --seed: expected an integer >= 0, got 'x'"),
+    (["--seed", "-1"], "argument --seed: expected an integer >= 0, got -1"),  # not numpy's message
 ])
 def test_cli_module_mistakes_exit_2_before_anything_runs(tmp_path, argv, message):
     (tmp_path / "m.mlir").write_text(MAPS["pmap replica"][0].lower(rand(8, 3)).as_text())

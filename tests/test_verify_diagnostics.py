@@ -31,6 +31,12 @@ def test_designators_resolve_to_lines():
         ("error", 11), ("error", 11)]
 
 
+def test_lines_are_counted_as_mlir_counts_them():
+    # A form feed, U+2028 or a lone '\r' in a comment ends no line for MLIR's locations.
+    exps, errors = parse_expectations("// a\x0cb\u2028c\rd\r\n// expected-error @+1 {{here}}\r\nop2\n")
+    assert not errors and [(e.kind, e.line) for e in exps] == [("error", 3)]
+
+
 def test_all_met():
     exps, _ = parse_expectations(TEXT)
     diags = [diag("error", 3, "the first one"), diag("warning", 6, "second"), diag("note", 6, "third!"),

@@ -59,7 +59,7 @@ def _pattern(body: str, is_re: bool) -> re.Pattern:
 def parse_expectations(text: str) -> tuple[list[Expectation], list[str]]:
     """Expectations in ``text`` (line numbers are 1-based lines of ``text``)
     and errors about malformed ones."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # as MLIR counts lines (str.splitlines also breaks at form feeds, U+2028, ...)
     has_designator = [bool(_EXPECT.search(l)) for l in lines]
     out, errors = [], []
     for i, line in enumerate(lines, start=1):

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from .errors import CliError, write_output
+from .errors import ERROR_EXIT, CliError, write_output
 
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -27,7 +27,10 @@ def add_parsers(sub) -> None:
     g.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     g.set_defaults(func=run_gen)
     u = sub.add_parser("update-checks",
-                       help="rewrite the generated CHECK blocks of lit tests from what their RUN lines print")
+                       help="rewrite the generated CHECK blocks of lit tests from what their RUN lines print",
+                       epilog="exit 0: the tests are up to date (or were updated); 1: --check found stale tests; "
+                              "2: a mistake (a RUN line that fails, a test that cannot be read or updated, bad "
+                              "arguments), whatever else was found")
     u.add_argument("tests", nargs="+", metavar="TEST",
                    help="a lit test, or a directory (its tests that have a generated block)")
     u.add_argument("--check", action="store_true",
@@ -80,12 +83,15 @@ def _tests(paths: list[str]) -> list[str]:
 
 
 def run_update(args) -> int:
+    """Exit 1 only for stale tests (--check), so that CI tells them from broken ones (2)."""
     from .update_checks import UpdateError, update, write
 
     failed = stale = 0
     for test in _tests(args.tests):
         try:
             result = update(test, verify=not args.check)
+            if result.stale and not args.check:
+                write(result)
         except UpdateError as e:
             where = f"{test}:{e.line}" if e.line else test
             print(f"pxla-mlir: error: {where}: {e}", file=sys.stderr)
@@ -97,6 +103,5 @@ def run_update(args) -> int:
             print(f"{test}: generated checks are stale (run: pxla-mlir update-checks {test})")
             stale += 1
         else:
-            write(result)
             print(f"updated {test}")
-    return 1 if failed or stale else 0
+    return ERROR_EXIT if failed else 1 if stale else 0

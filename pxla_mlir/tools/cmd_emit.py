@@ -13,7 +13,7 @@ import os
 
 from .comparing import ATOL, RTOL
 from .emit import MapOptions, prepare, stage_text
-from .errors import CliError, positive_int, write_output
+from .errors import CliError, non_negative_int, positive_int, write_output
 from .map_args import MAP_FLAGS, add_map_arguments, map_options
 from .running import inputs, measure, print_outputs, timing_line
 
@@ -34,7 +34,7 @@ def add_parsers(sub) -> None:
                                      "stdin)")
     r.add_argument("--input", action="append", default=[], metavar="N=FILE.npy",
                    help="argument N from a .npy file (others are random)")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=non_negative_int, default=0, help="seed of the random inputs (>= 0; default 0)")
     r.add_argument("--calls", type=positive_int, default=None,
                    help="steady-state calls to time (default 20; a .mlir module is timed only when given)")
     m = r.add_argument_group("a module from a .mlir file", "exit 0: ran (and the results agree), 1: compared results "

@@ -27,7 +27,7 @@ from ..stats import TIMINGS
 from .comparing import ATOL, RTOL, compare, table
 from .errors import CliError
 from .map_args import MAP_FLAGS
-from .running import load_npy, module_inputs, print_outputs, time_calls, timing_line
+from .running import load_npy, module_inputs, print_outputs, save_npy, time_calls, timing_line
 
 __all__ = ["is_module_target", "check_flags", "reject_module_flags", "load_target", "run"]
 
@@ -206,6 +206,6 @@ def _make_dir(directory: str) -> None:
 def _write(directory: str, results) -> None:
     try:
         for i, r in enumerate(results):
-            np.save(os.path.join(directory, f"{i}.npy"), r)
+            save_npy(os.path.join(directory, f"{i}.npy"), r)
     except OSError as e:
         raise CliError(f"cannot write results to {directory!r}: {e.strerror}") from None

@@ -32,15 +32,22 @@ def write_output(path: str, text: str) -> None:
         raise CliError(f"cannot write {path!r}: {e.strerror}") from None
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _int_from(low: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+
+    return parse
+
+
+#: argparse types: an integer >= 1, an integer >= 0 (numpy's seeds).
+positive_int = _int_from(1, "a positive integer")
+non_negative_int = _int_from(0, "an integer >= 0")
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-__all__ = ["check_lines", "split_chunks", "Block", "find_blocks", "is_begin_marker", "block", "with_block", "MarkerError",
-           "BEGIN", "END"]
+__all__ = ["check_lines", "lines_of", "split_chunks", "Block", "find_blocks", "is_begin_marker", "block", "with_block",
+           "MarkerError", "BEGIN", "END", "DEFAULT_SPLIT_MARKER"]
 
 SSA_CAPTURE = "[0-9A-Za-z_$.-]+"  # MLIR's value names (suffix-id), without '#n'/':n'
 _SSA = re.compile(r"%([0-9]+|[A-Za-z_$.-][0-9A-Za-z_$.-]*)")
@@ -39,15 +39,25 @@ _DEF = re.compile(r'^\s*%([0-9A-Za-z_$.-]+)(?::\d+)?(?:\s*,\s*%[0-9A-Za-z_$.-]+(
 _FUNC = re.compile(r'^\s*(?:[A-Za-z_][\w.]*\.)?func\s+(?:(?:public|private|nested)\s+)?@(?:"[^"]*"|[\w$.-]+)\(')
 _MODULE = re.compile(r"^\s*(?:builtin\.)?module\b[^{]*\{")
 _CONSTANT = re.compile(r'^\s*%[^=]*=\s*"?[\w.$-]*\.constant\b')
+DEFAULT_SPLIT_MARKER = "// -----"  # pxla-opt's and mlir-opt's
 SPLIT_MARKER = re.compile(r"^// -----")
 _OPEN, _CLOSE = "([{<", ")]}>"
 
 
-def split_chunks(text: str) -> list[str]:
-    """The chunks of a ``--split-input-file`` output (or input), at ``// -----`` lines."""
+def lines_of(text: str) -> list[str]:
+    """``text``'s lines, broken at newlines only, as lit, FileCheck and MLIR break them
+    (``str.splitlines`` also breaks at form feeds, U+2028 and others); a carriage return
+    before the newline stays on its line."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def split_chunks(text: str, marker: str = DEFAULT_SPLIT_MARKER) -> list[str]:
+    """The chunks of a ``--split-input-file`` output, at the lines that are ``marker``
+    (``--output-split-marker``)."""
     chunks, current = [], []
-    for line in text.splitlines():
-        if SPLIT_MARKER.match(line):
+    for line in lines_of(text):
+        if line.rstrip("\r") == marker:
             chunks.append("\n".join(current))
             current = []
         else:
@@ -224,7 +234,7 @@ def check_lines(text: str, prefix: str = "CHECK", *, comment: str = "//", elide:
     ``elide``: substrings (e.g. temporary paths) checked as ``{{.*}}``.
     ``max_constant``: longest ``dense<...>`` constant checked in full (None: all).
     """
-    lines = text.splitlines()
+    lines = lines_of(text)
     width = len(prefix) + len("-LABEL: ")
 
     def emit(kind: str, pieces) -> None:
@@ -324,7 +334,7 @@ def find_blocks(lines: Sequence[str]) -> list[Block]:
 
 def with_block(text: str, checks: Sequence[str], comment: str = "//") -> str:
     """``text`` with its one generated block holding ``checks`` (appended if it has none)."""
-    lines = text.splitlines()
+    lines = lines_of(text)
     blocks = find_blocks(lines)
     if len(blocks) > 1:
         raise MarkerError(f"a second generated block (the first is at line {blocks[0].begin + 1})", blocks[1].begin + 1)

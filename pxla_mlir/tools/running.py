@@ -12,7 +12,7 @@ import numpy as np
 from .errors import CliError
 from .targets import ArgSpec, arg_specs
 
-__all__ = ["inputs", "module_inputs", "load_npy", "measure", "time_calls", "timing_line", "print_outputs"]
+__all__ = ["inputs", "module_inputs", "load_npy", "save_npy", "measure", "time_calls", "timing_line", "print_outputs"]
 
 
 def inputs(prepared, given: list[str], seed: int) -> list:
@@ -60,12 +60,31 @@ def _given(given: list[str], count: int):
         yield int(index), path
 
 
+def _npy_names(dtype: np.dtype) -> bool:
+    """Whether a .npy header can name ``dtype``. It cannot name jax's extra
+    dtypes (bfloat16, float8_*, float4_*): numpy.save writes most as raw
+    bytes (``|V2``), but float8_e5m2 as ``<f1``, which numpy.load refuses."""
+    try:
+        return np.dtype(dtype.str) == dtype
+    except TypeError:
+        return False
+
+
+def save_npy(path: str, array: np.ndarray) -> None:
+    """``array`` as a .npy file that :func:`load_npy` reads back as its dtype
+    (raw bytes where the format cannot name the dtype)."""
+    array = np.asarray(array)
+    if not _npy_names(array.dtype):
+        array = array.view(f"V{array.dtype.itemsize}")
+    np.save(path, array)
+
+
 def load_npy(path: str, dtype=None) -> np.ndarray:
-    """A .npy file's array. The format cannot name jax's extra dtypes
-    (bfloat16, float8_*: numpy.save writes them as raw bytes, ``|V2``), so raw
-    bytes of ``dtype``'s size are read as ``dtype``."""
+    """A .npy file's array; raw bytes of ``dtype``'s size are read as
+    ``dtype`` where the format cannot name it (see :func:`save_npy`)."""
     import jax.numpy as jnp
 
+    want = None if dtype is None else jnp.dtype(dtype)
     try:
         with open(path, "rb") as f:
             if f.read(6) != b"\x93NUMPY":
@@ -75,12 +94,12 @@ def load_npy(path: str, dtype=None) -> np.ndarray:
     except OSError as e:
         raise CliError(f"cannot load {path!r}: {e.strerror}") from None
     except ValueError as e:
-        raise CliError(f"cannot load {path!r}: {e}") from None
-    if dtype is not None:
-        want = jnp.dtype(dtype)
-        if loaded.dtype.kind == "V" and loaded.dtype.fields is None and want.kind == "V" and \
-                loaded.dtype.itemsize == want.itemsize:
-            loaded = loaded.view(want)
+        hint = "" if want is None or _npy_names(want) else \
+            f" (numpy.save cannot write {want.name} readably: save array.view('V{want.itemsize}') instead)"
+        raise CliError(f"cannot load {path!r}: {e}{hint}") from None
+    if want is not None and loaded.dtype.kind == "V" and loaded.dtype.fields is None and not _npy_names(want) \
+            and loaded.dtype.itemsize == want.itemsize:
+        loaded = loaded.view(want)
     return loaded
 
 

@@ -3,28 +3,32 @@
 A test's RUN lines run as lit runs them (``lit_runs``). Each FileCheck that
 reads the test itself is checked by one *generated prefix*: one of its
 prefixes with no hand-written check line in the file, shared only by RUN lines
-that print the same text. For every ``// -----`` chunk (with
-``--split-input-file``, else the whole file) the lines of those prefixes
-replace the chunk's block between ``CHECK-GEN-BEGIN`` and ``CHECK-GEN-END``,
-or become a new block above the chunk's input. Everything outside the blocks
-(RUN lines, hand-written checks, comments, the input) is left as it is. The
-new text is checked with the RUN lines' own FileCheck on the captured outputs
-before the file is replaced in one step; any error leaves the file untouched.
+that print the same text. For every chunk (with ``--split-input-file[=MARKER]``,
+else the whole file) the lines of those prefixes replace the chunk's block
+between ``CHECK-GEN-BEGIN`` and ``CHECK-GEN-END``, or become a new block above
+the chunk's input. Everything outside the blocks (RUN lines, hand-written
+checks, comments, the input) is left as it is, byte for byte. An output can
+name the test's lines (``file:LINE:COL`` of a diagnostic): when the new blocks
+move lines, the RUN lines run again on the new text until the checks hold for
+the file as written. The new text is checked with the RUN lines' own
+FileCheck on the captured outputs; any error leaves the file as it was.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
 
 from . import gen_checks, lit_runs
-from .gen_checks import Block, MarkerError, block, check_lines, find_blocks
+from .gen_checks import DEFAULT_SPLIT_MARKER, Block, MarkerError, block, check_lines, find_blocks, lines_of
 
-_SPLIT_FLAG = re.compile(r"(?<!\S)--?split-input-file(?:=\S*)?(?!\S)")
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
+_PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # what LLVM's FileCheck takes
+_SETTLE = 3  # reruns on the new text before line numbers that keep moving are an error
 
 
 class UpdateError(Exception):
@@ -89,13 +93,30 @@ def _choose_prefixes(captures: list[lit_runs.Capture], hand: set[str]) -> dict[s
     return chosen
 
 
-def _chunk_spans(lines: list[str], split: bool) -> list[tuple[int, int]]:
-    """[start, end) line spans of the test's chunks (the ``// -----`` lines belong to none)."""
-    if not split:
+def _split_markers(command: str) -> tuple[str | None, str]:
+    """The markers a RUN line splits at, as pxla-opt and mlir-opt read them: its input's
+    (``--split-input-file[=MARKER]``; None: no split) and its output's (``--output-split-marker``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: lit's shell would refuse the line first
+        words = command.split()
+    split, output = None, DEFAULT_SPLIT_MARKER
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in ("-split-input-file", "--split-input-file"):
+            split = value if eq else DEFAULT_SPLIT_MARKER
+        elif name in ("-output-split-marker", "--output-split-marker"):
+            output = value if eq else words[i + 1] if i + 1 < len(words) else output
+    return split, output
+
+
+def _chunk_spans(lines: list[str], marker: str | None) -> list[tuple[int, int]]:
+    """[start, end) line spans of the test's chunks (the marker lines belong to none)."""
+    if marker is None:
         return [(0, len(lines))]
     spans, start = [], 0
     for i, line in enumerate(lines):
-        if gen_checks.SPLIT_MARKER.match(line):
+        if line.startswith(marker):
             spans.append((start, i))
             start = i + 1
     spans.append((start, len(lines)))
@@ -111,39 +132,78 @@ def _insert_at(lines: list[str], start: int, end: int, comment: str) -> int:
     return last + 1
 
 
+def _first_error(stderr: str) -> str:
+    """FileCheck's message: its first line, or a traceback's last (the PyPI filecheck's usage errors)."""
+    lines = [line.strip() for line in lines_of(stderr) if line.strip()]
+    if not lines:
+        return "no output on stderr"
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]
+
+
 def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str]) -> None:
     """Each FileCheck of a generated prefix passes on its captured input with the new text."""
     with tempfile.TemporaryDirectory(prefix="pxla-update-checks-") as tmp:
-        checks = os.path.join(tmp, os.path.basename(path))
-        with open(checks, "w") as f:
+        checks, anything = os.path.join(tmp, os.path.basename(path)), os.path.join(tmp, "anything")
+        with open(checks, "w", encoding="utf-8", newline="") as f:
             f.write(new)
         for c in captures:
             command = lit_runs.filecheck_command(c)
             if command is None:
                 raise UpdateError(f"RUN line {c.run.line}: FileCheck '{c.filecheck}' is not on PATH", c.run.line)
             parsed = c.parsed
-            args = [checks if i == parsed.check_index else a for i, a in enumerate(c.args)
-                    if i not in parsed.input_indices]
-            done = subprocess.run(command + args, input=c.input, capture_output=True, text=True, cwd=c.cwd,
-                                  timeout=300)
-            if done.returncode != 0:
-                why = lit_runs.summary(done.stderr.replace(checks, path), 1)
-                mixed = sorted(hand & set(parsed.prefixes))
-                hint = (f"its hand-written {', '.join(mixed)} checks may not fit between the generated CHECK-LABELs; "
-                        "give the generated prefix a RUN line of its own" if mixed else
-                        "the generated checks do not fit this FileCheck's options")
-                raise UpdateError(f"the new checks would fail RUN line {c.run.line} ({why}): {hint}; "
-                                  "the test is unchanged", c.run.line)
+
+            def filecheck(check_file: str) -> subprocess.CompletedProcess:
+                args = [check_file if i == parsed.check_index else a for i, a in enumerate(c.args)
+                        if i not in parsed.input_indices]
+                return subprocess.run(command + args, input=c.input, capture_output=True, text=True,
+                                      errors="replace", cwd=c.cwd, timeout=300)
+
+            done = filecheck(checks)
+            if done.returncode == 0:
+                continue
+            why = _first_error(done.stderr.replace(checks, path))
+            with open(anything, "w") as f:  # checks that pass on any output: failing them is the options' fault
+                f.write("".join(f"{p}: {{{{.*}}}}\n" for p in parsed.prefixes))
+            if filecheck(anything).returncode != 0:
+                raise UpdateError(f"RUN line {c.run.line}: its FileCheck fails whatever the checks ({why}): fix the "
+                                  "FileCheck options on the RUN line; the test is unchanged", c.run.line)
+            mixed = sorted(hand & set(parsed.prefixes))
+            hint = (f"its hand-written {', '.join(mixed)} checks may not fit between the generated CHECK-LABELs; "
+                    "give the generated prefix a RUN line of its own" if mixed else
+                    "the generated checks do not fit this FileCheck's options")
+            raise UpdateError(f"the new checks would fail RUN line {c.run.line} ({why}): {hint}; "
+                              "the test is unchanged", c.run.line)
 
 
-def update(path: str, *, verify: bool = True) -> Update:
-    """The test's text with its generated blocks rewritten (nothing is written)."""
+def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8", newline="") as f:
-            old = f.read()
+            return f.read()
     except OSError as e:
         raise UpdateError(f"cannot read the test: {e.strerror}") from None
-    lines = old.splitlines()
+    except UnicodeDecodeError as e:
+        raise UpdateError(f"the test is not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start}); save it as "
+                          "UTF-8") from None
+
+
+def _check_prefixes(captures: list[lit_runs.Capture]) -> None:
+    """Prefixes LLVM's FileCheck would refuse, before any check is written with them."""
+    for c in captures:
+        prefixes = c.parsed.prefixes
+        bad = next((p for p in prefixes if not _PREFIX.fullmatch(p)), None)
+        twice = next((p for p in prefixes if prefixes.count(p) > 1), None)
+        if bad is not None or twice is not None:
+            what = (f"the check prefix {bad!r} is not letters, digits, '-' and '_'" if bad is not None else
+                    f"the check prefix {twice} is named twice")
+            raise UpdateError(f"RUN line {c.run.line}: FileCheck rejects its options: {what}; fix "
+                              "--check-prefix(es) on the RUN line", c.run.line)
+
+
+def _rewrite(path: str, text: str) -> tuple[str, bool, list[lit_runs.Capture], set[str]]:
+    """``text`` (the test as it is on disk) with its blocks rewritten from what its RUN lines print
+    now; whether that moves lines outside the blocks; the captures of the generated prefixes and
+    the hand-written prefixes."""
+    lines = lines_of(text)  # a '\r' stays on its line: CRLF and LF lines are kept as they are
     try:
         blocks = find_blocks(lines)
     except MarkerError as e:
@@ -155,6 +215,7 @@ def update(path: str, *, verify: bool = True) -> Update:
     own = [c for c in captures if c.checks(path)]
     if not own:
         raise UpdateError("no RUN line pipes into a FileCheck of this test (e.g. '... | filecheck %s')", runs[0].line)
+    _check_prefixes(own)
     first_run = lines[runs[0].line - 1]
     comment = _RUN.match(first_run).group(1) or "//"
     hand = _hand_written(lines, blocks, {p for c in own for p in c.parsed.prefixes})
@@ -172,18 +233,24 @@ def update(path: str, *, verify: bool = True) -> Update:
                                   "(LLVM's FileCheck rejects that): drop it from the RUN line or write checks for it",
                                   c.run.line)
 
-    split = {p: bool(_SPLIT_FLAG.search(cs[0].run.command)) for p, cs in chosen.items()}
-    spans = _chunk_spans(lines, any(split.values()))
+    markers = {p: _split_markers(cs[0].run.command) for p, cs in chosen.items()}
+    splits = sorted({split for split, _ in markers.values() if split is not None})
+    if len(splits) > 1:
+        raise UpdateError(f"the RUN lines split the test at different markers ({', '.join(map(repr, splits))}); "
+                          "give them one --split-input-file", runs[0].line)
+    marker = splits[0] if splits else None
+    spans = _chunk_spans(lines, marker)
     for b in blocks:
         if not any(start <= b.begin and b.end < end for start, end in spans):
-            raise UpdateError(f"the generated block from line {b.begin + 1} spans a '// -----' line", b.begin + 1)
+            raise UpdateError(f"the generated block from line {b.begin + 1} spans a '{marker}' line", b.begin + 1)
     generated: list[list[str]] = [[] for _ in spans]
     for prefix, cs in chosen.items():
         run = cs[0].run
-        outputs = gen_checks.split_chunks(cs[0].input) if split[prefix] else [cs[0].input]
+        split, output_marker = markers[prefix]
+        outputs = gen_checks.split_chunks(cs[0].input, output_marker) if split is not None else [cs[0].input]
         if len(outputs) != len(spans):
             raise UpdateError(f"RUN line {run.line} prints {len(outputs)} chunk(s) for the test's {len(spans)} "
-                              "('// -----'); every chunk must print its output (a chunk that fails prints nothing)",
+                              f"('{marker}'); every chunk must print its output (a chunk that fails prints nothing)",
                               run.line)
         for k, (output, (start, _)) in enumerate(zip(outputs, spans)):
             checks = check_lines(output, prefix, comment=comment, elide=places)
@@ -193,9 +260,10 @@ def update(path: str, *, verify: bool = True) -> Update:
                                   start + 1)
             generated[k] += ([comment] if generated[k] else []) + checks
 
+    cr = "\r" if 2 * sum(line.endswith("\r") for line in lines) > len(lines) else ""  # new lines end as most do
     edits = []  # (start, end, lines), applied from the last
     for (start, end), checks in zip(spans, generated):
-        new_block = block(checks, comment)
+        new_block = [line + cr for line in block(checks, comment)]
         mine = [b for b in blocks if start <= b.begin < end]
         if len(mine) > 1:
             raise UpdateError(f"two generated blocks in one chunk (lines {mine[0].begin + 1} and {mine[1].begin + 1})",
@@ -204,31 +272,67 @@ def update(path: str, *, verify: bool = True) -> Update:
             edits.append((mine[0].begin, mine[0].end + 1, new_block))
         else:
             at = _insert_at(lines, start, end, comment)
-            before = [""] if at > start and lines[at - 1].strip() and at == end else []
-            edits.append((at, at, before + new_block + ([] if at == end else [""])))
+            before = [cr] if at > start and lines[at - 1].strip() and at == end else []
+            edits.append((at, at, before + new_block + ([] if at == end else [cr])))
     new_lines = list(lines)
     for start, end, replacement in sorted(edits, reverse=True):
         new_lines[start:end] = replacement
-    eol = "\r\n" if "\r\n" in old else "\n"
-    new = eol.join(new_lines) + (eol if old.endswith("\n") or not old else "")
-    if verify and new != old:
-        _verify(path, new, [c for cs in chosen.values() for c in cs], hand)
+    new = "\n".join(new_lines) + ("\n" if text.endswith("\n") or not text else "")
+    moved = any(len(replacement) != end - start for start, end, replacement in edits)
+    return new, moved, [c for cs in chosen.values() for c in cs], hand
+
+
+def update(path: str, *, verify: bool = True) -> Update:
+    """The test's text with its generated blocks rewritten; the file is left as it was.
+
+    ``verify``: make sure the new text passes as it will be written. When it moves lines (which
+    an output may name, as diagnostics do), it is written for a while, the RUN lines run again on
+    it, and the old text is put back; then the RUN lines' FileCheck checks it. Without
+    (``--check``): the first rewrite, which differs from the test exactly when it is stale.
+    """
+    old = _read(path)
+    new, moved, own, hand = _rewrite(path, old)
+    if not verify or new == old:
+        return Update(path, old, new)
+    reruns = 0
+    try:
+        while moved:
+            if reruns == _SETTLE:
+                raise UpdateError(f"the RUN lines print other text each time the generated blocks are rewritten "
+                                  f"({_SETTLE} times): their output must not depend on the checks; the test is "
+                                  "unchanged")
+            _replace(path, new)
+            reruns += 1
+            new, moved, own, hand = _rewrite(path, new)
+    finally:
+        if reruns:
+            _replace(path, old)
+    _verify(path, new, own, hand)
     return Update(path, old, new)
 
 
-def write(result: Update) -> None:
-    """Replaces the test in one step (a reader sees the old file or the new one)."""
-    directory = os.path.dirname(os.path.abspath(result.path))
-    fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=directory)
+def _replace(path: str, text: str) -> None:
+    """Replaces the test's text in one step (a reader sees the old text or the new); through a
+    symbolic link, its target's, so that the link stays a link."""
+    target = os.path.realpath(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=os.path.dirname(target))
+    except OSError as e:
+        raise UpdateError(f"cannot write the test: {e.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(result.new)
-        os.chmod(tmp, os.stat(result.path).st_mode & 0o7777)
-        os.replace(tmp, result.path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+            f.write(text)
+        os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException as e:
+        os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise UpdateError(f"cannot write the test: {e.strerror}") from None
         raise
+
+
+def write(result: Update) -> None:
+    _replace(result.path, result.new)
 
 
 def tests_with_blocks(directory: str) -> list[str]:
@@ -239,8 +343,8 @@ def tests_with_blocks(directory: str) -> list[str]:
         for name in sorted(files):
             path = os.path.join(root, name)
             try:
-                with open(path, encoding="utf-8") as f:
-                    if any(gen_checks.is_begin_marker(line) for line in f):
+                with open(path, encoding="utf-8", newline="") as f:
+                    if any(gen_checks.is_begin_marker(line) for line in lines_of(f.read())):
                         found.append(path)
             except (OSError, UnicodeDecodeError):
                 continue
