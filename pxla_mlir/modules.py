@@ -44,6 +44,7 @@ from .ir.context import make_context
 from .ir.diagnostics import PassError
 from .ir.pxla_attrs import TILE_DIMS
 from .jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
+from .maps.arguments import check_devices
 from .sharding import hlo_sharding
 from .stages import Layout, Lowered, Signature
 from .stats import timed
@@ -153,7 +154,7 @@ def _devices(module: ir.Module, name: str, devices: Sequence | None) -> list:
     n = replicas * partitions
     counts = f"num_replicas = {replicas}, num_partitions = {partitions}"
     if devices is not None:
-        devices = list(devices)
+        devices = list(check_devices(devices, "pxla_mlir.load"))
         if len(devices) != n:
             raise ModuleError(f"{name}: the module needs {n} devices ({counts}), {len(devices)} were given")
         return distributed.check_devices(devices, name)
