@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PxlaUserError
-from .devices import check_device_count, repeated_device
+from .devices import backend_error, check_device_count, repeated_device
 from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
 
 __all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping", "axis_groups"]
@@ -228,7 +228,13 @@ class Mesh(AbstractMesh):
         if devices is None:
             import jax
 
-            devices = jax.devices()
+            try:
+                devices = jax.devices()
+            except (AssertionError, RuntimeError) as e:
+                clear = backend_error(e, "Mesh.create")
+                if clear is None:
+                    raise
+                raise clear from None
         n = int(np.prod(sizes, dtype=np.int64))
         if n > len(devices):
             raise MeshError(f"a mesh of shape {dict(zip(axis_names, sizes))} needs {n} devices, but only "

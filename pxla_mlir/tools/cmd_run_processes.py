@@ -64,6 +64,7 @@ def _devices_per_process(count: int) -> int:
 
 
 def _launch(args) -> int:
+    _check_backend()
     per = _devices_per_process(args.processes)
     if is_module_target(args.target):
         _check_module(args, per)
@@ -96,6 +97,21 @@ def _launch(args) -> int:
         print(f"  {name:<22}{cells}{note}")
     sys.stdout.write(first["outputs"])
     return 0
+
+
+def _check_backend() -> None:
+    """The devices the processes would run on can start (here first: the split below counts them)."""
+    import jax
+
+    from ..sharding.devices import backend_error
+
+    try:
+        jax.devices()
+    except (AssertionError, RuntimeError) as e:
+        clear = backend_error(e, "pxla-mlir run --processes")
+        if clear is None:
+            raise
+        raise clear from None
 
 
 def _check_module(args, per: int) -> None:
