@@ -43,6 +43,7 @@ from ..jax_internals import (
     trace_context,
     trace_ref,
 )
+from ..pytree_depth import too_deep
 from ..runtime.callbacks import RUNNING_CALLBACK, refuse_inside_callback
 from ..runtime.dispatch import FastDispatch, first_array
 from ..runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_oldest
@@ -255,8 +256,9 @@ class MapFunction:
     def lower(self, *args, **kwargs) -> Lowered:
         try:
             return self._lower_call(args, kwargs)
-        except (AssertionError, RuntimeError) as e:
-            clear = backend_error(e, f"{self.what} {self.name!r}.lower()", getattr(self, "backend", None))
+        except Exception as e:  # a too-deep pytree leaks jax's flattening RecursionError as some other error
+            clear = too_deep(e, (args, kwargs), f"the arguments of {self.name!r}.lower()") or \
+                backend_error(e, f"{self.what} {self.name!r}.lower()", getattr(self, "backend", None))
             if clear is None:
                 raise
             raise clear from None
