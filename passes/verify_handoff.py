@@ -15,7 +15,10 @@ error at the offending op, when:
   ``mhlo.sharding`` must name devices of the module: ``{maximal device=N}``
   with N below ``mhlo.num_partitions``, a tile assignment naming every
   partition once (XLA's HLO verifier rejects anything else, deep inside
-  the compile). ``sharding-dialect=auto`` (the default) reads the form from
+  the compile); likewise in the Shardy form a mesh written inside an
+  ``sdy.sharding`` (``mesh<[], device_ids=[N]>``, as host callbacks get) or
+  an ``sdy.mesh`` without axes must name one of the partitions, and a mesh
+  with axes all of them. ``sharding-dialect=auto`` (the default) reads the form from
   the module: Shardy when it has any ``sdy`` op or ``sdy.sharding``;
 * a module with both ``mhlo.num_replicas > 1`` and ``mhlo.num_partitions >
   1`` carries a tiled ``mhlo.sharding`` (jaxlib 0.10.2 aborts the process
@@ -130,6 +133,8 @@ class VerifyHandoffPass(ModulePass):
                 self._check_sharding_attrs(op, form)
             if name == "gspmd" and partitions > 1 and (boundary or shardy.GSPMD_SHARDING in attrs):
                 self._check_sharding_devices(op, partitions)
+            if name == "sdy" and partitions > 1 and (boundary or dialect == "sdy" or shardy.SHARDING in attrs):
+                self._check_sdy_sharding_devices(op, partitions)
             if replicas > 1 and partitions > 1 and (problem := replica_shardings.problem(op, replicas, partitions)):
                 self.error(op, problem)
             if target is not None and target.startswith("pxla."):
@@ -196,8 +201,30 @@ class VerifyHandoffPass(ModulePass):
                                    f"each of them once); XLA's HLO verifier would reject it inside the compile")
                     break
 
+    def _check_sdy_sharding_devices(self, op, partitions: int) -> None:
+        """Every mesh written inside an sdy sharding (``mesh<[], device_ids=[N]>``) names devices of the module
+        (the ``sdy.mesh`` symbols a sharding names instead are checked where they are defined)."""
+        for where, attrs in replica_shardings.places(op):
+            for key in attrs:
+                for mesh in shardy.inline_meshes(attrs[key]):
+                    problem = _sdy_mesh_problem(mesh, partitions)
+                    if problem:
+                        self.error(op, f"{where}{op.name} has {key} = {attrs[key]}: {problem} for num_partitions = "
+                                       f"{partitions} ({_SDY_DEVICES.format(last=partitions - 1, n=partitions)}); "
+                                       f"XLA's HLO verifier would reject it inside the compile")
+                        break
+
     def _check_mesh(self, op, replicas: int, partitions: int) -> None:
         mesh = shardy.read_mesh(op)
+        if not mesh.axes:
+            # An empty or maximal mesh (<[], device_ids=[N]>, as jax writes for host callbacks): no device count
+            # of its own, one device of the module at most.
+            problem = _sdy_mesh_problem(op.attributes["mesh"], partitions) if partitions > 1 else ""
+            if problem:
+                self.error(op, f"sdy.mesh {op.attributes['mesh']}: {problem} for num_partitions = {partitions} "
+                               f"({_SDY_DEVICES.format(last=partitions - 1, n=partitions)}); XLA's HLO verifier "
+                               f"would reject it inside the compile")
+            return
         if replicas != 1 or mesh.size != partitions:
             self.error(op, f"sdy.mesh {mesh.body()} has {mesh.size} devices, but the module runs as {replicas} "
                            f"replicas x {partitions} partitions; XLA needs mhlo.num_partitions = {mesh.size} and "
@@ -276,6 +303,20 @@ def _device_problem(sharding, partitions: int) -> str:
         return f"devices {values[counts > 1].tolist()} appear more than once in its tile assignment"
     if len(ids) != partitions:
         return f"its tile assignment names {len(ids)} devices, not {partitions},"
+    return ""
+
+
+_SDY_DEVICES = "a maximal mesh names one of devices 0..{last}, a mesh with axes all {n} of them"
+
+
+def _sdy_mesh_problem(attr, partitions: int) -> str:
+    """What is wrong with the devices a ``#sdy.mesh`` names ('' when nothing). Shardy's own verifier already
+    makes a mesh with axes name each of its devices once."""
+    mesh, ids = shardy.read_mesh_attr(attr), shardy.mesh_device_ids(attr)
+    if not mesh.axes:
+        return f"device {ids[0]} is out of range" if ids and ids[0] >= partitions else ""
+    if mesh.size != partitions:
+        return f"its mesh {mesh.body()} has {mesh.size} devices, not {partitions},"
     return ""
 
 

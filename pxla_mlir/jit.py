@@ -61,7 +61,7 @@ class JitFunction(MapFunction):
         static = argnums(static_argnums, "pxla_mlir.jit static_argnums")
         donate = argnums(donate_argnums, "pxla_mlir.jit donate_argnums")
         check_donation(donate, static)
-        self.devices = check_devices(devices)
+        self.devices = check_devices(devices, "pxla_mlir.jit")
         self.backend = backend
         self.options = options  # pipeline options by api name, for the kind that lowers the body
         shared = (static, donate, self.devices, backend, tuple(sorted(options.items())))

@@ -44,7 +44,9 @@ from .ir.context import make_context
 from .ir.diagnostics import PassError
 from .ir.pxla_attrs import TILE_DIMS
 from .jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
+from .maps.arguments import check_devices
 from .sharding import hlo_sharding
+from .sharding.devices import backend_error
 from .stages import Layout, Lowered, Signature
 from .stats import timed
 
@@ -66,6 +68,16 @@ def load(source, *, pipeline: str | None = None, devices: Sequence | None = None
     """
     data, read_as = read(source)
     name = name or read_as
+    try:
+        return _load(data, name, pipeline, devices)
+    except (AssertionError, RuntimeError) as e:
+        clear = backend_error(e, f"pxla_mlir.load({name})")
+        if clear is None:
+            raise
+        raise clear from None
+
+
+def _load(data, name: str, pipeline: str | None, devices: Sequence | None) -> "LoadedModule":
     ctx = make_context()
     module = parse(data, name, ctx)
     try:
@@ -153,7 +165,7 @@ def _devices(module: ir.Module, name: str, devices: Sequence | None) -> list:
     n = replicas * partitions
     counts = f"num_replicas = {replicas}, num_partitions = {partitions}"
     if devices is not None:
-        devices = list(devices)
+        devices = list(check_devices(devices, "pxla_mlir.load"))
         if len(devices) != n:
             raise ModuleError(f"{name}: the module needs {n} devices ({counts}), {len(devices)} were given")
         return distributed.check_devices(devices, name)

@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Sequence
 
-from jax import tree_util
+import numpy as np
+from jax import dtypes, tree_util
 from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
 from .distributed.program_check import check_before_launch
+from .errors import PxlaUserError
 from .ir.pxla_attrs import device_counts
 from .jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
 from .lowering import LOWERING_LOCK
@@ -32,7 +34,22 @@ from .runtime.debug_flags import compiling, dump_stage
 from .runtime.executable import ShardedExecutable, device_shapes, map_description
 from .stats import STATS, timed
 
-__all__ = ["Signature", "Layout", "lower", "Lowered", "Compiled"]
+__all__ = ["Signature", "Layout", "lower", "Lowered", "Compiled", "ArgumentTypeError", "narrowed_without_x64",
+           "X64_FIX"]
+
+#: How to pass 64-bit values (jax narrows them to 32 bits while its 64-bit types are off).
+X64_FIX = ("set JAX_ENABLE_X64=1 in the environment (or call jax.config.update('jax_enable_x64', True) before "
+           "using jax)")
+
+
+class ArgumentTypeError(PxlaUserError, TypeError):
+    """A call's arguments have other shapes or dtypes than compiled for (jax's ``TypeError``)."""
+
+
+def narrowed_without_x64(dtype) -> bool:
+    """True when jax, as configured now (64-bit types off), would turn a value
+    of ``dtype`` (int64, float64, ...) into its 32-bit kind before a call."""
+    return dtypes.canonicalize_dtype(dtype) != np.dtype(dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,17 +119,25 @@ def check_avals(expected: Sequence, leaves: Sequence, args_tree) -> None:
     """jax's TypeError for arguments of other shapes or dtypes than compiled
     for: jax's words (a flat argument is ``'flat_args[i]'``, as jax.pmap names
     it), then where it is in the call's pytree."""
-    errors = []
+    errors, narrowed = [], []
     for i, (want, x) in enumerate(zip(expected, leaves)):
         got = core.shaped_abstractify(x)
         if (got.shape, got.dtype) != (want.shape, want.dtype):
             errors.append(f"Argument 'flat_args[{i}]' compiled with {want.str_short()} and called with "
                           f"{got.str_short()} (it is {_arg_path(args_tree, i)} of the call)")
+            if got.shape == want.shape and narrowed_without_x64(want.dtype) and \
+                    dtypes.canonicalize_dtype(want.dtype) == got.dtype:
+                narrowed.append(f"{want.dtype.name} into {got.dtype.name}")
     if errors:
         count = f"The first 5 of {len(errors)}" if len(errors) >= 5 else "The"
-        raise TypeError("Argument types differ from the types for which this computation was compiled. Perhaps you "
-                        "are calling the compiled executable with a different enable_x64 mode than when it was AOT "
-                        f"compiled? {count} mismatches are:\n" + "\n".join(errors[:5]))
+        fix = ""
+        if narrowed:
+            fix = (f"\njax's 64-bit types are off (jax_enable_x64), so jax turns {', '.join(sorted(set(narrowed)))} "
+                   f"before the call; to pass 64-bit values, {X64_FIX}")
+        raise ArgumentTypeError("Argument types differ from the types for which this computation was compiled. "
+                                "Perhaps you are calling the compiled executable with a different enable_x64 mode "
+                                f"than when it was AOT compiled? {count} mismatches are:\n" + "\n".join(errors[:5])
+                                + fix)
 
 
 def _arg_path(args_tree, index: int) -> str:

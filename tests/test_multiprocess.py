@@ -214,6 +214,32 @@ def test_cli_run_processes_checks_a_module_before_starting_them():
                                           "to no_such_target for Host"]
 
 
+_THREE_REPLICAS = """module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 3 : i32} {
+  func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+    return %a : tensor<3xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("target, argv, what", [
+    ("three.mlir", [], "three.mlir"),
+    ("examples/pmap_demo.py:inner", ["--map", "pmap", "--axis-name", "j", "--arg", "f32[3,4]"],
+     "examples/pmap_demo.py:inner"),
+])
+def test_cli_run_processes_checks_the_devices_split_before_starting_them(tmp_path, target, argv, what):
+    """A program whose devices the processes cannot share evenly is one line from the launcher, in flags (not one
+    error per process in the Python API's words: devices=, jax.config)."""
+    (tmp_path / "three.mlir").write_text(_THREE_REPLICAS)
+    target = str(tmp_path / target) if target.endswith(".mlir") else target
+    result = _cli("run", target, *argv, "--processes", "2")
+    assert result.returncode == 2 and "--- process" not in result.stderr and result.stdout == "", result.stderr
+    assert result.stderr.splitlines() == [
+        f"pxla-mlir: error: {str(tmp_path / what) if what.endswith('.mlir') else what} runs on 3 devices, which "
+        f"--processes 2 cannot split evenly (every process feeds an equal share of them); run it with --processes 3 "
+        f"(a count that divides 3, with --cpu-devices a multiple of it)"], result.stderr
+
+
 # -- the launcher itself ------------------------------------------------------------------------------
 
 def test_launch_gives_each_process_its_rank_and_kills_at_the_deadline(tmp_path):

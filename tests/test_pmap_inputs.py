@@ -238,6 +238,37 @@ def test_invalid_device_lists_are_value_errors_up_front():
         pxla_mlir.jit(lambda x: x, devices=[jax.devices()[1]] * 2)
 
 
+_TWO_REPLICAS = """module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 2 : i32} {
+  func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+    return %a : tensor<3xf32>
+  }
+}
+"""
+
+
+def _xmap_on(mesh):
+    with mesh:
+        pxla_mlir.xmap(lambda a: a, in_axes=["m", ...], out_axes=["m", ...], axis_resources={"m": "x"})(
+            np.ones((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("entry, message", [
+    (lambda d: pxla_mlir.pmap(lambda x: x, devices=d), "'devices' argument to pmap lists cpu:1 twice"),
+    (lambda d: pxla_mlir.jit(lambda x: x, devices=d), "'devices' argument to pxla_mlir.jit lists cpu:1 twice"),
+    (lambda d: pxla_mlir.load(_TWO_REPLICAS, devices=d), "'devices' argument to pxla_mlir.load lists cpu:1 twice"),
+    (lambda d: _xmap_on(pxla_mlir.Mesh(np.array(d), ("x",))), "device 1 appears more than once in the mesh"),
+    (lambda d: _xmap_on(jax.sharding.Mesh(np.array(d), ("x",))), "device 1 appears more than once in the mesh"),
+], ids=["pmap", "jit", "load", "xmap", "xmap-jax-mesh"])
+def test_a_device_listed_twice_is_refused_before_anything_compiles(entry, message):
+    # XLA compiles and launches on [d, d], then fails reading the results ("Device 0 not unique") or returns garbage.
+    from pxla_mlir.errors import PxlaUserError
+
+    with pytest.raises(ValueError) as e:
+        entry([jax.devices()[1]] * 2)
+    assert str(e.value).startswith(message) and isinstance(e.value, PxlaUserError), str(e.value)
+    assert "(e.g. jax.devices()[:2]" in str(e.value) or "np.array(jax.devices()[:2]).reshape(2)" in str(e.value)
+
+
 @pytest.mark.parametrize("size, exc", [(2.5, TypeError), ("3", TypeError), (True, TypeError), (0, ValueError),
                                        (-2, ValueError)])
 def test_axis_size_is_validated(size, exc):

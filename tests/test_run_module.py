@@ -275,6 +275,39 @@ def test_xla_rejection_is_a_module_error(tmp_path):
         pxla_mlir.load(path).compile()
 
 
+_X64_MODULE = _module("func.func public @main(%x: tensor<4xi64>, %y: tensor<4xf64>) -> (tensor<4xi64>, tensor<4xf64>)",
+                      body="    %0 = mhlo.add %x, %x : tensor<4xi64>\n    %1 = mhlo.multiply %y, %y : tensor<4xf64>\n"
+                           "    return %0, %1 : tensor<4xi64>, tensor<4xf64>\n")
+
+
+def test_64_bit_arguments_without_x64_say_to_turn_it_on():
+    # jax narrows int64/float64 inputs to 32 bits while jax_enable_x64 is off: a user's setting, not a bug of ours.
+    from pxla_mlir.errors import PxlaUserError
+
+    compiled = pxla_mlir.load(_X64_MODULE).compile()
+    with pytest.raises(TypeError) as e:
+        compiled(np.arange(4, dtype=np.int64), np.ones(4))
+    assert isinstance(e.value, PxlaUserError)
+    assert "compiled with int64[4] and called with int32[4] (it is args[0] of the call)" in str(e.value)
+    assert "jax's 64-bit types are off (jax_enable_x64), so jax turns float64 into float32, int64 into int32 " \
+           "before the call; to pass 64-bit values, set JAX_ENABLE_X64=1 in the environment" in str(e.value)
+    with pytest.raises(TypeError) as e:  # other mismatches: jax's words only
+        compiled(np.arange(3, dtype=np.int64), np.ones(3))
+    assert "JAX_ENABLE_X64" not in str(e.value) and isinstance(e.value, PxlaUserError)
+
+
+def test_64_bit_module_runs_exactly_with_x64():
+    out = run_isolated(f"""
+        import os
+        os.environ["JAX_ENABLE_X64"] = "1"
+        import numpy as np, pxla_mlir
+        x, y = np.arange(4, dtype=np.int64) + 2**40, np.linspace(0, 1, 4) + 1e-12
+        a, b = pxla_mlir.load({_X64_MODULE!r}).compile()(x, y)
+        print(a.dtype, b.dtype, np.array_equal(a, x + x), np.array_equal(b, y * y))
+    """, timeout=120)
+    assert out.split() == ["int64", "float64", "True", "True"], out
+
+
 # -- comparing results -------------------------------------------------------------------------------------
 
 def test_compare_floats_within_tolerance_ints_exactly_and_nans_in_place():
@@ -297,12 +330,12 @@ def test_compare_floats_within_tolerance_ints_exactly_and_nans_in_place():
 
 # -- the command line, as a user runs it (another directory, the installed command) ----------------
 
-def _cli(*args, cwd):
+def _cli(*args, cwd, env=None):
     import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # the CLI sets 8 CPU devices itself
+    env = {**{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}, **(env or {})}  # the CLI sets 8 CPU devices
     return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", *map(str, args)], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=300)
 
@@ -381,3 +414,23 @@ def test_random_complex_inputs_have_an_imaginary_part(dtype):
     value = parse_arg(f"{dtype}[64]").random(np.random.default_rng(0))
     assert value.dtype == np.dtype(parse_arg(f"{dtype}[1]").dtype)
     assert np.count_nonzero(value.imag) == 64 and np.count_nonzero(value.real) == 64
+
+
+def test_cli_64_bit_module_asks_for_x64_before_compiling_and_then_runs_exactly(tmp_path):
+    (tmp_path / "m.mlir").write_text(_X64_MODULE)
+    x, y = np.arange(4, dtype=np.int64) + 2**40, np.linspace(0, 1, 4) + 1e-12
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    argv = ("run", "m.mlir", "--input", "0=x.npy", "--input", "1=y.npy", "-o", "out")
+    refused = _cli(*argv, cwd=tmp_path, env={"JAX_ENABLE_X64": "0"})
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+    assert refused.stderr.splitlines() == [
+        "pxla-mlir: error: argument 0 of m.mlir is i64[4], but jax's 64-bit types are off (jax_enable_x64): jax would "
+        "pass it as i32[4]; run with JAX_ENABLE_X64=1 in the environment (JAX_ENABLE_X64=1 pxla-mlir run ...) to "
+        "pass 64-bit values"], refused.stderr
+    ran = _cli(*argv, cwd=tmp_path, env={"JAX_ENABLE_X64": "1"})
+    assert ran.returncode == 0, ran.stderr
+    a, b = np.load(tmp_path / "out" / "0.npy"), np.load(tmp_path / "out" / "1.npy")
+    assert a.dtype == np.int64 and b.dtype == np.float64
+    np.testing.assert_array_equal(a, x + x)
+    np.testing.assert_array_equal(b, y * y)

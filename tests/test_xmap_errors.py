@@ -63,6 +63,13 @@ def test_error_types_are_the_ones_2022_code_catches():
     (["b", ...], ["b", ...], {"axis_resources": ["x"]}, TypeError,
      r"^xmap axis_resources must be a dict from named axes to resources \(a mesh axis name, a SerialLoop, or a tuple "
      r"of them\), got \['x'\] \(a list\) in the xmap of '<lambda>'; write e\.g\. axis_resources=\{'batch': 'x'\}$"),
+    (["b", ...], ["b", ...], {"axis_resources": ("x",)}, TypeError,
+     r"^xmap axis_resources must be a dict from named axes .* got \('x',\) \(a tuple\) in the xmap of '<lambda>'; "
+     r"write e\.g\. axis_resources=\{'batch': 'x'\}$"),
+    (["b", ...], ["b", ...], {"axis_resources": [("b", "x")]}, TypeError,
+     r"^xmap axis_resources must be a dict from named axes .* got \[\('b', 'x'\)\] \(a list\)"),
+    (["b", ...], ["b", ...], {"axis_resources": "x"}, TypeError,
+     r"^xmap axis_resources must be a dict from named axes .* got 'x' \(a str\)"),
     (["b", ...], ["b", ...], {"axis_sizes": [("b", 4)]}, TypeError, r"^xmap axis_sizes must be a dict"),
     (["b", ...], (), {}, ValueError, r"^xmapped functions cannot have no return values"),
     (["b", ...], ["b", ...], {"lowering": "spmd"}, ValueError,

@@ -265,7 +265,11 @@ def _host_local(y, sharding):
         return y
     if isinstance(y, np.ndarray):  # float0 results are host zeros
         indices = [sharding.devices_indices_map(y.shape)[d] for d in held.mesh.devices.flat]
-        return np.zeros(Share.of(y.shape, indices).shape, y.dtype)
+        shape = Share.of(y.shape, indices).shape
+        if y.dtype == jax.dtypes.float0:  # jax.pmap gives a multi-process run's as bool zeros on its devices
+            zeros = np.zeros(shape, np.bool_)
+            return jax.make_array_from_callback(shape, held, lambda index: zeros[index])
+        return np.zeros(shape, y.dtype)
     if not isinstance(y, jax.Array) or y.is_fully_addressable:
         return y
     if jax.dtypes.issubdtype(y.dtype, jax.dtypes.extended):  # key arrays: their data, wrapped again

@@ -40,8 +40,33 @@ def mesh_ops(module: ir.Operation) -> list[ir.Operation]:
 
 
 def read_mesh(op: ir.Operation) -> SdyMesh:
-    axes = sdy.MeshAttr(op.attributes["mesh"]).axes
+    return read_mesh_attr(op.attributes["mesh"])
+
+
+def read_mesh_attr(attr: ir.Attribute) -> SdyMesh:
+    """The axes of a ``#sdy.mesh`` attribute (its ``device_ids``: :func:`mesh_device_ids`)."""
+    axes = sdy.MeshAttr(attr).axes
     return SdyMesh([(sdy.MeshAxisAttr(a).name, sdy.MeshAxisAttr(a).size) for a in axes])
+
+
+def mesh_device_ids(attr: ir.Attribute) -> list[int]:
+    """The explicit ``device_ids`` of a ``#sdy.mesh`` attribute ([] for the
+    row-major default): one id for a maximal mesh ``<[], device_ids=[N]>``."""
+    return [int(i) for i in sdy.MeshAttr(attr).device_ids]
+
+
+def inline_meshes(attr: ir.Attribute) -> list[ir.Attribute]:
+    """The ``#sdy.mesh`` attributes written inside a sharding attribute
+    (``#sdy.sharding<mesh<[], device_ids=[2]>, []>``, or per value), not
+    those it names by symbol; [] for any other attribute."""
+    if sdy.TensorShardingPerValueAttr.isinstance(attr):
+        shardings = list(sdy.TensorShardingPerValueAttr(attr).shardings)
+    elif sdy.TensorShardingAttr.isinstance(attr):
+        shardings = [attr]
+    else:
+        return []
+    found = [sdy.TensorShardingAttr(s).mesh_or_ref for s in shardings]
+    return [m for m in found if sdy.MeshAttr.isinstance(m)]
 
 
 def meshes(module: ir.Operation) -> dict[str, SdyMesh]:

@@ -11,13 +11,15 @@ import jax
 import numpy as np
 from jax import tree_util
 
+from ..errors import PxlaUserError
 from ..jax_internals import api_util, core
+from ..sharding.devices import repeated_device
 from ..stages import Signature
 from .debug_checks import donation_allowed
 
-__all__ = ["argnums", "check_donation", "check_devices", "check_outputs", "plain_aval", "is_int", "BoundMethod", "Call",
-           "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr", "Words", "PMAP_WORDS",
-           "JIT_WORDS", "flatten_axes"]
+__all__ = ["argnums", "check_donation", "check_devices", "DevicesError", "check_outputs", "plain_aval", "is_int",
+           "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",
+           "Words", "PMAP_WORDS", "JIT_WORDS", "flatten_axes"]
 
 
 def flatten_axes(name: str, treedef, axis_tree, **kwargs) -> list:
@@ -72,34 +74,38 @@ def check_donation(donate: tuple, static: tuple) -> None:
                          f"drop it from one of them")
 
 
-def check_devices(devices) -> tuple | None:
-    """``devices=`` as a tuple of distinct jax devices of one platform (or None)."""
+class DevicesError(PxlaUserError, ValueError):
+    """A ``devices=`` list that cannot run a program: not devices, empty, one listed twice, mixed platforms."""
+
+
+def check_devices(devices, what: str = "pmap") -> tuple | None:
+    """``devices=`` of ``what`` (pmap, pxla_mlir.jit, pxla_mlir.load) as a
+    tuple of distinct jax devices of one platform (or None)."""
     if devices is None:
         return None
     try:
         devs = tuple(devices)
     except TypeError:
-        raise ValueError(f"'devices' argument to pmap must be a sequence of jax devices (e.g. jax.devices()[:4]) "
-                         f"or None, got {devices!r}") from None
+        raise DevicesError(f"'devices' argument to {what} must be a sequence of jax devices (e.g. "
+                           f"jax.devices()[:4]) or None, got {devices!r}") from None
     if not devs:
-        raise ValueError("'devices' argument to pmap must be non-empty, or None. Pass the devices to run on "
-                         "(e.g. jax.devices()[:4]), or None for the first local devices")
+        raise DevicesError(f"'devices' argument to {what} must be non-empty, or None. Pass the devices to run on "
+                           f"(e.g. jax.devices()[:4]), or None for the first local devices")
     for i, d in enumerate(devs):
         if not isinstance(d, jax.Device):
             hint = f"; use e.g. jax.devices({d!r})[:{len(devs)}]" if isinstance(d, str) else ""
-            raise ValueError(f"'devices' argument to pmap must hold jax devices (from jax.devices()), but "
-                             f"devices[{i}] is {d!r} of type {type(d).__name__}{hint}")
-    seen: dict = {}
-    for i, d in enumerate(devs):
-        if d in seen:
-            raise ValueError(f"'devices' argument to pmap lists {d} twice (devices[{seen[d]}] and devices[{i}]); "
-                             f"each device runs one shard, so pass distinct devices (e.g. jax.devices()[:"
-                             f"{len(devs)}])")
-        seen[d] = i
+            raise DevicesError(f"'devices' argument to {what} must hold jax devices (from jax.devices()), but "
+                               f"devices[{i}] is {d!r} of type {type(d).__name__}{hint}")
+    twice = repeated_device(devs)
+    if twice is not None:
+        first, second = twice
+        raise DevicesError(f"'devices' argument to {what} lists {devs[first]} twice (devices[{first}] and "
+                           f"devices[{second}]); each device runs one shard, so pass distinct devices (e.g. "
+                           f"jax.devices()[:{len(devs)}])")
     platforms = sorted({d.platform for d in devs})
     if len(platforms) > 1:
-        raise ValueError(f"'devices' argument to pmap mixes platforms {platforms}; all devices of a pmap must be "
-                         f"identical")
+        raise DevicesError(f"'devices' argument to {what} mixes platforms {platforms}; one program runs on "
+                           f"devices of one platform, so pass those (e.g. jax.devices({platforms[0]!r})[:{len(devs)}])")
     return devs
 
 

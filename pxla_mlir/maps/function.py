@@ -43,10 +43,12 @@ from ..jax_internals import (
     trace_context,
     trace_ref,
 )
+from ..pytree_depth import too_deep
 from ..runtime.callbacks import RUNNING_CALLBACK, refuse_inside_callback
 from ..runtime.dispatch import FastDispatch, first_array
 from ..runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_oldest
 from ..runtime.launches import LAUNCHES
+from ..sharding.devices import backend_error
 from ..stages import Lowered
 from ..stats import STATS
 from . import debug_checks
@@ -187,6 +189,11 @@ class MapFunction:
                             wait_for_oldest()
                     return out
             return dispatch.call(args, kwargs)
+        except (AssertionError, RuntimeError) as e:  # looked into only when raised: nothing on the way to a launch
+            clear = backend_error(e, f"{self.what} {self.name!r}", getattr(self, "backend", None))
+            if clear is None:
+                raise
+            raise clear from None
         finally:
             _calling.obj = previous
 
@@ -247,6 +254,16 @@ class MapFunction:
         return compiled.signature.unflatten(compiled.call_flat(call.flat_args))
 
     def lower(self, *args, **kwargs) -> Lowered:
+        try:
+            return self._lower_call(args, kwargs)
+        except Exception as e:  # a too-deep pytree leaks jax's flattening RecursionError as some other error
+            clear = too_deep(e, (args, kwargs), f"the arguments of {self.name!r}.lower()") or \
+                backend_error(e, f"{self.what} {self.name!r}.lower()", getattr(self, "backend", None))
+            if clear is None:
+                raise
+            raise clear from None
+
+    def _lower_call(self, args: tuple, kwargs: dict) -> Lowered:
         call = self._examine(args, kwargs)
         env = self._environment()
         key = self._key(call, env)

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PxlaUserError
-from .devices import check_device_count
+from .devices import backend_error, check_device_count, repeated_device
 from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
 
 __all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping", "axis_groups"]
@@ -197,9 +197,13 @@ class Mesh(AbstractMesh):
             raise MeshError(f"mesh entry {missing[0]} is {arr.flat[missing[0]]!r}, not a device; build a mesh from "
                             f"jax.devices() (or np.empty((), dtype=object) with axis names () for no mesh)")
         ids = [d.id for d in arr.flat]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise MeshError(f"device {dup} appears more than once in the mesh")
+        twice = repeated_device(arr.flat)
+        if twice is not None:
+            first, second = twice
+            raise MeshError(f"device {ids[first]} appears more than once in the mesh (entries {first} and {second} of "
+                            f"its device array, row-major); each mesh position runs its own shard, so build the mesh "
+                            f"from distinct devices (e.g. np.array(jax.devices()[:{len(ids)}]).reshape("
+                            f"{', '.join(map(str, arr.shape))}), or pxla_mlir.Mesh.create)")
         self._freeze(arr, tuple(ids))
 
     def _freeze(self, arr: np.ndarray, ids: tuple) -> None:
@@ -224,7 +228,13 @@ class Mesh(AbstractMesh):
         if devices is None:
             import jax
 
-            devices = jax.devices()
+            try:
+                devices = jax.devices()
+            except (AssertionError, RuntimeError) as e:
+                clear = backend_error(e, "Mesh.create")
+                if clear is None:
+                    raise
+                raise clear from None
         n = int(np.prod(sizes, dtype=np.int64))
         if n > len(devices):
             raise MeshError(f"a mesh of shape {dict(zip(axis_names, sizes))} needs {n} devices, but only "

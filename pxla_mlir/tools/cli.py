@@ -111,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return ERROR_EXIT
     except Exception as e:  # one line; only a bug of ours asks for the traceback
+        if "jax" in sys.modules:  # a backend that cannot start is the environment's (jax raised it on the way)
+            from ..sharding.devices import backend_error
+
+            command = getattr(args, "command", None)
+            e = backend_error(e, f"{PROG} {command}" if command else PROG) or e
         if os.environ.get("PXLA_DEBUG") and not isinstance(e, PxlaUserError):
             raise
         message, is_bug = describe(e)

@@ -64,9 +64,12 @@ def _devices_per_process(count: int) -> int:
 
 
 def _launch(args) -> int:
+    _check_backend()
     per = _devices_per_process(args.processes)
     if is_module_target(args.target):
-        _check_module(args)
+        _check_module(args, per)
+    else:
+        _check_target(args, per)
     start = launch_mpirun if getattr(args, "launcher", "local") == "mpirun" else launch
     try:
         finished = start([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
@@ -96,12 +99,55 @@ def _launch(args) -> int:
     return 0
 
 
-def _check_module(args) -> None:
+def _check_backend() -> None:
+    """The devices the processes would run on can start (here first: the split below counts them)."""
+    import jax
+
+    from ..sharding.devices import backend_error
+
+    try:
+        jax.devices()
+    except (AssertionError, RuntimeError) as e:
+        clear = backend_error(e, "pxla-mlir run --processes")
+        if clear is None:
+            raise
+        raise clear from None
+
+
+def _check_module(args, per: int) -> None:
     """The module and its inputs checked here, on as many local devices as the
     processes have together: a mistake is one line, not one per process."""
     lowered = load_target(args.target, args.pipeline)
     module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
-    lowered.compile()
+    lowered.compile()  # the module's own mistakes first
+    _check_shares(lowered.source, len(lowered.devices), args.processes, per)
+
+
+def _check_target(args, per: int) -> None:
+    """A Python target lowered here (not compiled) on as many local devices as
+    the processes have together, for the devices its map runs on."""
+    prepared = prepare(args.target, map_options(args))
+    inputs(prepared, args.input, args.seed)
+    with prepared.context():
+        lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
+    _check_shares(args.target, len(lowered.devices), args.processes, per)
+
+
+def _check_shares(what: str, n: int, count: int, per: int) -> None:
+    """A run of ``count`` processes of ``per`` devices each gives a program of
+    ``n`` devices ``n / count`` of each process's (as every process would find
+    before running, in the words of the Python API): say it in flags."""
+    if n % count:
+        fits = [d for d in range(2, n + 1) if n % d == 0][:4]
+        how = " or ".join(f"--processes {d}" for d in fits)
+        how = f"run it with {how} (a count that divides {n}, with --cpu-devices a multiple of it)" if fits else \
+            "run it without --processes"
+        raise CliError(f"{what} runs on {n} device{'s' if n > 1 else ''}, which --processes {count} cannot split "
+                       f"evenly (every process "
+                       f"feeds an equal share of them); {how}")
+    if n // count > per:
+        raise CliError(f"{what} runs on {n} devices, {n // count} on each of the {count} processes, but each process "
+                       f"has {per} CPU devices; pass --cpu-devices {n} (or more, a multiple of {count})")
 
 
 def _cell(name: str, seconds: float) -> str:

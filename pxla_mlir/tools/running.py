@@ -31,7 +31,18 @@ def module_inputs(avals, given: list[str], arg_texts: list[str], seed: int, wher
     """Inputs of a module's @main (``avals``: its global arguments): random
     (``seed``), or from .npy files of exactly the argument's shape and dtype;
     ``--arg`` shapes, if given, must be the module's."""
+    from ..stages import narrowed_without_x64
+
     specs = [ArgSpec(np.dtype(av.dtype).name, tuple(av.shape)) for av in avals]
+    narrowed = [(i, s) for i, s in enumerate(specs) if narrowed_without_x64(s.dtype)]
+    if narrowed:
+        from jax import dtypes
+
+        i, spec = narrowed[0]
+        as_32 = ArgSpec(dtypes.canonicalize_dtype(spec.dtype).name, spec.shape)
+        raise CliError(f"argument {i} of {where} is {spec}, but jax's 64-bit types are off (jax_enable_x64): jax would "
+                       f"pass it as {as_32}; run with JAX_ENABLE_X64=1 in the environment (JAX_ENABLE_X64=1 pxla-mlir "
+                       f"run ...) to pass 64-bit values")
     if arg_texts:
         declared = arg_specs(arg_texts)
         if len(declared) != len(specs):

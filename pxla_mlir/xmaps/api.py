@@ -260,7 +260,7 @@ class XmapFunction(MapFunction):
     def _deoptimized(self, traced: _Traced, call: _Call, env):
         return deoptimized(traced.call, [*traced.consts, *call.flat_args])
 
-    def lower(self, *args, **kwargs) -> Lowered:
+    def _lower_call(self, args: tuple, kwargs: dict) -> Lowered:
         call = self._examine(args, kwargs)
         if call.has_tracers:
             raise XmapError(f"xmap {self.name!r}.lower() was given traced values; lower with concrete arrays or "
@@ -269,7 +269,7 @@ class XmapFunction(MapFunction):
         if not self._traced(call, env, self._key(call, env)).cacheable:
             raise XmapError(f"xmap {self.name!r} closes over traced values of an enclosing transformation; it "
                             f"can only be lowered on its own when its function closes over concrete values")
-        return super().lower(*args, **kwargs)
+        return super()._lower_call(args, kwargs)
 
     # -- tracing -------------------------------------------------------------------------
     def _trace(self, call: _Call, env) -> _Traced:

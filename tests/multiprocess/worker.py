@@ -196,6 +196,10 @@ def key_and_float0_shares():
     zeros = np.zeros((K, 3), jax.dtypes.float0)
     scaled = lambda a, t: a * 2  # noqa: E731
     like_jax_pmap(pxla_mlir.pmap(scaled)(share(X8), zeros), jax.pmap(scaled)(share(X8), zeros))
+    # float0 out: jax.pmap gives a multi-process run's as bool zeros on this process's devices (one process: numpy)
+    both = lambda a, t: (a * 2, t)  # noqa: E731
+    like_jax_pmap(pxla_mlir.pmap(both)(share(X8), zeros), jax.pmap(both)(share(X8), zeros))
+    assert pxla_mlir.pmap(both)(share(X8), zeros)[1].dtype == np.dtype(bool)
 
 
 @case("numerics")

@@ -249,3 +249,44 @@ module @replicas_and_tiled_argument attributes {mhlo.num_partitions = 4 : i32, m
     return %x : tensor<8xf32>
   }
 }
+
+// -----
+
+// Shardy shardings name partitions too: a mesh written inside a sharding
+// (maximal: one device; with axes: all of them) or a mesh symbol without axes.
+
+module @sdy_sharding_devices attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  // expected-error @+1 {{sdy.mesh #sdy.mesh<[], device_ids=[9]>: device 9 is out of range for num_partitions = 4 (a maximal mesh names one of devices 0..3, a mesh with axes all 4 of them); XLA's HLO verifier would reject it inside the compile}}
+  sdy.mesh @maximal_mesh_9 = <[], device_ids=[9]>
+  // Valid: a maximal mesh on a partition, an empty mesh.
+  sdy.mesh @maximal_mesh_3 = <[], device_ids=[3]>
+  sdy.mesh @empty = <[]>
+  sdy.mesh @mesh = <["x"=4]>
+  // expected-error @+1 {{result 0 of func.func has sdy.sharding = #sdy.sharding<mesh<["x"=8]>, [{"x"}]>: its mesh <["x"=8]> has 8 devices, not 4, for num_partitions = 4}}
+  func.func public @main(%x: tensor<8xf32> {sdy.sharding = #sdy.sharding<@empty, [{}]>}) -> (tensor<8xf32> {sdy.sharding = #sdy.sharding<mesh<["x"=8]>, [{"x"}]>}) {
+    // expected-error @+1 {{mhlo.add has sdy.sharding = #sdy.sharding_per_value<[<mesh<[], device_ids=[99]>, []>]>: device 99 is out of range for num_partitions = 4 (a maximal mesh names one of devices 0..3, a mesh with axes all 4 of them); XLA's HLO verifier would reject it inside the compile}}
+    %0 = mhlo.add %x, %x {sdy.sharding = #sdy.sharding_per_value<[<mesh<[], device_ids=[99]>, []>]>} : tensor<8xf32>
+    // expected-error @+1 {{sdy.sharding_constraint has sharding = #sdy.sharding<mesh<["x"=2]>, [{"x"}]>: its mesh <["x"=2]> has 2 devices, not 4, for num_partitions = 4}}
+    %1 = sdy.sharding_constraint %0 <mesh<["x"=2]>, [{"x"}]> : tensor<8xf32>
+    // expected-error @+1 {{sdy.manual_computation has in_shardings = #sdy.sharding_per_value<[<mesh<["x"=2]>, [{"x"}]>]>: its mesh <["x"=2]> has 2 devices}}
+    %2 = sdy.manual_computation(%1) in_shardings=[<mesh<["x"=2]>, [{"x"}]>] out_shardings=[<@mesh, [{"x"}]>] manual_axes={} (%t: tensor<8xf32>) {
+      sdy.return %t : tensor<8xf32>
+    } : (tensor<8xf32>) -> tensor<8xf32>
+    // Valid: device 3, the maximal and empty symbols, a mesh of all 4 devices.
+    %3 = mhlo.add %2, %2 {sdy.sharding = #sdy.sharding_per_value<[<mesh<[], device_ids=[3]>, []>]>} : tensor<8xf32>
+    %4 = mhlo.add %3, %3 {sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh_3, []>]>} : tensor<8xf32>
+    %5 = mhlo.add %4, %4 {sdy.sharding = #sdy.sharding_per_value<[<mesh<["y"=2, "z"=2], device_ids=[3, 2, 1, 0]>, [{"y"}]>]>} : tensor<8xf32>
+    return %5 : tensor<8xf32>
+  }
+}
+
+// -----
+
+// One partition: XLA does not partition, and reads no sharding's devices.
+
+module @sdy_one_partition attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %0 = mhlo.add %x, %x {sdy.sharding = #sdy.sharding_per_value<[<mesh<[], device_ids=[2]>, []>]>} : tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+}
