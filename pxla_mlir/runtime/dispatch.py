@@ -47,7 +47,7 @@ from .donation import check_donations
 from .fastpath import fastpath_data
 from .inflight import remember_launch
 from .launches import LAUNCHES, check_live
-from .placement import copying_shard_arg
+from .placement import copying_shard_arg, same_platform
 
 __all__ = ["FastDispatch", "first_array"]
 
@@ -230,8 +230,8 @@ def _safe(x, aval, sharding) -> bool:
     if is_extended(aval.dtype) or aval.dtype == float0:
         return False  # keys and float0 travel as other arrays: the Python path converts them
     if type(x) is ArrayImpl:
-        if x.shape != aval.shape or x.dtype != aval.dtype:
-            return False
+        if x.shape != aval.shape or x.dtype != aval.dtype or not same_platform(x.sharding, sharding):
+            return False  # another platform's array: the Python path transfers it (jax.device_put)
         if x.sharding.num_devices != sharding.num_devices:
             return True  # C++ reshards it through jax's shard_args
         # Passed as is, buffer by buffer: same pieces, same devices, same order.
