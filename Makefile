@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess screenshot clean
+.PHONY: demo test lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
@@ -70,6 +70,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_memory.py
 	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/bench_scale.py
+
+# pxla_mlir against jax on the accelerator jax finds (TPU, GPU): one table of cases, dispatch ratios and a
+# training step; prints one line and exits 0 without one (ACCELERATOR_CHECK_ARGS=--cpu runs it on CPU devices).
+accelerator-check: $(STAMP)
+	$(BIN)/python bench/accelerator_check.py $(ACCELERATOR_CHECK_ARGS)
 
 # A pmap across 2 processes x 4 CPU devices against jax.jit(shard_map) in the same run.
 bench-multiprocess: $(STAMP)

@@ -11,7 +11,8 @@ error at the offending op, when:
   ``@Sharding``/``@SPMDFullToShardShape``/``@SPMDShardToFullShape`` custom
   call (XLA ignores the first and rejects the others once Shardy is on), or
   an ``sdy.mesh`` whose device count is not ``mhlo.num_partitions`` (with
-  one replica). In the GSPMD form of a multi-partition module, an
+  one replica), or an ``sdy.manual_computation`` in a module with one
+  partition (pxla-inline-manual-computations). In the GSPMD form of a multi-partition module, an
   ``mhlo.sharding`` must name devices of the module: ``{maximal device=N}``
   with N below ``mhlo.num_partitions``, a tile assignment naming every
   partition once (XLA's HLO verifier rejects anything else, deep inside
@@ -152,6 +153,11 @@ class VerifyHandoffPass(ModulePass):
                 self.error(op, f"GSPMD custom call @{target} in {form.module}: {form.foreign_target_hint}")
             elif op_name == shardy.MESH_OP and form.checks_mesh:
                 self._check_mesh(op, replicas, partitions)
+            elif op_name == shardy.MANUAL_COMPUTATION and partitions == 1:
+                self.error(op, f"{op_name} in a module with mhlo.num_partitions = 1: XLA compiles it without the "
+                               f"SPMD partitioner, the one pass that takes a manual region apart (TPU: 'Custom "
+                               f"emitter for xla.sdy.GlobalToLocalShape not found'); run "
+                               f"pxla-inline-manual-computations")
             elif op_name in device_groups.MHLO_COLLECTIVES:
                 key = (op_name, device_groups.group_mode(op), _groups_attr(op))
                 if key not in collectives:

@@ -41,6 +41,7 @@ from jax._src.lib import _jax, hlo, ifrt_version, jaxlib_extension_version, xla_
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
 
+
 class _Overlay:
     def __init__(self, mod, **over):
         self._mod, self._over = mod, over
@@ -63,8 +64,8 @@ __all__ = [
     "pytree_equality_errors", "special_checks_active", "trace_context",
     # thin adapters over private API shapes
     "backend", "jax_mesh_context", "xla_computation", "hlo_text", "hlo_cost_analysis", "compile_and_load",
-    "batched_device_put", "array_result_handler", "cpp_dispatch", "at_top_level", "dispatch_flatten", "jit_disabled",
-    "trace_ref", "eval_trace", "axis_env_ref", "top_axis_env", "jit_enabled", "ir_element_dtype", "is_extended",
+    "device_client", "batched_device_put", "array_result_handler", "cpp_dispatch", "at_top_level", "dispatch_flatten",
+    "jit_disabled", "trace_ref", "eval_trace", "axis_env_ref", "top_axis_env", "jit_enabled", "ir_element_dtype", "is_extended",
     "persistent_cache_enabled", "persistent_cache_used",
     "enable_persistent_cache", "cache_key", "cache_read", "cache_write", "cache_remove", "persistent_cache_thresholds",
     "is_process_zero", "serialize_executable", "deserialize_executable", "backends_are_initialized", "cluster_launch",
@@ -90,6 +91,7 @@ def jax_mesh_context():
 
 
 import inspect as _inspect
+
 _LOWER_TAKES_OUT_AVALS = "out_avals" in _inspect.signature(jax_mlir.lower_jaxpr_to_module).parameters
 
 
@@ -187,10 +189,22 @@ def hlo_cost_analysis(platform: str, computation) -> dict:
     return _jax.hlo_module_cost_analysis(backend(platform), computation.as_hlo_module())
 
 
-def compile_and_load(module_or_text, devices: Sequence, options: xc.CompileOptions, platform: str | None = None,
-                     host_callbacks: Sequence = ()):
+def device_client(devices: Sequence):
+    """The PjRt client that owns ``devices`` (as jax compiles for a device
+    assignment: ``xb.get_device_backend(devices[0])``), never the default
+    backend's: an executable of one client given another client's buffers
+    crashes in ``PrepareArguments``."""
+    client = devices[0].client
+    if any(d.client is not client for d in devices):
+        raise ValueError(f"devices {list(devices)} belong to several XLA clients; one program runs on one client's "
+                         f"devices")
+    return client
+
+
+def compile_and_load(module_or_text, devices: Sequence, options: xc.CompileOptions, host_callbacks: Sequence = ()):
+    """An executable of ``module_or_text`` on ``devices``, compiled by the client that owns them."""
     kwargs = {"host_callbacks": list(host_callbacks)} if host_callbacks else {}
-    return backend(platform).compile_and_load(module_or_text, xc.DeviceList(tuple(devices)), options, **kwargs)
+    return device_client(devices).compile_and_load(module_or_text, xc.DeviceList(tuple(devices)), options, **kwargs)
 
 
 def batched_device_put(aval, sharding, pieces, devices, *, force_copy: bool):
@@ -358,8 +372,8 @@ def serialize_executable(executable) -> bytes:
     return executable.serialize()
 
 
-def deserialize_executable(data: bytes, devices: Sequence, options: xc.CompileOptions, platform: str | None = None):
-    return backend(platform).deserialize_executable(data, xc.DeviceList(tuple(devices)), options)
+def deserialize_executable(data: bytes, devices: Sequence, options: xc.CompileOptions):
+    return device_client(devices).deserialize_executable(data, xc.DeviceList(tuple(devices)), options)
 
 
 # -- jax.distributed ---------------------------------------------------------------------------

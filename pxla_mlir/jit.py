@@ -30,7 +30,7 @@ from .errors import PxlaUserError
 from .jax_internals import api_util, core, jax_mesh_context, trace_context
 from .lru import LRU
 from .maps import registry
-from .maps.arguments import Call, argnums, check_devices, check_donation, examine_broadcast, keystr
+from .maps.arguments import Call, argnums, check_backend, check_devices, check_donation, examine_broadcast, keystr
 from .maps.function import MapFunction, Traced
 from .pipelines import PmapPipeline, configure
 from .sharding.mesh import current_mesh
@@ -62,6 +62,7 @@ class JitFunction(MapFunction):
         donate = argnums(donate_argnums, "pxla_mlir.jit donate_argnums")
         check_donation(donate, static)
         self.devices = check_devices(devices, "pxla_mlir.jit")
+        check_backend(self.devices, backend, "pxla_mlir.jit")
         self.backend = backend
         self.options = options  # pipeline options by api name, for the kind that lowers the body
         shared = (static, donate, self.devices, backend, tuple(sorted(options.items())))

@@ -58,9 +58,12 @@ def _sharding_steps(dialect: str, *, manual: bool) -> list[str]:
 
 
 def _finish(steps: list[str], dialect: str) -> str:
+    # A one-partition Shardy module keeps no manual region (XLA compiles it
+    # without the partitioner that takes one apart; jax emits none there).
     # Folding after the rewrites keeps the emitted MHLO small and stable; the
     # verifier must see the final module, and knows which dialect to expect.
-    steps = steps + ["canonicalize", "cse", "symbol-dce", f"pxla-verify-handoff{{sharding-dialect={dialect}}}"]
+    inline = ["pxla-inline-manual-computations"] if dialect == "sdy" else []
+    steps = steps + inline + ["canonicalize", "cse", "symbol-dce", f"pxla-verify-handoff{{sharding-dialect={dialect}}}"]
     return ",".join(steps)
 
 

@@ -16,10 +16,10 @@ from conftest import REPO
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.jax_internals import JAX_VERSION
 from pxla_mlir.ir import ir_utils
 from pxla_mlir.ir.mlir_diff import diff
 from pxla_mlir.ir.shardy import uses_shardy
+from pxla_mlir.jax_internals import JAX_VERSION
 from pxla_mlir.runtime import compile as runtime_compile
 
 sys.path.insert(0, str(REPO))
@@ -194,3 +194,66 @@ def test_default_is_shardy():
     f = pxla_mlir.pmap(lambda v: v * 2, "i", mode="partition")
     text = f.lower(np.ones((8, 2), np.float32)).as_text()
     assert "sdy.mesh @mesh = <[\"i\"=8]>" in text and "mhlo.sharding" not in text
+
+
+# -- one partition --------------------------------------------------------------------------
+
+def _one_device_maps():
+    """name -> thunk: every Shardy-form map on one device (XLA compiles it without its SPMD partitioner)."""
+    import jax
+
+    d = jax.devices()[:1]
+    x = np.arange(12, dtype=np.float32).reshape(1, 12)
+
+    def body(v):
+        return lax.psum(v, "i") * 2 + lax.axis_index("i")
+
+    def with_callback(v):  # host callbacks compile from the ir.Module, as jax hands modules over
+        jax.debug.callback(lambda u: None, v)
+        return body(v)
+
+    def xmap_manual():
+        xm = pxla_mlir.xmap(lambda a: a * 2 + lax.psum(a, "b"), in_axes=["b", ...], out_axes=["b", ...],
+                            axis_resources={"b": "x"}, lowering="manual")
+        with pxla_mlir.Mesh.create({"x": 1}):
+            return xm(np.ones((1, 4), np.float32)), np.full((1, 4), 3.0, np.float32)
+
+    want = 2 * x  # psum over one device, axis_index 0
+    nested = pxla_mlir.pmap(pxla_mlir.pmap(lambda r: lax.psum(r, "j") + lax.psum(r, "i"), "j", mode="partition"), "i",
+                            mode="partition", devices=d)
+    return {
+        "pmap": lambda: (pxla_mlir.pmap(body, "i", mode="partition", devices=d)(x), want),
+        "pmap-callback": lambda: (pxla_mlir.pmap(with_callback, "i", mode="partition", devices=d)(x), want),
+        "nested-pmap": lambda: (nested(x.reshape(1, 1, 12)), 2 * x.reshape(1, 1, 12)),
+        "xmap-manual": xmap_manual,
+    }
+
+
+@pytest.mark.parametrize("name", ["pmap", "pmap-callback", "nested-pmap", "xmap-manual"])
+def test_one_partition_modules_hold_no_manual_region_and_run(name):
+    """jax's shard_map lowering emits no sdy.manual_computation when its manual
+    axes have size 1; with mhlo.num_partitions = 1 XLA runs no partitioner to
+    take one apart, and the exported @xla.sdy.GlobalToLocalShape reaches the
+    backend (TPU at every compile; CPU when the module is handed over as an
+    ir.Module, as it is with host callbacks)."""
+    out, want = _one_device_maps()[name]()
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+def test_one_partition_lowering_is_jaxs():
+    import jax
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    d = jax.devices()[:1]
+    x = np.arange(12, dtype=np.float32).reshape(1, 12)
+
+    def body(v):
+        return lax.psum(v, "i") * 2
+
+    text = pxla_mlir.pmap(body, "i", mode="partition", devices=d).lower(x).as_text()
+    assert "sdy.manual_computation" not in text and "call @main_per_device(%arg0)" in text
+    theirs = jax.jit(jax.shard_map(body, mesh=Mesh(np.array(d), ("i",)), in_specs=P("i"), out_specs=P("i")))
+    assert "sdy.manual_computation" not in theirs.lower(x).as_text()
+    # with two partitions both keep the region
+    two = pxla_mlir.pmap(body, "i", mode="partition", devices=jax.devices()[:2]).lower(np.ones((2, 12), np.float32))
+    assert "sdy.manual_computation" in two.as_text()

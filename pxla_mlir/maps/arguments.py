@@ -17,8 +17,8 @@ from ..sharding.devices import repeated_device
 from ..stages import Signature
 from .debug_checks import donation_allowed
 
-__all__ = ["argnums", "check_donation", "check_devices", "DevicesError", "check_outputs", "plain_aval", "is_int",
-           "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",
+__all__ = ["argnums", "check_donation", "check_devices", "DevicesError", "check_backend", "check_outputs", "plain_aval",
+           "is_int", "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",
            "Words", "PMAP_WORDS", "JIT_WORDS", "flatten_axes"]
 
 
@@ -107,6 +107,27 @@ def check_devices(devices, what: str = "pmap") -> tuple | None:
         raise DevicesError(f"'devices' argument to {what} mixes platforms {platforms}; one program runs on "
                            f"devices of one platform, so pass those (e.g. jax.devices({platforms[0]!r})[:{len(devs)}])")
     return devs
+
+
+#: ``backend=`` names that jax gives devices of another ``Device.platform``.
+_PLATFORM_OF_BACKEND = {"cuda": "gpu", "rocm": "gpu"}
+
+
+def check_backend(devices, backend, what: str) -> None:
+    """``backend=`` and the devices a map runs on (``devices=``, a mesh) name
+    one platform: each decides where the program compiles and where its inputs
+    go, and two platforms would hand one client's buffers to another's
+    executable. Checked on the names alone, without starting that backend."""
+    if backend is None or not devices:
+        return
+    if not isinstance(backend, str):
+        raise TypeError(f"{what}: backend must be a platform name such as 'cpu', 'gpu' or 'tpu', got {backend!r}")
+    wanted = _PLATFORM_OF_BACKEND.get(backend.lower(), backend.lower())
+    have = sorted({d.platform for d in devices})
+    if have != [wanted]:
+        raise ValueError(f"{what}: backend={backend!r} but its devices are {'/'.join(have).upper()} devices "
+                         f"({list(devices)[0]}, ...); pass devices of that platform (jax.devices({backend!r})) or "
+                         f"leave out backend=")
 
 
 class BoundMethod:

@@ -19,8 +19,17 @@ import contextlib
 import functools
 from typing import Any
 
-from ..jax_internals import (ad, api_util, batching, core, linearize_jaxpr, pe, register_dce, register_linearization,
-                             source_info_util as jax_source_info)
+from ..jax_internals import (
+    ad,
+    api_util,
+    batching,
+    core,
+    linearize_jaxpr,
+    pe,
+    register_dce,
+    register_linearization,
+    source_info_util as jax_source_info,
+)
 from ..lru import LRU
 from ..tracing import trace_flat
 

@@ -15,12 +15,11 @@ exists and is current, and that every entry runs through pxla-opt.
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import re
 import sys
-
-import importlib
-import pkgutil
 
 import jaxlib.version
 

@@ -25,6 +25,7 @@ PASSES: dict[str, str] = {
     "pxla-expand-sharding-constraints": "pxla_mlir.passes.expand_sharding_constraints:ExpandShardingConstraintsPass",
     "pxla-expand-unshard": "pxla_mlir.passes.expand_unshard:ExpandUnshardPass",
     "pxla-fold-shard-of-unshard": "pxla_mlir.passes.fold_shard_of_unshard:FoldShardOfUnshardPass",
+    "pxla-inline-manual-computations": "pxla_mlir.passes.inline_manual_computations:InlineManualComputationsPass",
     "pxla-place-pieces": "pxla_mlir.passes.place_pieces:PlacePiecesPass",
     "pxla-place-tiles": "pxla_mlir.passes.place_tiles:PlaceTilesPass",
     "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",

@@ -26,7 +26,7 @@ from jax.sharding import PartitionSpec
 
 from ..invariance import varying_outputs
 from ..jax_internals import api_util, core
-from ..maps.arguments import argnums, check_devices, check_donation
+from ..maps.arguments import argnums, check_backend, check_devices, check_donation
 from ..maps.function import MapFunction, Traced as _Traced
 from ..pipelines import PmapPipeline, configure
 from ..stages import Lowered
@@ -104,6 +104,7 @@ class PmapFunction(MapFunction):
         self._axis_name = axis_name
         self.in_axes, self.out_axes = in_axes, out_axes
         self.devices = check_devices(devices)
+        check_backend(self.devices, backend, "pmap")
         self.backend = backend
         self.axis_size = check_axis_size(axis_size)
         self.partitioning = partitions_mod.make(partitions, in_partitions, out_partitions, axis_name=self.axis_name,

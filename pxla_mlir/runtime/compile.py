@@ -27,7 +27,7 @@ from .debug_flags import dump_stage
 from .persistent_cache import load_or_compile
 
 __all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "ReplicaShardingError", "CACHE_DIR_ENV",
-           "to_xla_computation", "CompilerOptionsError"]
+           "to_xla_computation", "CompilerOptionsError", "PlatformMismatchError", "device_platform"]
 
 #: Environment variable that turns the persistent cache on (its value: the directory).
 CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
@@ -40,6 +40,10 @@ class CacheDirError(PxlaUserError, ValueError):
 
 class CompilerOptionsError(jax_internals.JaxRuntimeError, PxlaUserError):
     """XLA refused a ``compiler_options`` entry: jax's ``JaxRuntimeError`` with XLA's text, and how to fix it."""
+
+
+class PlatformMismatchError(PxlaUserError, ValueError):
+    """Devices of several platforms, or of another platform than the one asked for (``backend=``)."""
 
 
 class ReplicaShardingError(PxlaUserError, ValueError):
@@ -131,6 +135,22 @@ def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarr
     return opts
 
 
+def device_platform(devices: Sequence, platform: str | None = None) -> str:
+    """The platform of ``devices``, which compiles, caches and runs their
+    program (jaxlib's client of those devices, not the default backend's).
+    ``platform``, when given, must be theirs: a :class:`PlatformMismatchError`
+    before anything reaches XLA otherwise."""
+    found = sorted({d.platform for d in devices})
+    if len(found) != 1:
+        raise PlatformMismatchError(f"one program runs on devices of one platform, got devices of {found}: "
+                                    f"{list(devices)}")
+    if platform is not None and platform != found[0]:
+        raise PlatformMismatchError(f"cannot compile for platform {platform!r} on {found[0].upper()} devices "
+                                    f"({list(devices)[:4]}{'...' if len(devices) > 4 else ''}); pass devices of "
+                                    f"{platform!r} (jax.devices({platform!r})) or leave the platform out")
+    return found[0]
+
+
 def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None,
                    compiler_options: dict | None = None, host_callbacks: Sequence = (), expected=None):
     """A LoadedExecutable of ``module`` on ``devices`` (replica-major order).
@@ -141,6 +161,8 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     by name; ``host_callbacks`` the callables the module's host callbacks call.
     ``expected``: the per-device (shape, dtype) of the parameters and results,
     which an executable loaded from the persistent cache must have.
+    ``platform`` (optional) must be the devices' own: the devices' client
+    compiles (:func:`device_platform`).
     """
     replicas, partitions = device_counts(module.operation)
     if len(devices) != replicas * partitions:
@@ -152,21 +174,22 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
         raise ReplicaShardingError(f"cannot compile the module: {problem} (at {op.location})")
     ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
     options = _checked_options(compiler_options)
+    platform = device_platform(devices, platform)
     sdy = uses_shardy(module.operation)
     opts = compile_options(replicas, partitions, ids, spmd=partitions > 1 or sdy, shardy=sdy,
-                                         overrides=options, platform=platform or devices[0].platform)
+                                         overrides=options, platform=platform)
     _apply_env()
     try:
         dump_stage(module, "compile")  # jax_dump_ir_to
         # Only the ir.Module overload of compile_and_load takes host callbacks; their programs are never
         # cached (as in jax: the callables' addresses are part of the program).
         if host_callbacks:
-            return jax_internals.compile_and_load(module, devices, opts, platform, host_callbacks=host_callbacks)
+            return jax_internals.compile_and_load(module, devices, opts, host_callbacks=host_callbacks)
         text = module.operation.get_asm(enable_debug_info=False)
-        if jax_internals.persistent_cache_used(platform or devices[0].platform):
+        if jax_internals.persistent_cache_used(platform):
             return load_or_compile(module, text, devices, ids, opts, platform, expected=expected,
-                                   compile=lambda: jax_internals.compile_and_load(text, devices, opts, platform))
-        return jax_internals.compile_and_load(text, devices, opts, platform)
+                                   compile=lambda: jax_internals.compile_and_load(text, devices, opts))
+        return jax_internals.compile_and_load(text, devices, opts)
     except jax_internals.JaxRuntimeError as e:
         if options and ("compile option" in str(e) or "While setting option" in str(e)):
             raise CompilerOptionsError(f"{str(e).rstrip('.')}. compiler_options keys are XLA debug option names as in "

@@ -47,7 +47,7 @@ from .donation import check_donations
 from .fastpath import fastpath_data
 from .inflight import remember_launch
 from .launches import LAUNCHES, check_live
-from .placement import copying_shard_arg
+from .placement import copying_shard_arg, same_platform
 
 __all__ = ["FastDispatch", "first_array"]
 
@@ -216,7 +216,8 @@ def _fast_path(compiled, flat_args: Sequence, out):
     n_const = len(compiled.consts)
     avals, shardings = exe.in_avals[n_const:], exe.in_shardings[n_const:]
     outs, out_tree = tree_util.tree_flatten(out)
-    if (exe.has_effects or exe.assembles_results or exe.too_big is not None or not outs or not all(type(o) is ArrayImpl for o in outs)
+    if (exe.has_effects or exe.assembles_results or exe.too_big is not None or not outs
+            or not all(type(o) is ArrayImpl for o in outs)
             or len(flat_args) != len(avals)
             or not all(_safe(x, a, s) for x, a, s in zip(flat_args, avals, shardings))):
         return None
@@ -230,8 +231,8 @@ def _safe(x, aval, sharding) -> bool:
     if is_extended(aval.dtype) or aval.dtype == float0:
         return False  # keys and float0 travel as other arrays: the Python path converts them
     if type(x) is ArrayImpl:
-        if x.shape != aval.shape or x.dtype != aval.dtype:
-            return False
+        if x.shape != aval.shape or x.dtype != aval.dtype or not same_platform(x.sharding, sharding):
+            return False  # another platform's array: the Python path transfers it (jax.device_put)
         if x.sharding.num_devices != sharding.num_devices:
             return True  # C++ reshards it through jax's shard_args
         # Passed as is, buffer by buffer: same pieces, same devices, same order.

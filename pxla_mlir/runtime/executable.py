@@ -103,7 +103,7 @@ class ShardedExecutable:
                                 f"compiled {aval.str_short()}")
             if x.sharding == sharding or x.sharding.is_equivalent_to(sharding, x.ndim):
                 return x  # same pieces on the same devices, in the same order
-            return jax.device_put(x, sharding)
+            return jax.device_put(x, sharding)  # also from another platform's devices, as jax.pmap's inputs
         host = np.asarray(x, dtype=aval.dtype)
         if host.shape != aval.shape:
             raise TypeError(f"argument {index} of shape {host.shape} does not match the compiled {aval.str_short()}")

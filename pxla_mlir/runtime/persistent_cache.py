@@ -92,7 +92,7 @@ def _load(raw: bytes, digest: bytes, devices, options, platform, expected):
     if hashlib.sha256(payload).digest() != payload_digest:
         return None, "its executable is damaged (checksum mismatch)"
     try:
-        executable = jax_internals.deserialize_executable(payload, devices, options, platform)
+        executable = jax_internals.deserialize_executable(payload, devices, options)
     except Exception as e:  # jaxlib's runtime error: not a loadable executable
         return None, f"its executable does not load ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
     if expected is not None:

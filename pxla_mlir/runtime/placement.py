@@ -11,7 +11,7 @@ import numpy as np
 
 from ..jax_internals import batched_device_put, cc_shard_arg, core
 
-__all__ = ["piece_indices", "piece_plan", "put_pieces", "copying_shard_arg"]
+__all__ = ["piece_indices", "piece_plan", "put_pieces", "copying_shard_arg", "same_platform"]
 
 
 def piece_indices(sharding, shape, devices) -> tuple[list, bool]:
@@ -48,3 +48,12 @@ def copying_shard_arg(x, sharding, layout):
     if isinstance(x, np.ndarray):
         x = np.array(x)
     return cc_shard_arg(x, sharding, layout)
+
+
+def same_platform(a, b) -> bool:
+    """Whether shardings ``a`` and ``b`` place their pieces on devices of one
+    platform. An array on another platform's devices (a TPU array going into a
+    ``backend="cpu"`` map) must be transferred by ``jax.device_put``: handed to
+    the executable as it is, or to jaxlib's C++ resharding, its buffers belong
+    to another client, and ``PrepareArguments`` crashes."""
+    return {d.platform for d in a.device_set} == {d.platform for d in b.device_set}

@@ -9,8 +9,16 @@ import functools
 import jax
 import numpy as np
 
-from ..jax_internals import (array_result_handler, assemble_array, core, dtypes, is_extended, pxla,
-                             replica_results_need_assembly, sharding_impls)
+from ..jax_internals import (
+    array_result_handler,
+    assemble_array,
+    core,
+    dtypes,
+    is_extended,
+    pxla,
+    replica_results_need_assembly,
+    sharding_impls,
+)
 
 __all__ = ["physical", "typed_aval", "result_handler", "needs_assembly", "is_empty"]
 

@@ -19,6 +19,7 @@ from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 from ..distributed.processes import check_devices, is_multi_process
 from ..jax_internals import core, pe
 from ..maps import debug_checks
+from ..maps.arguments import check_backend
 from ..maps.impl import ImplCache, plain_avals
 from ..pipelines import XmapPipeline
 from ..sharding.mesh import Mesh
@@ -106,6 +107,7 @@ def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = Fa
         devices = [call.mesh.devices.flat[0]]
     else:
         devices = jax.local_devices(backend=call.backend)[:1]
+    check_backend(devices, call.backend, f"xmap {call.name!r} (its mesh)")
     with timed("import"):
         imported = import_xmap(call, mesh, call.options.lowering, len(devices), devices[0].platform, call.name)
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None

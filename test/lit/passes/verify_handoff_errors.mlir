@@ -290,3 +290,19 @@ module @sdy_one_partition attributes {mhlo.num_partitions = 1 : i32, mhlo.num_re
     return %0 : tensor<8xf32>
   }
 }
+
+// -----
+
+// One partition: XLA runs no SPMD partitioner, and a manual region reaches the backend as
+// @xla.sdy.GlobalToLocalShape (jax emits none there; pxla-inline-manual-computations removes it).
+
+module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["i"=1]>
+  func.func public @main(%x: tensor<1xf32>) -> tensor<1xf32> {
+    // expected-error @+1 {{sdy.manual_computation in a module with mhlo.num_partitions = 1: XLA compiles it without the SPMD partitioner, the one pass that takes a manual region apart (TPU: 'Custom emitter for xla.sdy.GlobalToLocalShape not found'); run pxla-inline-manual-computations}}
+    %0 = sdy.manual_computation(%x) in_shardings=[<@mesh, [{"i"}]>] out_shardings=[<@mesh, [{"i"}]>] manual_axes={"i"} (%t: tensor<1xf32>) {
+      sdy.return %t : tensor<1xf32>
+    } : (tensor<1xf32>) -> tensor<1xf32>
+    return %0 : tensor<1xf32>
+  }
+}
