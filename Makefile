@@ -1,19 +1,21 @@
 # Two entry points that work on a fresh machine (they create .venv themselves):
 #   make demo   set up, then run the main job
-#   make test   set up, then run every test (pytest + lit)
+#   make test   set up, then run every test (pytest + lit) on the newest jax python3 allows
+# and the matrix beside it:
+#   make test-versions   the suite on the other jax releases (noxfile.py; what CI adds to make test)
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
+.PHONY: demo test test-versions lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "pxla-mlir needs Python 3.11, got " + sys.version'
+	$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), "pxla-mlir needs Python 3.11 to 3.13, got " + sys.version'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
@@ -28,6 +30,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/lit -sv test/lit
 	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
+
+# The suite on jax 0.12.0.1 (Python 3.12) and a smoke subset on jax 0.11.2 (Python 3.12), each in a
+# fresh environment; interpreters are found on PATH or under pyenv, a missing one is a skip line.
+# NOX_SESSIONS="-s full-jax-0.10" picks others (nox -l lists them).
+NOX_SESSIONS ?= -t ci
+test-versions: $(STAMP)
+	$(BIN)/nox $(NOX_SESSIONS)
 
 # ruff: lint and import order (`$(BIN)/ruff check --fix .` sorts imports).
 lint: $(STAMP)

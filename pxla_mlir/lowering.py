@@ -59,7 +59,6 @@ LOWERING_LOCK = threading.RLock()
 CONTEXT_LOWERINGS = 256
 _shared = threading.local()
 _context_state: dict[str, Any] = {"ctx": None, "uses": 0}
-_jax_make_ir_context = jax_mlir.make_ir_context
 
 
 def _make_ir_context():
@@ -77,7 +76,7 @@ def _make_ir_context():
     return state["ctx"]
 
 
-jax_mlir.make_ir_context = _make_ir_context
+_jax_make_ir_context = jax_mlir.patch("make_ir_context", _make_ir_context)
 
 
 @contextlib.contextmanager

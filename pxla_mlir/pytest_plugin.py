@@ -77,15 +77,32 @@ def _cpu_devices(config) -> int | None:
     return given
 
 
+def jax_release_dir() -> str:
+    """``jax-0.12`` for jax 0.12.x: the folder of goldens for that release."""
+    from importlib.metadata import version
+
+    return "jax-" + ".".join(version("jax").split(".")[:2])
+
+
 class Golden:
+    """Golden files in ``directory``. jax's own lowering of a program can
+    change between releases: ``directory/jax-0.12/NAME``, where it exists,
+    is NAME's golden under jax 0.12.x (``--update-goldens`` rewrites the file
+    a check reads; make the folder by hand to start one)."""
+
     def __init__(self, directory: pathlib.Path, update: bool):
         self.directory, self.update = pathlib.Path(directory), update
 
     def at(self, directory) -> "Golden":
         return Golden(directory, self.update)
 
+    def path(self, name: str) -> pathlib.Path:
+        """The golden ``name`` of the installed jax release."""
+        versioned = self.directory / jax_release_dir() / name
+        return versioned if versioned.exists() else self.directory / name
+
     def check(self, name: str, text: str, *, ignore=()) -> None:
-        path = self.directory / name
+        path = self.path(name)
         if self.update:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
@@ -108,7 +125,7 @@ class Golden:
         """``text`` passes FileCheck with the lines of the golden ``name`` (``prefix`` selects them)."""
         from .tools.gen_checks import MarkerError, check_lines, with_block
 
-        path = self.directory / name
+        path = self.path(name)
         if self.update:
             try:
                 new = with_block(path.read_text() if path.exists() else "", check_lines(text, prefix))

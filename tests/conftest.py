@@ -11,7 +11,21 @@ import pathlib
 
 import pytest
 
+from pxla_mlir.runtime.results import needs_assembly  # imports jax: after the device count above
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
+
+# jaxlib >= 0.12 cannot wrap a replica-mode program's outputs in C++ (Python assembles them): the C++ fast path
+# is tested on the pmap mode and xmap lowering whose cached calls run in C++ on this jaxlib.
+REPLICAS_ASSEMBLE = needs_assembly(True)
+CPP_MODE = "partition" if REPLICAS_ASSEMBLE else "replica"
+CPP_LOWERING = "manual" if REPLICAS_ASSEMBLE else "replica"
+
+
+def assembles_results(mapped, *args) -> bool:
+    """Does ``mapped``'s program for ``args`` assemble its outputs in Python (every call then takes the
+    Python path, STATS["python_calls"] counting each)?"""
+    return mapped.lower(*args).compile().executable.assembles_results
 
 
 @pytest.fixture

@@ -7,15 +7,18 @@ from jax import lax
 from pxla_mlir.collectives import COLLECTIVES, axes_of
 from pxla_mlir.invariance import varying_outputs
 from pxla_mlir.ir import device_groups as mhlo_collectives
-from pxla_mlir.jax_internals import core, parallel_primitives
+from pxla_mlir.jax_internals import core
 from pxla_mlir.xmaps import rewrites
 
 
 def _primitives():
+    from jax._src import core as jax_core  # jax's own modules: every primitive they define
+    from jax._src.lax import parallel as parallel_primitives
+
     found = {}
-    for module in (parallel_primitives, core):
+    for module in (parallel_primitives, jax_core):
         for value in vars(module).values():
-            if isinstance(value, core.Primitive):
+            if isinstance(value, jax_core.Primitive):
                 found[value.name] = value
     return found
 

@@ -9,9 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import CPP_LOWERING, CPP_MODE, REPLICAS_ASSEMBLE
 from jax import lax
 
 import pxla_mlir
+from pxla_mlir.runtime import dispatch
 from pxla_mlir.stats import STATS
 
 
@@ -30,27 +32,71 @@ def psum2(x):
 
 @pytest.mark.parametrize("mode", ["replica", "partition"])
 def test_repeated_device_and_host_calls_skip_python(mode):
+    """Where jaxlib cannot wrap a replica-mode program's outputs in C++ (REPLICAS_ASSEMBLE), every call of
+    one takes the Python path, with the same values."""
     f = pxla_mlir.pmap(psum2, "i", mode=mode)
+    python = 5 if mode == "replica" and REPLICAS_ASSEMBLE else 0
     x = np.arange(24, dtype=np.float32).reshape(8, 3)
     y = f(x)
     misses, out = python_calls(f, x)
-    assert misses == 0
+    assert misses == python
     np.testing.assert_allclose(out, np.broadcast_to(2 * x.sum(0), (8, 3)))
     f(y)  # a new signature: device-resident input
     misses, out = python_calls(f, y)
-    assert misses == 0
+    assert misses == python
     np.testing.assert_allclose(out, np.broadcast_to(16 * 2 * x.sum(0), (8, 3)))
 
 
+def test_replica_mode_outputs_are_assembled_in_python_where_jaxlib_cannot_wrap_them(monkeypatch):
+    """Where jaxlib's C++ dispatch cannot wrap a replica-mode program's outputs (REPLICAS_ASSEMBLE: host
+    copies of its arrays failed with "Shape mismatch during ToLiteral conversion"), no signature of such a
+    map gets a C++ fast path: every call takes the Python path, which assembles outputs that read back to
+    host exactly (a pytree of them, PRNG key arrays included). Elsewhere repeated calls take C++."""
+    handed = []  # the fast-path data the Python path hands C++, one per signature given a fast path
+    fastpath_data = dispatch.fastpath_data
+    monkeypatch.setattr(dispatch, "fastpath_data", lambda *a: (handed.append(a), fastpath_data(*a))[1])
+    f = pxla_mlir.pmap(lambda x: {"sum": lax.psum(x, "i"), "pair": (x * 2, lax.axis_index("i"))}, "i")
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    assert f.lower(x).compile().executable.assembles_results is REPLICAS_ASSEMBLE
+    python = 5 if REPLICAS_ASSEMBLE else 0
+
+    def check(out, x):
+        assert jax.tree.structure(out) == jax.tree.structure({"sum": 0, "pair": (0, 0)})
+        np.testing.assert_array_equal(np.asarray(out["sum"]), np.broadcast_to(x.sum(0), (8, 3)))
+        np.testing.assert_array_equal(np.asarray(out["pair"][0]), 2 * x)
+        np.testing.assert_array_equal(np.asarray(out["pair"][1]), np.arange(8, dtype=np.int32))
+        assert np.asarray(out["sum"]).dtype == np.float32 and np.asarray(out["pair"][1]).dtype == np.int32
+
+    check(f(x), x)  # compiles: the Python path, either way
+    misses, out = python_calls(f, x)  # host input: the flattening dispatcher
+    assert misses == python
+    check(out, x)
+    y = out["pair"][0]
+    f(y)  # a new signature: device-resident input (the dispatcher keyed by the arrays)
+    misses, out = python_calls(f, y)
+    assert misses == python
+    check(out, 2 * x)
+    assert len(handed) == (0 if REPLICAS_ASSEMBLE else 2)
+
+    k = pxla_mlir.pmap(lambda x: (jax.random.fold_in(jax.random.key(7), lax.axis_index("i")), x + 1), "i")
+    assert k.lower(x).compile().executable.assembles_results is REPLICAS_ASSEMBLE
+    want = jax.random.key_data(jax.vmap(lambda i: jax.random.fold_in(jax.random.key(7), i))(jnp.arange(8)))
+    for _ in range(3):
+        keys, plus = k(x)
+        assert jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key) and keys.shape == (8,)
+        np.testing.assert_array_equal(np.asarray(jax.random.key_data(keys)), np.asarray(want))
+        np.testing.assert_array_equal(np.asarray(plus), x + 1)
+
+
 def test_many_arguments_and_pytrees_of_500_leaves():
-    f = pxla_mlir.pmap(lambda *xs: [lax.psum(x, "i") + k for k, x in enumerate(xs)], "i")
+    f = pxla_mlir.pmap(lambda *xs: [lax.psum(x, "i") + k for k, x in enumerate(xs)], "i", mode=CPP_MODE)
     xs = [np.full((8, 2), k, np.float32) for k in range(100)]
     dev = f(*xs)  # dev[k] = 8k + k
     f(*dev)
     misses, out = python_calls(f, *dev)
     assert misses == 0 and [float(o[0, 0]) for o in out[:3]] == [0.0, 73.0, 146.0]
     tree = {f"w{k}": np.full((8,), k, np.float32) for k in range(500)}
-    g = pxla_mlir.pmap(lambda t: jax.tree.map(lambda v: v * 3, t), "i")
+    g = pxla_mlir.pmap(lambda t: jax.tree.map(lambda v: v * 3, t), "i", mode=CPP_MODE)
     dev = g(tree)
     g(dev)
     misses, out = python_calls(g, dev)
@@ -63,7 +109,7 @@ def test_positional_device_arrays_skip_flattening_and_stay_bounded(monkeypatch):
     from pxla_mlir.maps import function
 
     monkeypatch.setattr(function, "CACHE_SIZE", 2)
-    f = pxla_mlir.pmap(lambda a, b: a * 2 + b, "i")
+    f = pxla_mlir.pmap(lambda a, b: a * 2 + b, "i", mode=CPP_MODE)
     fast = None
     for n in range(1, 5):
         x = np.full((8, n), n, np.float32)
@@ -80,7 +126,8 @@ def test_positional_device_arrays_skip_flattening_and_stay_bounded(monkeypatch):
 
 
 def test_static_arguments_and_broadcast_scalars():
-    f = pxla_mlir.pmap(lambda x, s, c: x * s + c, "i", in_axes=(0, None, None), static_broadcasted_argnums=1)
+    f = pxla_mlir.pmap(lambda x, s, c: x * s + c, "i", in_axes=(0, None, None), static_broadcasted_argnums=1,
+                       mode=CPP_MODE)
     x = np.ones((8,), np.float32)
     assert float(f(x, 3, 1.0)[0]) == 4.0
     misses, out = python_calls(f, x, 3, 2.0)
@@ -108,8 +155,8 @@ def test_inputs_the_fast_path_must_not_take_are_still_correct():
 
 
 def test_jit_of_pmaps_takes_the_fast_path():
-    inner = pxla_mlir.pmap(psum2, "i")
-    step = pxla_mlir.jit(lambda w: inner(w) + 1)
+    inner = pxla_mlir.pmap(psum2, "i", mode=CPP_MODE)
+    step = pxla_mlir.jit(lambda w: inner(w) + 1, mode=CPP_MODE)
     w = np.ones((8,), np.float32)
     first = step(w)
     misses, out = python_calls(step, w)
@@ -119,7 +166,7 @@ def test_jit_of_pmaps_takes_the_fast_path():
 
 def test_xmap_takes_the_fast_path_per_mesh():
     f = pxla_mlir.xmap(lambda x: lax.psum(x * 2, "i"), in_axes=["i", ...], out_axes=[...],
-                       axis_resources={"i": "d"})
+                       axis_resources={"i": "d"}, lowering=CPP_LOWERING)
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     mesh = jax.sharding.Mesh(np.array(jax.devices()), ("d",))
     oracle = jax.jit(jax.shard_map(lambda b: lax.psum(b * 2, "d"), mesh=mesh, in_specs=jax.sharding.PartitionSpec("d"),
@@ -144,7 +191,7 @@ def test_xmap_takes_the_fast_path_per_mesh():
 def test_xmap_under_jax_meshes_takes_the_fast_path_per_mesh():
     """Under ``jax.set_mesh`` the mesh in scope is jax's: each one keeps its own program, found from C++."""
     f = pxla_mlir.xmap(lambda x: lax.psum(x * 2, "i") + x, in_axes=["i", ...], out_axes=["i", ...],
-                       axis_resources={"i": "d"})
+                       axis_resources={"i": "d"}, lowering=CPP_LOWERING)
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     want = x + 2 * x.sum(0)
     meshes = [jax.sharding.Mesh(np.array(devices), ("d",)) for devices in (jax.devices(), jax.devices()[:4])]
@@ -159,10 +206,12 @@ def test_xmap_under_jax_meshes_takes_the_fast_path_per_mesh():
 
 @pytest.mark.parametrize("lowering", ["replica", "manual", "vectorize"])
 def test_xmap_device_inputs_take_the_fast_path_and_keep_the_partitioning_check(lowering):
-    """An xmap fed its own outputs (laid out on the mesh) runs from C++ like pmap, equal to
-    jax.jit(shard_map); an input laid out otherwise still raises 2022's ValueError after that."""
+    """An xmap fed its own outputs (laid out on the mesh) runs from C++ like pmap (the replica lowering from
+    Python where REPLICAS_ASSEMBLE), equal to jax.jit(shard_map); an input laid out otherwise still raises
+    2022's ValueError after that."""
     f = pxla_mlir.xmap(lambda x: x * 2 + lax.psum(x, "i"), in_axes=["i", ...], out_axes=["i", ...],
                        axis_resources={"i": "d"}, lowering=lowering)
+    python = 5 if lowering == "replica" and REPLICAS_ASSEMBLE else 0
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     mesh = jax.sharding.Mesh(np.array(jax.devices()), ("d",))
     spec = jax.sharding.PartitionSpec("d")
@@ -171,13 +220,13 @@ def test_xmap_device_inputs_take_the_fast_path_and_keep_the_partitioning_check(l
         y = f(x)
         f(y)  # a new signature (a jax.Array on the mesh): the Python path once
         misses, out = python_calls(f, y)
-        assert misses == 0
+        assert misses == python
         np.testing.assert_array_equal(out, step(step(x)))
         replicated = jax.device_put(y, jax.sharding.NamedSharding(y.sharding.mesh, jax.sharding.PartitionSpec()))
         with pytest.raises(ValueError, match=r"^Got an input Array to xmap with different partitioning"):
             f(replicated)
         misses, out = python_calls(f, y)
-    assert misses == 0
+    assert misses == python
     np.testing.assert_array_equal(out, step(step(x)))
 
 
@@ -256,7 +305,7 @@ def test_a_thousand_unblocked_calls_on_the_fast_path_do_not_deadlock():
 def test_host_numpy_written_right_after_the_call_does_not_reach_the_launch():
     """The C++ path copies host numpy inputs as the Python path does (jax would alias an aligned
     array's memory on CPU: 2 of 8 rows changed)."""
-    f = pxla_mlir.pmap(lambda v: v * 2 + lax.psum(v, "i") * 0, "i")
+    f = pxla_mlir.pmap(lambda v: v * 2 + lax.psum(v, "i") * 0, "i", mode=CPP_MODE)
     ref = 2 * np.arange(8 * 1000, dtype=np.float32).reshape(8, 1000)
     f(np.zeros((8, 1000), np.float32))
     before = STATS["python_calls"]
@@ -350,7 +399,7 @@ def test_unblocked_cached_calls_keep_at_most_the_window_in_flight(donate):
     beyond it the oldest half of the launches is waited for, and every result is still right."""
     from pxla_mlir.runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_launches
 
-    f = pxla_mlir.pmap(lambda x: x + lax.psum(x, "i"), "i", donate_argnums=(0,) if donate else ())
+    f = pxla_mlir.pmap(lambda x: x + lax.psum(x, "i"), "i", donate_argnums=(0,) if donate else (), mode=CPP_MODE)
     y = f(np.zeros((8, 4), np.float32))
     wait_for_launches()
     seen = []

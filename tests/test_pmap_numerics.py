@@ -12,6 +12,8 @@ import pytest
 from jax import lax
 
 import pxla_mlir
+from pxla_mlir.jax_internals import JAX_VERSION
+from pxla_mlir.runtime.compile import KnownCrashError
 
 # Partition mode runs in both sharding dialects (replica mode has no shardings).
 FORMS = [("replica", "sdy"), ("partition", "sdy"), ("partition", "gspmd")]
@@ -293,9 +295,13 @@ def test_donated_argument_is_consumed_and_result_right():
     ref = jax.vmap(lambda a, b: (a + lax.psum(b, "i"), b * 2), axis_name="i")
     first = f(x, y)
     assert_tree_close(first, ref(x, y))
+    # jax 0.11 copies instead of donating an array once read to the host (as assert_tree_close did): as jax.jit does
+    oracle = jax.jit(lambda v: v * 2, out_shardings=first[0].sharding)(x)
+    np.asarray(oracle)
+    jax.jit(lambda v: v * 2, donate_argnums=0)(oracle)
     resident = first[0]  # on the devices, laid out as the argument: donated as is
     second = f(resident, y)
-    assert resident.is_deleted()
+    assert resident.is_deleted() == oracle.is_deleted()
     assert_tree_close(second, ref(*ref(x, y)[:1], y))
 
 
@@ -333,5 +339,9 @@ def test_zero_size_inner_dimensions(mode, shardings):
     assert_tree_close(got, np.zeros((8, 0), np.float32), tol=0)
     assert [s.data.shape for s in got.addressable_shards] == [(1, 0)] * 8
     y = data(8, 3)
-    both = pxla_mlir.pmap(lambda a, b: (a + 1, lax.psum(b, "i")), "i", mode=mode, shardings=shardings)(x, y)
-    assert_tree_close(both, jax.vmap(lambda a, b: (a + 1, lax.psum(b, "i")), axis_name="i")(x, y))
+    both = pxla_mlir.pmap(lambda a, b: (a + 1, lax.psum(b, "i")), "i", mode=mode, shardings=shardings)
+    if JAX_VERSION[:2] == (0, 11) and (mode, shardings) == ("partition", "sdy"):  # its compiler would segfault
+        with pytest.raises(KnownCrashError, match=r"argument 0 has no elements, .* use shardings=\"gspmd\""):
+            both(x, y)
+        return
+    assert_tree_close(both(x, y), jax.vmap(lambda a, b: (a + 1, lax.psum(b, "i")), axis_name="i")(x, y))

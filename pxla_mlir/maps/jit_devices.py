@@ -12,7 +12,6 @@ __all__ = ["register_jit_devices"]
 
 #: primitive -> fn(eqn) -> the shardings (devices) that equation's program needs inside jax.jit.
 _JIT_DEVICES: dict = {}
-_jax_intermediate_shardings = dispatch.get_intermediate_shardings
 
 
 def register_jit_devices(primitive, shardings: Callable) -> None:
@@ -34,4 +33,4 @@ def _intermediate_shardings(jaxpr):
     return found + list(_jax_intermediate_shardings(rest))
 
 
-dispatch.get_intermediate_shardings = _intermediate_shardings
+_jax_intermediate_shardings = dispatch.patch("get_intermediate_shardings", _intermediate_shardings)

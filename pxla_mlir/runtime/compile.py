@@ -51,6 +51,31 @@ class ReplicaShardingError(PxlaUserError, ValueError):
     :mod:`pxla_mlir.ir.replica_shardings`)."""
 
 
+class KnownCrashError(PxlaUserError, ValueError):
+    """A module the installed jaxlib's compiler would crash the process on."""
+
+
+def _known_crash(module: ir.Module, partitions: int) -> str | None:
+    """Why the installed jaxlib would kill the process compiling ``module``, or None.
+
+    jaxlib 0.11 segfaults partitioning a Shardy program that takes an
+    argument with no elements beside others (jax.jit of shard_map does too).
+    """
+    if jax_internals.JAX_VERSION[:2] != (0, 11) or partitions < 2 or not uses_shardy(module.operation):
+        return None
+    main = next((op for op in module.body.operations if op.operation.name == "func.func"
+                 and ir.StringAttr(op.attributes["sym_name"]).value == "main"), None)
+    if main is None:
+        return None
+    inputs = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
+    sizes = [int(np.prod(ir.RankedTensorType(t).shape)) for t in inputs if isinstance(t, ir.RankedTensorType)]
+    if 0 in sizes and len(sizes) > 1:
+        return (f"argument {sizes.index(0)} has no elements, and jaxlib {jax_internals.JAX_VERSION_TEXT}'s compiler "
+                f"crashes the process on a partitioned Shardy program with such an argument beside others; use "
+                f"shardings=\"gspmd\" (or mode=\"replica\"), or another jax release")
+    return None
+
+
 def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -> None:
     """Keeps compiled executables in ``path`` (jax's persistent compilation
     cache, shared with jax.jit) and loads them from there in later processes.
@@ -168,6 +193,9 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     if len(devices) != replicas * partitions:
         raise ValueError(f"the module needs {replicas * partitions} devices (num_replicas = {replicas}, "
                          f"num_partitions = {partitions}), got {len(devices)}")
+    crash = _known_crash(module, partitions)
+    if crash is not None:
+        raise KnownCrashError(f"cannot compile the module: {crash}")
     found = replica_shardings.first_problem(module.operation)
     if found is not None:
         op, problem = found
