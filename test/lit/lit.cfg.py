@@ -35,6 +35,15 @@ from pxla_mlir.tools.lit_runs import pxla_substitutions  # noqa: E402
 
 config.substitutions += pxla_substitutions(python)
 
+# %{golden:NAME}: examples/goldens/NAME.mlir, or its override for the installed jax release where jax's own
+# lowering changed (examples/goldens/jax-0.12/NAME.mlir), as the pytest plugin's golden fixture reads them.
+from pxla_mlir.pytest_plugin import Golden  # noqa: E402
+
+_goldens = Golden(os.path.join(repo_root, "examples", "goldens"), update=False)
+for _name in sorted(os.listdir(_goldens.directory)):
+    if _name.endswith(".mlir"):
+        config.substitutions.append((f"%{{golden:{_name[:-5]}}}", str(_goldens.path(_name))))
+
 # FILECHECK (lit -DFILECHECK=... or the environment) picks the FileCheck that
 # runs the checks, e.g. LLVM's (stricter than the PyPI clone, the default).
 filecheck = lit_config.params.get("FILECHECK") or os.environ.get("FILECHECK")
