@@ -390,3 +390,16 @@ def test_psum_of_several_values_of_different_rank(mode, n):
     got, want = pxla_mlir.pmap(f, "i", mode=mode)(x), jax.pmap(f, "i")(x)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("mode", ["replica", "partition"])
+def test_host_views_that_share_memory_are_placed_as_jax_pmap_places_them(mode):
+    """np.broadcast_to views (stride 0, as a replicated optimizer state often is) give pieces that share memory,
+    which jaxlib cannot force-copy ("bad_function_call"); strided views too."""
+    f = pxla_mlir.pmap(lambda v: v * 2, "i", mode=mode)
+    row = np.arange(3, dtype=np.float32)
+    inputs = [np.broadcast_to(row, (8, 3)), np.broadcast_to(np.int32(7), (8,)),
+              np.arange(48, dtype=np.float32).reshape(8, 6)[:, ::2], np.broadcast_to(row[None, :, None], (8, 3, 2))]
+    for x in inputs:
+        for _ in range(2):  # the Python path, then the cached call
+            np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(jax.pmap(lambda v: v * 2)(x)))

@@ -31,9 +31,10 @@ def put_pieces(host: np.ndarray, plan: tuple[list, bool], aval, sharding, device
     indices, distinct = plan
     if host.size == 0:  # nothing to copy (jaxlib cannot force a copy of zero bytes)
         pieces, force_copy = [np.zeros(host[i].shape, host.dtype) for i in indices], False
-    elif distinct:
+    elif distinct and 0 not in host.strides:
         pieces, force_copy = [host[i] for i in indices], True
-    else:  # one private copy per distinct piece, shared by the devices that hold it
+    else:  # one private copy per distinct piece, shared by the devices that hold it. Pieces of a broadcast
+        # array (stride 0) share memory, which jaxlib cannot force-copy either ("bad_function_call").
         copies: dict = {}
         pieces = [copies.setdefault(repr(i), np.array(host[i])) for i in indices]
         force_copy = False
