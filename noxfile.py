@@ -26,7 +26,7 @@ nox.options.download_python = "never"  # only interpreters this machine has
 nox.options.default_venv_backend = "uv|venv"
 nox.options.sessions = []  # nothing by default: name a session or a tag
 
-#: jax release -> the Python it is tested with (jax 0.11 dropped Python 3.11).
+#: jax release -> the Python it is tested with (jax 0.11 dropped Python 3.11); smoke-jax-0.12-py3.13 adds 3.13.
 PYTHONS = {"0.10.2": "3.11", "0.11.2": "3.12", "0.12.0.1": "3.12"}
 
 #: The smoke subset: flat and nested pmap, xmap, jit, run, emit (and the lit suite).
@@ -61,8 +61,8 @@ def _pyenv_root() -> str | None:
     return out.stdout.strip() or None
 
 
-def _install(session: nox.Session, jax: str) -> None:
-    python = PYTHONS[jax]
+def _install(session: nox.Session, jax: str, python: str | None = None) -> None:
+    python = python or PYTHONS[jax]
     if find_python(python) is None:
         session.skip(f"Python {python} not found (PATH, pyenv versions): the suite did NOT run on jax {jax}")
     session.install("-e", ".[test]", f"jax=={jax}", f"jaxlib=={jax}")
@@ -78,9 +78,10 @@ def _lit(session: nox.Session) -> None:
         session.log("LLVM FileCheck not found: lit ran with the PyPI filecheck only")
 
 
-def _session(jax: str, **kwargs):
-    path = find_python(PYTHONS[jax])
-    return nox.session(python=path or PYTHONS[jax], venv_backend=None if path else "none", **kwargs)
+def _session(jax: str, python: str | None = None, **kwargs):
+    python = python or PYTHONS[jax]
+    path = find_python(python)
+    return nox.session(python=path or python, venv_backend=None if path else "none", **kwargs)
 
 
 @nox.session(venv_backend="none")
@@ -96,8 +97,8 @@ def _full(session: nox.Session, jax: str) -> None:
     _lit(session)
 
 
-def _smoke(session: nox.Session, jax: str) -> None:
-    _install(session, jax)
+def _smoke(session: nox.Session, jax: str, python: str | None = None) -> None:
+    _install(session, jax, python)
     session.run("python", "-m", "pytest", "-q", *SMOKE, *session.posargs)
     _lit(session)
 
@@ -118,3 +119,9 @@ def full_010(session: nox.Session) -> None:
 def smoke_011(session: nox.Session) -> None:
     """The smoke subset on jax 0.11.2 (Python 3.12)."""
     _smoke(session, "0.11.2")
+
+
+@_session("0.12.0.1", "3.13", name="smoke-jax-0.12-py3.13", tags=["ci"])
+def smoke_012_py313(session: nox.Session) -> None:
+    """The smoke subset on jax 0.12.0.1 under Python 3.13."""
+    _smoke(session, "0.12.0.1", "3.13")
