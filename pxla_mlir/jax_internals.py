@@ -78,6 +78,7 @@ class PrivateNames:
 
     def __init__(self, module, names: str, **bridged):
         self._module = module
+        self._listed = frozenset(names.split()) | frozenset(bridged)
         self._missing = [name for name in names.split() if not hasattr(module, name)]
         for name in names.split():
             if hasattr(module, name):
@@ -94,6 +95,10 @@ class PrivateNames:
                                  f"{', '.join(CHECKED_ON)}): bridge it in pxla_mlir/jax_internals.py")
         raise AttributeError(f"{module}.{name} is not among the private names pxla_mlir uses: list it in "
                              f"pxla_mlir/jax_internals.py")
+
+    def listed(self) -> frozenset[str]:
+        """Every name this table gives, the bridged ones included."""
+        return self._listed
 
     def missing(self) -> list[str]:
         """The listed names the installed jax lacks (each fails where it is used)."""
@@ -134,7 +139,7 @@ jax_mlir = PrivateNames(
 xc = PrivateNames(_xc, "ArrayImpl CompileOptions DeviceList HloSharding XlaComputation")
 pxla = PrivateNames(
     _pxla, "MeshExecutableFastpathData cc_shard_arg global_aval_to_result_handler logger reflatten_outputs_for_dispatch")
-source_info_util = PrivateNames(_source_info_util, "is_user_filename summarize")
+source_info_util = PrivateNames(_source_info_util, "current is_user_filename summarize")
 sharding_impls = PrivateNames(
     _sharding_impls, "GSPMDSharding NamedSharding PartitionSpec SPMDAxisContext ShardingContext physical_sharding")
 dispatch = PrivateNames(
