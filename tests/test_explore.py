@@ -418,3 +418,103 @@ def test_compare_page_in_headless_chromium(tmp_path):
     dom, log = dump_dom(path)
     assert re.search(r'<div id="js-errors" hidden="">\s*</div>', dom) and "Uncaught" not in log
     assert 'class="row differs"' in dom and "devview" in dom and "data-ready-ms" in dom
+
+
+# The laid-out compare page, measured in the browser: the page's width, and
+# every pair of boxes (tables, figures, code, the cost box...) of side A and
+# side B of each two-column block that intersect, as each side's scrolling
+# boxes clip them; plus every element drawn outside its own side's column.
+LAYOUT_JS = """(function () {
+  var BOXES = "table, figure, pre, svg, details, summary, p, h3, dl, .cost, .overview, .tscroll, .views, .side-head";
+  var styles = new Map();
+  function style(el) { if (!styles.has(el)) styles.set(el, getComputedStyle(el)); return styles.get(el); }
+  function shown(el, side) {  // el's rectangle, cut by every ancestor that clips it; null if nothing is left
+    var r = el.getBoundingClientRect(), box = {l: r.left, t: r.top, r: r.right, b: r.bottom};
+    for (var p = el.parentElement; p && p !== side; p = p.parentElement) {
+      var cs = style(p), q = p.getBoundingClientRect();
+      if (cs.overflowX !== "visible") { box.l = Math.max(box.l, q.left); box.r = Math.min(box.r, q.right); }
+      if (cs.overflowY !== "visible") { box.t = Math.max(box.t, q.top); box.b = Math.min(box.b, q.bottom); }
+    }
+    return box.r - box.l > 0.5 && box.b - box.t > 0.5 ? box : null;
+  }
+  function name(el, side) {
+    var cls = typeof el.className === "string" && el.className ? "." + el.className.split(" ").join(".") : "";
+    return (side.closest("section, details") || {}).id + " " + el.tagName.toLowerCase() + cls;
+  }
+  var overlaps = [], outside = [];
+  document.querySelectorAll(".sbs").forEach(function (sbs) {
+    var sides = sbs.querySelectorAll(":scope > .side"), boxes = [[], []];
+    [0, 1].forEach(function (k) {
+      var col = sides[k].getBoundingClientRect();
+      sides[k].querySelectorAll("*").forEach(function (el) {
+        if (el.tagName !== "PRE" && el.closest("pre")) return;  // a pre scrolls its own lines
+        var box = shown(el, sides[k]);
+        if (!box) return;
+        if (box.l < col.left - 0.5 || box.r > col.right + 0.5)
+          outside.push("AB"[k] + " " + name(el, sides[k]) + " at x " + Math.round(box.l) + ".." + Math.round(box.r) +
+                       ", its column " + Math.round(col.left) + ".." + Math.round(col.right));
+        if (el.matches(BOXES)) boxes[k].push([el, box]);
+      });
+    });
+    boxes[0].forEach(function (a) {
+      boxes[1].forEach(function (b) {
+        var w = Math.min(a[1].r, b[1].r) - Math.max(a[1].l, b[1].l);
+        var h = Math.min(a[1].b, b[1].b) - Math.max(a[1].t, b[1].t);
+        if (w > 0.5 && h > 0.5)
+          overlaps.push("A " + name(a[0], sides[0]) + " and B " + name(b[0], sides[1]) + ": " + Math.round(w) + "x" +
+                        Math.round(h) + " px");
+      });
+    });
+  });
+  return {width: window.innerWidth, scrollWidth: document.documentElement.scrollWidth,
+          blocks: document.querySelectorAll(".sbs").length, overlaps: overlaps, outside: outside};
+})()"""
+
+
+@pytest.fixture(scope="module")
+def readme_compare_pages(nested_page, tmp_path_factory):
+    """The README's two --compare pages, compiled so that both sides have XLA's cost box."""
+    _chromium()  # before lowering and compiling four programs for nothing
+    from pxla_mlir.explore import build_page, compare_pages, render_comparison
+
+    folder = tmp_path_factory.mktemp("compare")
+    pairs = {"nested": (nested_page, build_page(lower(NESTED, unshard="all-reduce"))),
+             "xmap": (build_page(lower(XMAP)), build_page(lower(XMAP, lowering="vectorize")))}
+    paths = {}
+    for name, (a, b) in pairs.items():
+        assert a.cost and b.cost
+        paths[name] = folder / f"{name}_compare.html"
+        paths[name].write_text(render_comparison(compare_pages(a, b)), encoding="utf-8")
+    return paths
+
+
+@pytest.mark.parametrize("width", [1280, 1366, 1440, 1920])
+@pytest.mark.parametrize("example", ["nested", "xmap"])
+def test_compare_page_fits_the_window(readme_compare_pages, example, width, tmp_path):
+    _chromium()
+    from PIL import Image
+
+    from pxla_mlir.explore.browser import evaluate, screenshot
+
+    path = readme_compare_pages[example]
+    got = evaluate(path, LAYOUT_JS, (width, 900))
+    assert got["width"] == width
+    assert got["blocks"] >= 15  # collectives, shardings and one per stage row
+    assert got["scrollWidth"] <= width, f"the page scrolls sideways: {got['scrollWidth']} px in a {width} px window"
+    assert got["overlaps"] == [], f"{len(got['overlaps'])} boxes of A and B intersect: {got['overlaps'][:10]}"
+    assert got["outside"] == [], f"{len(got['outside'])} elements leave their side's column: {got['outside'][:10]}"
+    png = tmp_path / f"{example}_compare_{width}.png"
+    screenshot(path, png, (width, 900))
+    assert Image.open(png).size == (width, 900)
+
+
+def test_evaluate_returns_the_value_or_the_error(tmp_path):
+    _chromium()
+    from pxla_mlir.explore.browser import BrowserError, evaluate
+
+    page = tmp_path / "tiny.html"
+    page.write_text('<!DOCTYPE html><html><body style="margin:0"><div style="width:3000px">wide</div></body></html>')
+    assert evaluate(page, "[window.innerWidth, document.documentElement.scrollWidth, '</script>']", (1000, 600)) == \
+        [1000, 3000, "</script>"]
+    with pytest.raises(BrowserError, match="nope"):
+        evaluate(page, "(function () { throw new Error('nope'); })()")

@@ -1,5 +1,6 @@
 """Headless Chromium for the explore page: the DOM after the page's scripts
-ran, a screenshot, and how long the page took to be ready.
+ran, a screenshot, a value computed in the laid-out page, and how long the
+page took to be ready.
 
     python -m pxla_mlir.explore.browser screenshot page.html out.png
     python -m pxla_mlir.explore.browser timing page.html [--runs 5]
@@ -12,6 +13,7 @@ its own (no sync, updates or background traffic).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import re
@@ -21,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = ["find_chromium", "dump_dom", "screenshot", "ready_ms", "BrowserError"]
+__all__ = ["find_chromium", "dump_dom", "screenshot", "evaluate", "ready_ms", "BrowserError"]
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -71,6 +73,46 @@ def screenshot(path: str | os.PathLike, png: str | os.PathLike, size: tuple[int,
     result = _run([f"--screenshot={png}", f"--window-size={size[0]},{size[1]}", _url(path)], timeout)
     if result.returncode != 0 or not png.is_file():
         raise BrowserError(f"chromium --screenshot failed (exit {result.returncode}): {result.stderr[-2000:]}")
+
+
+_RESULT = "pxla-evaluate"
+_PROBE = r"""addEventListener("load", function () {
+  var out;
+  try { out = {value: (function () { return (%s
+); })()}; } catch (e) { out = {error: String(e && e.stack || e)}; }
+  var slot = document.createElement("script");
+  slot.type = "application/json";
+  slot.id = "%s";
+  slot.textContent = JSON.stringify(out).replace(/</g, "\\u003c");
+  document.body.appendChild(slot);
+});
+"""
+
+
+def evaluate(path: str | os.PathLike, expression: str, size: tuple[int, int] = (1400, 1000),
+             timeout: float = 90):
+    """The JSON value of a JavaScript expression, evaluated after the page
+    loaded and was laid out in a window of ``size`` (width, height) pixels.
+
+    Chromium opens a copy of the page with one script added at the end of
+    its body (from a file beside the copy, so the expression needs no
+    escaping); the page itself is left as it is."""
+    text = pathlib.Path(path).read_text(encoding="utf-8")
+    tag = '<script src="pxla_evaluate.js"></script>'
+    at = text.rfind("</body>")
+    text = text[:at] + tag + text[at:] if at >= 0 else text + tag
+    with tempfile.TemporaryDirectory(prefix="pxla_evaluate_") as tmp:
+        copy = pathlib.Path(tmp) / "page.html"
+        copy.write_text(text, encoding="utf-8")
+        (copy.parent / "pxla_evaluate.js").write_text(_PROBE % (expression, _RESULT), encoding="utf-8")
+        result = _run(["--dump-dom", f"--window-size={size[0]},{size[1]}", _url(copy)], timeout)
+    m = re.search(f'<script type="application/json" id="{_RESULT}">(.*?)</script>', result.stdout, re.S)
+    if result.returncode != 0 or m is None:
+        raise BrowserError(f"chromium --dump-dom gave no result (exit {result.returncode}): {result.stderr[-2000:]}")
+    out = json.loads(m.group(1))
+    if "error" in out:
+        raise BrowserError(f"the expression failed in the page: {out['error']}")
+    return out["value"]
 
 
 def ready_ms(dom: str) -> float | None:

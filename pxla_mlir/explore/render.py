@@ -32,12 +32,13 @@ def _a(text: str) -> str:
     return escape(text, quote=True)
 
 
-def _doc(title: str, body: str) -> str:
+def _doc(title: str, body: str, body_class: str = "") -> str:
     # head.js first: it records errors from everything after it.
+    attrs = f' class="{body_class}"' if body_class else ""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<title>{_e(title)}</title><script>{_asset("head.js")}</script><style>{_asset("page.css")}</style>'
-            f'</head><body><div id="js-errors" hidden></div>{body}'
+            f'</head><body{attrs}><div id="js-errors" hidden></div>{body}'
             f'<div id="status" hidden></div><script>{_asset("page.js")}</script></body></html>\n')
 
 
@@ -177,8 +178,9 @@ def _shape(dtype: str, shape: Sequence[int]) -> str:
 
 
 def _collective_table(page: Page, prefix: str) -> str:
-    rows = ['<table class="colls"><thead><tr><th>#</th><th>value</th><th>op</th><th>operand \u2192 result</th>'
-            '<th>group mode</th><th>groups</th><th>bytes sent / device</th><th>all devices</th></tr></thead><tbody>']
+    rows = ['<div class="tscroll"><table class="colls"><thead><tr><th>#</th><th>value</th><th>op</th>'
+            '<th>operand \u2192 result</th><th>group mode</th><th>groups</th><th>bytes sent / device</th>'
+            '<th>all devices</th></tr></thead><tbody>']
     for c in page.collectives:
         rows.append(f'<tr><td><a href="#{prefix}c-{c.index}">{c.index}</a></td><td><code>{_e(c.value)}</code></td>'
                     f'<td>{_e(c.op)}</td><td><code>{_e(_shape(c.dtype, c.operand_shape))} \u2192 '
@@ -186,7 +188,7 @@ def _collective_table(page: Page, prefix: str) -> str:
                     f'<td title="{_a(_groups_text(c, 10 ** 6))}"><code>{_e(_groups_text(c))}</code></td>'
                     f'<td class="num" title="{c.bytes_sent}">{_sent_text(c)}</td>'
                     f'<td class="num">{fmt_bytes(sum(c.bytes_sent))}</td></tr>')
-    rows.append("</tbody></table>")
+    rows.append("</tbody></table></div>")
     return "".join(rows)
 
 
@@ -247,13 +249,13 @@ def _shardings(page: Page, prefix: str = "") -> str:
     parts = [f'<section id="{prefix}shardings"><h2>Mesh and shardings</h2>'
              f'<p>mesh {_e(_mesh_text(page))}</p>']
     if page.named_axes:
-        parts.append('<table class="axes"><thead><tr><th>named axis</th><th>size</th><th>resources (mesh axes)</th>'
-                     '<th>devices</th><th>tile per device</th></tr></thead><tbody>')
+        parts.append('<div class="tscroll"><table class="axes"><thead><tr><th>named axis</th><th>size</th>'
+                     '<th>resources (mesh axes)</th><th>devices</th><th>tile per device</th></tr></thead><tbody>')
         for n in page.named_axes:
             res = ", ".join(n.resources) or "(vectorized on each device)"
             parts.append(f'<tr><td><code>{_e(n.name)}</code></td><td class="num">{n.size}</td><td>{_e(res)}</td>'
                          f'<td class="num">{n.devices}</td><td class="num">{n.tile}</td></tr>')
-        parts.append("</tbody></table>")
+        parts.append("</tbody></table></div>")
     for v in page.shardings:
         dims = " ".join("[" + ",".join(d) + "]" for d in v.dims)
         parts.append(f'<figure class="shard-fig"><figcaption><b>{_e(v.label)}</b> '
@@ -313,7 +315,7 @@ def render_comparison(cmp: Comparison) -> str:
                   f'{_shardings(b, "b-").replace("<h2>Mesh and shardings</h2>", "", 1)}</div></div></section>')
         toc.insert(1, '<li><a href="#cmp-shardings">mesh and shardings</a></li>')
     body = f'{"".join(toc)}<main class="compare">{head}{colls}{"".join(rows)}<footer>written by pxla-mlir explore</footer></main>'
-    return _doc(f"{a.title} vs {b.title} \u2014 pxla-mlir explore", body)
+    return _doc(f"{a.title} vs {b.title} \u2014 pxla-mlir explore", body, "compare")
 
 
 def _collectives_inner(page: Page, prefix: str) -> str:
