@@ -46,7 +46,7 @@ from .ir.pxla_attrs import TILE_DIMS
 from .jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
 from .maps.arguments import check_devices
 from .sharding import hlo_sharding
-from .sharding.devices import backend_error
+from .sharding.devices import backend_error, too_few_devices
 from .stages import Layout, Lowered, Signature
 from .stats import timed
 
@@ -174,10 +174,8 @@ def _devices(module: ir.Module, name: str, devices: Sequence | None) -> list:
     available = jax.local_devices()
     if n > len(available):
         platform = available[0].platform
-        hint = (f"; start with more (pxla-mlir --cpu-devices {n}, or XLA_FLAGS="
-                f"--xla_force_host_platform_device_count={n} before jax starts)" if platform == "cpu" else "")
         raise ModuleError(f"{name}: the module needs {n} devices ({counts}), but only {len(available)} "
-                          f"{platform.upper()} devices exist{hint}")
+                          f"{platform.upper()} devices exist{too_few_devices(n, available)}")
     return available[:n]
 
 

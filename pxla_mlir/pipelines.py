@@ -58,12 +58,17 @@ def _sharding_steps(dialect: str, *, manual: bool) -> list[str]:
 
 
 def _finish(steps: list[str], dialect: str) -> str:
-    # A one-partition Shardy module keeps no manual region (XLA compiles it
-    # without the partitioner that takes one apart; jax emits none there).
-    # Folding after the rewrites keeps the emitted MHLO small and stable; the
-    # verifier must see the final module, and knows which dialect to expect.
+    # Collectives over groups of one device (a size-1 axis) are their
+    # operands: XLA's TPU compiler drops such all-reduces from jax's (SPMD)
+    # program but not from a replica-mode one, so drop them here, once every
+    # collective has its final groups. A one-partition Shardy module keeps no
+    # manual region (XLA compiles it without the partitioner that takes one
+    # apart; jax emits none there). Folding after the rewrites keeps the
+    # emitted MHLO small and stable; the verifier must see the final module,
+    # and knows which dialect to expect.
     inline = ["pxla-inline-manual-computations"] if dialect == "sdy" else []
-    steps = steps + inline + ["canonicalize", "cse", "symbol-dce", f"pxla-verify-handoff{{sharding-dialect={dialect}}}"]
+    steps = steps + ["pxla-elide-trivial-collectives", *inline, "canonicalize", "cse", "symbol-dce",
+                     f"pxla-verify-handoff{{sharding-dialect={dialect}}}"]
     return ",".join(steps)
 
 

@@ -85,7 +85,8 @@ def test_cli_says_the_backend_cannot_start_in_one_line(tmp_path, argv):
     result = _run(["-m", "pxla_mlir.tools.cli", *argv], "cuda", cwd=tmp_path)
     assert result.returncode == 2 and result.stdout == "", result.stderr
     (line,) = result.stderr.splitlines()
-    assert line.startswith("pxla-mlir: error: ") and _NO_CUDA in line and line.endswith(_CUDA_FIX), line
+    assert line.startswith("pxla-mlir: error: ") and _NO_CUDA in line, line
+    assert line.endswith(f"{_CUDA_FIX} (pxla-mlir: --backend cpu)"), line
     assert "PXLA_DEBUG" not in line and "AssertionError" not in line
 
 

@@ -126,7 +126,29 @@ def test_cpu_devices_says_when_it_cannot_apply():
     result = cli("show-sharding", "--shape", "4", "--hlo", "{replicated}", "--devices", "2", "--cpu-devices", "4",
                  "--no-color", JAX_PLATFORMS="tpu")
     assert result.returncode == 0, result.stderr
-    assert result.stderr == "pxla-mlir: note: --cpu-devices 4 does not apply: JAX_PLATFORMS=tpu runs on other devices\n"
+    assert result.stderr == ("pxla-mlir: note: --cpu-devices 4 does not apply: JAX_PLATFORMS=tpu runs on other "
+                             "devices (add --backend cpu to run on 4 CPU devices)\n")
+
+
+def test_backend_picks_the_platform_before_jax_starts():
+    """--backend cpu is JAX_PLATFORMS=cpu (here over JAX_PLATFORMS=tpu), so --cpu-devices applies, and a
+    computation needing more devices than it has names that backend and the flags that give more."""
+    result = cli("emit", NESTED, "--backend", "cpu", "--cpu-devices", "4", JAX_PLATFORMS="tpu")
+    assert result.returncode == 2, result.stdout
+    (line,) = result.stderr.splitlines()
+    assert "but only 4 XLA devices are available" in line and "4 CPU devices exist on jax's default backend " \
+        "(JAX_PLATFORMS=cpu) (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count=8 before jax starts" in line
+    assert line.endswith("pxla-mlir: --cpu-devices 8; pytest: --cpu-devices 8)"), line
+    ok = cli("--backend", "cpu", "emit", NESTED, JAX_PLATFORMS="tpu")
+    assert ok.returncode == 0 and ok.stderr == "" and "mhlo.num_replicas = 8" in ok.stdout, ok.stderr
+
+
+@pytest.mark.parametrize("value", ["", "cpu,tpu"])
+def test_backend_takes_one_platform(value):
+    result = cli("emit", NESTED, "--backend", value)
+    assert result.returncode == 2
+    assert result.stderr == (f"pxla-mlir: error: argument --backend: expected one platform name (cpu, tpu, cuda, "
+                             f"rocm), got {value!r} (see pxla-mlir emit --help)\n")
 
 
 def test_run_prints_timings_and_outputs():

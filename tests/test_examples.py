@@ -1,5 +1,10 @@
 """The examples run correctly, and their MHLO is pinned by golden files
-(examples/goldens/, refreshed with pytest --update-goldens)."""
+(examples/goldens/, refreshed with pytest --update-goldens). `make demo`
+runs on 8 CPU devices where jax's default backend has fewer."""
+
+import os
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -57,3 +62,49 @@ def test_xmap_2d_matches_vmap():
     (v,), got = run_example("xmap_2d")
     want = jax.vmap(jax.vmap(normalise, axis_name="feat"), axis_name="batch")(v)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def _demo(**env_changes):
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "JAX_PLATFORMS")}
+    env.update(env_changes)
+    return subprocess.run([sys.executable, str(REPO / "examples" / "pmap_demo.py")], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=REPO)
+
+
+def test_demo_starts_the_cpu_devices_it_needs():
+    """`make demo` in a shell whose XLA_FLAGS asks for 2 CPU devices (other flags kept) still runs on 8."""
+    result = _demo(JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_cpu_enable_fast_math=false "
+                                                  "--xla_force_host_platform_device_count=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "=== run on 8 CPU devices; result (2, 3, 4):" in result.stdout
+    assert "=== match: True" in result.stdout
+    assert "default backend" not in result.stdout  # CPU is the default backend here: nothing to say
+
+
+def test_demo_raises_a_smaller_jax_num_cpu_devices():
+    result = _demo(JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="2", XLA_FLAGS="")
+    assert result.returncode == 0, result.stderr[-3000:]  # the demo raises JAX_NUM_CPU_DEVICES too
+    assert "=== run on 8 CPU devices" in result.stdout
+
+
+class _Device:
+    def __init__(self, platform):
+        self.platform = platform
+
+
+def test_demo_runs_on_cpu_devices_when_the_default_backend_has_too_few():
+    """A one-chip TPU host: jax's default backend has 1 device; the demo says so in one line and picks the CPU."""
+    from examples.pmap_demo import choose_backend
+
+    backend, line = choose_backend([_Device("tpu")], [_Device("cpu")] * 8)
+    assert backend == "cpu"
+    assert line == ("=== jax's default backend (TPU) has 1 device(s), the demo needs 8: running on 8 CPU devices "
+                    "(backend='cpu'; JAX_PLATFORMS=cpu does the same)")
+    assert choose_backend([_Device("tpu")] * 8, []) == (None, "")
+    assert choose_backend([_Device("cpu")] * 8, [_Device("cpu")] * 8) == (None, "")
+    with pytest.raises(SystemExit, match=r"jax's default backend \(TPU\) has 1 and its CPU backend 0: start jax with "
+                                         r"XLA_FLAGS=--xla_force_host_platform_device_count=8 and JAX_PLATFORMS "
+                                         r"naming cpu"):
+        choose_backend([_Device("tpu")], [])
+    with pytest.raises(SystemExit, match=r"jax's default backend \(CPU\) has 2: start jax with XLA_FLAGS="):
+        choose_backend([_Device("cpu")] * 2, [_Device("cpu")] * 2)

@@ -345,3 +345,32 @@ def test_zero_size_inner_dimensions(mode, shardings):
             both(x, y)
         return
     assert_tree_close(both(x, y), jax.vmap(lambda a, b: (a + 1, lax.psum(b, "i")), axis_name="i")(x, y))
+
+
+# Collectives over an axis of size 1 (a one-chip host): bit for bit jax.pmap's, none left but reduce_scatter.
+_SIZE_ONE = {
+    "psum": lambda v: lax.psum(v, "i"), "pmax": lambda v: lax.pmax(v, "i"), "pmin": lambda v: lax.pmin(v, "i"),
+    "pmean": lambda v: lax.pmean(v, "i"), "all_gather": lambda v: lax.all_gather(v, "i"),
+    "psum_scatter": lambda v: lax.psum_scatter(v, "i", tiled=True),
+    "ppermute": lambda v: lax.ppermute(v, "i", [(0, 0)]),
+    "all_to_all": lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True),
+    "pmax_int": lambda v: lax.pmax(v.view(jnp.int32), "i"),
+    "psum_bf16": lambda v: lax.psum(v.astype(jnp.bfloat16), "i").astype(jnp.float32),
+}
+
+
+@pytest.mark.parametrize("name", list(_SIZE_ONE))
+@pytest.mark.parametrize("mode, shardings", FORMS)
+def test_size_one_axis_collectives_are_jax_pmaps_bits(name, mode, shardings):
+    x = np.array([[-0.0, np.nan, 1.5, -np.inf, 0.0, 3.0e38, 1e-45, -2.5]], np.float32)
+    x[0, 4] = np.frombuffer(np.uint32([0x7FC00001]).tobytes(), np.float32)[0]  # a NaN with a payload
+    one = jax.devices()[:1]
+    f = _SIZE_ONE[name]
+    ours = pxla_mlir.pmap(f, "i", devices=one, mode=mode, shardings=shardings)
+    got, want = np.asarray(ours(x)), np.asarray(jax.pmap(f, "i", devices=one)(x))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), (got, want)
+    mhlo = ours.lower(x).as_text()
+    kept = [op for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+            if f"mhlo.{op}" in mhlo]
+    assert kept == (["reduce_scatter"] if name == "psum_scatter" else []), mhlo

@@ -19,6 +19,7 @@ PASSES: dict[str, str] = {
     "pxla-contract-batch-sums": "pxla_mlir.passes.contract_batch_sums:ContractBatchSumsPass",
     "pxla-convert-op-shardings-to-sdy": "pxla_mlir.passes.convert_op_shardings_to_sdy:ConvertOpShardingsToSdyPass",
     "pxla-convert-to-replica-mode": "pxla_mlir.passes.convert_to_replica_mode:ConvertToReplicaModePass",
+    "pxla-elide-trivial-collectives": "pxla_mlir.passes.elide_trivial_collectives:ElideTrivialCollectivesPass",
     "pxla-expand-manual-computation": "pxla_mlir.passes.expand_manual_computation:ExpandManualComputationPass",
     "pxla-expand-manual-sharding": "pxla_mlir.passes.expand_manual_sharding:ExpandManualShardingPass",
     "pxla-expand-shard": "pxla_mlir.passes.expand_shard:ExpandShardPass",

@@ -36,6 +36,7 @@ from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 
 from ..ir.pxla_attrs import REP_AXIS
 from ..jax_internals import api_util
+from ..sharding.devices import too_few_devices
 from ..stages import Layout
 from .arguments import PmapUsageError
 
@@ -338,9 +339,7 @@ def partitioned_devices(axis_size: int, partitions: tuple, devices, backend, wha
     if n > len(available):
         platform = available[0].platform
         raise PmapUsageError(f"{need}, but only {len(available)} {platform.upper()} devices are available"
-                             + (f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} or "
-                                f"jax.config.update('jax_num_cpu_devices', {n}) before jax starts)"
-                                if platform == "cpu" else ""))
+                             + too_few_devices(n, available, backend))
     return None
 
 

@@ -38,6 +38,7 @@ from jax.sharding import PartitionSpec
 from ..errors import PxlaUserError
 from ..maps.arguments import Words
 from ..pipelines import PmapPipeline, configure
+from ..sharding.devices import too_few_devices
 from .api import PmapFunction
 from .arguments import PmapUsageError, examine_call
 from .partitions import PartitionWords, ShardedBody
@@ -99,10 +100,8 @@ def _check_device_count(name: str, n: int, backend) -> None:
     if n > len(available):
         platform = available[0].platform
         raise PmapUsageError(f"sharded_jit {name!r} splits its values into {n} partitions, one per device, but only "
-                             f"{len(available)} {platform.upper()} devices are available: give specs with fewer "
-                             f"pieces" + (f", or set XLA_FLAGS=--xla_force_host_platform_device_count={n} (or "
-                                          f"jax.config.update('jax_num_cpu_devices', {n})) before jax starts"
-                                          if platform == "cpu" else ""))
+                             f"{len(available)} {platform.upper()} devices are available"
+                             f"{too_few_devices(n, available, backend)}, or give specs with fewer pieces")
 
 
 def _as_counts(spec: PartitionSpec, axes: dict) -> PartitionSpec:

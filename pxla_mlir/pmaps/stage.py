@@ -13,6 +13,7 @@ from ..jax_internals import core, pe
 from ..maps import debug_checks
 from ..maps.impl import ImplCache
 from ..pipelines import PmapPipeline
+from ..sharding.devices import too_few_devices
 from ..stages import Lowered, Signature, lower
 from ..stats import timed
 from . import partition_import
@@ -51,9 +52,7 @@ def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") ->
         raise PmapUsageError(
             f"compiling computation that requires {n} logical devices, but only {len(available)} XLA devices are "
             f"available (num_replicas * num_partitions = {n}): the product of the pmap axis sizes is "
-            f"{n}, and {len(available)} {platform.upper()} "
-            f"devices exist" + (f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} before "
-                                f"importing jax)" if platform == "cpu" else ""))
+            f"{n}, and {len(available)} {platform.upper()} devices exist" + too_few_devices(n, available, backend))
     return available[:n]
 
 

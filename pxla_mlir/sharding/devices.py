@@ -9,7 +9,8 @@ import os
 
 from ..errors import PxlaUserError
 
-__all__ = ["MAX_DEVICES", "check_device_count", "repeated_device", "BackendError", "backend_error"]
+__all__ = ["MAX_DEVICES", "check_device_count", "repeated_device", "BackendError", "backend_error",
+           "too_few_devices"]
 
 #: The most devices a sharding or a mesh may span. Passes and the runtime build
 #: device-id tables of this size (8 MiB at the limit); more is a typo or a
@@ -35,6 +36,28 @@ def repeated_device(devices) -> tuple[int, int] | None:
             return seen[key], i
         seen[key] = i
     return None
+
+
+def too_few_devices(n: int, devices, backend: str | None = None) -> str:
+    """The end of a "needs ``n`` devices, but only ``len(devices)`` exist" message:
+    which backend jax looked at (``backend=``, else its default one) and how
+    to get ``n`` devices from Python, from ``pxla-mlir`` and under pytest.
+
+    On a host whose default backend is an accelerator with fewer devices
+    (one TPU chip), the way out is the host's CPU devices, which jax starts
+    in the number XLA_FLAGS (or ``jax_num_cpu_devices``) sets."""
+    platform = (getattr(devices[0], "platform", None) if len(devices) else None) or backend or "?"
+    env = os.environ.get("JAX_PLATFORMS", "").strip()
+    where = (f"on backend={backend!r}" if backend else
+             "on jax's default backend" + (f" (JAX_PLATFORMS={env})" if env else ""))
+    flag = f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before jax starts"
+    if platform == "cpu":
+        how = (f"on CPU, set {flag}, or jax.config.update('jax_num_cpu_devices', {n}); "
+               f"pxla-mlir: --cpu-devices {n}; pytest: --cpu-devices {n}")
+    else:
+        how = (f"to use {n} CPU devices instead, set {flag} and pass backend='cpu' or set JAX_PLATFORMS=cpu; "
+               f"pxla-mlir: --backend cpu --cpu-devices {n}; pytest: JAX_PLATFORMS=cpu pytest --cpu-devices {n}")
+    return f" {where} ({how})"
 
 
 class BackendError(PxlaUserError, RuntimeError):

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PxlaUserError
-from .devices import backend_error, check_device_count, repeated_device
+from .devices import backend_error, check_device_count, repeated_device, too_few_devices
 from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
 
 __all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping", "axis_groups"]
@@ -225,6 +225,7 @@ class Mesh(AbstractMesh):
             sizes = tuple(shape)
         if axis_names is None:
             raise MeshError("give axis names, or the shape as a {name: size} mapping")
+        given = devices is not None
         if devices is None:
             import jax
 
@@ -238,7 +239,7 @@ class Mesh(AbstractMesh):
         n = int(np.prod(sizes, dtype=np.int64))
         if n > len(devices):
             raise MeshError(f"a mesh of shape {dict(zip(axis_names, sizes))} needs {n} devices, but only "
-                            f"{len(devices)} exist{_cpu_hint(n, devices)}")
+                            f"{len(devices)} exist{_hint(n, devices, given)}")
         return cls(np.array(list(devices[:n]), dtype=object).reshape(sizes), axis_names)
 
     @property
@@ -310,12 +311,15 @@ class Mesh(AbstractMesh):
         return False
 
 
-def _cpu_hint(n: int, devices: Sequence) -> str:
-    if not devices or getattr(devices[0], "platform", None) != "cpu":
+def _hint(n: int, devices: Sequence, given: bool) -> str:
+    """How to get ``n`` devices: from jax's default backend (which it names), or in every process."""
+    if not devices:
         return ""
     processes = len({getattr(d, "process_index", 0) for d in devices})
     if processes == 1:
-        return f" (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={n} before importing jax)"
+        return " in the devices given" if given else too_few_devices(n, devices)
+    if getattr(devices[0], "platform", None) != "cpu":
+        return ""
     per = -(-n // processes)
     return (f" in the {processes} processes (on CPU, start every process with {per} devices: "
             f"jax.config.update('jax_num_cpu_devices', {per}) before jax.distributed.initialize)")

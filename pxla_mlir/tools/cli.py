@@ -29,6 +29,8 @@ from .errors import ERROR_EXIT, CliError, describe, positive_int
 
 PROG = "pxla-mlir"
 _CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or JAX_NUM_CPU_DEVICES sets)"
+_BACKEND_HELP = ("the jax platform to run on: cpu, tpu, cuda or rocm (sets JAX_PLATFORMS before jax starts; "
+                 "default: JAX_PLATFORMS, else jax's choice)")
 
 
 def _cmd_passes(args) -> int:
@@ -54,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="pxla_mlir command line")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--cpu-devices", type=positive_int, metavar="N", help=_CPU_DEVICES_HELP)
+    parser.add_argument("--backend", type=_platform, metavar="NAME", help=_BACKEND_HELP)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
     p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
@@ -66,7 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
     for command in sub.choices.values():  # before or after the command name alike
         command.add_argument("--cpu-devices", type=positive_int, metavar="N", default=argparse.SUPPRESS,
                              help=_CPU_DEVICES_HELP)
+        command.add_argument("--backend", type=_platform, metavar="NAME", default=argparse.SUPPRESS,
+                             help=_BACKEND_HELP)
     return parser
+
+
+def _platform(text: str) -> str:
+    name = text.strip().lower()
+    if not name or "," in name:
+        raise argparse.ArgumentTypeError(f"expected one platform name (cpu, tpu, cuda, rocm), got {text!r}")
+    return name
+
+
+def _backend(name: str | None) -> None:
+    """Makes ``name`` jax's only platform (JAX_PLATFORMS), before its backends start."""
+    if name is None:
+        return
+    os.environ["JAX_PLATFORMS"] = name  # for a jax imported later, and for the processes of 'run --processes'
+    if "jax" in sys.modules:
+        sys.modules["jax"].config.update("jax_platforms", name)
 
 
 def _cpu_devices(n: int | None) -> None:
@@ -86,7 +107,7 @@ def _cpu_devices(n: int | None) -> None:
         platforms = [p.strip() for p in os.environ.get("JAX_PLATFORMS", "").split(",") if p.strip()]
         if platforms and "cpu" not in platforms:
             print(f"{PROG}: note: --cpu-devices {n} does not apply: JAX_PLATFORMS={','.join(platforms)} runs on "
-                  f"other devices", file=sys.stderr)
+                  f"other devices (add --backend cpu to run on {n} CPU devices)", file=sys.stderr)
             return
     os.environ["JAX_NUM_CPU_DEVICES"] = str(n)  # for a jax imported later
     if "jax" in sys.modules:
@@ -102,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
             return ERROR_EXIT
+        _backend(args.backend)
         _cpu_devices(args.cpu_devices)
         return args.func(args)
     except KeyboardInterrupt:
@@ -112,10 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         return ERROR_EXIT
     except Exception as e:  # one line; only a bug of ours asks for the traceback
         if "jax" in sys.modules:  # a backend that cannot start is the environment's (jax raised it on the way)
-            from ..sharding.devices import backend_error
+            from ..sharding.devices import BackendError, backend_error
 
             command = getattr(args, "command", None)
             e = backend_error(e, f"{PROG} {command}" if command else PROG) or e
+            if isinstance(e, BackendError):  # the command line's own way to choose the backend
+                e = BackendError(f"{e} ({PROG}: --backend cpu)")
         if os.environ.get("PXLA_DEBUG") and not isinstance(e, PxlaUserError):
             raise
         message, is_bug = describe(e)
