@@ -46,6 +46,7 @@ from jax._src import (
     sharding_impls as _sharding_impls,
     source_info_util as _source_info_util,
     tree_util as jax_tree_util,
+    util as _util,
     xla_bridge,
 )
 from jax._src.interpreters import (
@@ -154,10 +155,12 @@ dtypes = PrivateNames(_dtypes, "extended float0 issubdtype")
 lu = PrivateNames(_lu, "wrap_init")
 compiler = PrivateNames(_compiler, "get_compile_options logger")
 parallel_primitives = PrivateNames(_parallel, "psum_p")
+#: ``test_event``: the events jax's test utilities count (``jtu.count_compilation_after_persistent_cache_miss``).
+util = PrivateNames(_util, "test_event")
 
 #: Every table above, for tests/test_jax_versions.py.
 TABLES = (core, pe, ad, batching, api_util, jax_mlir, xc, pxla, source_info_util, sharding_impls, dispatch, config,
-          effects, dtypes, lu, compiler, parallel_primitives)
+          effects, dtypes, lu, compiler, parallel_primitives, util)
 
 
 def missing_names() -> list[str]:
@@ -172,7 +175,7 @@ _source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)))
 __all__ = [
     # jax._src modules, as the names pxla_mlir uses from them
     "ad", "api_util", "batching", "compiler", "config", "core", "dispatch", "dtypes", "effects", "jax_mlir", "lu",
-    "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "xc", "JaxAbstractMesh", "ArrayImpl",
+    "parallel_primitives", "pe", "pxla", "sharding_impls", "source_info_util", "util", "xc", "JaxAbstractMesh", "ArrayImpl",
     "InternalFloatingPointError", "JaxRuntimeError", "cc_shard_arg", "register_checkify", "float0",
     "pytree_equality_errors", "special_checks_active", "trace_context", "CHECKED_ON", "JAX_VERSION",
     "JAX_VERSION_TEXT", "PrivateNames",
@@ -183,7 +186,7 @@ __all__ = [
     "cpp_dispatch", "at_top_level", "dispatch_flatten", "jit_disabled", "trace_ref", "eval_trace", "axis_env_ref",
     "top_axis_env", "jit_enabled", "ir_element_dtype", "is_extended", "lowering_flags", "lower_jaxpr_to_module",
     "register_linearization", "register_dce", "linearize_jaxpr", "scan_counts",
-    "persistent_cache_enabled", "persistent_cache_used",
+    "persistent_cache_enabled", "persistent_cache_used", "cache_gate_open",
     "enable_persistent_cache", "cache_key", "cache_read", "cache_write", "cache_remove", "persistent_cache_thresholds",
     "is_process_zero", "serialize_executable", "deserialize_executable", "backends_are_initialized", "cluster_launch",
     "distributed_client", "same_trace", "gspmd_sharding", "checkify_jaxpr", "has_checks", "debug_nans_active",
@@ -419,10 +422,18 @@ def persistent_cache_enabled() -> bool:
 
 
 def persistent_cache_used(platform: str | None = None) -> bool:
-    """Do compiles go through the persistent cache: a directory is set and
-    jax's own gate (``is_cache_used``: ``jax_enable_compilation_cache`` on, a
-    platform that can serialize executables) says yes, as for jax.jit."""
-    return persistent_cache_enabled() and compilation_cache.is_cache_used(backend(platform))
+    """Do compiles go through the persistent cache, as jax.jit's do: jax's own
+    gate (``is_cache_used``: ``jax_enable_compilation_cache`` on, a platform
+    that can serialize executables) says yes and jax has a cache (one made from
+    ``jax_compilation_cache_dir``, or one set in its place, as jax's tests do)."""
+    return compilation_cache.is_cache_used(backend(platform)) and \
+        compilation_cache._get_cache(backend(platform)) is not None
+
+
+def cache_gate_open(platform: str | None = None) -> bool:
+    """jax's ``is_cache_used`` alone: jax counts every compile under it as one
+    after a persistent-cache miss, a cache or none."""
+    return compilation_cache.is_cache_used(backend(platform))
 
 
 def enable_persistent_cache(path: str, min_compile_time_secs: float) -> None:

@@ -187,6 +187,33 @@ def test_an_ordered_effect_without_a_host_callback():
     assert "stablehlo.token" not in pxla_mlir.pmap(body).lower(X).as_text("stablehlo")
 
 
+def test_name_stacks_of_the_equation_and_its_body_as_jax_pmap():
+    """jax's name_stack_test: the pmap equation keeps the scope around the pmap, its body's equations only the
+    scopes inside it. jax.pmap's body sits two levels down (a jit holding a shard_map); ours is the pmap
+    equation's own ``jaxpr``."""
+    def stacks(pmap):
+        @jax.named_scope("foo")
+        @pmap
+        def f(x):
+            with jax.named_scope("bar"):
+                return x + 1
+
+        jaxpr = jax.make_jaxpr(f)(jnp.ones(1)).jaxpr
+        found = []
+
+        def walk(j):
+            for eqn in j.eqns:
+                if eqn.primitive.name == "add":
+                    found.append(str(eqn.source_info.name_stack))
+                for sub in core.jaxprs_in_params(eqn.params):
+                    walk(sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub)
+
+        walk(jaxpr)
+        return str(jaxpr.eqns[0].source_info.name_stack), found
+
+    assert stacks(pxla_mlir.pmap) == stacks(jax.pmap) == ("foo", ["bar"])
+
+
 def test_shape_polymorphic_code_in_a_body_is_refined():
     from jax import export
 

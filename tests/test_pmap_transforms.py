@@ -254,3 +254,22 @@ def test_transformed_jaxprs_typecheck_under_jax_enable_checks(transform):
     with jax.enable_checks(True):  # jax typechecks every jaxpr it builds, ours included
         got = TRANSFORMS[transform](make(pxla_mlir.pmap), args)
     assert_close(got, TRANSFORMS[transform](make(vmap_as_pmap), args))
+
+
+def test_vjp_compiles_forward_and_backward_programs_as_jax_pmap():
+    """A transpose whose body prints like its forward pass (an identity's) is a program of its own, named for
+    it, as jax.pmap compiles it (jax's api_test: one compilation for forward, one for backward)."""
+    from jax._src import test_util as jtu  # jax's own counter of programs lowered
+
+    def f(x, y):
+        return x, y
+
+    x = np.ones((1, 1, 1), np.float32)
+    counts = {}
+    for name, pmap in (("jax", jax.pmap), ("ours", pxla_mlir.pmap)):
+        pmap(f)(x, x)  # the plain program first, as in jax's test
+        with jtu.count_jit_and_pmap_lowerings() as count:
+            for _ in range(2):
+                jax.vjp(pmap(f), x, x)[1]((x, x))
+        counts[name] = count()
+    assert counts["ours"] == counts["jax"] == 2

@@ -166,3 +166,46 @@ def test_cache_entries_are_checked_against_the_program(tmp_path):
     assert lines["other-shape"] == "it was compiled from another module or for other devices"
     assert lines["forged"].startswith("its parameter 0 is ((1, 4), dtype('float32')) per device"), lines["forged"]
     assert lines["healed"] == "hit"
+
+
+CACHE_AS_JAX_TESTS = textwrap.dedent("""
+    import os, sys
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    import jax, numpy as np, pxla_mlir
+    from jax import lax
+    from jax._src import compilation_cache as cc, test_util as jtu  # jax's tests hand jax a cache this way
+
+    class InMemory:
+        def __init__(self):
+            self.d = {}
+        def get(self, key):
+            return self.d.get(key)
+        def put(self, key, value):
+            self.d[key] = value
+
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    events = []
+    jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+    pmap = pxla_mlir.pmap if sys.argv[1] == "ours" else jax.pmap
+    cc.reset_cache()
+    cc._cache = InMemory()
+    f = pmap(lambda x: x - lax.psum(x, "i"), axis_name="i")
+    with jtu.count_compilation_after_persistent_cache_miss() as compiles:
+        for dtype in (np.int32, np.float32, np.int32):
+            f(np.arange(8, dtype=dtype))
+    print(len(cc._cache.d), compiles(), *(events.count(f"/jax/compilation_cache/{e}")
+                                         for e in ("compile_requests_use_cache", "cache_misses", "cache_hits")))
+""")
+
+
+def test_a_cache_handed_to_jax_is_used_as_by_jax_pmap():
+    """jax's gate and jax's cache, not a directory setting, decide (jax's compilation_cache_test hands jax an
+    in-memory cache): one entry per program, with jax.pmap's events and compile counts."""
+    out = {}
+    for which in ("jax", "ours"):
+        p = subprocess.run([sys.executable, "-c", CACHE_AS_JAX_TESTS, which], capture_output=True, text=True,
+                           timeout=240)
+        assert p.returncode == 0, p.stderr[-2000:]
+        out[which] = p.stdout.split()
+    assert out["ours"] == out["jax"] == ["2", "2", "2", "2", "0"]

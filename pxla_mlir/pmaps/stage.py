@@ -144,7 +144,10 @@ def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, 
 
     if not debug_checks.donation_allowed():
         donated = (False,) * len(donated)
-    params = (axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals, partitions)
+    # The name is part of the key, as for an xmap: a transformed body that prints like another one
+    # (a transpose like its forward pass) is a program of its own, named for what it computes in
+    # profiles, dumps and errors, and compiled as jax.pmap compiles it.
+    params = (name, axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals, partitions)
     compiled = _impl_cache.compiled(jaxpr, params, build)
     outs = compiled.call_flat(args)
     if debug_checks.active():

@@ -217,6 +217,8 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
         if jax_internals.persistent_cache_used(platform):
             return load_or_compile(module, text, devices, ids, opts, platform, expected=expected,
                                    compile=lambda: jax_internals.compile_and_load(text, devices, opts))
+        if jax_internals.cache_gate_open(platform):  # jax's gate with no cache: every compile is after a miss
+            jax_internals.util.test_event("compile_after_persistent_compilation_miss")
         return jax_internals.compile_and_load(text, devices, opts)
     except jax_internals.JaxRuntimeError as e:
         if options and ("compile option" in str(e) or "While setting option" in str(e)):

@@ -62,6 +62,7 @@ def load_or_compile(module, text: str, devices: Sequence, ids: np.ndarray, optio
     with LOWERING_LOCK:  # the module may live in the shared lowering context
         key = entry_key(module, devices, ids, options, platform)
     digest = _program_digest(text, ids)
+    monitoring.record_event("/jax/compilation_cache/compile_requests_use_cache")
     raw = jax_internals.cache_read(key, platform)
     if raw is not None:
         executable, doubt = _load(raw, digest, devices, options, platform, expected)
@@ -71,6 +72,7 @@ def load_or_compile(module, text: str, devices: Sequence, ids: np.ndarray, optio
         jax_internals.cache_remove(key, platform)
         warnings.warn(CacheEntryRejected(f"pxla_mlir: the compilation cache entry {key[:40]}... was not used: "
                                          f"{doubt}; it was removed and the program compiled anew"), stacklevel=4)
+    jax_internals.util.test_event("compile_after_persistent_compilation_miss")  # as jax's compiler on a miss
     start = time.monotonic()
     executable = compile()
     seconds = time.monotonic() - start
@@ -136,4 +138,5 @@ def _store(key: str, digest: bytes, executable, seconds: float, platform) -> Non
     entry = _HEADER.pack(MAGIC, digest, hashlib.sha256(payload).digest(), min(int(seconds), 2**32 - 1)) + \
         zlib.compress(payload)
     if len(entry) >= min_bytes:
+        monitoring.record_event("/jax/compilation_cache/cache_misses")  # jax's name for an entry written
         jax_internals.cache_write(key, entry, platform)
