@@ -31,8 +31,8 @@ test: $(STAMP)
 	$(BIN)/lit -sv test/lit
 	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
 
-# The suite on jax 0.12.0.1 (Python 3.12) and a smoke subset on jax 0.11.2 (Python 3.12), each in a
-# fresh environment; interpreters are found on PATH or under pyenv, a missing one is a skip line.
+# The suite on jax 0.12.0.1 and 0.11.2 (Python 3.12) and a smoke subset on 0.12.0.1 (Python 3.13), each
+# in a fresh environment; interpreters are found on PATH or under pyenv, a missing one is a skip line.
 # NOX_SESSIONS="-s full-jax-0.10" picks others (nox -l lists them).
 NOX_SESSIONS ?= -t ci
 test-versions: $(STAMP)

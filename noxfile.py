@@ -115,7 +115,13 @@ def full_010(session: nox.Session) -> None:
     _full(session, "0.10.2")
 
 
-@_session("0.11.2", name="smoke-jax-0.11", tags=["ci"])
+@_session("0.11.2", name="full-jax-0.11", tags=["ci"])
+def full_011(session: nox.Session) -> None:
+    """The whole suite on jax 0.11.2 (Python 3.12): its private protocols differ from both neighbours'."""
+    _full(session, "0.11.2")
+
+
+@_session("0.11.2", name="smoke-jax-0.11")
 def smoke_011(session: nox.Session) -> None:
     """The smoke subset on jax 0.11.2 (Python 3.12)."""
     _smoke(session, "0.11.2")

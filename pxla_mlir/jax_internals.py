@@ -253,12 +253,16 @@ def register_linearization(primitive, rule: Callable) -> None:
 
 def register_dce(primitive, rule: Callable) -> None:
     """Registers ``rule(used_outputs, eqn) -> (used_inputs, new eqn or None)``
-    as ``primitive``'s dead-code rule (jax 0.11+ also passes which inputs are
+    as ``primitive``'s dead-code rule (jax 0.12 also passes which inputs are
     live, which matters only for references, which maps never take)."""
-    if JAX_VERSION < (0, 11):
+    if not _DCE_RULES_TAKE_LIVE_INPUTS:
         _pe.dce_rules[primitive] = rule
     else:
         _pe.dce_rules[primitive] = lambda used_outputs, _live_inputs, eqn: rule(used_outputs, eqn)
+
+
+#: jax's own closed-call rule shows which protocol the release's dead-code rules follow.
+_DCE_RULES_TAKE_LIVE_INPUTS = len(inspect.signature(_pe.dce_jaxpr_closed_call_rule).parameters) == 3
 
 
 def scan_counts(params: dict) -> tuple[int, int]:

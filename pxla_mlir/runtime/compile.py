@@ -71,8 +71,8 @@ def _known_crash(module: ir.Module, partitions: int) -> str | None:
     sizes = [int(np.prod(ir.RankedTensorType(t).shape)) for t in inputs if isinstance(t, ir.RankedTensorType)]
     if 0 in sizes and len(sizes) > 1:
         return (f"argument {sizes.index(0)} has no elements, and jaxlib {jax_internals.JAX_VERSION_TEXT}'s compiler "
-                f"crashes the process on a partitioned Shardy program with such an argument beside others; use "
-                f"shardings=\"gspmd\" (or mode=\"replica\"), or another jax release")
+                f"crashes the process on a partitioned Shardy program with such an argument beside others; lower "
+                f"the map with shardings=\"gspmd\" (a pmap also with mode=\"replica\"), or use another jax release")
     return None
 
 
