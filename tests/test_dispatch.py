@@ -414,3 +414,30 @@ def test_unblocked_cached_calls_keep_at_most_the_window_in_flight(donate):
     for _ in range(6):
         z = f(z)
     np.testing.assert_array_equal(np.asarray(z), np.full((8, 4), 9.0 ** 7, np.float32))
+
+
+def test_a_donating_step_that_returns_its_state_first_never_waits_for_every_launch(monkeypatch):
+    """A training step ``(state, batch) -> (state, loss)`` donates its first output to the next step; the
+    window waits on its last output (the loss), so the loop keeps its launches in flight instead of waiting
+    for all of them every few steps. Values stay right."""
+    from pxla_mlir.runtime import inflight
+
+    inflight.wait_for_launches()  # launches of earlier tests, some since donated
+    drains = []
+    monkeypatch.setattr(inflight, "wait_for_launches", lambda: drains.append(1))
+
+    def step(state, batch):
+        w, t = state
+        loss = lax.pmean(jnp.sum(w * batch), "i")
+        return (w - 0.5 * batch, t + 1.0), loss
+
+    f = pxla_mlir.pmap(step, "i", donate_argnums=0)
+    w0, batch = np.ones((8, 4), np.float32), np.full((8, 4), 2.0, np.float32)
+    state = (jnp.asarray(w0), jnp.zeros(8, np.float32))
+    steps = 3 * inflight.INFLIGHT_WINDOW
+    for _ in range(steps):
+        state, loss = f(state, batch)
+    assert drains == []
+    np.testing.assert_array_equal(np.asarray(state[0]), w0 - steps * 1.0)
+    np.testing.assert_array_equal(np.asarray(state[1]), np.full(8, float(steps), np.float32))
+    np.testing.assert_array_equal(np.asarray(loss), np.full(8, 4 * 2.0 * (1.0 - (steps - 1)), np.float32))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import itertools
 import threading
 from typing import Callable, Sequence
@@ -132,7 +133,9 @@ class FastDispatch:
         finally:
             if took:
                 LAUNCHES.release(exclusive)
-        fence = out if type(out) is ArrayImpl else first_array(out)
+        # A donating map's first output is mostly its state, donated to the next step: waiting on it then means
+        # waiting for every launch (see .inflight). Its last one (a metric) is mostly not donated.
+        fence = out if type(out) is ArrayImpl else first_array(out, last=bool(self._donate))
         if fence is not None:
             remember_launch(fence)
         return out
@@ -246,17 +249,20 @@ def _safe(x, aval, sharding) -> bool:
     return host.shape == aval.shape and host.dtype == aval.dtype
 
 
-def first_array(out):
-    """One output array of a launch, in O(depth) for the usual containers."""
+def first_array(out, last: bool = False):
+    """One output array of a launch (the last one with ``last``), in O(depth)
+    for the usual containers."""
+    at = -1 if last else 0
     while True:
         if type(out) is ArrayImpl:
             return out
         if type(out) in (tuple, list) and out:
-            out = out[0]
+            out = out[at]
         elif type(out) is dict and out:
-            out = next(iter(out.values()))
+            out = next(reversed(out.values())) if last else next(iter(out.values()))
         else:
-            return next((x for x in tree_util.tree_leaves(out) if type(x) is ArrayImpl), None)
+            leaves = [x for x in tree_util.tree_leaves(out) if type(x) is ArrayImpl]
+            return leaves[at] if leaves else None
 
 
 def _check_donated(args: tuple, kwargs: dict, donate: Sequence[int]) -> None:
@@ -269,12 +275,19 @@ def _check_donated(args: tuple, kwargs: dict, donate: Sequence[int]) -> None:
 def _check_donated_leaves(leaves: list, tree, n: int, donate: Sequence[int]) -> None:
     """The same on the flat leaves of ``(args, kwargs)`` (``n`` positional
     arguments), without flattening them again."""
+    donated, where = _donation_plan(tree, n, tuple(donate))
+    if donated is not None:
+        check_donations(leaves, donated, where)
+
+
+@functools.lru_cache(maxsize=256)
+def _donation_plan(tree, n: int, donate: tuple[int, ...]):
+    """Which flat leaves of a call of pytree ``tree`` are donated (None: none),
+    and how a message names leaf ``j``; once per signature, not per call."""
     positions = {i % n for i in donate if -n <= i < n}
     args_tree, kwargs_tree = tree.children()
     bounds = list(itertools.accumulate((t.num_leaves for t in args_tree.children()), initial=0))
-    if not any(type(x) is ArrayImpl for i in positions for x in leaves[bounds[i]:bounds[i + 1]]):
-        return
-    donated = [False] * len(leaves)
+    donated = [False] * bounds[-1] + [False] * kwargs_tree.num_leaves
     for i in positions:
         donated[bounds[i]:bounds[i + 1]] = [True] * (bounds[i + 1] - bounds[i])
     names = kwargs_tree.node_data()[1]
@@ -285,4 +298,4 @@ def _check_donated_leaves(leaves: list, tree, n: int, donate: Sequence[int]) -> 
             return f"argument {bisect.bisect_right(bounds, j) - 1}"
         return f"argument {names[bisect.bisect_right(kw_bounds, j) - 1]!r}"
 
-    check_donations(leaves, donated, where)
+    return (tuple(donated) if any(donated) else None), where

@@ -207,7 +207,7 @@ def check_live(args: tuple, kwargs: dict, leaves: list | None = None) -> None:
         if not any(map(_is_deleted, leaves)):
             return
     except TypeError:  # some leaf is not a jax.Array (numpy, a scalar)
-        if not any(type(x) is ArrayImpl and x.is_deleted() for x in leaves):
+        if not any(map(_is_deleted, [x for x in leaves if type(x) is ArrayImpl])):
             return
     for i, arg in enumerate(args):
         _raise_if_deleted(arg, f"argument {i}")
