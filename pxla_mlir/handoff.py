@@ -36,14 +36,14 @@ import re
 
 from jaxlib.mlir import ir
 
-from .errors import PxlaUserError
-from .ir import ir_utils, pxla_attrs, shardy
-from .ir.diagnostics import DiagnosticCollector
-from .ir.nesting import NestingError, check_nesting
-from .ir.pxla_attrs import TILE_DIMS
-from .pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError, run_pipeline
-from .pipelines import HandoffPipeline, PmapPipeline, XmapPipeline
-from .sharding import hlo_sharding
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.ir import ir_utils, pxla_attrs, shardy
+from pxla_mlir.ir.diagnostics import DiagnosticCollector
+from pxla_mlir.ir.nesting import NestingError, check_nesting
+from pxla_mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError, run_pipeline
+from pxla_mlir.pipelines import HandoffPipeline, PmapPipeline, XmapPipeline
+from pxla_mlir.sharding import hlo_sharding
 
 __all__ = ["ModuleError", "ELEMENT_TYPES", "read", "parse", "prepare", "check", "records_layout"]
 

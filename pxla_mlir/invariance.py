@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
-from .jax_internals import core, scan_counts
+from pxla_mlir.collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
+from pxla_mlir.jax_internals import core, scan_counts
 
 Names = frozenset
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 from jax.sharding import AxisType
 
-from .jax_internals import (
+from pxla_mlir.jax_internals import (
     JaxAbstractMesh,
     backend,
     core,

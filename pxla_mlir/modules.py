@@ -37,18 +37,18 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxlib.mlir import ir
 
-from . import distributed
-from .handoff import ELEMENT_TYPES, ModuleError, check, parse, prepare, read, records_layout
-from .ir import pxla_attrs
-from .ir.context import make_context
-from .ir.diagnostics import PassError
-from .ir.pxla_attrs import TILE_DIMS
-from .jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
-from .maps.arguments import check_devices
-from .sharding import hlo_sharding
-from .sharding.devices import backend_error, too_few_devices
-from .stages import Layout, Lowered, Signature
-from .stats import timed
+from pxla_mlir import distributed
+from pxla_mlir.handoff import ELEMENT_TYPES, ModuleError, check, parse, prepare, read, records_layout
+from pxla_mlir.ir import pxla_attrs
+from pxla_mlir.ir.context import make_context
+from pxla_mlir.ir.diagnostics import PassError
+from pxla_mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
+from pxla_mlir.maps.arguments import check_devices
+from pxla_mlir.sharding import hlo_sharding
+from pxla_mlir.sharding.devices import backend_error, too_few_devices
+from pxla_mlir.stages import Layout, Lowered, Signature
+from pxla_mlir.stats import timed
 
 __all__ = ["load", "LoadedModule", "ModuleError"]
 

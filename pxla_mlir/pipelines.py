@@ -25,8 +25,8 @@ from typing import Literal
 
 from jaxlib.mlir import ir
 
-from .pass_infra import NamedPipeline, Pipeline, option, run_pipeline
-from .pass_infra.options import choices, configure
+from pxla_mlir.pass_infra import NamedPipeline, Pipeline, option, run_pipeline
+from pxla_mlir.pass_infra.options import choices, configure
 
 __all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "ShardingDialect", "choices",
            "configure", "to_stablehlo"]

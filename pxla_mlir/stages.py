@@ -20,19 +20,19 @@ from jax import dtypes, tree_util
 from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
-from .distributed.program_check import check_before_launch
-from .errors import PxlaUserError
-from .ir.pxla_attrs import device_counts
-from .jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
-from .lowering import LOWERING_LOCK
-from .pass_infra import Pipeline, PipelineFailure, run_pipeline
-from .pass_infra.reproducer import save as _save
-from .pipelines import to_stablehlo
-from .runtime.callbacks import GuardedCallbacks, callback_results
-from .runtime.compile import compile_module, to_xla_computation
-from .runtime.debug_flags import compiling, dump_stage
-from .runtime.executable import ShardedExecutable, device_shapes, map_description
-from .stats import STATS, timed
+from pxla_mlir.distributed.program_check import check_before_launch
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.ir.pxla_attrs import device_counts
+from pxla_mlir.jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
+from pxla_mlir.lowering import LOWERING_LOCK
+from pxla_mlir.pass_infra import Pipeline, PipelineFailure, run_pipeline
+from pxla_mlir.pass_infra.reproducer import save as _save
+from pxla_mlir.pipelines import to_stablehlo
+from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
+from pxla_mlir.runtime.compile import compile_module, to_xla_computation
+from pxla_mlir.runtime.debug_flags import compiling, dump_stage
+from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
+from pxla_mlir.stats import STATS, timed
 
 __all__ = ["Signature", "Layout", "lower", "Lowered", "Compiled", "ArgumentTypeError", "narrowed_without_x64",
            "X64_FIX"]
@@ -290,7 +290,7 @@ class Lowered(_ArgumentTrees):
     def explore(self, path: str | None = None, **options) -> str:
         """Writes the explore page (every stage, collectives, shardings) to
         ``path`` and returns the path; with no path, returns the HTML."""
-        from .explore import explore_html
+        from pxla_mlir.explore import explore_html
 
         html = explore_html(self, **options)
         if path is None:
@@ -300,7 +300,7 @@ class Lowered(_ArgumentTrees):
         return path
 
     def _repr_html_(self) -> str:
-        from .explore import notebook_html
+        from pxla_mlir.explore import notebook_html
 
         return notebook_html(self)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .errors import PxlaUserError
-from .jax_internals import core, lu, pe, source_info_util
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.jax_internals import core, lu, pe, source_info_util
 
 
 class UnboundAxisError(PxlaUserError, NameError):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import html as _html
 
-from .model import Comparison, Page, build_page, compare as compare_pages
-from .render import render, render_comparison
+from pxla_mlir.explore.model import Comparison, Page, build_page, compare as compare_pages
+from pxla_mlir.explore.render import render, render_comparison
 
 __all__ = ["Page", "Comparison", "build_page", "compare_pages", "render", "render_comparison", "explore_html",
            "notebook_html"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 
-from ..ir.mlir_diff import DiffError, normalize, split_functions
+from pxla_mlir.ir.mlir_diff import DiffError, normalize, split_functions
 
 __all__ = ["keys", "diff_ops"]
 

@@ -31,14 +31,14 @@ from typing import Optional, Sequence
 
 from jaxlib.mlir import ir
 
-from ..ir import device_groups, pxla_attrs
-from ..ir.context import make_context
-from ..ir.ir_utils import symbol_name, walk
-from ..ir.mlir_diff import DiffError, diff as mlir_diff
-from ..pass_infra import Pipeline
-from ..pass_infra.stepwise import run_stepwise
-from ..sharding.show import shard_ranges
-from . import linediff, traffic
+from pxla_mlir.explore import linediff, traffic
+from pxla_mlir.ir import device_groups, pxla_attrs
+from pxla_mlir.ir.context import make_context
+from pxla_mlir.ir.ir_utils import symbol_name, walk
+from pxla_mlir.ir.mlir_diff import DiffError, diff as mlir_diff
+from pxla_mlir.pass_infra import Pipeline
+from pxla_mlir.pass_infra.stepwise import run_stepwise
+from pxla_mlir.sharding.show import shard_ranges
 
 __all__ = ["Stage", "Collective", "MeshView", "ShardingView", "NamedAxis", "Page", "Row", "Comparison",
            "build_page", "compare"]
@@ -292,7 +292,7 @@ def _dims(attr) -> Optional[tuple[tuple[str, ...], ...]]:
 
 def _shardings(pxla: ir.Module) -> tuple[ShardingView, ...]:
     """Global shapes and pieces of @main's arguments and results in the pxla form."""
-    from ..sharding.mesh import AbstractMesh, mapping_from_dims
+    from pxla_mlir.sharding.mesh import AbstractMesh, mapping_from_dims
 
     main = _main(pxla)
     if main is None:

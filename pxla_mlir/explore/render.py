@@ -13,8 +13,8 @@ import importlib.resources
 from html import escape
 from typing import Optional, Sequence
 
-from .model import Collective, Comparison, Page, Stage
-from .svg import collective_svg, color, fmt_bytes, sharding_svgs
+from pxla_mlir.explore.model import Collective, Comparison, Page, Stage
+from pxla_mlir.explore.svg import collective_svg, color, fmt_bytes, sharding_svgs
 
 __all__ = ["render", "render_comparison"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Optional, Sequence
 
-from .model import Collective, MeshView, Range, ShardingView
+from pxla_mlir.explore.model import Collective, MeshView, Range, ShardingView
 
 __all__ = ["PALETTE", "collective_svg", "sharding_svgs", "fmt_bytes", "fmt_range"]
 

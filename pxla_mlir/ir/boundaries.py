@@ -18,11 +18,11 @@ from typing import Callable
 
 from jaxlib.mlir import ir
 
-from ..sharding import ShardingSpec, ShardingSpecError
-from ..sharding.mesh import AbstractMesh, MeshError
-from . import ir_utils, pxla_attrs
-from .diagnostics import PassError
-from .pxla_attrs import DIMS, MESH, SHARDING_SPEC, TILE_DIMS, DimsSpec, mesh_of, parse_dims, string_value
+from pxla_mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.ir.diagnostics import PassError
+from pxla_mlir.ir.pxla_attrs import DIMS, MESH, SHARDING_SPEC, TILE_DIMS, DimsSpec, mesh_of, parse_dims, string_value
+from pxla_mlir.sharding import ShardingSpec, ShardingSpecError
+from pxla_mlir.sharding.mesh import AbstractMesh, MeshError
 
 __all__ = ["KEYS", "Declared", "BoundaryValue", "rewrite_boundaries"]
 

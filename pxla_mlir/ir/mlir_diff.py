@@ -17,10 +17,10 @@ from typing import Iterable, Sequence
 
 from jaxlib.mlir import ir
 
-from ..errors import PxlaUserError
-from . import ir_utils
-from .context import make_context
-from .nesting import NestingError, check_nesting
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.ir import ir_utils
+from pxla_mlir.ir.context import make_context
+from pxla_mlir.ir.nesting import NestingError, check_nesting
 
 __all__ = ["DiffError", "normalize", "diff", "split_functions"]
 

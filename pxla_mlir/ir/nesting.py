@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError
 
 __all__ = ["MAX_NESTING", "NestingError", "check_nesting"]
 

@@ -64,10 +64,10 @@ from typing import Mapping, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from ..sharding.devices import MAX_DEVICES
-from ..sharding.mesh import AbstractMesh, MeshError, axis_groups, mapping_from_dims
-from . import ir_utils
-from .diagnostics import PassError
+from pxla_mlir.ir import ir_utils
+from pxla_mlir.ir.diagnostics import PassError
+from pxla_mlir.sharding.devices import MAX_DEVICES
+from pxla_mlir.sharding.mesh import AbstractMesh, MeshError, axis_groups, mapping_from_dims
 
 MESH = "pxla.mesh"
 #: The trailing pxla.mesh axis of the devices a pmap's nested pmaps use (its inner replicas).

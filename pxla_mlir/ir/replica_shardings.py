@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from jaxlib.mlir import ir
 
-from ..sharding.hlo_sharding import parse_elements
-from . import ir_utils, pxla_attrs
-from .shardy import GSPMD_SHARDING
+from pxla_mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.ir.shardy import GSPMD_SHARDING
+from pxla_mlir.sharding.hlo_sharding import parse_elements
 
 __all__ = ["places", "problem", "first_problem"]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from ..sharding import sdy_sharding
-from ..sharding.mesh import AbstractMesh
-from ..sharding.sdy_sharding import SdyMesh, SdySharding, manual_axes, per_value  # noqa: F401 (re-exported)
-from . import ir_utils, pxla_attrs
-from .diagnostics import PassError
+from pxla_mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.ir.diagnostics import PassError
+from pxla_mlir.sharding import sdy_sharding
+from pxla_mlir.sharding.mesh import AbstractMesh
+from pxla_mlir.sharding.sdy_sharding import SdyMesh, SdySharding, manual_axes, per_value  # noqa: F401 (re-exported)
 
 SHARDING = "sdy.sharding"
 MESH_OP = "sdy.mesh"

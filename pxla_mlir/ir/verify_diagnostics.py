@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .diagnostics import Diagnostic
+from pxla_mlir.ir.diagnostics import Diagnostic
 
 _EXPECT = re.compile(
     r"expected-(?P<kind>error|warning|note|remark)(?P<re>-re)?"

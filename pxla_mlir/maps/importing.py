@@ -21,8 +21,8 @@ from typing import Any, Mapping, Sequence
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 
-from ..ir import ir_utils, pxla_attrs
-from ..lowering import refined_module
+from pxla_mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.lowering import refined_module
 
 Dims = Sequence[Sequence[str]]  # mesh axes splitting each dimension of one value
 

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import importlib
 
-from .kind import CliFlag, MapKind
+from pxla_mlir.maps.kind import CliFlag, MapKind
 
 __all__ = ["KindEntry", "KINDS", "get", "kinds", "kind_of", "kind_of_eqn", "pipeline", "cli_flags"]
 

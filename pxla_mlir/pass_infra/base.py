@@ -25,9 +25,9 @@ from typing import Any, ClassVar, Iterable
 
 from jaxlib.mlir import ir
 
-from ..ir import diagnostics
-from ..ir.diagnostics import PassError
-from .options import format_options, option_fields, parse_options
+from pxla_mlir.ir import diagnostics
+from pxla_mlir.ir.diagnostics import PassError
+from pxla_mlir.pass_infra.options import format_options, option_fields, parse_options
 
 __all__ = ["ModulePass", "NamedPipeline", "PassError"]
 

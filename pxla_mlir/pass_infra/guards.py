@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..ir import ir_utils
-from .base import ModulePass, PassError
+from pxla_mlir.ir import ir_utils
+from pxla_mlir.pass_infra.base import ModulePass, PassError
 
 __all__ = ["guards_for"]
 

@@ -23,7 +23,7 @@ import sys
 
 import jaxlib.version
 
-from . import jaxlib_pass_lists
+from pxla_mlir.pass_infra import jaxlib_pass_lists
 
 __all__ = ["JAXLIB_VERSION", "MODULE_PASSES", "FUNC_PASSES", "PIPELINES", "all_names", "kind", "discover",
            "list_module_name"]
@@ -92,7 +92,7 @@ def discover() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
 
     import jaxlib
 
-    from ..ir.context import make_context
+    from pxla_mlir.ir.context import make_context
 
     candidates: set[str] = set()
     for root, _, files in os.walk(os.path.dirname(jaxlib.__file__)):

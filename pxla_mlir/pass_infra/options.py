@@ -14,7 +14,7 @@ import functools
 import typing
 from typing import Any, Literal
 
-from ..errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError
 
 __all__ = ["OptionError", "option", "option_fields", "parse_options", "format_options", "split_top_level",
            "choices", "configure"]

@@ -23,12 +23,12 @@ from typing import Literal, Union
 
 from jaxlib.mlir import ir, passmanager
 
-from ..errors import PxlaUserError
-from ..ir.diagnostics import DiagnosticCollector
-from . import registry, reproducer as reproducer_file
-from .base import ModulePass
-from .guards import guards_for
-from .options import OptionError, option_fields
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.ir.diagnostics import DiagnosticCollector
+from pxla_mlir.pass_infra import registry, reproducer as reproducer_file
+from pxla_mlir.pass_infra.base import ModulePass
+from pxla_mlir.pass_infra.guards import guards_for
+from pxla_mlir.pass_infra.options import OptionError, option_fields
 
 __all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline"]
 
@@ -201,11 +201,11 @@ class Pipeline:
         pipeline = _PARSED.get(text)
         if pipeline is None:
             if ctx is None:
-                from ..ir.context import make_context
+                from pxla_mlir.ir.context import make_context
 
                 ctx = make_context()
             else:
-                from ..ir.context import register_passes
+                from pxla_mlir.ir.context import register_passes
 
                 register_passes()  # jaxlib's textual passes, as make_context does
             pipeline = _PARSED.setdefault(text, cls.parse(text, ctx))

@@ -16,9 +16,9 @@ from typing import Callable
 
 from jaxlib.mlir import ir
 
-from ..errors import PxlaUserError
-from .options import split_top_level
-from .pipeline import Pipeline, Step, run_pipeline
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.pass_infra.options import split_top_level
+from pxla_mlir.pass_infra.pipeline import Pipeline, Step, run_pipeline
 
 __all__ = ["elementary_steps", "step_name", "run_stepwise", "UnknownStepError"]
 

@@ -24,18 +24,25 @@ import numpy as np
 from jax import tree_util
 from jax.sharding import PartitionSpec
 
-from ..invariance import varying_outputs
-from ..jax_internals import api_util, core
-from ..maps.arguments import argnums, check_backend, check_devices, check_donation
-from ..maps.function import MapFunction, Traced as _Traced
-from ..pipelines import PmapPipeline, configure
-from ..stages import Lowered
-from ..stats import timed
-from ..tracing import trace_flat
-from . import partitions as partitions_mod
-from .arguments import Call, PmapUsageError, check_axes_spec, check_axis_size, examine_call, flatten_out_axes
-from .primitive import bind
-from .stage import deoptimized, lower_traced
+from pxla_mlir.invariance import varying_outputs
+from pxla_mlir.jax_internals import api_util, core
+from pxla_mlir.maps.arguments import argnums, check_backend, check_devices, check_donation
+from pxla_mlir.maps.function import MapFunction, Traced as _Traced
+from pxla_mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.pmaps import partitions as partitions_mod
+from pxla_mlir.pmaps.arguments import (
+    Call,
+    PmapUsageError,
+    check_axes_spec,
+    check_axis_size,
+    examine_call,
+    flatten_out_axes,
+)
+from pxla_mlir.pmaps.primitive import bind
+from pxla_mlir.pmaps.stage import deoptimized, lower_traced
+from pxla_mlir.stages import Lowered
+from pxla_mlir.stats import timed
+from pxla_mlir.tracing import trace_flat
 
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 

@@ -25,17 +25,17 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from ..ir import ir_utils, pxla_attrs
-from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import core
-from ..lowering import LOWERING_LOCK, lower_per_device
-from ..maps import importing
-from ..pass_infra import Pipeline, run_pipeline
-from . import partition_import
-from .arguments import PmapUsageError
-from .nesting import PartitionedNest
-from .partitions import tile_dims as partition_tile_dims
-from .primitive import replicas_needed
+from pxla_mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.jax_internals import core
+from pxla_mlir.lowering import LOWERING_LOCK, lower_per_device
+from pxla_mlir.maps import importing
+from pxla_mlir.pass_infra import Pipeline, run_pipeline
+from pxla_mlir.pmaps import partition_import
+from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.nesting import PartitionedNest
+from pxla_mlir.pmaps.partitions import tile_dims as partition_tile_dims
+from pxla_mlir.pmaps.primitive import replicas_needed
 
 
 def mesh_axis_label(axis_name) -> str:

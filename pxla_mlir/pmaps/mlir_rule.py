@@ -15,13 +15,13 @@ import contextlib
 
 from jax.sharding import AbstractMesh, AxisType, use_abstract_mesh
 
-from ..ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
-from ..jax_internals import core, jax_mlir
-from ..lowering import sharding_impls_mesh, spmd_axis_context
-from . import under_jit
-from .partitions import device_kind, refuse_nested_partitions
-from .primitive import extend_mesh, pxla_pmap_p
-from .under_jit import PmapInsideJitWarning
+from pxla_mlir.ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
+from pxla_mlir.jax_internals import core, jax_mlir
+from pxla_mlir.lowering import sharding_impls_mesh, spmd_axis_context
+from pxla_mlir.pmaps import under_jit
+from pxla_mlir.pmaps.partitions import device_kind, refuse_nested_partitions
+from pxla_mlir.pmaps.primitive import extend_mesh, pxla_pmap_p
+from pxla_mlir.pmaps.under_jit import PmapInsideJitWarning
 
 __all__ = ["PmapInsideJitWarning", "register"]
 

@@ -16,9 +16,9 @@ partition axes of the pmaps in it (:func:`partitioned_nest`).
 
 from __future__ import annotations
 
-from ..jax_internals import core
-from .arguments import PmapUsageError
-from .primitive import pxla_pmap_p
+from pxla_mlir.jax_internals import core
+from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.primitive import pxla_pmap_p
 
 __all__ = ["nest_chain", "PartitionedNest", "partitioned_nest"]
 

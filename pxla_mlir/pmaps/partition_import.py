@@ -24,10 +24,10 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from ..ir import ir_utils, shardy
-from ..ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
-from ..jax_internals import jax_mlir
-from .arguments import PmapUsageError
+from pxla_mlir.ir import ir_utils, shardy
+from pxla_mlir.ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
+from pxla_mlir.jax_internals import jax_mlir
+from pxla_mlir.pmaps.arguments import PmapUsageError
 
 __all__ = ["convert_constraints", "check_dialect"]
 

@@ -34,11 +34,11 @@ import jax
 import numpy as np
 from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 
-from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import api_util
-from ..sharding.devices import too_few_devices
-from ..stages import Layout
-from .arguments import PmapUsageError
+from pxla_mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.jax_internals import api_util
+from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.sharding.devices import too_few_devices
+from pxla_mlir.stages import Layout
 
 __all__ = ["Partitioning", "PartitionWords", "PMAP_PARTITION_WORDS", "ShardedBody", "make", "PartitionedLayout",
            "partitioned_devices", "constrain", "check_divisible", "tile_dims"]

@@ -41,14 +41,14 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, float0, is_extended
-from ..pytree_depth import too_deep
-from ..stats import STATS
-from .donation import check_donations
-from .fastpath import fastpath_data
-from .inflight import remember_launch
-from .launches import LAUNCHES, check_live
-from .placement import copying_shard_arg, same_platform
+from pxla_mlir.jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, float0, is_extended
+from pxla_mlir.pytree_depth import too_deep
+from pxla_mlir.runtime.donation import check_donations
+from pxla_mlir.runtime.fastpath import fastpath_data
+from pxla_mlir.runtime.inflight import remember_launch
+from pxla_mlir.runtime.launches import LAUNCHES, check_live
+from pxla_mlir.runtime.placement import copying_shard_arg, same_platform
+from pxla_mlir.stats import STATS
 
 __all__ = ["FastDispatch", "first_array"]
 

@@ -24,16 +24,16 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from ..distributed.processes import MultiProcessError, spans_processes
-from ..distributed.shares import LocalPlacement, is_global
-from ..jax_internals import core, float0, is_extended, set_runtime_tokens
-from .callbacks import GuardedCallbacks, refuse_inside_callback
-from .donation import check_donations
-from .inflight import remember_launch
-from .launches import LAUNCHES, deleted_message
-from .memory import ResourceExhaustedError, shortfall
-from .placement import piece_indices, put_pieces
-from .results import needs_assembly, physical, result_handler, typed_aval
+from pxla_mlir.distributed.processes import MultiProcessError, spans_processes
+from pxla_mlir.distributed.shares import LocalPlacement, is_global
+from pxla_mlir.jax_internals import core, float0, is_extended, set_runtime_tokens
+from pxla_mlir.runtime.callbacks import GuardedCallbacks, refuse_inside_callback
+from pxla_mlir.runtime.donation import check_donations
+from pxla_mlir.runtime.inflight import remember_launch
+from pxla_mlir.runtime.launches import LAUNCHES, deleted_message
+from pxla_mlir.runtime.memory import ResourceExhaustedError, shortfall
+from pxla_mlir.runtime.placement import piece_indices, put_pieces
+from pxla_mlir.runtime.results import needs_assembly, physical, result_handler, typed_aval
 
 
 class ShardedExecutable:

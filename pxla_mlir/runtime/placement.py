@@ -9,7 +9,7 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from ..jax_internals import batched_device_put, cc_shard_arg, core
+from pxla_mlir.jax_internals import batched_device_put, cc_shard_arg, core
 
 __all__ = ["piece_indices", "piece_plan", "put_pieces", "copying_shard_arg", "same_platform"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError
 
 __all__ = ["MAX_DEVICES", "check_device_count", "repeated_device", "BackendError", "backend_error",
            "too_few_devices"]

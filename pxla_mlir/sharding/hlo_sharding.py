@@ -21,9 +21,9 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .devices import check_device_count
-from .mesh import AbstractMesh, MeshError
-from .spec import NoSharding, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked
+from pxla_mlir.sharding.devices import check_device_count
+from pxla_mlir.sharding.mesh import AbstractMesh, MeshError
+from pxla_mlir.sharding.spec import NoSharding, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked
 
 __all__ = ["HloSharding", "parse", "parse_elements", "canonical_iota", "of_spec", "of_mapping", "manual_tile"]
 

@@ -21,9 +21,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import PxlaUserError
-from .devices import backend_error, check_device_count, repeated_device, too_few_devices
-from .spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.sharding.devices import backend_error, check_device_count, repeated_device, too_few_devices
+from pxla_mlir.sharding.spec import Chunked, NoSharding, Replicated, ShardedAxis, ShardingSpec
 
 __all__ = ["AbstractMesh", "Mesh", "MeshError", "current_mesh", "mapping_from_dims", "dims_from_mapping", "axis_groups"]
 

@@ -24,8 +24,8 @@ import dataclasses
 import re
 from typing import Iterable, Mapping, Sequence
 
-from .mesh import AbstractMesh, MeshError, dims_from_mapping
-from .spec import Chunked, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked
+from pxla_mlir.sharding.mesh import AbstractMesh, MeshError, dims_from_mapping
+from pxla_mlir.sharding.spec import Chunked, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked
 
 __all__ = ["SdyMesh", "SdyDim", "SdySharding", "manual_axes", "per_value", "quote", "symbol_ref", "mesh_of",
            "of_mapping", "of_spec"]

@@ -24,8 +24,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from .hlo_sharding import HloSharding, parse as parse_hlo
-from .spec import ShardingSpec, spec_to_indices
+from pxla_mlir.sharding.hlo_sharding import HloSharding, parse as parse_hlo
+from pxla_mlir.sharding.spec import ShardingSpec, spec_to_indices
 
 __all__ = ["shard_ranges", "render_sharding", "show_sharding"]
 

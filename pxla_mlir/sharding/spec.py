@@ -28,8 +28,8 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from ..errors import PxlaUserError
-from .devices import check_device_count
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.sharding.devices import check_device_count
 
 __all__ = ["NoSharding", "Chunked", "Unstacked", "ShardedAxis", "Replicated", "ShardingSpec",
            "ShardingSpecError", "spec_to_indices", "pmap_sharding_spec"]

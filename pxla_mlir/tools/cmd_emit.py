@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 
-from .comparing import ATOL, RTOL
-from .emit import MapOptions, prepare, stage_text
-from .errors import CliError, non_negative_int, positive_int, write_output
-from .map_args import MAP_FLAGS, add_map_arguments, map_options
-from .running import inputs, measure, print_outputs, timing_line
+from pxla_mlir.tools.comparing import ATOL, RTOL
+from pxla_mlir.tools.emit import MapOptions, prepare, stage_text
+from pxla_mlir.tools.errors import CliError, non_negative_int, positive_int, write_output
+from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
+from pxla_mlir.tools.running import inputs, measure, print_outputs, timing_line
 
 
 def add_parsers(sub) -> None:
@@ -94,7 +94,7 @@ def run_emit(args) -> int:
 
 
 def run_run(args) -> int:
-    from . import cmd_run_module, cmd_run_processes
+    from pxla_mlir.tools import cmd_run_module, cmd_run_processes
 
     if cmd_run_module.is_module_target(args.target):
         cmd_run_module.check_flags(args)

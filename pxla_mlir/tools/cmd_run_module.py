@@ -23,11 +23,11 @@ import sys
 
 import numpy as np
 
-from ..stats import TIMINGS
-from .comparing import ATOL, RTOL, compare, table
-from .errors import CliError
-from .map_args import MAP_FLAGS
-from .running import load_npy, module_inputs, print_outputs, save_npy, time_calls, timing_line
+from pxla_mlir.stats import TIMINGS
+from pxla_mlir.tools.comparing import ATOL, RTOL, compare, table
+from pxla_mlir.tools.errors import CliError
+from pxla_mlir.tools.map_args import MAP_FLAGS
+from pxla_mlir.tools.running import load_npy, module_inputs, print_outputs, save_npy, time_calls, timing_line
 
 __all__ = ["is_module_target", "check_flags", "reject_module_flags", "load_target", "run"]
 
@@ -76,7 +76,7 @@ def reject_module_flags(args) -> None:
 
 
 def load_target(target: str, pipeline: str | None = None):
-    from ..modules import load
+    from pxla_mlir.modules import load
 
     if target == "-":
         return load(sys.stdin.buffer.read(), pipeline=pipeline, name="<stdin>")
@@ -84,7 +84,7 @@ def load_target(target: str, pipeline: str | None = None):
 
 
 def _ran_line(lowered) -> str:
-    from ..ir.pxla_attrs import device_counts
+    from pxla_mlir.ir.pxla_attrs import device_counts
 
     replicas, partitions = device_counts(lowered.mhlo().operation)
     devices = lowered.devices
@@ -102,7 +102,7 @@ def _results(lowered, values) -> list[np.ndarray]:
 @contextlib.contextmanager
 def _running(lowered):
     """An error XLA raises while the module runs, as one line."""
-    from ..jax_internals import JaxRuntimeError
+    from pxla_mlir.jax_internals import JaxRuntimeError
 
     try:
         yield

@@ -14,8 +14,8 @@ import re
 import sys
 import typing
 
-from ..pass_infra import registry
-from ..pass_infra.options import option_fields, split_top_level
+from pxla_mlir.pass_infra import registry
+from pxla_mlir.pass_infra.options import option_fields, split_top_level
 
 __all__ = ["pass_table", "passes_markdown"]
 

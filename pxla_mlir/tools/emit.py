@@ -17,13 +17,13 @@ from typing import Any, Callable, Sequence
 
 from jaxlib.mlir import ir
 
-from ..ir.context import make_context
-from ..maps import registry
-from ..pass_infra import Pipeline, PipelineSyntaxError
-from ..pass_infra.options import option_fields
-from ..pass_infra.stepwise import UnknownStepError, run_stepwise
-from ..pipelines import to_stablehlo
-from .targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
+from pxla_mlir.ir.context import make_context
+from pxla_mlir.maps import registry
+from pxla_mlir.pass_infra import Pipeline, PipelineSyntaxError
+from pxla_mlir.pass_infra.options import option_fields
+from pxla_mlir.pass_infra.stepwise import UnknownStepError, run_stepwise
+from pxla_mlir.pipelines import to_stablehlo
+from pxla_mlir.tools.targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
 
 STAGES = ("pxla", "mhlo", "xla")  # plus "after:<pass>"
 
@@ -144,7 +144,7 @@ def prepare(target: str, opts: MapOptions) -> Prepared:
     mesh_text = opts.mesh or (declared.mesh if declared else None)
     mesh = None
     if mesh_text is not None:
-        from ..sharding import Mesh, MeshError
+        from pxla_mlir.sharding import Mesh, MeshError
 
         sizes, names = parse_mesh(mesh_text)
         try:

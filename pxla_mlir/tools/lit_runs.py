@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from .check_capture import FileCheckArgs, parse_args
+from pxla_mlir.tools.check_capture import FileCheckArgs, parse_args
 
 _SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_capture.py")
 # A command word naming FileCheck: bare, a path to one, quoted or not.

@@ -19,15 +19,15 @@ import sys
 
 from jaxlib.mlir import ir
 
-from .. import __version__
-from ..ir.context import make_context
-from ..ir.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
-from ..ir.nesting import NestingError, check_nesting
-from ..ir.verify_diagnostics import parse_expectations, verify
-from ..pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry
-from ..pass_infra.pipeline import ROOT_ANCHOR, describe_options
-from .argparsing import ExactArgumentParser
-from .dump_filter import DumpFilter, split_pass_names
+from pxla_mlir import __version__
+from pxla_mlir.ir.context import make_context
+from pxla_mlir.ir.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
+from pxla_mlir.ir.nesting import NestingError, check_nesting
+from pxla_mlir.ir.verify_diagnostics import parse_expectations, verify
+from pxla_mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry
+from pxla_mlir.pass_infra.pipeline import ROOT_ANCHOR, describe_options
+from pxla_mlir.tools.argparsing import ExactArgumentParser
+from pxla_mlir.tools.dump_filter import DumpFilter, split_pass_names
 
 PROG = "pxla-opt"
 DEFAULT_SPLIT_MARKER = "// -----"

@@ -23,8 +23,16 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from . import gen_checks, lit_runs
-from .gen_checks import DEFAULT_SPLIT_MARKER, Block, MarkerError, block, check_lines, find_blocks, lines_of
+from pxla_mlir.tools import gen_checks, lit_runs
+from pxla_mlir.tools.gen_checks import (
+    DEFAULT_SPLIT_MARKER,
+    Block,
+    MarkerError,
+    block,
+    check_lines,
+    find_blocks,
+    lines_of,
+)
 
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # what LLVM's FileCheck takes

@@ -24,13 +24,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..jax_internals import core
-from . import rewrites
-from .constraints import constrain
-from .interpreter import Substitution, interpret, register_nested
-from .loops import looped_body
-from .plan import Plan
-from .primitive import mapping_of, plan_of
+from pxla_mlir.jax_internals import core
+from pxla_mlir.xmaps import rewrites
+from pxla_mlir.xmaps.constraints import constrain
+from pxla_mlir.xmaps.interpreter import Substitution, interpret, register_nested
+from pxla_mlir.xmaps.loops import looped_body
+from pxla_mlir.xmaps.plan import Plan
+from pxla_mlir.xmaps.primitive import mapping_of, plan_of
 
 Maps = Sequence[Mapping[int, str]]  # per value: {dimension: named axis}
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..invariance import Names, named_shapes
-from .call_site import call_site
-from .plan import XmapTypeError, check_resource_clash
-from .primitive import names_of
+from pxla_mlir.invariance import Names, named_shapes
+from pxla_mlir.xmaps.call_site import call_site
+from pxla_mlir.xmaps.plan import XmapTypeError, check_resource_clash
+from pxla_mlir.xmaps.primitive import names_of
 
 __all__ = ["ResourceTyping", "check_outputs", "show_axes", "xmap_names"]
 

@@ -18,13 +18,13 @@ from typing import Mapping
 
 import jax
 
-from ..jax_internals import api_util, core, is_extended, pe
-from ..lowering import lower_global, lower_per_device
-from ..maps import importing
-from ..sharding.mesh import Mesh
-from ..tracing import trace_flat
-from .bodies import global_function, tile_function
-from .plan import Plan
+from pxla_mlir.jax_internals import api_util, core, is_extended, pe
+from pxla_mlir.lowering import lower_global, lower_per_device
+from pxla_mlir.maps import importing
+from pxla_mlir.sharding.mesh import Mesh
+from pxla_mlir.tracing import trace_flat
+from pxla_mlir.xmaps.bodies import global_function, tile_function
+from pxla_mlir.xmaps.plan import Plan
 
 
 def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:

@@ -26,13 +26,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..collectives import CALL_JAXPR_PARAMS, axes_of
-from ..invariance import Names, value_names
-from ..jax_internals import core, scan_counts
-from ..maps import registry
-from . import rewrites
-from .constraints import constrain
-from .plan import Plan, XmapError, XmapUnsupportedError
+from pxla_mlir.collectives import CALL_JAXPR_PARAMS, axes_of
+from pxla_mlir.invariance import Names, value_names
+from pxla_mlir.jax_internals import core, scan_counts
+from pxla_mlir.maps import registry
+from pxla_mlir.xmaps import rewrites
+from pxla_mlir.xmaps.constraints import constrain
+from pxla_mlir.xmaps.plan import Plan, XmapError, XmapUnsupportedError
 
 #: jax's own maps, which cannot nest inside an xmap (nor can pxla_mlir's other map kinds).
 _JAX_MAPS = {"xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}

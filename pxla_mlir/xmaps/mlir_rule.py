@@ -14,14 +14,14 @@ lowers it in two places:
 
 from __future__ import annotations
 
-from ..jax_internals import jax_mlir
-from ..lowering import sharding_impls_mesh
-from . import under_jit
-from .bodies import global_function
-from .plan import XmapError
-from .primitive import mapping_of, plan_of, pxla_xmap_p
-from .stage import uses_mesh
-from .under_jit import XmapInsideJitWarning
+from pxla_mlir.jax_internals import jax_mlir
+from pxla_mlir.lowering import sharding_impls_mesh
+from pxla_mlir.xmaps import under_jit
+from pxla_mlir.xmaps.bodies import global_function
+from pxla_mlir.xmaps.plan import XmapError
+from pxla_mlir.xmaps.primitive import mapping_of, plan_of, pxla_xmap_p
+from pxla_mlir.xmaps.stage import uses_mesh
+from pxla_mlir.xmaps.under_jit import XmapInsideJitWarning
 
 __all__ = ["XmapInsideJitWarning", "register"]
 
