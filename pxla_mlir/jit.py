@@ -27,8 +27,7 @@ from jax import tree_util
 from pxla_mlir.distributed import jit_shares
 from pxla_mlir.distributed.processes import is_multi_process
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.jax_internals import api_util, core, jax_mesh_context, trace_context
-from pxla_mlir.lru import LRU
+from pxla_mlir.jaxbridge.jax_internals import api_util, core, jax_mesh_context, trace_context
 from pxla_mlir.maps import registry
 from pxla_mlir.maps.arguments import (
     Call,
@@ -40,11 +39,12 @@ from pxla_mlir.maps.arguments import (
     keystr,
 )
 from pxla_mlir.maps.function import MapFunction, Traced
-from pxla_mlir.pipelines import PmapPipeline, configure
-from pxla_mlir.sharding.mesh import current_mesh
-from pxla_mlir.stages import Lowered
-from pxla_mlir.stats import timed
-from pxla_mlir.tracing import trace_flat
+from pxla_mlir.maps.stages import Lowered
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.sharding.mesh import current_mesh
+from pxla_mlir.mlir.support.lru import LRU
+from pxla_mlir.mlir.support.stats import timed
 
 __all__ = ["jit", "JitFunction", "JitError"]
 

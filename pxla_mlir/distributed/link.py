@@ -31,7 +31,7 @@ import threading
 import time
 
 from pxla_mlir.distributed.rendezvous import LineReader, send
-from pxla_mlir.jax_internals import distributed_client
+from pxla_mlir.jaxbridge.jax_internals import distributed_client
 
 __all__ = ["PEER_FAILED_EXIT", "Link", "current"]
 

@@ -34,7 +34,7 @@ import jax
 from pxla_mlir.distributed import link
 from pxla_mlir.distributed.processes import MultiProcessError, spans_processes
 from pxla_mlir.distributed.settings import check_timeout
-from pxla_mlir.jax_internals import distributed_client
+from pxla_mlir.jaxbridge.jax_internals import distributed_client
 
 __all__ = ["ProgramMismatchError", "LaunchAgreement", "check_before_launch", "CHECK_TIMEOUT_S",
            "describe_difference"]

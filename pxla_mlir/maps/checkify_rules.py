@@ -16,7 +16,7 @@ import functools
 
 from jax import tree_util
 
-from pxla_mlir.jax_internals import checkify_jaxpr, core, register_checkify
+from pxla_mlir.jaxbridge.jax_internals import checkify_jaxpr, core, register_checkify
 from pxla_mlir.maps.rules import Ident, MapRules, memo
 
 __all__ = ["register"]

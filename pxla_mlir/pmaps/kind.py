@@ -5,7 +5,7 @@ from __future__ import annotations
 from pxla_mlir.maps.checkify_rules import register as register_checkify
 from pxla_mlir.maps.kind import MapKind
 from pxla_mlir.maps.rules import register as register_rules
-from pxla_mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.pmaps import mlir_rule, stage
 from pxla_mlir.pmaps.api import PmapFunction, pmap
 from pxla_mlir.pmaps.primitive import pxla_pmap_p

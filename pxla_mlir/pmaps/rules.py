@@ -18,7 +18,7 @@ from __future__ import annotations
 from jax.dtypes import float0
 from jax.lax import psum
 
-from pxla_mlir.jax_internals import core
+from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.maps import rules
 from pxla_mlir.pmaps.partitions import Partitioning, enclosing
 from pxla_mlir.pmaps.primitive import abstract_eval, bind, pxla_pmap_p

@@ -37,11 +37,11 @@ from jax.sharding import PartitionSpec
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.maps.arguments import Words
-from pxla_mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.pmaps.api import PmapFunction
 from pxla_mlir.pmaps.arguments import PmapUsageError, examine_call
 from pxla_mlir.pmaps.partitions import PartitionWords, ShardedBody
-from pxla_mlir.sharding.devices import too_few_devices
 
 __all__ = ["sharded_jit", "with_sharding_constraint", "AXIS_PREFIX"]
 

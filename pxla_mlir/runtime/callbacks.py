@@ -23,8 +23,8 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.ir import ir_utils
-from pxla_mlir.jax_internals import ir_element_dtype
+from pxla_mlir.jaxbridge.jax_internals import ir_element_dtype
+from pxla_mlir.mlir.ir import ir_utils
 
 __all__ = ["GuardedCallbacks", "ReentrantLaunchError", "refuse_inside_callback", "inside_callback",
            "callback_results"]

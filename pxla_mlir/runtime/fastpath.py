@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pxla_mlir.jax_internals import pxla
+from pxla_mlir.jaxbridge.jax_internals import pxla
 from pxla_mlir.runtime.results import is_empty
 
 __all__ = ["fastpath_data"]

@@ -22,7 +22,7 @@ import time
 
 from jax import tree_util
 
-from pxla_mlir.jax_internals import ArrayImpl
+from pxla_mlir.jaxbridge.jax_internals import ArrayImpl
 from pxla_mlir.runtime.callbacks import inside_callback
 
 __all__ = ["LAUNCHES", "LaunchLock", "check_live", "deleted_message"]

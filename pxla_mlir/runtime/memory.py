@@ -18,7 +18,7 @@ from typing import Sequence
 import jax
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.jax_internals import JaxRuntimeError
+from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError
 
 __all__ = ["ResourceExhaustedError", "shortfall", "host_memory_bytes"]
 

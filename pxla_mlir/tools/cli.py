@@ -22,9 +22,9 @@ import sys
 
 from pxla_mlir import __version__
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.pass_infra import registry
-from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_sharding
-from pxla_mlir.tools.argparsing import ExactArgumentParser
+from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
+from pxla_mlir.mlir.pass_infra import registry
+from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_run, cmd_sharding
 from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, positive_int
 
 PROG = "pxla-mlir"
@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
     p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
     p.set_defaults(func=_cmd_passes)
-    cmd_emit.add_parsers(sub)
+    cmd_emit.add_parser(sub)
+    cmd_run.add_parser(sub)
     cmd_diff.add_parser(sub)
     cmd_sharding.add_parser(sub)
     cmd_explore.add_parser(sub)
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         return ERROR_EXIT
     except Exception as e:  # one line; only a bug of ours asks for the traceback
         if "jax" in sys.modules:  # a backend that cannot start is the environment's (jax raised it on the way)
-            from pxla_mlir.sharding.devices import BackendError, backend_error
+            from pxla_mlir.mlir.sharding.devices import BackendError, backend_error
 
             command = getattr(args, "command", None)
             e = backend_error(e, f"{PROG} {command}" if command else PROG) or e

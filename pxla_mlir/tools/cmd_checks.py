@@ -49,7 +49,7 @@ def _read(path: str) -> str:
 
 
 def run_gen(args) -> int:
-    from pxla_mlir.tools.gen_checks import check_lines
+    from pxla_mlir.mlir.cli.gen_checks import check_lines
 
     if not _PREFIX.match(args.check_prefix):
         raise CliError(f"--check-prefix must be letters, digits, '-' or '_' starting with a letter, "

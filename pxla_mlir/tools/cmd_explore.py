@@ -6,7 +6,7 @@
 
 The page shows the jaxpr, the pxla form, the module after every pass (diffed
 against the previous stage, timed), the final MHLO, XLA's HLO, every
-collective on the device grid and the shardings (see pxla_mlir.explore).
+collective on the device grid and the shardings (see pxla_mlir.mlir.explore).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _label(target: str, opts: MapOptions) -> str:
 
 
 def run(args) -> int:
-    from pxla_mlir.explore import build_page, compare_pages, render, render_comparison
+    from pxla_mlir.mlir.explore import build_page, compare_pages, render, render_comparison
 
     opts = map_options(args)
     lowered = _lower(args.target, opts)

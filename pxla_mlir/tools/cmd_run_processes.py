@@ -26,7 +26,7 @@ import numpy as np
 
 from pxla_mlir.distributed.launch import ENV_PROCESS_ID, launch
 from pxla_mlir.distributed.mpirun import ENV_LAUNCHER, MpirunError, launch_mpirun
-from pxla_mlir.stats import TIMINGS
+from pxla_mlir.mlir.support.stats import TIMINGS
 from pxla_mlir.tools.cmd_run_module import is_module_target, load_target
 from pxla_mlir.tools.emit import prepare
 from pxla_mlir.tools.errors import CliError
@@ -103,7 +103,7 @@ def _check_backend() -> None:
     """The devices the processes would run on can start (here first: the split below counts them)."""
     import jax
 
-    from pxla_mlir.sharding.devices import backend_error
+    from pxla_mlir.mlir.sharding.devices import backend_error
 
     try:
         jax.devices()

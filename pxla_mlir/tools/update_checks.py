@@ -23,8 +23,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from pxla_mlir.tools import gen_checks, lit_runs
-from pxla_mlir.tools.gen_checks import (
+from pxla_mlir.mlir.cli import gen_checks
+from pxla_mlir.mlir.cli.gen_checks import (
     DEFAULT_SPLIT_MARKER,
     Block,
     MarkerError,
@@ -33,6 +33,7 @@ from pxla_mlir.tools.gen_checks import (
     find_blocks,
     lines_of,
 )
+from pxla_mlir.tools import lit_runs
 
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # what LLVM's FileCheck takes

@@ -38,16 +38,16 @@ from jax.sharding import NamedSharding
 from pxla_mlir.distributed.jit_shares import note_xmap
 from pxla_mlir.distributed.processes import is_multi_process, spans_processes
 from pxla_mlir.distributed.shares import scaled_avals, share_factor
-from pxla_mlir.invariance import named_shapes
-from pxla_mlir.jax_internals import api_util, at_top_level, core, has_checks, pe
+from pxla_mlir.jaxbridge.jax_internals import api_util, at_top_level, core, has_checks, pe
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import argnums
 from pxla_mlir.maps.function import MapFunction, Traced
-from pxla_mlir.pipelines import XmapPipeline, choices, configure
-from pxla_mlir.sharding.mesh import Mesh
-from pxla_mlir.stages import Lowered, Signature
-from pxla_mlir.stats import timed
-from pxla_mlir.tracing import trace_flat
+from pxla_mlir.maps.invariance import named_shapes
+from pxla_mlir.maps.stages import Lowered, Signature
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.pipelines import XmapPipeline, choices, configure
+from pxla_mlir.mlir.sharding.mesh import Mesh
+from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.xmaps.call_site import call_site
 from pxla_mlir.xmaps.checks import ResourceTyping, check_outputs, show_axes
 from pxla_mlir.xmaps.inputs import check_partitioning

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pxla_mlir import invariance
+from pxla_mlir.maps import invariance
 from pxla_mlir.maps.checkify_rules import register as register_checkify
 from pxla_mlir.maps.kind import MapKind
 from pxla_mlir.maps.rules import register as register_rules

@@ -17,15 +17,15 @@ import jax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
 from pxla_mlir.distributed.processes import check_devices, is_multi_process
-from pxla_mlir.jax_internals import core, pe
+from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import check_backend
 from pxla_mlir.maps.impl import ImplCache, plain_avals
-from pxla_mlir.pipelines import XmapPipeline
-from pxla_mlir.sharding.mesh import Mesh
-from pxla_mlir.stages import Layout, Lowered, Signature, lower as lower_imported
-from pxla_mlir.stats import timed
-from pxla_mlir.xmaps.bodies import global_function
+from pxla_mlir.maps.stages import Layout, Lowered, Signature, lower as lower_imported
+from pxla_mlir.mlir.pipelines import XmapPipeline
+from pxla_mlir.mlir.sharding.mesh import Mesh
+from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.xmaps.body_programs import global_function
 from pxla_mlir.xmaps.importer import import_xmap, mesh_labels
 from pxla_mlir.xmaps.plan import Plan, XmapError
 from pxla_mlir.xmaps.primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of

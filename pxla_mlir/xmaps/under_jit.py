@@ -17,9 +17,9 @@ import warnings
 from jax import lax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from pxla_mlir.jax_internals import jax_mlir
+from pxla_mlir.jaxbridge.jax_internals import jax_mlir
 from pxla_mlir.maps.jit_devices import register_jit_devices
-from pxla_mlir.xmaps.bodies import global_function
+from pxla_mlir.xmaps.body_programs import global_function
 from pxla_mlir.xmaps.primitive import mapping_of, plan_of, pxla_xmap_p
 from pxla_mlir.xmaps.stage import uses_mesh, value_sharding
 
