@@ -44,7 +44,7 @@ lint: $(STAMP)
 
 # Regenerate docs/passes.md from the passes' docstrings and options (tests/test_docs.py checks it is current).
 docs: $(STAMP)
-	$(BIN)/python -m pxla_mlir.tools.docs --passes-md > docs/passes.md
+	$(BIN)/python -m pxla_mlir.mlir.cli.docs --passes-md > docs/passes.md
 
 # The lit suite under LLVM's FileCheck (LLVM_FILECHECK=/path/to/FileCheck to choose one).
 lit-llvm: $(STAMP)
@@ -97,7 +97,7 @@ bench-explore: $(STAMP)
 screenshot: $(STAMP)
 	mkdir -p build/explore
 	$(BIN)/pxla-mlir explore examples/nested_reduction.py:two_level_sum -o build/explore/nested.html
-	$(BIN)/python -m pxla_mlir.explore.browser screenshot build/explore/nested.html docs/explore.png
+	$(BIN)/python -m pxla_mlir.mlir.explore.browser screenshot build/explore/nested.html docs/explore.png
 
 clean:
 	rm -rf $(VENV) build *.egg-info test/lit/.lit_test_times.txt

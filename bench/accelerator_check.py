@@ -455,7 +455,7 @@ def training(n: int, steps: int, quick: bool, hlo_dir: str | None = None, blocks
     from jax import lax
 
     import pxla_mlir
-    from pxla_mlir.lru import clear_all
+    from pxla_mlir.mlir.support.lru import clear_all
 
     vocab, seq, hidden, batch = (32, 8, 32, 2) if quick else (256, 64, 4 * width, 8)
     width = 16 if quick else width

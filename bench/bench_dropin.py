@@ -28,7 +28,7 @@ import numpy as np
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir import lru
+from pxla_mlir.mlir.support import lru
 
 
 def body(x):

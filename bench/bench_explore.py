@@ -21,8 +21,8 @@ import statistics
 import tempfile
 import time
 
-from pxla_mlir.explore import build_page, render
-from pxla_mlir.explore.browser import BrowserError, dump_dom, find_chromium, ready_ms
+from pxla_mlir.mlir.explore import build_page, render
+from pxla_mlir.mlir.explore.browser import BrowserError, dump_dom, find_chromium, ready_ms
 from pxla_mlir.tools.emit import MapOptions, lower_target
 
 TARGET = str(pathlib.Path(__file__).resolve().parent.parent / "examples/nested_reduction.py") + ":two_level_sum"

@@ -37,10 +37,10 @@ import numpy as np
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.ir.context import make_context
-from pxla_mlir.pass_infra import Pipeline, run_pipeline
-from pxla_mlir.pass_infra.stepwise import elementary_steps, step_name
-from pxla_mlir.stats import TIMINGS
+from pxla_mlir.mlir.ir.context import make_context
+from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
+from pxla_mlir.mlir.pass_infra.stepwise import elementary_steps, step_name
+from pxla_mlir.mlir.support.stats import TIMINGS
 
 
 def tiny(x):
@@ -131,7 +131,7 @@ WARM = textwrap.dedent("""
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     import jax, numpy as np, pxla_mlir
     from jax import lax
-    from pxla_mlir.stats import TIMINGS
+    from pxla_mlir.mlir.support.stats import TIMINGS
     def layer(x):
         for _ in range(30):
             x = jax.numpy.tanh(x @ jax.numpy.full((64, 64), 0.01))

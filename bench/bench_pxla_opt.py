@@ -32,7 +32,7 @@ PIPELINES = {"pxla passes": "builtin.module(pxla-convert-to-replica-mode,pxla-ve
 FLOOR = textwrap.dedent("""
     import sys
     from jaxlib.mlir import ir, passmanager
-    from pxla_mlir.ir.context import make_context
+    from pxla_mlir.mlir.ir.context import make_context
 
     with make_context():
         with open(sys.argv[1], "rb") as f:
@@ -85,7 +85,7 @@ def timed(cmd: list[str]) -> tuple[float, float]:
 
 
 def startup_seconds(repeat: int) -> float:
-    return statistics.median(timed([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", "--version"])[0]
+    return statistics.median(timed([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", "--version"])[0]
                              for _ in range(repeat))
 
 
@@ -97,7 +97,7 @@ def compare(size: int, repeat: int, where: str) -> tuple[int, dict]:
         f.write(text)
     sides = {"floor": [sys.executable, "-c", FLOOR, path, out]}
     for label, pipeline in PIPELINES.items():
-        sides[label] = [sys.executable, "-m", "pxla_mlir.tools.pxla_opt", path, f"--pass-pipeline={pipeline}",
+        sides[label] = [sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", path, f"--pass-pipeline={pipeline}",
                         "-o", out]
     runs: dict = {side: [] for side in sides}
     for r in range(repeat):

@@ -48,7 +48,7 @@ def child(rounds: int) -> None:
     from jax.sharding import Mesh, PartitionSpec as P
 
     import pxla_mlir
-    from pxla_mlir.lru import clear_all
+    from pxla_mlir.mlir.support.lru import clear_all
 
     n = len(jax.devices())
     side = round(n ** (1 / 3))

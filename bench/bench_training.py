@@ -52,7 +52,7 @@ from jax import lax
 from jax.sharding import Mesh as JaxMesh
 
 import pxla_mlir
-from pxla_mlir.lru import clear_all
+from pxla_mlir.mlir.support.lru import clear_all
 
 DEVICES = 8
 AXIS = "i"

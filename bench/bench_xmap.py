@@ -30,7 +30,7 @@ from jax import lax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
 
 import pxla_mlir
-from pxla_mlir.lru import clear_all
+from pxla_mlir.mlir.support.lru import clear_all
 
 
 def per_row(a, w):  # xmap: one row, 'batch' named

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pxla_mlir.ir import ir_utils, pxla_attrs, shardy
-from pxla_mlir.ir.pxla_attrs import MESH, mesh_of
-from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.sharding import sdy_sharding
+from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
+from pxla_mlir.mlir.ir.pxla_attrs import MESH, mesh_of
+from pxla_mlir.mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.sharding import sdy_sharding
 
 
 @dataclasses.dataclass(frozen=True)

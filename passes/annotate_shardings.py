@@ -53,11 +53,11 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.ir import pxla_attrs
-from pxla_mlir.ir.boundaries import BoundaryValue, rewrite_boundaries
-from pxla_mlir.ir.pxla_attrs import TILE_DIMS
-from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.sharding import HloSharding, hlo_sharding
+from pxla_mlir.mlir.ir import pxla_attrs
+from pxla_mlir.mlir.ir.boundaries import BoundaryValue, rewrite_boundaries
+from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.sharding import HloSharding, hlo_sharding
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,8 +48,8 @@ import math
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.ir import ir_utils
-from pxla_mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.ir import ir_utils
+from pxla_mlir.mlir.pass_infra import ModulePass
 
 
 @dataclasses.dataclass(frozen=True)

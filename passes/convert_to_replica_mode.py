@@ -44,10 +44,10 @@ import dataclasses
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.ir import device_groups, ir_utils, pxla_attrs
-from pxla_mlir.ir.device_groups import GroupMode
-from pxla_mlir.ir.pxla_attrs import SHARDING, read_str, string_value
-from pxla_mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.ir import device_groups, ir_utils, pxla_attrs
+from pxla_mlir.mlir.ir.device_groups import GroupMode
+from pxla_mlir.mlir.ir.pxla_attrs import SHARDING, read_str, string_value
+from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 _SPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 #: The ops this pass rewrites or checks (besides those that carry an mhlo.sharding).

@@ -51,10 +51,16 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from pxla_mlir.ir import ir_utils, shardy
-from pxla_mlir.ir.pxla_attrs import FULL_TO_SHARD, SHARD_TO_FULL, ManualBoundary, manual_boundary, placeholder_target
-from pxla_mlir.pass_infra import ModulePass, PassError
-from pxla_mlir.sharding import sdy_sharding
+from pxla_mlir.mlir.ir import ir_utils, shardy
+from pxla_mlir.mlir.ir.pxla_attrs import (
+    FULL_TO_SHARD,
+    SHARD_TO_FULL,
+    ManualBoundary,
+    manual_boundary,
+    placeholder_target,
+)
+from pxla_mlir.mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.sharding import sdy_sharding
 
 
 @dataclasses.dataclass(frozen=True)

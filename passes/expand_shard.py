@@ -34,9 +34,9 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.ir import ir_utils, mhlo_build
-from pxla_mlir.ir.pxla_attrs import SHARD, Placeholder, placeholders
-from pxla_mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.ir import ir_utils, mhlo_build
+from pxla_mlir.mlir.ir.pxla_attrs import SHARD, Placeholder, placeholders
+from pxla_mlir.mlir.pass_infra import ModulePass
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,9 +33,9 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.ir import ir_utils
-from pxla_mlir.ir.pxla_attrs import SHARD, UNSHARD, Placeholder, placeholders
-from pxla_mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.ir import ir_utils
+from pxla_mlir.mlir.ir.pxla_attrs import SHARD, UNSHARD, Placeholder, placeholders
+from pxla_mlir.mlir.pass_infra import ModulePass
 
 
 @dataclasses.dataclass(frozen=True)

@@ -51,8 +51,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pxla_mlir.ir import ir_utils, pxla_attrs, shardy
-from pxla_mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
+from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -76,10 +76,10 @@ import re
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.ir.diagnostics import PassError
-from pxla_mlir.ir.pxla_attrs import MESH, REP_AXIS, SHARD, TILE_DIMS, UNSHARD
-from pxla_mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.mlir.ir.diagnostics import PassError
+from pxla_mlir.mlir.ir.pxla_attrs import MESH, REP_AXIS, SHARD, TILE_DIMS, UNSHARD
+from pxla_mlir.mlir.pass_infra import ModulePass
 
 _ELEMENTWISE = frozenset("""
     abs add and atan2 bitcast_convert cbrt ceil clamp compare complex convert cosine count_leading_zeros divide

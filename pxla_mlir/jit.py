@@ -24,19 +24,27 @@ from typing import Callable
 
 from jax import tree_util
 
-from .distributed import jit_shares
-from .distributed.processes import is_multi_process
-from .errors import PxlaUserError
-from .jax_internals import api_util, core, jax_mesh_context, trace_context
-from .lru import LRU
-from .maps import registry
-from .maps.arguments import Call, argnums, check_backend, check_devices, check_donation, examine_broadcast, keystr
-from .maps.function import MapFunction, Traced
-from .pipelines import PmapPipeline, configure
-from .sharding.mesh import current_mesh
-from .stages import Lowered
-from .stats import timed
-from .tracing import trace_flat
+from pxla_mlir.distributed import jit_shares
+from pxla_mlir.distributed.processes import is_multi_process
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.jaxbridge.jax_internals import api_util, core, jax_mesh_context, trace_context
+from pxla_mlir.maps import registry
+from pxla_mlir.maps.arguments import (
+    Call,
+    argnums,
+    check_backend,
+    check_devices,
+    check_donation,
+    examine_broadcast,
+    keystr,
+)
+from pxla_mlir.maps.function import MapFunction, Traced
+from pxla_mlir.maps.stages import Lowered
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.sharding.mesh import current_mesh
+from pxla_mlir.mlir.support.lru import LRU
+from pxla_mlir.mlir.support.stats import timed
 
 __all__ = ["jit", "JitFunction", "JitError"]
 

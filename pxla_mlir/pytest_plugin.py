@@ -109,7 +109,7 @@ class Golden:
             return
         if not path.exists():
             pytest.fail(f"golden file {path} does not exist; create it with pytest --update-goldens", pytrace=False)
-        from .ir.mlir_diff import diff
+        from pxla_mlir.mlir.ir.mlir_diff import diff
 
         expected = path.read_text()
         if name.endswith(".mlir"):
@@ -123,7 +123,7 @@ class Golden:
 
     def filecheck(self, name: str, text: str, *, prefix: str = "CHECK") -> None:
         """``text`` passes FileCheck with the lines of the golden ``name`` (``prefix`` selects them)."""
-        from .tools.gen_checks import MarkerError, check_lines, with_block
+        from pxla_mlir.mlir.cli.gen_checks import MarkerError, check_lines, with_block
 
         path = self.path(name)
         if self.update:

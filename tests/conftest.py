@@ -30,7 +30,7 @@ def assembles_results(mapped, *args) -> bool:
 
 @pytest.fixture
 def ctx():
-    from pxla_mlir.ir.context import make_context
+    from pxla_mlir.mlir.ir.context import make_context
 
     return make_context()
 
@@ -79,7 +79,7 @@ def jax_checks(request):
         return
     import jax
 
-    from pxla_mlir import lru
+    from pxla_mlir.mlir.support import lru
 
     lru.clear_all()  # a cached trace would skip the checks
     with jax.enable_checks(True):

@@ -99,7 +99,7 @@ def test_an_unknown_platform_names_what_jax_has():
 
 
 def test_a_backend_argument_of_an_absent_platform():
-    from pxla_mlir.sharding.devices import BackendError
+    from pxla_mlir.mlir.sharding.devices import BackendError
 
     with pytest.raises(RuntimeError) as e:  # jax.pmap's type
         pxla_mlir.pmap(lambda v: v * 2, backend="gpu")(np.ones((1, 3), np.float32))

@@ -18,11 +18,11 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir import jax_internals
+from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.jaxbridge.placement import same_platform
 from pxla_mlir.maps.arguments import check_backend
 from pxla_mlir.runtime import compile as runtime_compile, dispatch
 from pxla_mlir.runtime.compile import PlatformMismatchError, device_platform
-from pxla_mlir.runtime.placement import same_platform
 
 
 @dataclasses.dataclass(frozen=True)

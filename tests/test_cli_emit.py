@@ -94,7 +94,7 @@ def test_plain_function_with_map_flags(tmp_path):
 def test_diff_reads_bytecode_and_stdin(tmp_path):
     text = cli("emit", NESTED).stdout
     (tmp_path / "a.mlir").write_text(text)
-    opt = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", tmp_path / "a.mlir", "--emit-bytecode",
+    opt = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", tmp_path / "a.mlir", "--emit-bytecode",
                           "-o", tmp_path / "a.mlirbc"], capture_output=True, timeout=300)
     assert opt.returncode == 0, opt.stderr
     same = cli("diff", tmp_path / "a.mlirbc", "-", stdin=text)
@@ -279,8 +279,8 @@ def test_errors_in_the_users_function_name_its_line_without_the_debug_hint(tmp_p
 
 
 def test_a_bug_of_pxla_mlir_asks_for_the_traceback(monkeypatch, capsys):
-    from pxla_mlir.pass_infra.options import choices
-    from pxla_mlir.pipelines import PmapPipeline
+    from pxla_mlir.mlir.pass_infra.options import choices
+    from pxla_mlir.mlir.pipelines import PmapPipeline
     from pxla_mlir.tools import cli as cli_module, cmd_emit
 
     monkeypatch.delenv("PXLA_DEBUG", raising=False)
@@ -318,7 +318,7 @@ def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
 
 
 def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path, parse):
-    from pxla_mlir.pass_infra import run_pipeline
+    from pxla_mlir.mlir.pass_infra import run_pipeline
     from pxla_mlir.tools import cli as cli_module, cmd_emit
 
     def failing(*args, **kwargs):

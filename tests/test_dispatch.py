@@ -13,8 +13,8 @@ from conftest import CPP_LOWERING, CPP_MODE, REPLICAS_ASSEMBLE
 from jax import lax
 
 import pxla_mlir
+from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime import dispatch
-from pxla_mlir.stats import STATS
 
 
 def python_calls(fn, *args, times=5):

@@ -3,8 +3,8 @@
 
 from conftest import REPO
 
-from pxla_mlir.pass_infra import registry
-from pxla_mlir.tools.docs import passes_markdown
+from pxla_mlir.mlir.cli.docs import passes_markdown
+from pxla_mlir.mlir.pass_infra import registry
 
 
 def test_passes_md_is_current():

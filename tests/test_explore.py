@@ -33,14 +33,14 @@ def nested():
 
 @pytest.fixture(scope="module")
 def nested_page(nested):
-    from pxla_mlir.explore import build_page
+    from pxla_mlir.mlir.explore import build_page
 
     return build_page(nested)
 
 
 @pytest.fixture(scope="module")
 def nested_html(nested_page):
-    from pxla_mlir.explore import render
+    from pxla_mlir.mlir.explore import render
 
     return render(nested_page)
 
@@ -48,7 +48,7 @@ def nested_html(nested_page):
 # -- bytes and groups, by hand ----------------------------------------------------------------------
 
 def test_element_bytes():
-    from pxla_mlir.explore.traffic import element_bytes
+    from pxla_mlir.mlir.explore.traffic import element_bytes
 
     assert [element_bytes(t) for t in ("f32", "bf16", "f16", "f64", "i1", "i8", "ui32", "i64", "complex<f32>")] == \
         [4, 2, 2, 8, 1, 1, 4, 8, 8]
@@ -66,13 +66,13 @@ def test_element_bytes():
     ("cross-replica", [], 4, 1, ((0, 1, 2, 3),)),  # no groups: one group of everybody
 ])
 def test_device_groups(mode, groups, R, P, want):
-    from pxla_mlir.ir.device_groups import device_indices
+    from pxla_mlir.mlir.ir.device_groups import device_indices
 
     assert device_indices(mode, groups, R, P) == want
 
 
 def test_permute_pairs_in_partition_mode_repeat_per_replica():
-    from pxla_mlir.ir.device_groups import permute_pairs
+    from pxla_mlir.mlir.ir.device_groups import permute_pairs
 
     assert permute_pairs("cross-partition", [[0, 1], [1, 0]], 2, 2) == ((0, 1), (1, 0), (2, 3), (3, 2))
 
@@ -92,7 +92,7 @@ def test_permute_pairs_in_partition_mode_repeat_per_replica():
     ("all_reduce", ((0, 1),), 512, 512, [512, 512, 0]),  # device 2 takes no part
 ])
 def test_bytes_sent_by_hand(op, groups, operand, result, want):
-    from pxla_mlir.explore.traffic import bytes_sent
+    from pxla_mlir.mlir.explore.traffic import bytes_sent
 
     assert list(bytes_sent(op, groups, operand, result, len(want))) == want
 
@@ -119,7 +119,7 @@ AFTER = """module {
 
 
 def test_line_diff_ignores_ssa_renumbering():
-    from pxla_mlir.explore.linediff import diff_ops
+    from pxla_mlir.mlir.explore.linediff import diff_ops
 
     ops = diff_ops(BEFORE, AFTER)
     assert [(op, line.strip()) for op, line in ops if op != " "] == \
@@ -128,7 +128,7 @@ def test_line_diff_ignores_ssa_renumbering():
 
 
 def test_line_diff_of_text_that_is_not_mlir():
-    from pxla_mlir.explore.linediff import diff_ops
+    from pxla_mlir.mlir.explore.linediff import diff_ops
 
     assert diff_ops("a\nb\n", "a\nc\n") == [(" ", "a"), ("-", "b"), ("+", "c")]
 
@@ -176,7 +176,7 @@ def test_nested_collectives_by_hand(nested_page):
 
 
 def test_nested_in_partition_mode_gives_the_same_devices():
-    from pxla_mlir.explore import build_page
+    from pxla_mlir.mlir.explore import build_page
 
     page = build_page(lower(NESTED, mode="partition"), compile=False)
     assert (page.num_replicas, page.num_partitions) == (1, 8)
@@ -201,7 +201,7 @@ def test_nested_cost_analysis_is_xlas(nested, nested_page):
 
 
 def test_train_step_pmean_of_gradients_by_hand():
-    from pxla_mlir.explore import build_page
+    from pxla_mlir.mlir.explore import build_page
 
     page = build_page(lower(TRAIN), compile=False)
     assert page.mesh.names == ("batch",) and page.mesh.sizes == (8,)
@@ -220,7 +220,7 @@ def test_ppermute_and_all_to_all_by_hand(mode, group_mode):
     from jax import lax
 
     import pxla_mlir
-    from pxla_mlir.explore import build_page, render
+    from pxla_mlir.mlir.explore import build_page, render
 
     def f(x, y):
         return (lax.ppermute(x, "i", perm=[(j, (j + 1) % 8) for j in range(8)]),
@@ -239,7 +239,7 @@ def test_ppermute_and_all_to_all_by_hand(mode, group_mode):
 
 
 def test_xmap_named_axes_shardings_and_collectives():
-    from pxla_mlir.explore import build_page
+    from pxla_mlir.mlir.explore import build_page
 
     page = build_page(lower(XMAP), compile=False)
     assert [(n.name, n.size, n.resources, n.devices, n.tile) for n in page.named_axes] == \
@@ -254,7 +254,7 @@ def test_xmap_named_axes_shardings_and_collectives():
 
 
 def test_compare_aligns_stages_and_diffs_them(nested_page):
-    from pxla_mlir.explore import build_page, compare_pages
+    from pxla_mlir.mlir.explore import build_page, compare_pages
 
     other = build_page(lower(NESTED, unshard="all-reduce"), compile=False)
     cmp = compare_pages(nested_page, other, "gather", "reduce")
@@ -287,8 +287,8 @@ def test_page_is_self_contained_small_and_complete(nested_page, nested_html):
 
 
 def test_ir_text_is_escaped():
-    from pxla_mlir.explore.model import MeshView, Page, Stage
-    from pxla_mlir.explore.render import render
+    from pxla_mlir.mlir.explore.model import MeshView, Page, Stage
+    from pxla_mlir.mlir.explore.render import render
 
     evil = 'x = "</pre><script>alert(1)</script>" & <y>'
     stages = (Stage("jaxpr", "jaxpr", "jaxpr", evil), Stage("pxla", "import", "mlir", evil),
@@ -360,7 +360,7 @@ def test_cli_mistakes_give_one_line(args, message):
 # -- a real browser -----------------------------------------------------------------------------------
 
 def _chromium():
-    from pxla_mlir.explore.browser import find_chromium
+    from pxla_mlir.mlir.explore.browser import find_chromium
 
     path = find_chromium()
     if path is None:
@@ -377,7 +377,7 @@ def test_page_in_headless_chromium(nested_page, nested_html, tmp_path):
     _chromium()
     from PIL import Image
 
-    from pxla_mlir.explore.browser import dump_dom, ready_ms, screenshot
+    from pxla_mlir.mlir.explore.browser import dump_dom, ready_ms, screenshot
 
     path = tmp_path / "nested.html"
     path.write_text(nested_html, encoding="utf-8")
@@ -409,8 +409,8 @@ def test_page_in_headless_chromium(nested_page, nested_html, tmp_path):
 
 def test_compare_page_in_headless_chromium(tmp_path):
     _chromium()
-    from pxla_mlir.explore import build_page, compare_pages, render_comparison
-    from pxla_mlir.explore.browser import dump_dom
+    from pxla_mlir.mlir.explore import build_page, compare_pages, render_comparison
+    from pxla_mlir.mlir.explore.browser import dump_dom
 
     a = build_page(lower(XMAP), compile=False)
     b = build_page(lower(XMAP, lowering="manual"), compile=False)
@@ -476,7 +476,7 @@ LAYOUT_JS = """(function () {
 def readme_compare_pages(nested_page, tmp_path_factory):
     """The README's two --compare pages, compiled so that both sides have XLA's cost box."""
     _chromium()  # before lowering and compiling four programs for nothing
-    from pxla_mlir.explore import build_page, compare_pages, render_comparison
+    from pxla_mlir.mlir.explore import build_page, compare_pages, render_comparison
 
     folder = tmp_path_factory.mktemp("compare")
     pairs = {"nested": (nested_page, build_page(lower(NESTED, unshard="all-reduce"))),
@@ -495,7 +495,7 @@ def test_compare_page_fits_the_window(readme_compare_pages, example, width, tmp_
     _chromium()
     from PIL import Image
 
-    from pxla_mlir.explore.browser import evaluate, screenshot
+    from pxla_mlir.mlir.explore.browser import evaluate, screenshot
 
     path = readme_compare_pages[example]
     got = evaluate(path, LAYOUT_JS, (width, 900))
@@ -511,7 +511,7 @@ def test_compare_page_fits_the_window(readme_compare_pages, example, width, tmp_
 
 def test_evaluate_returns_the_value_or_the_error(tmp_path):
     _chromium()
-    from pxla_mlir.explore.browser import BrowserError, evaluate
+    from pxla_mlir.mlir.explore.browser import BrowserError, evaluate
 
     page = tmp_path / "tiny.html"
     page.write_text('<!DOCTYPE html><html><body style="margin:0"><div style="width:3000px">wide</div></body></html>')

@@ -10,8 +10,8 @@ import sys
 import pytest
 from conftest import REPO
 
+from pxla_mlir.mlir.cli.gen_checks import check_lines, lines_of, split_chunks
 from pxla_mlir.pytest_plugin import Golden
-from pxla_mlir.tools.gen_checks import check_lines, lines_of, split_chunks
 
 PYPI_FILECHECK = os.path.join(os.path.dirname(sys.executable), "filecheck")
 LLVM_FILECHECK = shutil.which("FileCheck", path="/usr/lib/llvm-19/bin")
@@ -26,8 +26,8 @@ def forms():
     """The pmap pipeline's output for the nested pmap of the lit test, in replica and partition mode."""
     from jaxlib.mlir import ir
 
-    from pxla_mlir.ir.context import make_context
-    from pxla_mlir.pass_infra import run_pipeline
+    from pxla_mlir.mlir.ir.context import make_context
+    from pxla_mlir.mlir.pass_infra import run_pipeline
 
     out = {}
     for mode in ("replica", "partition"):
@@ -165,7 +165,7 @@ def test_cli_reads_a_file_or_stdin_and_names_an_empty_input(tmp_path, forms):
 
 
 def test_generator_and_update_checks_do_not_import_jax():
-    code = ("import sys; import pxla_mlir.tools.cmd_checks, pxla_mlir.tools.gen_checks, pxla_mlir.tools.update_checks, "
+    code = ("import sys; import pxla_mlir.tools.cmd_checks, pxla_mlir.mlir.cli.gen_checks, pxla_mlir.tools.update_checks, "
             "pxla_mlir.tools.lit_runs; from pxla_mlir.tools import cmd_checks; "
             "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib'))))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -193,7 +193,7 @@ def test_filecheck_golden_is_written_kept_and_checked(tmp_path, forms):
 
 
 def test_handoff_of_the_example_matches_its_filecheck_golden(golden, parse):
-    from pxla_mlir.pass_infra import run_pipeline
+    from pxla_mlir.mlir.pass_infra import run_pipeline
 
     module = parse((REPO / "examples" / "per_device_psum.mlir").read_text())
     run_pipeline(module, "builtin.module(pxla-handoff-pipeline{mode=replica})")

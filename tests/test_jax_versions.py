@@ -10,8 +10,8 @@ import jaxlib.version
 import pytest
 from conftest import REPO
 
-from pxla_mlir import jax_internals
-from pxla_mlir.jax_internals import CHECKED_ON, JAX_VERSION, PrivateNames, core
+from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.jaxbridge.jax_internals import CHECKED_ON, JAX_VERSION, PrivateNames, core
 
 
 def _version(text):
@@ -41,7 +41,7 @@ def test_python_range_follows_jax():
 
 def test_an_unlisted_or_missing_name_says_where_to_add_it():
     with pytest.raises(AttributeError, match=r"jax\._src\.core\.no_such_name is not among the private names .* "
-                                             r"pxla_mlir/jax_internals\.py"):
+                                             r"pxla_mlir/jaxbridge/jax_internals\.py"):
         getattr(core, "no_such_name")
     import types
 

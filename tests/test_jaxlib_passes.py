@@ -12,7 +12,7 @@ import textwrap
 import jaxlib.version
 from conftest import REPO
 
-from pxla_mlir.pass_infra import jaxlib_passes
+from pxla_mlir.mlir.pass_infra import jaxlib_passes
 
 SMALL = """\
 module @small attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
@@ -39,7 +39,7 @@ module @small attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 :
 # results file before and after it, so a crash names its pass.
 WORKER = """
 import contextlib, io, json, os, sys
-from pxla_mlir.tools import pxla_opt
+from pxla_mlir.mlir.cli import pxla_opt
 source, results, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 with open(results, "a") as log:
     for name in names:
@@ -56,13 +56,13 @@ def test_the_list_is_jaxlibs():
     # In a fresh process, which has only what pxla-opt registers (importing parts of jax, e.g.
     # its Mosaic dialect, registers more passes in the process that does it).
     assert jaxlib_passes.JAXLIB_VERSION == jaxlib.version.__version__, \
-        "no list for the installed jaxlib: add it, see pxla_mlir/pass_infra/jaxlib_passes.py"
-    generated = subprocess.run([sys.executable, "-m", "pxla_mlir.pass_infra.jaxlib_passes"], capture_output=True,
+        "no list for the installed jaxlib: add it, see pxla_mlir/mlir/pass_infra/jaxlib_passes.py"
+    generated = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.pass_infra.jaxlib_passes"], capture_output=True,
                                text=True, timeout=300, cwd=REPO)
     assert generated.returncode == 0, generated.stderr
-    listed = REPO / "pxla_mlir/pass_infra/jaxlib_pass_lists" / (jaxlib_passes.list_module_name(
+    listed = REPO / "pxla_mlir/mlir/pass_infra/jaxlib_pass_lists" / (jaxlib_passes.list_module_name(
         jaxlib.version.__version__) + ".py")
-    assert generated.stdout == listed.read_text(), "regenerate: see pxla_mlir/pass_infra/jaxlib_passes.py"
+    assert generated.stdout == listed.read_text(), "regenerate: see pxla_mlir/mlir/pass_infra/jaxlib_passes.py"
     assert {"canonicalize", "cse", "stablehlo-legalize-to-hlo"} <= set(jaxlib_passes.MODULE_PASSES)
     assert "chlo-legalize-to-hlo" in jaxlib_passes.FUNC_PASSES
     assert "sdy-propagation-pipeline" in jaxlib_passes.PIPELINES

@@ -12,8 +12,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from pxla_mlir.distributed import jit_shares
 from pxla_mlir.distributed.jit_shares import JitShareError, find_shares
-from pxla_mlir.jax_internals import api_util, core
-from pxla_mlir.tracing import trace_flat
+from pxla_mlir.jaxbridge.jax_internals import api_util, core
+from pxla_mlir.maps.tracing import trace_flat
 
 LAYOUT = NamedSharding(Mesh(np.array(jax.devices()[:1]), ("x",)), P())
 SEEN: list = []  # the shapes the stand-in map was called with, in order

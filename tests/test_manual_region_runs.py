@@ -9,9 +9,9 @@ import pytest
 jax = pytest.importorskip("jax")
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
 
-from pxla_mlir.pass_infra import run_pipeline
+from pxla_mlir.mlir.pass_infra import run_pipeline
+from pxla_mlir.mlir.sharding import AbstractMesh, spec_to_indices
 from pxla_mlir.runtime.compile import compile_module
-from pxla_mlir.sharding import AbstractMesh, spec_to_indices
 
 # Mesh x=2, y=4. Each device holds a 4x3 tile of an 8x12 array; the body adds
 # the psum of the tiles over 'y' (devices with the same x) and its partition id.

@@ -14,10 +14,10 @@ from conftest import CPP_LOWERING, assembles_results
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.lru import LRU, clear_all
 from pxla_mlir.maps import function
 from pxla_mlir.maps.arguments import static_key
-from pxla_mlir.stats import STATS
+from pxla_mlir.mlir.support.lru import LRU, clear_all
+from pxla_mlir.mlir.support.stats import STATS
 
 X = np.ones(8, np.int32)
 

@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from pxla_mlir.sharding import (
+from pxla_mlir.mlir.sharding import (
     AbstractMesh,
     Mesh,
     MeshError,

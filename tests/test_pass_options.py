@@ -5,8 +5,8 @@ from typing import Literal
 
 import pytest
 
-from pxla_mlir.pass_infra import ModulePass, option
-from pxla_mlir.pass_infra.options import OptionError, split_top_level
+from pxla_mlir.mlir.pass_infra import ModulePass, option
+from pxla_mlir.mlir.pass_infra.options import OptionError, split_top_level
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,8 +9,15 @@ import pytest
 from conftest import REPO
 from jaxlib.mlir import ir
 
-from pxla_mlir.ir.diagnostics import DiagnosticCollector, PxlaWarning
-from pxla_mlir.pass_infra import ModulePass, PassError, Pipeline, PipelineFailure, PipelineSyntaxError, run_pipeline
+from pxla_mlir.mlir.ir.diagnostics import DiagnosticCollector, PxlaWarning
+from pxla_mlir.mlir.pass_infra import (
+    ModulePass,
+    PassError,
+    Pipeline,
+    PipelineFailure,
+    PipelineSyntaxError,
+    run_pipeline,
+)
 
 PARTITION_MODE = (REPO / "test" / "lit" / "Inputs" / "partition_mode.mlir").read_text()
 MIXED = "builtin.module(pxla-convert-to-replica-mode,canonicalize,func.func(cse),pxla-verify-handoff{num-replicas=4})"
@@ -50,7 +57,7 @@ def test_pxla_and_jaxlib_passes_share_one_pass_manager(ctx, parse):
 def test_python_and_pxla_opt_give_identical_output(ctx, parse, tmp_path):
     src = tmp_path / "in.mlir"
     src.write_text(PARTITION_MODE)
-    cli = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", str(src), f"--pass-pipeline={MIXED}"],
+    cli = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", str(src), f"--pass-pipeline={MIXED}"],
                          capture_output=True, text=True, check=True)
     m = parse(PARTITION_MODE)
     run_pipeline(m, MIXED)
@@ -71,13 +78,13 @@ def test_failure_carries_diagnostics_and_a_reproducer(parse, tmp_path):
     [diag] = e.value.diagnostics
     assert diag.severity == "error" and "'mhlo.num_replicas' is 1 but 2 was expected" in diag.message
     assert diag.loc.line == 1
-    rerun = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", e.value.reproducer,
+    rerun = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", e.value.reproducer,
                             f"--pass-pipeline={e.value.pipeline}"], capture_output=True, text=True)
     assert rerun.returncode == 1 and "is 1 but 2 was expected" in rerun.stderr
 
 
 def test_reproducers_go_where_asked_and_the_cache_is_bounded(parse, tmp_path, monkeypatch):
-    from pxla_mlir.pass_infra import reproducer
+    from pxla_mlir.mlir.pass_infra import reproducer
 
     def fail() -> PipelineFailure:
         with pytest.raises(PipelineFailure) as e:

@@ -9,7 +9,7 @@ jax = pytest.importorskip("jax")
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxlib.mlir import ir
 
-from pxla_mlir.pass_infra import run_pipeline
+from pxla_mlir.mlir.pass_infra import run_pipeline
 from pxla_mlir.runtime.compile import compile_module
 
 N = 8

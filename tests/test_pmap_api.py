@@ -10,8 +10,8 @@ import numpy as np
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.ir.ir_utils import walk
-from pxla_mlir.stats import STATS
+from pxla_mlir.mlir.ir.ir_utils import walk
+from pxla_mlir.mlir.support.stats import STATS
 
 
 def counts():
@@ -77,7 +77,7 @@ def test_pipeline_reproduces_the_lowering_from_pxla_opt(tmp_path):
     lowered = f.lower(np.ones((2, 4, 3), np.float32))
     src = tmp_path / "pxla_form.mlir"
     src.write_text(lowered.pxla_text())
-    out = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", str(src),
+    out = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", str(src),
                           f"--pass-pipeline={lowered.pipeline}"], capture_output=True, text=True, check=True)
     assert out.stdout == lowered.as_text()
 

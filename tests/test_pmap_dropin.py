@@ -11,7 +11,7 @@ from jax import lax
 from jax.experimental import io_callback
 
 import pxla_mlir
-from pxla_mlir.jax_internals import core, pe
+from pxla_mlir.jaxbridge.jax_internals import core, pe
 
 X = np.arange(8.0, dtype=np.float32)
 

@@ -6,7 +6,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.tracing import UnboundAxisError
+from pxla_mlir.maps.tracing import UnboundAxisError
 
 
 def raises(exc, match, fn, *args):
@@ -46,7 +46,7 @@ def test_too_few_devices_names_the_backend_and_every_way_to_get_more():
 
 def test_too_few_accelerator_devices_point_to_the_cpu(monkeypatch):
     """A one-chip TPU host (the devices faked: the advice depends on their platform only)."""
-    from pxla_mlir.sharding.devices import too_few_devices
+    from pxla_mlir.mlir.sharding.devices import too_few_devices
 
     monkeypatch.delenv("JAX_PLATFORMS", raising=False)
 
@@ -182,7 +182,7 @@ def test_arguments_nested_deeper_than_jax_flattens():
     the message says which, and its advice works."""
     import sys
 
-    from pxla_mlir.pytree_depth import flatten_depth_cap
+    from pxla_mlir.jaxbridge.pytree_depth import flatten_depth_cap
 
     fixed_cap = sys.version_info >= (3, 12)
     deep = nested_lists(2000 if not fixed_cap else flatten_depth_cap() + 500, np.ones(8, np.float32))

@@ -68,7 +68,7 @@ def test_the_program_is_manual_over_the_pmap_axes_and_xla_splits_the_body(f):
     assert re.search(r'sdy\.sharding_constraint %\S+ <@mesh, \[\{\}, \{"model"\}\]> : tensor<4x32xf32>', text)
     # (4, 16) @ (16, 32) becomes (4, 16) @ (16, 16) on each device of an (outer, inner) index's group
     assert re.search(r"f32\[4,16\]\S* dot\(", lowered.compile().as_text())
-    from pxla_mlir.explore import build_page
+    from pxla_mlir.mlir.explore import build_page
 
     # the explore page replays the pxla form: jax's manual computation for axis_index keeps its mesh there
     assert build_page(lowered, compile=False).mesh.names == MESH_AXES

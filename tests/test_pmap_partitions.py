@@ -72,7 +72,7 @@ def test_grad_and_vmap_compose(f, oracle):
 
 
 def test_explore_shows_the_2d_grid(f):
-    from pxla_mlir.explore import build_page
+    from pxla_mlir.mlir.explore import build_page
 
     page = build_page(f.lower(X, W), compile=False)
     assert page.mesh.names == ("data", "model") and page.mesh.grid() == [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -141,7 +141,7 @@ def test_compile_module_refuses_replicas_with_tiled_shardings():
     out = run_isolated('''
 import jax
 from jaxlib.mlir import ir
-from pxla_mlir.ir.context import make_context
+from pxla_mlir.mlir.ir.context import make_context
 from pxla_mlir.runtime.compile import ReplicaShardingError, compile_module
 text = """module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32} {
   func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {

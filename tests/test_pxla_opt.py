@@ -8,7 +8,7 @@ import sys
 import jaxlib.version
 import pytest
 
-from pxla_mlir.tools import pxla_opt
+from pxla_mlir.mlir.cli import pxla_opt
 
 VALID = """module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {
@@ -20,7 +20,7 @@ VALID = """module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas =
 
 
 def run_cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "pxla_mlir.tools.pxla_opt", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", *map(str, args)],
                           input=stdin, capture_output=True, timeout=300)
 
 
@@ -101,7 +101,7 @@ def test_twenty_megabytes_of_constants(tmp_path):
 def test_the_nesting_check_of_a_large_input_is_exact():
     """Over the quick count, a whole-buffer bound decides; only a bound over
     the limit is scanned token by token for the place."""
-    from pxla_mlir.ir.nesting import MAX_NESTING, NestingError, check_nesting
+    from pxla_mlir.mlir.ir.nesting_depth import MAX_NESTING, NestingError, check_nesting
 
     flat = b"[" * 600 + b"]" * 600
     check_nesting(flat * 3)
@@ -128,7 +128,7 @@ def test_verify_each_spellings(tmp_path):
 def test_driver_does_not_import_jax(tmp_path):
     src = tmp_path / "ok.mlir"
     src.write_text(VALID)
-    code = ("import sys; from pxla_mlir.tools import pxla_opt; "
+    code = ("import sys; from pxla_mlir.mlir.cli import pxla_opt; "
             f"rc = pxla_opt.main([{str(src)!r}, '--pass-pipeline=builtin.module(pxla-handoff-pipeline)']); "
             "print('JAX' if 'jax' in sys.modules else 'NOJAX', rc)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -142,7 +142,7 @@ def test_console_script_is_installed():
 
 
 def test_source_excerpt_points_at_byte_columns():
-    from pxla_mlir.ir.diagnostics import EXCERPT_WIDTH, source_excerpt
+    from pxla_mlir.mlir.ir.diagnostics import EXCERPT_WIDTH, source_excerpt
 
     assert source_excerpt(b"a\n  bc\n", 2, 3) == ["  bc", "  ^"]
     assert source_excerpt("x = \u00e9t\u00e9 + y\r\n", 1, 13) == ["x = \u00e9t\u00e9 + y", "          ^"]  # y, after 2-byte chars

@@ -5,13 +5,13 @@ import re
 
 from conftest import REPO
 
-from pxla_mlir.tools.docs import pass_table
+from pxla_mlir.mlir.cli.docs import pass_table
 
 README = (REPO / "README.md").read_text()
 
 
 def test_pass_table_is_generated_from_the_registry():
-    assert pass_table() in README, "regenerate the table with: python -m pxla_mlir.tools.docs"
+    assert pass_table() in README, "regenerate the table with: python -m pxla_mlir.mlir.cli.docs"
 
 
 def test_layout_names_every_module():

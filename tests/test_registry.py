@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import REPO
 
-from pxla_mlir.pass_infra import ModulePass, NamedPipeline, registry
+from pxla_mlir.mlir.pass_infra import ModulePass, NamedPipeline, registry
 
 ALL = [*registry.PASSES, *registry.PIPELINES]
 

@@ -9,8 +9,8 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jaxlib.mlir import ir
 
-from pxla_mlir import lowering
-from pxla_mlir.pass_infra import run_pipeline
+from pxla_mlir.jaxbridge import stablehlo_lowering
+from pxla_mlir.mlir.pass_infra import run_pipeline
 from pxla_mlir.runtime.compile import compile_module
 
 
@@ -33,7 +33,7 @@ def run_replicas(fn, axes, x_global, ctx):
     n = int(np.prod(sizes))
     shard = x_global.reshape(n, *x_global.shape[len(sizes):])
     closed = jax.make_jaxpr(fn, axis_env=list(axes))(shard[0])
-    jax_module = lowering.lower_per_device(closed, names, sizes).module
+    jax_module = stablehlo_lowering.lower_per_device(closed, names, sizes).module
     with ctx:
         module = ir.Module.parse(jax_module.operation.get_asm())
     run_pipeline(module, "builtin.module(pxla-handoff-pipeline{mode=replica})")

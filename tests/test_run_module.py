@@ -16,7 +16,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import pxla_mlir
-from pxla_mlir.modules import ModuleError
+from pxla_mlir.maps.text_modules import ModuleError
 from pxla_mlir.tools.comparing import compare
 
 
@@ -219,7 +219,7 @@ def test_replicas_and_partitions_together_are_refused_before_jaxlib_aborts():
     # jaxlib compiles such a module, then aborts the process in IFRT: run where a crash fails only this test.
     out = run_isolated(f"""
         import numpy as np, pxla_mlir
-        from pxla_mlir.modules import ModuleError
+        from pxla_mlir.maps.text_modules import ModuleError
         try:
             pxla_mlir.load({REPLICA_AND_PARTITION!r}).compile()(np.zeros(4, np.float32))
         except ModuleError as e:
@@ -369,7 +369,7 @@ def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_pa
 def test_cli_round_trips_every_extended_float_type(tmp_path):
     import ml_dtypes
 
-    from pxla_mlir.handoff import ELEMENT_TYPES
+    from pxla_mlir.mlir.xla_handoff import ELEMENT_TYPES
     from pxla_mlir.tools.running import save_npy
 
     names = ["bfloat16", *sorted(n for n in dir(jnp) if n.startswith(("float8_", "float4_")))]  # all jax has

@@ -14,9 +14,8 @@ from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
 from jaxlib.mlir import ir
 from test_sharding_xla_oracle import CASES, M8, M24, M42, M222
 
-from pxla_mlir.jax_internals import xc
-from pxla_mlir.runtime.compile import compile_module
-from pxla_mlir.sharding import (
+from pxla_mlir.jaxbridge.jax_internals import xc
+from pxla_mlir.mlir.sharding import (
     AbstractMesh,
     Chunked,
     NoSharding,
@@ -28,7 +27,8 @@ from pxla_mlir.sharding import (
     sdy_sharding,
     spec_to_indices,
 )
-from pxla_mlir.sharding.sdy_sharding import SdyDim, SdyMesh, SdySharding, manual_axes, per_value
+from pxla_mlir.mlir.sharding.sdy_sharding import SdyDim, SdyMesh, SdySharding, manual_axes, per_value
+from pxla_mlir.runtime.compile import compile_module
 
 MESHES = {(8,): M8, (2, 4): M24, (4, 2): M42, (2, 2, 2): M222}
 

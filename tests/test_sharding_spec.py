@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pxla_mlir.sharding import (
+from pxla_mlir.mlir.sharding import (
     AbstractMesh,
     Chunked,
     NoSharding,

@@ -10,9 +10,8 @@ jax = pytest.importorskip("jax")
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec as P
 from jaxlib.mlir import ir
 
-from pxla_mlir.jax_internals import xc
-from pxla_mlir.runtime.compile import compile_module
-from pxla_mlir.sharding import (
+from pxla_mlir.jaxbridge.jax_internals import xc
+from pxla_mlir.mlir.sharding import (
     AbstractMesh,
     Chunked,
     NoSharding,
@@ -23,6 +22,7 @@ from pxla_mlir.sharding import (
     parse_hlo_sharding,
     spec_to_indices,
 )
+from pxla_mlir.runtime.compile import compile_module
 
 M8, M24, M42, M222 = (AbstractMesh((8,), ("i",)), AbstractMesh((2, 4), ("x", "y")),
                       AbstractMesh((4, 2), ("x", "y")), AbstractMesh((2, 2, 2), ("a", "b", "c")))

@@ -16,10 +16,10 @@ from conftest import REPO
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.ir import ir_utils
-from pxla_mlir.ir.mlir_diff import diff
-from pxla_mlir.ir.shardy import uses_shardy
-from pxla_mlir.jax_internals import JAX_VERSION
+from pxla_mlir.jaxbridge.jax_internals import JAX_VERSION
+from pxla_mlir.mlir.ir import ir_utils
+from pxla_mlir.mlir.ir.mlir_diff import diff
+from pxla_mlir.mlir.ir.shardy import uses_shardy
 from pxla_mlir.runtime import compile as runtime_compile
 
 sys.path.insert(0, str(REPO))
@@ -120,7 +120,7 @@ def test_diff_of_the_two_forms_shows_only_sharding_constructs(name):
 def functions_but_main(text: str) -> list[str]:
     from jaxlib.mlir import ir
 
-    from pxla_mlir.ir.context import make_context
+    from pxla_mlir.mlir.ir.context import make_context
 
     with make_context():
         module = ir.Module.parse(text)
@@ -162,7 +162,7 @@ def test_compile_options_follow_the_module(monkeypatch):
 
 def test_an_sdy_module_compiled_without_shardy_fails_cleanly():
     """Why the flag must follow the form (checked once, against jaxlib)."""
-    from pxla_mlir.jax_internals import compile_and_load
+    from pxla_mlir.jaxbridge.jax_internals import compile_and_load
     from pxla_mlir.runtime.compile import compile_options
 
     f = pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode="partition")

@@ -8,8 +8,16 @@ import sys
 import numpy as np
 import pytest
 
-from pxla_mlir.sharding import AbstractMesh, Chunked, HloSharding, Replicated, ShardedAxis, ShardingSpec, hlo_sharding
-from pxla_mlir.sharding.show import shard_ranges, show_sharding
+from pxla_mlir.mlir.sharding import (
+    AbstractMesh,
+    Chunked,
+    HloSharding,
+    Replicated,
+    ShardedAxis,
+    ShardingSpec,
+    hlo_sharding,
+)
+from pxla_mlir.mlir.sharding.show import shard_ranges, show_sharding
 
 
 def test_ranges_from_spec_and_from_hlo_agree():

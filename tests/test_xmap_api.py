@@ -12,8 +12,8 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.ir.ir_utils import walk
-from pxla_mlir.stats import STATS
+from pxla_mlir.mlir.ir.ir_utils import walk
+from pxla_mlir.mlir.support.stats import STATS
 
 
 def f(a, w):

@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.jax_internals import JAX_VERSION
+from pxla_mlir.jaxbridge.jax_internals import JAX_VERSION
 from pxla_mlir.runtime.compile import KnownCrashError
 
 # A lowering, with "-gspmd" for the GSPMD form of the SPMD lowerings (Shardy is the default).

@@ -15,7 +15,7 @@ from jax import lax
 from jax.test_util import check_grads
 
 import pxla_mlir
-from pxla_mlir.stats import STATS
+from pxla_mlir.mlir.support.stats import STATS
 
 LOWERINGS = ["replica", "manual", "vectorize"]
 RNG = np.random.default_rng(0)

@@ -24,7 +24,7 @@ collectives on CPU, NCCL on GPU).
 * :mod:`.launch`: N local processes on a free 127.0.0.1 port.
 """
 
-from .launch import Finished, launch  # jax-free: launching processes needs no jax
+from pxla_mlir.distributed.launch import Finished, launch  # jax-free: launching processes needs no jax
 
 # The rest is loaded on first use (it needs jax).
 _LAZY = {"initialize": "lifecycle", "shutdown": "lifecycle", "PEER_FAILED_EXIT": "lifecycle", "JoinError": "rendezvous",

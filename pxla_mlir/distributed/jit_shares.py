@@ -48,11 +48,11 @@ import jax
 import numpy as np
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from ..jax_internals import core, same_trace
-from ..lru import LRU
-from .processes import MultiProcessError, process_count, spans_processes
-from .shares import is_process_local, share_factor
-from .tracers import primal_tracer, staged_ancestors, staged_tracer
+from pxla_mlir.distributed.processes import MultiProcessError, process_count, spans_processes
+from pxla_mlir.distributed.shares import is_process_local, share_factor
+from pxla_mlir.distributed.tracers import primal_tracer, staged_ancestors, staged_tracer
+from pxla_mlir.jaxbridge.jax_internals import core, same_trace
+from pxla_mlir.mlir.support.lru import LRU
 
 __all__ = ["JitShareError", "ArgShare", "probing", "note_pmap", "note_xmap", "find_shares", "global_call"]
 

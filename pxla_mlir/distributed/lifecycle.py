@@ -30,11 +30,11 @@ import os
 
 import jax
 
-from ..jax_internals import backends_are_initialized, cluster_launch
-from . import link, rendezvous
-from .launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
-from .link import PEER_FAILED_EXIT
-from .settings import Timeouts, env_int
+from pxla_mlir.distributed import link, rendezvous
+from pxla_mlir.distributed.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from pxla_mlir.distributed.link import PEER_FAILED_EXIT
+from pxla_mlir.distributed.settings import Timeouts, env_int
+from pxla_mlir.jaxbridge.jax_internals import backends_are_initialized, cluster_launch
 
 __all__ = ["initialize", "shutdown", "PEER_FAILED_EXIT"]
 

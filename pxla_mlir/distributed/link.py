@@ -30,8 +30,8 @@ import sys
 import threading
 import time
 
-from ..jax_internals import distributed_client
-from .rendezvous import LineReader, send
+from pxla_mlir.distributed.rendezvous import LineReader, send
+from pxla_mlir.jaxbridge.jax_internals import distributed_client
 
 __all__ = ["PEER_FAILED_EXIT", "Link", "current"]
 

@@ -24,7 +24,7 @@ import tempfile
 import time
 from typing import Sequence
 
-from .launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID, Finished
+from pxla_mlir.distributed.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID, Finished
 
 __all__ = ["ENV_LAUNCHER", "GRACE_S", "MpirunError", "available", "command", "launch_mpirun"]
 

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import jax
 
-from ..errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError
 
 __all__ = ["MultiProcessError", "process_count", "is_multi_process", "spans_processes", "default_devices",
            "check_devices", "is_local_program"]

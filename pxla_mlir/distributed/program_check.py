@@ -31,10 +31,10 @@ from typing import Callable, TypeVar
 
 import jax
 
-from ..jax_internals import distributed_client
-from . import link
-from .processes import MultiProcessError, spans_processes
-from .settings import check_timeout
+from pxla_mlir.distributed import link
+from pxla_mlir.distributed.processes import MultiProcessError, spans_processes
+from pxla_mlir.distributed.settings import check_timeout
+from pxla_mlir.jaxbridge.jax_internals import distributed_client
 
 __all__ = ["ProgramMismatchError", "LaunchAgreement", "check_before_launch", "CHECK_TIMEOUT_S",
            "describe_difference"]

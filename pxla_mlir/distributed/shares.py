@@ -28,10 +28,10 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 
-from ..jax_internals import core
-from ..runtime.placement import piece_plan, put_pieces
-from .processes import MultiProcessError, process_count, spans_processes
-from .tracers import concrete_value, is_differentiated
+from pxla_mlir.distributed.processes import MultiProcessError, process_count, spans_processes
+from pxla_mlir.distributed.tracers import concrete_value, is_differentiated
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.jaxbridge.placement import piece_plan, put_pieces
 
 __all__ = ["Share", "LocalPlacement", "is_global", "is_process_local", "global_avals", "bound_avals",
            "share_factor", "scaled_avals",

@@ -3,7 +3,7 @@ tracers (nested ones too) to a concrete value or a staging (jit) tracer."""
 
 from __future__ import annotations
 
-from ..jax_internals import ad, batching, core, pe
+from pxla_mlir.jaxbridge.jax_internals import ad, batching, core, pe
 
 __all__ = ["concrete_value", "primal_tracer", "staged_tracer", "staged_ancestors", "is_differentiated"]
 

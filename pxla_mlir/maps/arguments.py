@@ -11,11 +11,11 @@ import jax
 import numpy as np
 from jax import tree_util
 
-from ..errors import PxlaUserError
-from ..jax_internals import api_util, core
-from ..sharding.devices import repeated_device
-from ..stages import Signature
-from .debug_checks import donation_allowed
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.jaxbridge.jax_internals import api_util, core
+from pxla_mlir.maps.debug_checks import donation_allowed
+from pxla_mlir.maps.stages import Signature
+from pxla_mlir.mlir.sharding.devices import repeated_device
 
 __all__ = ["argnums", "check_donation", "check_devices", "DevicesError", "check_backend", "check_outputs", "plain_aval",
            "is_int", "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",

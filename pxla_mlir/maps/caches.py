@@ -21,7 +21,7 @@ import threading
 import weakref
 from typing import Hashable
 
-from ..lru import LRU
+from pxla_mlir.mlir.support.lru import LRU
 
 __all__ = ["CallCache", "CacheEntry", "entry_for", "CACHE_SIZE", "OPTIONS_PER_FUNCTION"]
 

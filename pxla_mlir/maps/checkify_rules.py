@@ -16,8 +16,8 @@ import functools
 
 from jax import tree_util
 
-from ..jax_internals import checkify_jaxpr, core, register_checkify
-from .rules import Ident, MapRules, memo
+from pxla_mlir.jaxbridge.jax_internals import checkify_jaxpr, core, register_checkify
+from pxla_mlir.maps.rules import Ident, MapRules, memo
 
 __all__ = ["register"]
 

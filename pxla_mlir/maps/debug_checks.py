@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..distributed.processes import spans_processes
-from ..jax_internals import (
+from pxla_mlir.distributed.processes import spans_processes
+from pxla_mlir.jaxbridge.jax_internals import (
     InternalFloatingPointError,
     debug_nans_active,
     dispatch,

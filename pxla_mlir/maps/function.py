@@ -28,9 +28,9 @@ import functools
 import threading
 from typing import Callable, Hashable, Sequence
 
-from ..distributed.processes import spans_processes
-from ..distributed.shares import host_local_outputs
-from ..jax_internals import (
+from pxla_mlir.distributed.processes import spans_processes
+from pxla_mlir.distributed.shares import host_local_outputs
+from pxla_mlir.jaxbridge.jax_internals import (
     ArrayImpl,
     axis_env_ref,
     core,
@@ -43,18 +43,18 @@ from ..jax_internals import (
     trace_context,
     trace_ref,
 )
-from ..pytree_depth import too_deep
-from ..runtime.callbacks import RUNNING_CALLBACK, refuse_inside_callback
-from ..runtime.dispatch import FastDispatch, first_array
-from ..runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_oldest
-from ..runtime.launches import LAUNCHES
-from ..sharding.devices import backend_error
-from ..stages import Lowered
-from ..stats import STATS
-from . import debug_checks
-from .arguments import BoundMethod
-from .caches import CACHE_SIZE, CacheEntry, CallCache, entry_for
-from .unjitted import same_trace
+from pxla_mlir.jaxbridge.pytree_depth import too_deep
+from pxla_mlir.maps import debug_checks
+from pxla_mlir.maps.arguments import BoundMethod
+from pxla_mlir.maps.caches import CACHE_SIZE, CacheEntry, CallCache, entry_for
+from pxla_mlir.maps.stages import Lowered
+from pxla_mlir.maps.unjitted import same_trace
+from pxla_mlir.mlir.sharding.devices import backend_error
+from pxla_mlir.mlir.support.stats import STATS
+from pxla_mlir.runtime.callbacks import RUNNING_CALLBACK, refuse_inside_callback
+from pxla_mlir.runtime.dispatch import FastDispatch, first_array
+from pxla_mlir.runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_oldest
+from pxla_mlir.runtime.launches import LAUNCHES
 
 __all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE", "PRIVATE"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from ..jax_internals import core
-from ..lru import LRU
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.mlir.support.lru import LRU
 
 __all__ = ["ImplCache", "plain_avals"]
 

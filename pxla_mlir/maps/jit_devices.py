@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..jax_internals import dispatch
+from pxla_mlir.jaxbridge.jax_internals import dispatch
 
 __all__ = ["register_jit_devices"]
 

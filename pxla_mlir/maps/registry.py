@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import importlib
 
-from .kind import CliFlag, MapKind
+from pxla_mlir.maps.kind import CliFlag, MapKind
 
 __all__ = ["KindEntry", "KINDS", "get", "kinds", "kind_of", "kind_of_eqn", "pipeline", "cli_flags"]
 
@@ -31,10 +31,10 @@ class KindEntry:
 _LITERAL = "a Python literal: 0, (0, None), ['batch', ...], ..."
 
 KINDS: dict[str, KindEntry] = {
-    "pmap": KindEntry("pxla_mlir.pmaps.kind:PMAP", "pxla_mlir.pipelines:PmapPipeline",
+    "pmap": KindEntry("pxla_mlir.pmaps.kind:PMAP", "pxla_mlir.mlir.pipelines:PmapPipeline",
                       (CliFlag("axis_name", "the axis name", literal=False), CliFlag("in_axes", _LITERAL),
                        CliFlag("out_axes", "a Python literal, like --in-axes"))),
-    "xmap": KindEntry("pxla_mlir.xmaps.kind:XMAP", "pxla_mlir.pipelines:XmapPipeline",
+    "xmap": KindEntry("pxla_mlir.xmaps.kind:XMAP", "pxla_mlir.mlir.pipelines:XmapPipeline",
                       (CliFlag("in_axes", _LITERAL, required=True),
                        CliFlag("out_axes", "a Python literal, like --in-axes", required=True),
                        CliFlag("axis_resources", "{'batch': 'x'}"), CliFlag("axis_sizes", "{'k': 4}"),

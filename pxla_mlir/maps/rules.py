@@ -19,7 +19,7 @@ import contextlib
 import functools
 from typing import Any
 
-from ..jax_internals import (
+from pxla_mlir.jaxbridge.jax_internals import (
     ad,
     api_util,
     batching,
@@ -30,8 +30,8 @@ from ..jax_internals import (
     register_linearization,
     source_info_util as jax_source_info,
 )
-from ..lru import LRU
-from ..tracing import trace_flat
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.support.lru import LRU
 
 __all__ = ["MapRules", "register"]
 

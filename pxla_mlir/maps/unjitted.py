@@ -20,7 +20,7 @@ import dataclasses
 
 import numpy as np
 
-from ..jax_internals import core
+from pxla_mlir.jaxbridge.jax_internals import core
 
 __all__ = ["same_trace"]
 

@@ -5,9 +5,9 @@ place (:meth:`.kind.PmapKind.register`): transformations (:mod:`.rules`),
 lowerings (:mod:`.mlir_rule`) and the eager impl (:mod:`.stage`).
 """
 
-from .api import PmapFunction, pmap
-from .kind import PMAP
-from .mlir_rule import PmapInsideJitWarning
+from pxla_mlir.pmaps.api import PmapFunction, pmap
+from pxla_mlir.pmaps.kind import PMAP
+from pxla_mlir.pmaps.mlir_rule import PmapInsideJitWarning
 
 PMAP.register()
 

@@ -24,18 +24,25 @@ import numpy as np
 from jax import tree_util
 from jax.sharding import PartitionSpec
 
-from ..invariance import varying_outputs
-from ..jax_internals import api_util, core
-from ..maps.arguments import argnums, check_backend, check_devices, check_donation
-from ..maps.function import MapFunction, Traced as _Traced
-from ..pipelines import PmapPipeline, configure
-from ..stages import Lowered
-from ..stats import timed
-from ..tracing import trace_flat
-from . import partitions as partitions_mod
-from .arguments import Call, PmapUsageError, check_axes_spec, check_axis_size, examine_call, flatten_out_axes
-from .primitive import bind
-from .stage import deoptimized, lower_traced
+from pxla_mlir.jaxbridge.jax_internals import api_util, core
+from pxla_mlir.maps.arguments import argnums, check_backend, check_devices, check_donation
+from pxla_mlir.maps.function import MapFunction, Traced as _Traced
+from pxla_mlir.maps.invariance import varying_outputs
+from pxla_mlir.maps.stages import Lowered
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.pmaps import partitions as partitions_mod
+from pxla_mlir.pmaps.arguments import (
+    Call,
+    PmapUsageError,
+    check_axes_spec,
+    check_axis_size,
+    examine_call,
+    flatten_out_axes,
+)
+from pxla_mlir.pmaps.primitive import bind
+from pxla_mlir.pmaps.stage import deoptimized, lower_traced
 
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 
@@ -237,7 +244,7 @@ def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, 
     out_parts))``, 2022's spelling, is that pmap of ``f`` in partition mode
     (:mod:`pxla_mlir.pmaps.sharded`). Such a pmap nests in other pmaps given
     ``mode="partition"``: the nest is one program over (outer, inner, ...,
-    partition axes), manual over the pmap axes (:mod:`pxla_mlir.pmaps.nesting`).
+    partition axes), manual over the pmap axes (:mod:`pxla_mlir.pmaps.nested_pmaps`).
     """
     sharded = getattr(fun, "sharded_body", None)
     if isinstance(sharded, partitions_mod.ShardedBody):

@@ -9,10 +9,10 @@ from typing import Sequence
 
 from jax import tree_util
 
-from ..distributed.jit_shares import note_pmap
-from ..distributed.shares import global_avals, share_note
-from ..errors import PxlaUserError
-from ..maps.arguments import (
+from pxla_mlir.distributed.jit_shares import note_pmap
+from pxla_mlir.distributed.shares import global_avals, share_note
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.maps.arguments import (
     PMAP_WORDS,
     Call,
     Words,

@@ -25,17 +25,17 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from ..ir import ir_utils, pxla_attrs
-from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import core
-from ..lowering import LOWERING_LOCK, lower_per_device
-from ..maps import importing
-from ..pass_infra import Pipeline, run_pipeline
-from . import partition_import
-from .arguments import PmapUsageError
-from .nesting import PartitionedNest
-from .partitions import tile_dims as partition_tile_dims
-from .primitive import replicas_needed
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, lower_per_device
+from pxla_mlir.maps import importing
+from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
+from pxla_mlir.pmaps import partition_import
+from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.nested_pmaps import PartitionedNest
+from pxla_mlir.pmaps.partitions import tile_dims as partition_tile_dims
+from pxla_mlir.pmaps.primitive import replicas_needed
 
 
 def mesh_axis_label(axis_name) -> str:
@@ -74,7 +74,7 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
     PartitionSpec or None per flat argument/result, lay the per-index values
     out over them. ``by_piece``: nested pmaps' values may enter and leave @main
     by piece (pxla-place-pieces). ``nest``: the body holds partitioned pmaps
-    (:mod:`.nesting`); the program is manual over every pmap axis of the nest."""
+    (:mod:`.nested_pmaps`); the program is manual over every pmap axis of the nest."""
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
     levels = nest.chain if nest else ()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ..maps.checkify_rules import register as register_checkify
-from ..maps.kind import MapKind
-from ..maps.rules import register as register_rules
-from ..pipelines import PmapPipeline, configure
-from . import mlir_rule, stage
-from .api import PmapFunction, pmap
-from .primitive import pxla_pmap_p
-from .rules import PMAP_RULES
+from pxla_mlir.maps.checkify_rules import register as register_checkify
+from pxla_mlir.maps.kind import MapKind
+from pxla_mlir.maps.rules import register as register_rules
+from pxla_mlir.mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.pmaps import mlir_rule, stage
+from pxla_mlir.pmaps.api import PmapFunction, pmap
+from pxla_mlir.pmaps.primitive import pxla_pmap_p
+from pxla_mlir.pmaps.rules import PMAP_RULES
 
 __all__ = ["PMAP"]
 

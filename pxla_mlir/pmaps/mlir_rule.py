@@ -15,13 +15,13 @@ import contextlib
 
 from jax.sharding import AbstractMesh, AxisType, use_abstract_mesh
 
-from ..ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
-from ..jax_internals import core, jax_mlir
-from ..lowering import sharding_impls_mesh, spmd_axis_context
-from . import under_jit
-from .partitions import device_kind, refuse_nested_partitions
-from .primitive import extend_mesh, pxla_pmap_p
-from .under_jit import PmapInsideJitWarning
+from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
+from pxla_mlir.jaxbridge.stablehlo_lowering import sharding_impls_mesh, spmd_axis_context
+from pxla_mlir.mlir.ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
+from pxla_mlir.pmaps import under_jit
+from pxla_mlir.pmaps.partitions import device_kind, refuse_nested_partitions
+from pxla_mlir.pmaps.primitive import extend_mesh, pxla_pmap_p
+from pxla_mlir.pmaps.under_jit import PmapInsideJitWarning
 
 __all__ = ["PmapInsideJitWarning", "register"]
 
@@ -37,7 +37,7 @@ def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, na
     mctx = ctx.module_context
     mesh = sharding_impls_mesh(mctx.axis_context)
     # A level of a nest lowered as one manual computation over all its pmap axes (a partitioned pmap nested in
-    # pmaps, :mod:`.nesting`): the mesh has this pmap's axis already.
+    # pmaps, :mod:`.nested_pmaps`): the mesh has this pmap's axis already.
     level = (mesh is not None and axis_name in mesh.axis_names
              and set(mctx.axis_context.manual_axes) != set(mesh.axis_names))
     if partitions and not level and (mesh is not None or under_jit.inside()):

@@ -12,7 +12,7 @@ axes) after every op of a partially manual body; those say nothing and are
 dropped.
 
 jax lowers ``axis_index`` in a partially manual body (also a nested pmap's
-slice in a partitioned nest, :mod:`.nesting`) as an ``sdy.manual_computation``
+slice in a partitioned nest, :mod:`.nested_pmaps`) as an ``sdy.manual_computation``
 over the automatic axes; those stay, and so does jax's mesh symbol they
 name (the module's mesh: pxla-add-sdy-mesh finds it there). The GSPMD form
 cannot state them: :func:`check_dialect` refuses that before any pass sees
@@ -24,10 +24,10 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from ..ir import ir_utils, shardy
-from ..ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
-from ..jax_internals import jax_mlir
-from .arguments import PmapUsageError
+from pxla_mlir.jaxbridge.jax_internals import jax_mlir
+from pxla_mlir.mlir.ir import ir_utils, shardy
+from pxla_mlir.mlir.ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
+from pxla_mlir.pmaps.arguments import PmapUsageError
 
 __all__ = ["convert_constraints", "check_dialect"]
 

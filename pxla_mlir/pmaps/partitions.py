@@ -14,7 +14,7 @@ PartitionSpec, None: replicated) lay each per-index argument and result out
 over its group. They are also constraints inside the body, so grad, vmap
 and the other transformations carry them; a transformed pmap's own
 arguments and results are replicated over its group. Inside other pmaps the
-mesh names their axes first, manual too (:mod:`.nesting`).
+mesh names their axes first, manual too (:mod:`.nested_pmaps`).
 
 Here: checking the options when the pmap is made, flattening the specs
 against a call, the mesh the body is traced under, and the layout of the
@@ -34,11 +34,11 @@ import jax
 import numpy as np
 from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 
-from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import api_util
-from ..sharding.devices import too_few_devices
-from ..stages import Layout
-from .arguments import PmapUsageError
+from pxla_mlir.jaxbridge.jax_internals import api_util
+from pxla_mlir.maps.stages import Layout
+from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.mlir.sharding.devices import too_few_devices
+from pxla_mlir.pmaps.arguments import PmapUsageError
 
 __all__ = ["Partitioning", "PartitionWords", "PMAP_PARTITION_WORDS", "ShardedBody", "make", "PartitionedLayout",
            "partitioned_devices", "constrain", "check_divisible", "tile_dims"]
@@ -109,7 +109,7 @@ class Partitioning:
         ``backend``'s kind of device (so that the body also evaluates inside
         jax's shard_map over real devices, whose mesh names it). Inside other
         pmaps their axes come first, manual too: the nest is one program over
-        that mesh (:mod:`.nesting`)."""
+        that mesh (:mod:`.nested_pmaps`)."""
         context = jax.sharding.get_abstract_mesh()
         if not _enclosing.axes and not context.empty and context.manual_axes:  # jax.pmap's or shard_map's
             refuse_nested_partitions(name or axis_name, self.axes)
@@ -320,7 +320,7 @@ def partitioned_devices(axis_size: int, partitions: tuple, devices, backend, wha
     """Checks that there are ``axis_size × group`` devices for a partitioned
     pmap (``devices=`` or the available ones), naming both numbers; returns
     ``devices`` (None: the defaults). ``nested``: devices per index of the
-    pmaps nested in this one, a partitioned pmap innermost (:mod:`.nesting`)."""
+    pmaps nested in this one, a partitioned pmap innermost (:mod:`.nested_pmaps`)."""
     group = math.prod(s for _, s in partitions)
     n = axis_size * nested * group
     parts = describe(partitions)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 
-from ..ir.pxla_attrs import REP_AXIS
-from ..jax_internals import core, pe
-from ..pipelines import PmapPipeline
+from pxla_mlir.jaxbridge.jax_internals import core, pe
+from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.mlir.pipelines import PmapPipeline
 
 __all__ = ["pxla_pmap_p", "bind", "abstract_eval", "REP_AXIS", "replicas_needed", "extend_mesh"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from jax.dtypes import float0
 from jax.lax import psum
 
-from ..jax_internals import core
-from ..maps import rules
-from .partitions import Partitioning, enclosing
-from .primitive import abstract_eval, bind, pxla_pmap_p
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.maps import rules
+from pxla_mlir.pmaps.partitions import Partitioning, enclosing
+from pxla_mlir.pmaps.primitive import abstract_eval, bind, pxla_pmap_p
 
 __all__ = ["PMAP_RULES"]
 

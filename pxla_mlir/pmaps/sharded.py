@@ -35,13 +35,13 @@ import jax
 from jax import tree_util
 from jax.sharding import PartitionSpec
 
-from ..errors import PxlaUserError
-from ..maps.arguments import Words
-from ..pipelines import PmapPipeline, configure
-from ..sharding.devices import too_few_devices
-from .api import PmapFunction
-from .arguments import PmapUsageError, examine_call
-from .partitions import PartitionWords, ShardedBody
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.maps.arguments import Words
+from pxla_mlir.mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.sharding.devices import too_few_devices
+from pxla_mlir.pmaps.api import PmapFunction
+from pxla_mlir.pmaps.arguments import PmapUsageError, examine_call
+from pxla_mlir.pmaps.partitions import PartitionWords, ShardedBody
 
 __all__ = ["sharded_jit", "with_sharding_constraint", "AXIS_PREFIX"]
 

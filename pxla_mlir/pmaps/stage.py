@@ -8,21 +8,21 @@ import math
 
 import jax
 
-from .. import distributed
-from ..jax_internals import core, pe
-from ..maps import debug_checks
-from ..maps.impl import ImplCache
-from ..pipelines import PmapPipeline
-from ..sharding.devices import too_few_devices
-from ..stages import Lowered, Signature, lower
-from ..stats import timed
-from . import partition_import
-from .arguments import PmapUsageError
-from .importer import import_pmap, mesh_axis_label, nest_labels
-from .layout import DeviceLayout
-from .nesting import PartitionedNest, partitioned_nest
-from .partitions import PartitionedLayout, Partitioning, describe, partitioned_devices
-from .primitive import pxla_pmap_p, replicas_needed
+from pxla_mlir import distributed
+from pxla_mlir.jaxbridge.jax_internals import core, pe
+from pxla_mlir.maps import debug_checks
+from pxla_mlir.maps.impl import ImplCache
+from pxla_mlir.maps.stages import Lowered, Signature, lower
+from pxla_mlir.mlir.pipelines import PmapPipeline
+from pxla_mlir.mlir.sharding.devices import too_few_devices
+from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.pmaps import partition_import
+from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.importer import import_pmap, mesh_axis_label, nest_labels
+from pxla_mlir.pmaps.layout import DeviceLayout
+from pxla_mlir.pmaps.nested_pmaps import PartitionedNest, partitioned_nest
+from pxla_mlir.pmaps.partitions import PartitionedLayout, Partitioning, describe, partitioned_devices
+from pxla_mlir.pmaps.primitive import pxla_pmap_p, replicas_needed
 
 __all__ = ["lower_traced", "register_impl", "deoptimized"]
 

@@ -20,7 +20,7 @@ pipeline, as jax.jit of jax.pmap does, and the pmap keeps its devices there:
   axes): manual over its axis, the partition axes automatic, its sharding
   constraints (and its in/out_partitions, constraints in its body) kept;
   pmaps around one are manual over all their axes
-  (``axis_names={outer, inner}``, :mod:`.nesting`).
+  (``axis_names={outer, inner}``, :mod:`.nested_pmaps`).
 
 Where that is impossible, sibling nested pmaps over different axes (one
 mesh cannot name both), the pmap runs as ``jax.vmap`` on jit's devices, with
@@ -41,14 +41,14 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from ..distributed.processes import is_multi_process
-from ..jax_internals import core, jax_mlir
-from ..maps.jit_devices import register_jit_devices
-from .arguments import PmapUsageError
-from .nesting import nest_chain, partitioned_nest
-from .partitions import partitioned_devices
-from .primitive import pxla_pmap_p, replicas_needed
-from .stage import devices_for
+from pxla_mlir.distributed.processes import is_multi_process
+from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
+from pxla_mlir.maps.jit_devices import register_jit_devices
+from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.nested_pmaps import nest_chain, partitioned_nest
+from pxla_mlir.pmaps.partitions import partitioned_devices
+from pxla_mlir.pmaps.primitive import pxla_pmap_p, replicas_needed
+from pxla_mlir.pmaps.stage import devices_for
 
 __all__ = ["PmapInsideJitWarning", "lower", "lower_inside", "inside", "register"]
 

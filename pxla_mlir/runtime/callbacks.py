@@ -22,9 +22,9 @@ from typing import Callable, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from ..errors import PxlaUserError
-from ..ir import ir_utils
-from ..jax_internals import ir_element_dtype
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.jaxbridge.jax_internals import ir_element_dtype
+from pxla_mlir.mlir.ir import ir_utils
 
 __all__ = ["GuardedCallbacks", "ReentrantLaunchError", "refuse_inside_callback", "inside_callback",
            "callback_results"]

@@ -18,13 +18,13 @@ from typing import Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from .. import jax_internals
-from ..errors import PxlaUserError
-from ..ir import replica_shardings
-from ..ir.pxla_attrs import device_counts
-from ..ir.shardy import uses_shardy
-from .debug_flags import dump_stage
-from .persistent_cache import load_or_compile
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.mlir.ir import replica_shardings
+from pxla_mlir.mlir.ir.pxla_attrs import device_counts
+from pxla_mlir.mlir.ir.shardy import uses_shardy
+from pxla_mlir.runtime.debug_flags import dump_stage
+from pxla_mlir.runtime.persistent_cache import load_or_compile
 
 __all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "ReplicaShardingError", "CACHE_DIR_ENV",
            "to_xla_computation", "CompilerOptionsError", "PlatformMismatchError", "device_platform"]
@@ -48,7 +48,7 @@ class PlatformMismatchError(PxlaUserError, ValueError):
 
 class ReplicaShardingError(PxlaUserError, ValueError):
     """A module jaxlib would compile and then abort the process running (see
-    :mod:`pxla_mlir.ir.replica_shardings`)."""
+    :mod:`pxla_mlir.mlir.ir.replica_shardings`)."""
 
 
 class KnownCrashError(PxlaUserError, ValueError):

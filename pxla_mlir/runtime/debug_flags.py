@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from ..jax_internals import compiler, config, dispatch, jax_mlir, pxla
+from pxla_mlir.jaxbridge.jax_internals import compiler, config, dispatch, jax_mlir, pxla
 
 __all__ = ["compiling", "dump_stage"]
 

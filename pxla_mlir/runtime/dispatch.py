@@ -24,7 +24,7 @@ arguments flattens its arguments once, for the checks, and hands C++ the
 leaves with their treedef as its one static argument, so a pytree is not
 flattened twice (each of the two dispatchers keeps at most ``capacity``
 signatures). Host numpy arguments are copied before C++ places them
-(:func:`.placement.copying_shard_arg`), as the Python path copies them: a
+(:func:`..jaxbridge.placement.copying_shard_arg`), as the Python path copies them: a
 write to the array after the call returns cannot reach the launch. Programs
 with host callbacks, programs agreed between processes and programs too big
 for memory keep the Python path.
@@ -41,14 +41,14 @@ from typing import Callable, Sequence
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, float0, is_extended
-from ..pytree_depth import too_deep
-from ..stats import STATS
-from .donation import check_donations
-from .fastpath import fastpath_data
-from .inflight import remember_launch
-from .launches import LAUNCHES, check_live
-from .placement import copying_shard_arg, same_platform
+from pxla_mlir.jaxbridge.jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, float0, is_extended
+from pxla_mlir.jaxbridge.placement import copying_shard_arg, same_platform
+from pxla_mlir.jaxbridge.pytree_depth import too_deep
+from pxla_mlir.mlir.support.stats import STATS
+from pxla_mlir.runtime.donation import check_donations
+from pxla_mlir.runtime.fastpath import fastpath_data
+from pxla_mlir.runtime.inflight import remember_launch
+from pxla_mlir.runtime.launches import LAUNCHES, check_live
 
 __all__ = ["FastDispatch", "first_array"]
 

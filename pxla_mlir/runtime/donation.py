@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 import jax
 
-from ..jax_internals import ArrayImpl
+from pxla_mlir.jaxbridge.jax_internals import ArrayImpl
 
 __all__ = ["check_donations"]
 

@@ -4,7 +4,7 @@
 segfaults the process, a wrong dtype of equal size computes garbage, a
 deleted or donated buffer segfaults), so every argument is checked and
 brought to exactly the expected shape, dtype and sharding first. Host arrays
-go to the devices piece by piece (:mod:`.placement`); results become
+go to the devices piece by piece (:mod:`..jaxbridge.placement`); results become
 ``jax.Array`` s through result handlers, without a host round trip. PRNG key
 arrays travel as their uint32 data and float0 values as bool zeros, as in
 jax. Every launch counts against the in-flight window (:mod:`.inflight`),
@@ -24,16 +24,16 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from ..distributed.processes import MultiProcessError, spans_processes
-from ..distributed.shares import LocalPlacement, is_global
-from ..jax_internals import core, float0, is_extended, set_runtime_tokens
-from .callbacks import GuardedCallbacks, refuse_inside_callback
-from .donation import check_donations
-from .inflight import remember_launch
-from .launches import LAUNCHES, deleted_message
-from .memory import ResourceExhaustedError, shortfall
-from .placement import piece_indices, put_pieces
-from .results import needs_assembly, physical, result_handler, typed_aval
+from pxla_mlir.distributed.processes import MultiProcessError, spans_processes
+from pxla_mlir.distributed.shares import LocalPlacement, is_global
+from pxla_mlir.jaxbridge.jax_internals import core, float0, is_extended, set_runtime_tokens
+from pxla_mlir.jaxbridge.placement import piece_indices, put_pieces
+from pxla_mlir.runtime.callbacks import GuardedCallbacks, refuse_inside_callback
+from pxla_mlir.runtime.donation import check_donations
+from pxla_mlir.runtime.inflight import remember_launch
+from pxla_mlir.runtime.launches import LAUNCHES, deleted_message
+from pxla_mlir.runtime.memory import ResourceExhaustedError, shortfall
+from pxla_mlir.runtime.results import needs_assembly, physical, result_handler, typed_aval
 
 
 class ShardedExecutable:
@@ -157,7 +157,7 @@ def _check_type(x, aval, index: int, shape: bool = True) -> None:
 def device_shapes(avals: Sequence, shardings: Sequence) -> list:
     """The (shape, dtype) of each value's buffer on one device, as XLA compiles
     it; None for a value with no elements (XLA may fold it to another shape)
-    or whose sharding XLA decides (a module read from text: pxla_mlir.modules)."""
+    or whose sharding XLA decides (a module read from text: pxla_mlir.maps.text_modules)."""
     out = []
     for aval, sharding in zip(avals, shardings if shardings is not None else [None] * len(avals)):
         if sharding is None:

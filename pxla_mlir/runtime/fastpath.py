@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..jax_internals import pxla
-from .results import is_empty
+from pxla_mlir.jaxbridge.jax_internals import pxla
+from pxla_mlir.runtime.results import is_empty
 
 __all__ = ["fastpath_data"]
 

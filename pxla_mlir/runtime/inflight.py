@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 
-from ..jax_internals import ArrayImpl
+from pxla_mlir.jaxbridge.jax_internals import ArrayImpl
 
 __all__ = ["INFLIGHT", "INFLIGHT_WINDOW", "remember_launch", "wait_for_oldest", "wait_for_launches"]
 

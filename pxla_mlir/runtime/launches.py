@@ -22,8 +22,8 @@ import time
 
 from jax import tree_util
 
-from ..jax_internals import ArrayImpl
-from .callbacks import inside_callback
+from pxla_mlir.jaxbridge.jax_internals import ArrayImpl
+from pxla_mlir.runtime.callbacks import inside_callback
 
 __all__ = ["LAUNCHES", "LaunchLock", "check_live", "deleted_message"]
 

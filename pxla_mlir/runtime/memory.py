@@ -17,8 +17,8 @@ from typing import Sequence
 
 import jax
 
-from ..errors import PxlaUserError
-from ..jax_internals import JaxRuntimeError
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError
 
 __all__ = ["ResourceExhaustedError", "shortfall", "host_memory_bytes"]
 

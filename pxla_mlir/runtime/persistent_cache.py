@@ -28,8 +28,8 @@ from typing import Callable, Sequence
 import numpy as np
 from jax import monitoring
 
-from .. import jax_internals
-from ..lowering import LOWERING_LOCK
+from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
 
 __all__ = ["load_or_compile", "CacheEntryRejected", "MAGIC", "KEY_PREFIX", "entry_key"]
 

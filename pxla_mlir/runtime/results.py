@@ -9,7 +9,7 @@ import functools
 import jax
 import numpy as np
 
-from ..jax_internals import (
+from pxla_mlir.jaxbridge.jax_internals import (
     array_result_handler,
     assemble_array,
     core,

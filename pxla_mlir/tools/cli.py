@@ -20,12 +20,12 @@ import inspect
 import os
 import sys
 
-from .. import __version__
-from ..errors import PxlaUserError
-from ..pass_infra import registry
-from . import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_sharding
-from .argparsing import ExactArgumentParser
-from .errors import ERROR_EXIT, CliError, describe, positive_int
+from pxla_mlir import __version__
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
+from pxla_mlir.mlir.pass_infra import registry
+from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_run, cmd_sharding
+from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, positive_int
 
 PROG = "pxla-mlir"
 _CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or JAX_NUM_CPU_DEVICES sets)"
@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
     p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
     p.set_defaults(func=_cmd_passes)
-    cmd_emit.add_parsers(sub)
+    cmd_emit.add_parser(sub)
+    cmd_run.add_parser(sub)
     cmd_diff.add_parser(sub)
     cmd_sharding.add_parser(sub)
     cmd_explore.add_parser(sub)
@@ -93,8 +94,8 @@ def _backend(name: str | None) -> None:
 def _cpu_devices(n: int | None) -> None:
     """Sets jax's jax_num_cpu_devices, which jax reads once, when its backend starts
     (it wins over XLA_FLAGS's xla_force_host_platform_device_count)."""
-    from ..distributed.launch import ENV_PROCESS_ID
-    from ..distributed.mpirun import ENV_LAUNCHER
+    from pxla_mlir.distributed.launch import ENV_PROCESS_ID
+    from pxla_mlir.distributed.mpirun import ENV_LAUNCHER
 
     if os.environ.get(ENV_PROCESS_ID) is not None or os.environ.get(ENV_LAUNCHER) is not None:
         return  # one process of 'run --processes': its launcher set its share
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         return ERROR_EXIT
     except Exception as e:  # one line; only a bug of ours asks for the traceback
         if "jax" in sys.modules:  # a backend that cannot start is the environment's (jax raised it on the way)
-            from ..sharding.devices import BackendError, backend_error
+            from pxla_mlir.mlir.sharding.devices import BackendError, backend_error
 
             command = getattr(args, "command", None)
             e = backend_error(e, f"{PROG} {command}" if command else PROG) or e

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from .errors import ERROR_EXIT, CliError, write_output
+from pxla_mlir.tools.errors import ERROR_EXIT, CliError, write_output
 
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -49,7 +49,7 @@ def _read(path: str) -> str:
 
 
 def run_gen(args) -> int:
-    from .gen_checks import check_lines
+    from pxla_mlir.mlir.cli.gen_checks import check_lines
 
     if not _PREFIX.match(args.check_prefix):
         raise CliError(f"--check-prefix must be letters, digits, '-' or '_' starting with a letter, "
@@ -65,7 +65,7 @@ def run_gen(args) -> int:
 
 
 def _tests(paths: list[str]) -> list[str]:
-    from .update_checks import tests_with_blocks
+    from pxla_mlir.tools.update_checks import tests_with_blocks
 
     tests = []
     for path in paths:
@@ -84,7 +84,7 @@ def _tests(paths: list[str]) -> list[str]:
 
 def run_update(args) -> int:
     """Exit 1 only for stale tests (--check), so that CI tells them from broken ones (2)."""
-    from .update_checks import UpdateError, update, write
+    from pxla_mlir.tools.update_checks import UpdateError, update, write
 
     failed = stale = 0
     for test in _tests(args.tests):

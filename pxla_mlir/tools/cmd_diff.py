@@ -14,7 +14,7 @@ import os
 import sys
 import urllib.parse
 
-from .errors import CliError
+from pxla_mlir.tools.errors import CliError
 
 _BYTECODE_MAGIC = b"ML\xefR"
 
@@ -63,7 +63,7 @@ def load(spec: str, stdin: list | None = None) -> str | bytes:
     target, sep, query = spec.partition("?")
     if ":" not in target or (target.endswith(".mlir") and not sep):
         raise CliError(f"cannot open {spec!r}: not a file, and not an emit spec (TARGET?key=value&...)")
-    from .cmd_emit import emit_text
+    from pxla_mlir.tools.cmd_emit import emit_text
 
     options: dict = {}
     try:
@@ -87,7 +87,7 @@ def use_color(choice: str, stream) -> bool:
 
 
 def run(args) -> int:
-    from ..ir.mlir_diff import diff
+    from pxla_mlir.mlir.ir.mlir_diff import diff
 
     color = use_color(args.color, sys.stdout)
     stdin: list = []

@@ -6,7 +6,7 @@
 
 The page shows the jaxpr, the pxla form, the module after every pass (diffed
 against the previous stage, timed), the final MHLO, XLA's HLO, every
-collective on the device grid and the shardings (see pxla_mlir.explore).
+collective on the device grid and the shardings (see pxla_mlir.mlir.explore).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import sys
 import urllib.parse
 
-from .emit import MapOptions, prepare
-from .errors import CliError
-from .map_args import MAP_FLAGS, add_map_arguments, map_options
+from pxla_mlir.tools.emit import MapOptions, prepare
+from pxla_mlir.tools.errors import CliError
+from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
 
 
 def add_parser(sub) -> None:
@@ -68,7 +68,7 @@ def _label(target: str, opts: MapOptions) -> str:
 
 
 def run(args) -> int:
-    from ..explore import build_page, compare_pages, render, render_comparison
+    from pxla_mlir.mlir.explore import build_page, compare_pages, render, render_comparison
 
     opts = map_options(args)
     lowered = _lower(args.target, opts)

@@ -6,7 +6,7 @@
     pxla-mlir run pxla_form.mlir --compare-pipeline 'builtin.module(pxla-pmap-pipeline{unshard=all-reduce})'
     pxla-mlir run step.mlir --expect out/                # against saved results
 
-The module is read by :func:`pxla_mlir.modules.load` (final MHLO, the pxla
+The module is read by :func:`pxla_mlir.maps.text_modules.load` (final MHLO, the pxla
 form, jax's StableHLO), takes its global inputs and gives its global
 outputs. A comparison prints one row per result and exits 1 when any
 differs; mistakes (a file that does not parse, inputs of another shape or
@@ -23,11 +23,11 @@ import sys
 
 import numpy as np
 
-from ..stats import TIMINGS
-from .comparing import ATOL, RTOL, compare, table
-from .errors import CliError
-from .map_args import MAP_FLAGS
-from .running import load_npy, module_inputs, print_outputs, save_npy, time_calls, timing_line
+from pxla_mlir.mlir.support.stats import TIMINGS
+from pxla_mlir.tools.comparing import ATOL, RTOL, compare, table
+from pxla_mlir.tools.errors import CliError
+from pxla_mlir.tools.map_args import MAP_FLAGS
+from pxla_mlir.tools.running import load_npy, module_inputs, print_outputs, save_npy, time_calls, timing_line
 
 __all__ = ["is_module_target", "check_flags", "reject_module_flags", "load_target", "run"]
 
@@ -76,7 +76,7 @@ def reject_module_flags(args) -> None:
 
 
 def load_target(target: str, pipeline: str | None = None):
-    from ..modules import load
+    from pxla_mlir.maps.text_modules import load
 
     if target == "-":
         return load(sys.stdin.buffer.read(), pipeline=pipeline, name="<stdin>")
@@ -84,7 +84,7 @@ def load_target(target: str, pipeline: str | None = None):
 
 
 def _ran_line(lowered) -> str:
-    from ..ir.pxla_attrs import device_counts
+    from pxla_mlir.mlir.ir.pxla_attrs import device_counts
 
     replicas, partitions = device_counts(lowered.mhlo().operation)
     devices = lowered.devices
@@ -102,7 +102,7 @@ def _results(lowered, values) -> list[np.ndarray]:
 @contextlib.contextmanager
 def _running(lowered):
     """An error XLA raises while the module runs, as one line."""
-    from ..jax_internals import JaxRuntimeError
+    from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError
 
     try:
         yield

@@ -24,14 +24,14 @@ import sys
 
 import numpy as np
 
-from ..distributed.launch import ENV_PROCESS_ID, launch
-from ..distributed.mpirun import ENV_LAUNCHER, MpirunError, launch_mpirun
-from ..stats import TIMINGS
-from .cmd_run_module import is_module_target, load_target
-from .emit import prepare
-from .errors import CliError
-from .map_args import map_options
-from .running import inputs, measure, module_inputs, print_outputs, time_calls, timing_line
+from pxla_mlir.distributed.launch import ENV_PROCESS_ID, launch
+from pxla_mlir.distributed.mpirun import ENV_LAUNCHER, MpirunError, launch_mpirun
+from pxla_mlir.mlir.support.stats import TIMINGS
+from pxla_mlir.tools.cmd_run_module import is_module_target, load_target
+from pxla_mlir.tools.emit import prepare
+from pxla_mlir.tools.errors import CliError
+from pxla_mlir.tools.map_args import map_options
+from pxla_mlir.tools.running import inputs, measure, module_inputs, print_outputs, time_calls, timing_line
 
 _RESULT = "PXLA_MP_RESULT "
 _NOISE = re.compile(r"\[Gloo\]|sharding_propagation\.cc")
@@ -103,7 +103,7 @@ def _check_backend() -> None:
     """The devices the processes would run on can start (here first: the split below counts them)."""
     import jax
 
-    from ..sharding.devices import backend_error
+    from pxla_mlir.mlir.sharding.devices import backend_error
 
     try:
         jax.devices()
@@ -162,7 +162,7 @@ def _result(output: str) -> dict | None:
 
 
 def _worker(args) -> int:
-    from .. import distributed
+    from pxla_mlir import distributed
 
     distributed.initialize()
     import jax

@@ -1,13 +1,13 @@
 """pxla-mlir show-sharding: draw which piece of an array each device holds.
 
 Pictures of more than a few rows or columns are summarized (see
-:mod:`pxla_mlir.sharding.show`); colors follow rich: a terminal, unless
+:mod:`pxla_mlir.mlir.sharding.show`); colors follow rich: a terminal, unless
 NO_COLOR is set, FORCE_COLOR forces them, and --color overrides both.
 """
 
 from __future__ import annotations
 
-from .errors import CliError, positive_int
+from pxla_mlir.tools.errors import CliError, positive_int
 
 
 def add_parser(sub) -> None:
@@ -36,7 +36,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 
 def _parse_mesh(text: str):
-    from ..sharding import AbstractMesh
+    from pxla_mlir.mlir.sharding import AbstractMesh
 
     names, sizes = [], []
     for item in text.split(","):
@@ -49,8 +49,8 @@ def _parse_mesh(text: str):
 
 
 def run(args) -> int:
-    from ..sharding import ShardingSpec, parse_hlo_sharding
-    from ..sharding.show import show_sharding
+    from pxla_mlir.mlir.sharding import ShardingSpec, parse_hlo_sharding
+    from pxla_mlir.mlir.sharding.show import show_sharding
 
     shape = _ints(args.shape, "--shape")
     given = [a for a in (args.hlo, args.spec, args.mesh) if a is not None]
@@ -84,8 +84,8 @@ def run(args) -> int:
 
 def _check_devices(sharding, devices: int | None) -> None:
     """--devices must fit the sharding; it is never silently ignored."""
-    from ..sharding import ShardingSpec
-    from ..sharding.devices import MAX_DEVICES
+    from pxla_mlir.mlir.sharding import ShardingSpec
+    from pxla_mlir.mlir.sharding.devices import MAX_DEVICES
 
     if devices is None:
         return

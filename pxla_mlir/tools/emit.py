@@ -3,7 +3,7 @@
 :func:`lower_target` turns a target plus map options into a ``Lowered``;
 :func:`stage_text` prints any stage of it: the imported pxla form, the
 module after a named pass (replayed one pass at a time by
-:mod:`pxla_mlir.pass_infra.stepwise`, optionally dumping every step to
+:mod:`pxla_mlir.mlir.pass_infra.stepwise`, optionally dumping every step to
 ``NN_<pass>.mlir``), the final MHLO (optionally exported as StableHLO) or
 XLA's optimized HLO.
 """
@@ -17,13 +17,13 @@ from typing import Any, Callable, Sequence
 
 from jaxlib.mlir import ir
 
-from ..ir.context import make_context
-from ..maps import registry
-from ..pass_infra import Pipeline, PipelineSyntaxError
-from ..pass_infra.options import option_fields
-from ..pass_infra.stepwise import UnknownStepError, run_stepwise
-from ..pipelines import to_stablehlo
-from .targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
+from pxla_mlir.maps import registry
+from pxla_mlir.mlir.ir.context import make_context
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError
+from pxla_mlir.mlir.pass_infra.options import option_fields
+from pxla_mlir.mlir.pass_infra.stepwise import UnknownStepError, run_stepwise
+from pxla_mlir.mlir.pipelines import to_stablehlo
+from pxla_mlir.tools.targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
 
 STAGES = ("pxla", "mhlo", "xla")  # plus "after:<pass>"
 
@@ -144,7 +144,7 @@ def prepare(target: str, opts: MapOptions) -> Prepared:
     mesh_text = opts.mesh or (declared.mesh if declared else None)
     mesh = None
     if mesh_text is not None:
-        from ..sharding import Mesh, MeshError
+        from pxla_mlir.mlir.sharding import Mesh, MeshError
 
         sizes, names = parse_mesh(mesh_text)
         try:
@@ -176,7 +176,7 @@ def lower_target(target: str, opts: MapOptions):
 def replay(module_text: str, pipeline_text: str, *, stop_after: str | None = None,
            dump_dir: str | None = None) -> ir.Module:
     """Runs ``pipeline_text`` on the module one pass at a time (see
-    :func:`pxla_mlir.pass_infra.stepwise.run_stepwise`), dumping each step to
+    :func:`pxla_mlir.mlir.pass_infra.stepwise.run_stepwise`), dumping each step to
     ``dump_dir/NN_<pass>.mlir``."""
     ctx = make_context()
     try:

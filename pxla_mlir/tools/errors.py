@@ -10,7 +10,7 @@ import os
 import sys
 import traceback
 
-from ..errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError
 
 #: pxla-mlir's exit status for every error (1 means "differ" for diff, as for diff(1)).
 ERROR_EXIT = 2

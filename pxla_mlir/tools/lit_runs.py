@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from .check_capture import FileCheckArgs, parse_args
+from pxla_mlir.tools.check_capture import FileCheckArgs, parse_args
 
 _SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_capture.py")
 # A command word naming FileCheck: bare, a path to one, quoted or not.
@@ -36,7 +36,7 @@ def pxla_substitutions(python: str) -> list[tuple[str, str]]:
         # %python must be defined here: lit's built-in %p would otherwise eat it.
         ("%python", f'"{python}"'),
         # The bare word pxla-opt (not pass names like pxla-opt-foo) runs the driver with this interpreter.
-        (r"(?<![\w./-])pxla-opt(?=\s|$)", f'"{python}" -m pxla_mlir.tools.pxla_opt'),
+        (r"(?<![\w./-])pxla-opt(?=\s|$)", f'"{python}" -m pxla_mlir.mlir.cli.pxla_opt'),
         (r"(?<![\w./-])pxla-mlir(?=\s|$)", f'"{python}" -m pxla_mlir.tools.cli'),
     ]
 

@@ -5,9 +5,9 @@ run and explore. Building them loads no kind (and no jax)."""
 
 from __future__ import annotations
 
-from ..maps import registry
-from ..pass_infra.options import choices, option_fields
-from .emit import MapOptions, map_flags
+from pxla_mlir.maps import registry
+from pxla_mlir.mlir.pass_infra.options import choices, option_fields
+from pxla_mlir.tools.emit import MapOptions, map_flags
 
 __all__ = ["MAP_FLAGS", "add_map_arguments", "map_options"]
 

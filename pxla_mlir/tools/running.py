@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from .errors import CliError
-from .targets import ArgSpec, arg_specs
+from pxla_mlir.tools.errors import CliError
+from pxla_mlir.tools.targets import ArgSpec, arg_specs
 
 __all__ = ["inputs", "module_inputs", "load_npy", "save_npy", "measure", "time_calls", "timing_line", "print_outputs"]
 
@@ -31,7 +31,7 @@ def module_inputs(avals, given: list[str], arg_texts: list[str], seed: int, wher
     """Inputs of a module's @main (``avals``: its global arguments): random
     (``seed``), or from .npy files of exactly the argument's shape and dtype;
     ``--arg`` shapes, if given, must be the module's."""
-    from ..stages import narrowed_without_x64
+    from pxla_mlir.maps.stages import narrowed_without_x64
 
     specs = [ArgSpec(np.dtype(av.dtype).name, tuple(av.shape)) for av in avals]
     narrowed = [(i, s) for i, s in enumerate(specs) if narrowed_without_x64(s.dtype)]
@@ -119,7 +119,7 @@ def measure(fn, lower_args, call_args, calls: int, prepare_args=None):
     outputs, and seconds per step (trace, import, passes, compile, first
     call, steady-state call). ``prepare_args(compiled)`` may replace
     ``call_args`` once the layout is known."""
-    from ..stats import TIMINGS
+    from pxla_mlir.mlir.support.stats import TIMINGS
 
     TIMINGS.clear()
     lowered = fn.lower(*lower_args)
@@ -133,7 +133,7 @@ def time_calls(lowered, call_args, calls: int, prepare_args=None, steps=("trace"
     then first call, steady-state call)."""
     import jax
 
-    from ..stats import TIMINGS
+    from pxla_mlir.mlir.support.stats import TIMINGS
 
     with _status(f"compiling for {len(lowered.devices)} devices"):
         compiled = lowered.compile()

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError
 
 __all__ = ["TargetError", "ArgSpec", "parse_arg", "parse_mesh", "resolve", "example_args", "Examples",
            "literal"]

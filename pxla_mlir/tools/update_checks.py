@@ -23,8 +23,17 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from . import gen_checks, lit_runs
-from .gen_checks import DEFAULT_SPLIT_MARKER, Block, MarkerError, block, check_lines, find_blocks, lines_of
+from pxla_mlir.mlir.cli import gen_checks
+from pxla_mlir.mlir.cli.gen_checks import (
+    DEFAULT_SPLIT_MARKER,
+    Block,
+    MarkerError,
+    block,
+    check_lines,
+    find_blocks,
+    lines_of,
+)
+from pxla_mlir.tools import lit_runs
 
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+")  # what LLVM's FileCheck takes

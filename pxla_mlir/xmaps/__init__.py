@@ -7,11 +7,11 @@ the lowering rule for xmaps inside pmap bodies and ``jax.jit``
 typing of nested xmaps (:mod:`.checks`).
 """
 
-from .api import LOWERINGS, XmapFunction, xmap
-from .kind import XMAP
-from .mlir_rule import XmapInsideJitWarning
-from .plan import XmapError, XmapMeshError, XmapTypeError, XmapUnsupportedError
-from .resources import SerialLoop, serial_loop
+from pxla_mlir.xmaps.api import LOWERINGS, XmapFunction, xmap
+from pxla_mlir.xmaps.kind import XMAP
+from pxla_mlir.xmaps.mlir_rule import XmapInsideJitWarning
+from pxla_mlir.xmaps.plan import XmapError, XmapMeshError, XmapTypeError, XmapUnsupportedError
+from pxla_mlir.xmaps.resources import SerialLoop, serial_loop
 
 XMAP.register()
 

@@ -35,23 +35,23 @@ import numpy as np
 from jax import tree_util
 from jax.sharding import NamedSharding
 
-from ..distributed.jit_shares import note_xmap
-from ..distributed.processes import is_multi_process, spans_processes
-from ..distributed.shares import scaled_avals, share_factor
-from ..invariance import named_shapes
-from ..jax_internals import api_util, at_top_level, core, has_checks, pe
-from ..maps import debug_checks
-from ..maps.arguments import argnums
-from ..maps.function import MapFunction, Traced
-from ..pipelines import XmapPipeline, choices, configure
-from ..sharding.mesh import Mesh
-from ..stages import Lowered, Signature
-from ..stats import timed
-from ..tracing import trace_flat
-from .call_site import call_site
-from .checks import ResourceTyping, check_outputs, show_axes
-from .inputs import check_partitioning
-from .plan import (
+from pxla_mlir.distributed.jit_shares import note_xmap
+from pxla_mlir.distributed.processes import is_multi_process, spans_processes
+from pxla_mlir.distributed.shares import scaled_avals, share_factor
+from pxla_mlir.jaxbridge.jax_internals import api_util, at_top_level, core, has_checks, pe
+from pxla_mlir.maps import debug_checks
+from pxla_mlir.maps.arguments import argnums
+from pxla_mlir.maps.function import MapFunction, Traced
+from pxla_mlir.maps.invariance import named_shapes
+from pxla_mlir.maps.stages import Lowered, Signature
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.pipelines import XmapPipeline, choices, configure
+from pxla_mlir.mlir.sharding.mesh import Mesh
+from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.xmaps.call_site import call_site
+from pxla_mlir.xmaps.checks import ResourceTyping, check_outputs, show_axes
+from pxla_mlir.xmaps.inputs import check_partitioning
+from pxla_mlir.xmaps.plan import (
     XmapError,
     XmapMeshError,
     XmapTypeError,
@@ -60,10 +60,10 @@ from .plan import (
     make_plan,
     set_repr,
 )
-from .primitive import bind
-from .resources import active_loops, active_mesh, loops_in_scope, mapping_arg, normalize_resources
-from .specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
-from .stage import XmapCall, deoptimized, input_shardings, lower
+from pxla_mlir.xmaps.primitive import bind
+from pxla_mlir.xmaps.resources import active_loops, active_mesh, loops_in_scope, mapping_arg, normalize_resources
+from pxla_mlir.xmaps.specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
+from pxla_mlir.xmaps.stage import XmapCall, deoptimized, input_shardings, lower
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..jax_internals import source_info_util, summarize_frame
+from pxla_mlir.jaxbridge.jax_internals import source_info_util, summarize_frame
 
 __all__ = ["call_site"]
 

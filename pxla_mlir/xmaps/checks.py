@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..invariance import Names, named_shapes
-from .call_site import call_site
-from .plan import XmapTypeError, check_resource_clash
-from .primitive import names_of
+from pxla_mlir.maps.invariance import Names, named_shapes
+from pxla_mlir.xmaps.call_site import call_site
+from pxla_mlir.xmaps.plan import XmapTypeError, check_resource_clash
+from pxla_mlir.xmaps.primitive import names_of
 
 __all__ = ["ResourceTyping", "check_outputs", "show_axes", "xmap_names"]
 
@@ -29,7 +29,7 @@ def show_axes(axes) -> str:
 
 
 class ResourceTyping:
-    """``on_value`` hook of :func:`pxla_mlir.invariance.named_shapes`: checks
+    """``on_value`` hook of :func:`pxla_mlir.maps.invariance.named_shapes`: checks
     each value against the resources of every named axis in scope."""
 
     def __init__(self, resources: Mapping[str, tuple], loops=(), where: str = ""):

@@ -22,9 +22,9 @@ from typing import Mapping, Sequence
 import jax
 from jax.extend.core import Primitive
 
-from ..ir.pxla_attrs import SHARDING_CONSTRAINT, dims_attr
-from ..jax_internals import batching, core, is_extended, jax_mlir
-from ..maps.importing import mesh_label
+from pxla_mlir.jaxbridge.jax_internals import batching, core, is_extended, jax_mlir
+from pxla_mlir.maps.importing import mesh_label
+from pxla_mlir.mlir.ir.pxla_attrs import SHARDING_CONSTRAINT, dims_attr
 
 __all__ = ["constrain", "pxla_sharding_constraint_p"]
 

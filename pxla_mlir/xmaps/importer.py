@@ -1,11 +1,11 @@
 """Import: a traced xmap to a module in "pxla form".
 
 * ``vectorize`` (and an xmap on one device): the *global view*, every named
-  axis a ``jax.vmap`` (:func:`.bodies.global_function`), lowered for all mesh
+  axis a ``jax.vmap`` (:func:`.body_programs.global_function`), lowered for all mesh
   devices; @main has global types and ``pxla.dims`` says which mesh axes
   split each argument and result.
 * ``replica`` and ``manual``: the *tile* program one device runs
-  (:func:`.bodies.tile_function`), lowered per device with the mesh axes as
+  (:func:`.body_programs.tile_function`), lowered per device with the mesh axes as
   manual SPMD axes; @main has per-device tile types and ``pxla.tile_dims``.
 
 The module carries ``pxla.mesh``; the pxla-xmap-pipeline legalizes it and
@@ -18,13 +18,13 @@ from typing import Mapping
 
 import jax
 
-from ..jax_internals import api_util, core, is_extended, pe
-from ..lowering import lower_global, lower_per_device
-from ..maps import importing
-from ..sharding.mesh import Mesh
-from ..tracing import trace_flat
-from .bodies import global_function, tile_function
-from .plan import Plan
+from pxla_mlir.jaxbridge.jax_internals import api_util, core, is_extended, pe
+from pxla_mlir.jaxbridge.stablehlo_lowering import lower_global, lower_per_device
+from pxla_mlir.maps import importing
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.sharding.mesh import Mesh
+from pxla_mlir.xmaps.body_programs import global_function, tile_function
+from pxla_mlir.xmaps.plan import Plan
 
 
 def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding
 
-from .plan import XmapError
+from pxla_mlir.xmaps.plan import XmapError
 
 __all__ = ["check_partitioning"]
 

@@ -5,11 +5,11 @@ global size. To run it on tiles, each named-axis collective is re-bound over
 the substituted axes ``plan.subst(name)`` (mesh axes, serial loops, then the
 local vmap axis), inside ``jax.vmap`` over the local axes and under an axis
 environment of the mesh axes, by the rule the collective table gives it
-(:mod:`pxla_mlir.collectives`, rules in :mod:`.rewrites`). Calls are inlined;
+(:mod:`pxla_mlir.mlir.collectives`, rules in :mod:`.rewrites`). Calls are inlined;
 control flow that mentions a named axis is re-traced through the interpreter
 with jax's own ``lax.scan``/``while_loop``/``switch`` (so constant tables the
 rules need become ordinary closures); a nested xmap is evaluated in place
-(:mod:`.bodies`). In the global view (``global_view``) every named axis is a
+(:mod:`.body_programs`). In the global view (``global_view``) every named axis is a
 vmap axis under its own name and the rules only decompose what vmap cannot
 batch (several names, partial permutations).
 
@@ -26,18 +26,18 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..collectives import CALL_JAXPR_PARAMS, axes_of
-from ..invariance import Names, value_names
-from ..jax_internals import core, scan_counts
-from ..maps import registry
-from . import rewrites
-from .constraints import constrain
-from .plan import Plan, XmapError, XmapUnsupportedError
+from pxla_mlir.jaxbridge.jax_internals import core, scan_counts
+from pxla_mlir.maps import registry
+from pxla_mlir.maps.invariance import Names, value_names
+from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, axes_of
+from pxla_mlir.xmaps import rewrites
+from pxla_mlir.xmaps.constraints import constrain
+from pxla_mlir.xmaps.plan import Plan, XmapError, XmapUnsupportedError
 
 #: jax's own maps, which cannot nest inside an xmap (nor can pxla_mlir's other map kinds).
 _JAX_MAPS = {"xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}
 XMAP_PRIMITIVE = "pxla_xmap"
-#: Evaluates an xmap nested in the body: ``nested(sub, params, ins)``, set by :mod:`.bodies`.
+#: Evaluates an xmap nested in the body: ``nested(sub, params, ins)``, set by :mod:`.body_programs`.
 _nested: list = []
 
 

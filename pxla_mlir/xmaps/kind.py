@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from .. import invariance
-from ..maps.checkify_rules import register as register_checkify
-from ..maps.kind import MapKind
-from ..maps.rules import register as register_rules
-from . import checks, mlir_rule, stage
-from .api import XmapFunction, xmap
-from .primitive import pxla_xmap_p
-from .resources import active_loops, active_mesh
-from .rules import XMAP_RULES
+from pxla_mlir.maps import invariance
+from pxla_mlir.maps.checkify_rules import register as register_checkify
+from pxla_mlir.maps.kind import MapKind
+from pxla_mlir.maps.rules import register as register_rules
+from pxla_mlir.xmaps import checks, mlir_rule, stage
+from pxla_mlir.xmaps.api import XmapFunction, xmap
+from pxla_mlir.xmaps.primitive import pxla_xmap_p
+from pxla_mlir.xmaps.resources import active_loops, active_mesh
+from pxla_mlir.xmaps.rules import XMAP_RULES
 
 __all__ = ["XMAP"]
 

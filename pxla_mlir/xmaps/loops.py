@@ -31,11 +31,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
-from ..invariance import Names, value_names
-from ..jax_internals import api_util, core
-from ..tracing import trace_flat
-from .interpreter import Substitution, read, run_eqns
+from pxla_mlir.jaxbridge.jax_internals import api_util, core
+from pxla_mlir.maps.invariance import Names, value_names
+from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
+from pxla_mlir.xmaps.interpreter import Substitution, read, run_eqns
 
 __all__ = ["looped_body"]
 

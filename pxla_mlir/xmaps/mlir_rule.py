@@ -1,7 +1,7 @@
 """The lowering rule of ``pxla_xmap``: where jax lowers an xmap equation.
 
 An xmap inside another xmap (or inside ``pxla_mlir.jit``) never gets here:
-the enclosing xmap's interpreter evaluates it in place (:mod:`.bodies`). jax
+the enclosing xmap's interpreter evaluates it in place (:mod:`.body_programs`). jax
 lowers it in two places:
 
 * inside a pmap body (a pxla_mlir module over the pmap's devices): an xmap
@@ -14,14 +14,14 @@ lowers it in two places:
 
 from __future__ import annotations
 
-from ..jax_internals import jax_mlir
-from ..lowering import sharding_impls_mesh
-from . import under_jit
-from .bodies import global_function
-from .plan import XmapError
-from .primitive import mapping_of, plan_of, pxla_xmap_p
-from .stage import uses_mesh
-from .under_jit import XmapInsideJitWarning
+from pxla_mlir.jaxbridge.jax_internals import jax_mlir
+from pxla_mlir.jaxbridge.stablehlo_lowering import sharding_impls_mesh
+from pxla_mlir.xmaps import under_jit
+from pxla_mlir.xmaps.body_programs import global_function
+from pxla_mlir.xmaps.plan import XmapError
+from pxla_mlir.xmaps.primitive import mapping_of, plan_of, pxla_xmap_p
+from pxla_mlir.xmaps.stage import uses_mesh
+from pxla_mlir.xmaps.under_jit import XmapInsideJitWarning
 
 __all__ = ["XmapInsideJitWarning", "register"]
 

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from jax.errors import JAXTypeError
 
-from ..errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError
 
 __all__ = ["XmapError", "XmapTypeError", "XmapMeshError", "XmapUnsupportedError", "Plan", "make_plan",
            "local_name", "check_resource_clash", "set_repr"]

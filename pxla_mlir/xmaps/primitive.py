@@ -22,8 +22,8 @@ from __future__ import annotations
 import functools
 from typing import Mapping
 
-from ..jax_internals import core, pe
-from .plan import Plan
+from pxla_mlir.jaxbridge.jax_internals import core, pe
+from pxla_mlir.xmaps.plan import Plan
 
 __all__ = ["pxla_xmap_p", "bind", "abstract_eval", "plan_of", "spec_of", "mapping_of", "insert_axes"]
 

@@ -20,9 +20,9 @@ from typing import Mapping
 
 import numpy as np
 
-from ..jax_internals import jax_mesh_context
-from ..sharding.mesh import Mesh, current_mesh
-from .plan import XmapError, XmapTypeError
+from pxla_mlir.jaxbridge.jax_internals import jax_mesh_context
+from pxla_mlir.mlir.sharding.mesh import Mesh, current_mesh
+from pxla_mlir.xmaps.plan import XmapError, XmapTypeError
 
 __all__ = ["SerialLoop", "serial_loop", "active_mesh", "active_loops", "normalize_resources"]
 

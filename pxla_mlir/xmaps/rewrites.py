@@ -8,7 +8,7 @@ rewrites here do what vmap cannot: all_gather, ppermute, all_to_all,
 psum_scatter and pbroadcast over a mix of local and device axes, and
 ``axis_index_groups`` (gather the axis, reduce or pick within the group). In
 the global view every named axis is a vmap axis under its own name.
-:data:`RULES` maps each collective of :mod:`pxla_mlir.collectives` to its
+:data:`RULES` maps each collective of :mod:`pxla_mlir.mlir.collectives` to its
 rule, called as ``rule(sub, primitive, params, inputs)`` (``sub``: the
 interpreter's ``Substitution``); the collectives of :data:`UNCHANGED` are
 bound as they are.

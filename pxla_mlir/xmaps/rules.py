@@ -15,10 +15,10 @@ import math
 from jax import lax
 from jax.dtypes import float0
 
-from ..invariance import named_shapes
-from ..jax_internals import core
-from ..maps.rules import MapRules
-from .primitive import abstract_eval, bind, insert_axes, names_of, pxla_xmap_p
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.maps.invariance import named_shapes
+from pxla_mlir.maps.rules import MapRules
+from pxla_mlir.xmaps.primitive import abstract_eval, bind, insert_axes, names_of, pxla_xmap_p
 
 __all__ = ["XMAP_RULES"]
 

@@ -17,8 +17,8 @@ from typing import Mapping
 import numpy as np
 from jax import tree_util
 
-from ..maps.arguments import flatten_axes
-from .plan import XmapError, XmapTypeError
+from pxla_mlir.maps.arguments import flatten_axes
+from pxla_mlir.xmaps.plan import XmapError, XmapTypeError
 
 __all__ = ["AxisSpec", "NamedDims", "is_entry", "parse_tree", "flatten_specs", "spec_names"]
 

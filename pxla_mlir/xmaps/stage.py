@@ -16,20 +16,20 @@ from typing import Any
 import jax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
-from ..distributed.processes import check_devices, is_multi_process
-from ..jax_internals import core, pe
-from ..maps import debug_checks
-from ..maps.arguments import check_backend
-from ..maps.impl import ImplCache, plain_avals
-from ..pipelines import XmapPipeline
-from ..sharding.mesh import Mesh
-from ..stages import Layout, Lowered, Signature, lower as lower_imported
-from ..stats import timed
-from .bodies import global_function
-from .importer import import_xmap, mesh_labels
-from .plan import Plan, XmapError
-from .primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
-from .tiles import place_tiles
+from pxla_mlir.distributed.processes import check_devices, is_multi_process
+from pxla_mlir.jaxbridge.jax_internals import core, pe
+from pxla_mlir.maps import debug_checks
+from pxla_mlir.maps.arguments import check_backend
+from pxla_mlir.maps.impl import ImplCache, plain_avals
+from pxla_mlir.maps.stages import Layout, Lowered, Signature, lower as lower_imported
+from pxla_mlir.mlir.pipelines import XmapPipeline
+from pxla_mlir.mlir.sharding.mesh import Mesh
+from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.xmaps.body_programs import global_function
+from pxla_mlir.xmaps.importer import import_xmap, mesh_labels
+from pxla_mlir.xmaps.plan import Plan, XmapError
+from pxla_mlir.xmaps.primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
+from pxla_mlir.xmaps.tiles import place_tiles
 
 __all__ = ["XmapCall", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
 

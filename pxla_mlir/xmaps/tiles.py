@@ -7,10 +7,10 @@ from __future__ import annotations
 from jax.sharding import NamedSharding, PartitionSpec
 from jaxlib.mlir import ir
 
-from ..ir import pxla_attrs
-from ..ir.pxla_attrs import TILE_DIMS
-from ..maps import importing
-from ..pass_infra import Pipeline, run_pipeline
+from pxla_mlir.maps import importing
+from pxla_mlir.mlir.ir import pxla_attrs
+from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 
 PLACE_TILES = "builtin.module(pxla-place-tiles)"
 

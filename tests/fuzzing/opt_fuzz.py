@@ -125,7 +125,7 @@ def _swap_attr_values(rng, text):
 
 
 def _deep(rng, text):
-    from pxla_mlir.ir.nesting import MAX_NESTING
+    from pxla_mlir.mlir.ir.nesting_depth import MAX_NESTING
 
     n = rng.choice((MAX_NESTING - 1, MAX_NESTING, MAX_NESTING + 1, 4000, 20000))
     opener, closer = rng.choice((("[", "]"), ("module {", "}"), ("(", ")"), ("<", ">"), ("{a = ", "}"), ("- ", "")))
@@ -268,7 +268,7 @@ def problem(rc: int, err: str) -> str | None:
 
 def check(seed: int, index: int) -> tuple[str, str | None, str]:
     """Runs one case with ``pxla_opt.main`` in this process (see workers.py)."""
-    from pxla_mlir.tools import pxla_opt
+    from pxla_mlir.mlir.cli import pxla_opt
 
     case = make_case(seed, index)
     src = pathlib.Path(tempfile.gettempdir()) / f"pxla_fuzz_{os.getpid()}.mlir"
@@ -311,7 +311,7 @@ def main(argv=None) -> int:
         case = make_case(seed, index)
         path = pathlib.Path(tempfile.mkdtemp(prefix="pxla_fuzz_")) / "case.mlir"
         path.write_text(case.text)
-        cmd = [sys.executable, "-m", "pxla_mlir.tools.pxla_opt", str(path), *case.argv]
+        cmd = [sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", str(path), *case.argv]
         print("$", " ".join(cmd), file=sys.stderr)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         print(proc.stderr, file=sys.stderr)

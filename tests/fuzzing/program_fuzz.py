@@ -114,7 +114,7 @@ def _level(rng, k, sizes, names, in_axes, shapes, varies, has_w):
     inner, outs = [], []
     if k + 1 < len(sizes):
         inner, inner_outs, inner_mentioned = _level(rng, k + 1, sizes, names, in_axes, shapes, varies, has_w)
-        # pxla_mlir's check is conservative about a nested pmap (pxla_mlir/invariance.py): its outputs
+        # pxla_mlir's check is conservative about a nested pmap (pxla_mlir/maps/invariance.py): its outputs
         # may vary over whatever its input varies over and every axis its body names.
         outs = [(out_shape, varies | inner_mentioned) for out_shape, _ in inner_outs]
         mentioned |= inner_mentioned

@@ -30,8 +30,8 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from pxla_mlir.distributed import JitShareError, MultiProcessError, ProgramMismatchError, process_local
-from pxla_mlir.sharding import MeshError
-from pxla_mlir.stats import STATS
+from pxla_mlir.mlir.sharding import MeshError
+from pxla_mlir.mlir.support.stats import STATS
 
 NPROC, ME, K = jax.process_count(), jax.process_index(), jax.local_device_count()
 N = NPROC * K

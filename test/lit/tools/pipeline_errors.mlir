@@ -35,7 +35,7 @@
 // RANGE: error: pxla-verify-handoff: option 'num-{{replicas|partitions}}' expects an integer from 0 to 1048576, got '{{4294967296|-1}}'
 
 // Deep nesting is refused (MLIR's own parser would accept 20,000 levels).
-// RUN: not %python -c "import sys; from pxla_mlir.tools.pxla_opt import main; sys.exit(main(['%s', '--pass-pipeline=builtin.module(' + 'func.func(' * 500 + 'cse' + ')' * 501]))" 2>&1 | filecheck %s --check-prefix=DEEP
+// RUN: not %python -c "import sys; from pxla_mlir.mlir.cli.pxla_opt import main; sys.exit(main(['%s', '--pass-pipeline=builtin.module(' + 'func.func(' * 500 + 'cse' + ')' * 501]))" 2>&1 | filecheck %s --check-prefix=DEEP
 // DEEP: <pass-pipeline>:1:646: error: the pipeline nests more than 64 levels of '(...)'
 // DEEP-NEXT: {{^}}...func.func(func.func({{.*}}...{{$}}
 // DEEP-NOT: Traceback

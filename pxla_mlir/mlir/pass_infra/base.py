@@ -1,0 +1,160 @@
+"""Base classes for pxla passes and named pipelines, and the safe bridge into
+jaxlib's ``PassManager.add(callable)``.
+
+A pass is a frozen dataclass whose fields are its options (see
+:mod:`.options`). ``run(module)`` rewrites the ``builtin.module`` operation in
+place. Problems are reported with ``raise PassError(op, msg)`` (stop now) or
+``self.error(op, msg)`` (keep looking, fail at the end); ``self.warn`` and
+``self.remark`` never fail the pass.
+
+The bridge turns every exception escaping ``run`` into an MLIR error at the
+op's location plus ``signal_pass_failure()``: no Python exception ever crosses
+into C++, and a buggy pass reports "internal error" instead of a traceback.
+With ``verify=True`` it also runs MLIR's verifier after a pass that may
+change the module (every pass whose ``checks_only`` is False), so that no
+later pass, a C++ one included, sees IR a Python pass made invalid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import traceback
+from typing import Any, ClassVar, Iterable
+
+from jaxlib.mlir import ir
+
+from pxla_mlir.mlir.ir import diagnostics
+from pxla_mlir.mlir.ir.diagnostics import PassError
+from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
+
+__all__ = ["ModulePass", "NamedPipeline", "PassError"]
+
+Where = Any  # ir.Operation | ir.OpView | ir.Value | ir.Location | None
+
+
+def location(where: Where, fallback: ir.Location | None = None) -> ir.Location:
+    if isinstance(where, ir.Location):
+        return where
+    if isinstance(where, ir.Value):
+        return where.location
+    if where is not None:
+        return where.location  # Operation or OpView
+    if fallback is None:
+        raise ValueError("no location to report at")
+    return fallback
+
+
+class _Configurable:
+    """Shared by passes and pipelines: an argument, a summary, typed options."""
+
+    argument: ClassVar[str]
+    summary: ClassVar[str]
+
+    @classmethod
+    def from_options(cls, text: str = ""):
+        return cls(**parse_options(cls, text, cls.argument))
+
+    @classmethod
+    def options(cls):
+        return option_fields(cls)
+
+    def spec(self) -> str:
+        """Canonical text: the argument with every option, as a pipeline element."""
+        return self.argument + format_options(self)
+
+    def __str__(self) -> str:
+        return self.spec()
+
+
+class _RunState(threading.local):
+    def __init__(self):
+        self.stack: list[dict] = []
+
+
+_run_state = _RunState()
+
+
+@dataclasses.dataclass(frozen=True)
+class ModulePass(_Configurable):
+    """A pass over the ``builtin.module`` op. Subclasses set ``argument`` and
+    ``summary``, declare options as fields and implement :meth:`run`; a pass
+    that never changes the module sets ``checks_only = True`` (nothing to
+    verify after it)."""
+
+    checks_only: ClassVar[bool] = False
+
+    def run(self, module: ir.Operation) -> None:
+        raise NotImplementedError
+
+    # -- diagnostics inside run() ------------------------------------------
+    def error(self, where: Where, message: str, notes: Iterable[tuple[Where, str]] = ()) -> None:
+        """Reports an error and fails the pass once run() returns."""
+        state = _run_state.stack[-1]
+        _emit("error", location(where, state["root"].location), message, notes, state["root"])
+        state["failed"] = True
+
+    def warn(self, where: Where, message: str) -> None:
+        diagnostics.emit("warning", location(where, _run_state.stack[-1]["root"].location), message)
+
+    def remark(self, where: Where, message: str) -> None:
+        diagnostics.emit("remark", location(where, _run_state.stack[-1]["root"].location), message)
+
+    # -- the bridge into jaxlib's PassManager --------------------------------
+    def add_to(self, pm, *, verify: bool = False) -> None:
+        """Adds this pass to a jaxlib PassManager; ``verify``: verify the
+        module after it unless it only checks (for a PassManager whose own
+        verifier is off)."""
+        callback = self._callback(verify=verify and not self.checks_only)
+        pm.add(callback, name=type(self).__name__, argument=self.argument, description=self.summary)
+
+    def _callback(self, *, verify: bool = False):
+        def callback(op, pass_handle):
+            state = {"root": op, "failed": False}
+            _run_state.stack.append(state)
+            try:
+                # A default location and context for types/attributes built in run().
+                with op.context, op.location:
+                    self.run(op)
+                if verify and not state["failed"]:
+                    op.verify()
+            except ir.MLIRError as e:  # the verifier's errors (already routed to a collector, if one is active)
+                for d in e.error_diagnostics:
+                    diagnostics.emit("error", d.location, d.message, [(n.location, n.message) for n in d.notes])
+                state["failed"] = True
+            except PassError as e:
+                _emit("error", location(e.where, op.location), e.message, e.notes, op)
+                state["failed"] = True
+            except Exception as e:  # a bug in the pass: report it, never abort
+                if os.environ.get("PXLA_DEBUG"):
+                    traceback.print_exc()
+                hint = "" if os.environ.get("PXLA_DEBUG") else " (set PXLA_DEBUG=1 for the traceback)"
+                _emit("error", op.location, f"internal error in {self.argument}: "
+                      f"{type(e).__name__}: {e}{hint}", (), op)
+                state["failed"] = True
+            finally:
+                _run_state.stack.pop()
+            if state["failed"]:
+                pass_handle.signal_pass_failure()
+
+        return callback
+
+
+def _emit(severity, loc, message, notes, root) -> None:
+    notes = [(location(w, root.location), m) for w, m in notes]
+    diagnostics.emit(severity, loc, message, notes)
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedPipeline(_Configurable):
+    """A named list of passes, expanded in place wherever its argument appears
+    in a pipeline. Subclasses implement :meth:`elements`."""
+
+    def elements(self) -> str:
+        """The pipeline elements as text, e.g. ``"pxla-a{k=v},canonicalize"``."""
+        raise NotImplementedError
+
+    def anchored(self) -> str:
+        """This pipeline as a whole pass pipeline: ``builtin.module(<spec>)``."""
+        return f"builtin.module({self.spec()})"

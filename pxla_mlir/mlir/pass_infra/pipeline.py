@@ -1,0 +1,380 @@
+"""Textual pass pipelines that mix pxla passes with jaxlib's own passes.
+
+    builtin.module(pxla-a{k=v},canonicalize,func.func(cse),pxla-handoff-pipeline)
+
+MLIR's pipeline parser cannot name Python passes, so this module parses the
+text itself: pxla passes become Python pass instances, pxla pipelines expand in
+place, and every other element is validated and canonicalized by jaxlib's own
+parser. :meth:`Pipeline.pass_manager` then builds ONE jaxlib ``PassManager``
+that runs everything in order. ``str(pipeline)`` is the canonical, fully
+expanded text (a jaxlib pipeline whose expansion does not parse again stays
+as written); parsing it again gives the same text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import sys
+import tempfile
+from typing import Literal, Union
+
+from jaxlib.mlir import ir, passmanager
+
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.mlir.ir.diagnostics import DiagnosticCollector
+from pxla_mlir.mlir.pass_infra import registry, reproducer as reproducer_file
+from pxla_mlir.mlir.pass_infra.base import ModulePass
+from pxla_mlir.mlir.pass_infra.guards import guards_for
+from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields
+
+__all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline"]
+
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+ROOT_ANCHOR = "builtin.module"
+#: Deepest nesting of anchors like ``func.func(...)`` (real pipelines use 2 or 3).
+MAX_PIPELINE_DEPTH = 64
+
+
+class PipelineSyntaxError(PxlaUserError, ValueError):
+    """A pipeline that cannot be parsed or refers to unknown passes/options."""
+
+    def __init__(self, message: str, text: str, col: int):
+        self.message, self.text, self.col = message, text, col
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        text, col = self.text, self.col
+        if len(text) > 160:  # a window around the column, not the whole line
+            start = max(0, col - 80)
+            text = ("..." if start else "") + text[start:col + 80] + ("..." if col + 80 < len(text) else "")
+            col = col - start + (3 if start else 0)
+        return f"<pass-pipeline>:1:{self.col + 1}: error: {self.message}\n{text}\n{' ' * col}^"
+
+
+# -- syntax tree ---------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Element:
+    name: str
+    col: int
+    options: str | None = None  # text inside {...}
+    children: tuple["_Element", ...] | None = None  # nested anchor: name(...)
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text, self.pos, self.depth = text, 0, 0
+
+    def error(self, msg: str, col: int | None = None) -> PipelineSyntaxError:
+        return PipelineSyntaxError(msg, self.text, self.pos if col is None else col)
+
+    def skip_ws(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        self.skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def expect(self, ch: str) -> None:
+        if self.peek() != ch:
+            got = repr(self.peek()) if self.peek() else "end of pipeline"
+            raise self.error(f"expected '{ch}', got {got}")
+        self.pos += 1
+
+    def element(self) -> _Element:
+        self.skip_ws()
+        col = self.pos
+        m = _NAME.match(self.text, self.pos)
+        if not m:
+            raise self.error("expected a pass or pipeline name")
+        self.pos = m.end()
+        if self.peek() == "{":
+            start = self.pos + 1
+            depth = 0
+            while self.pos < len(self.text):
+                ch = self.text[self.pos]
+                depth += ch == "{"
+                depth -= ch == "}"
+                self.pos += 1
+                if depth == 0:
+                    return _Element(m.group(0), col, options=self.text[start:self.pos - 1])
+            raise self.error("unbalanced '{' in pass options", col)
+        if self.peek() == "(":
+            self.depth += 1
+            if self.depth > MAX_PIPELINE_DEPTH:
+                raise self.error(f"the pipeline nests more than {MAX_PIPELINE_DEPTH} levels of '(...)'", col)
+            self.pos += 1
+            children = self.elements()
+            self.expect(")")
+            self.depth -= 1
+            return _Element(m.group(0), col, children=children)
+        return _Element(m.group(0), col)
+
+    def elements(self) -> tuple[_Element, ...]:
+        out = []
+        if self.peek() == ")":
+            return ()
+        while True:
+            out.append(self.element())
+            if self.peek() != ",":
+                return tuple(out)
+            self.pos += 1
+
+    def parse(self) -> _Element:
+        root = self.element()
+        if self.peek():
+            raise self.error(f"unexpected {self.peek()!r} after the pipeline")
+        if root.children is None or root.name != ROOT_ANCHOR:
+            raise self.error(f"the pipeline must be anchored on '{ROOT_ANCHOR}(...)', "
+                             f"e.g. '{ROOT_ANCHOR}({self.text.strip()})'", root.col)
+        return root
+
+
+# -- resolved pipeline -----------------------------------------------------------
+
+Step = Union[ModulePass, str]  # a pxla pass, or canonical text of jaxlib passes
+Verify = Literal["every-pass", "pxla-changes", "none"]
+
+
+def _clean(s: str) -> str:
+    return re.sub(r"\{\s+", "{", re.sub(r"(?<=\S)\s{2,}", " ", s))
+
+
+@contextlib.contextmanager
+def _stderr_captured():
+    """LLVM prints why an option value is bad straight to file descriptor 2;
+    keep it for the message instead. Yields a list that receives the text."""
+    said: list[str] = []
+    with tempfile.TemporaryFile() as f:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no usable descriptor 2: nothing to capture
+            yield said
+            return
+        os.dup2(f.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            said.append(f.read().decode("utf-8", "replace"))
+
+
+def _jaxlib_error(err: str, el: _Element, ctx: ir.Context, llvm_said: str = "") -> str:
+    m = re.search(r"for the --([\w-]+) option: (.+)", llvm_said)
+    if m:  # an option value LLVM's command-line parser rejected
+        reason = m.group(2).strip()
+        return f"{el.name}: option '{m.group(1)}': {reason if len(reason) < 200 else reason[:200] + '...'}"
+    if "does not refer to a registered pass" in err:
+        return f"unknown pass or pipeline '{el.name}' (pxla-opt --list-passes shows pxla's own)"
+    m = re.search(r"no such option (\S+)", err)
+    if m:
+        valid = _jaxlib_option_names(el.name, ctx)
+        return f"{el.name}: unknown option '{m.group(1)}'; valid options: {', '.join(valid) or 'none'}"
+    lines = [l for l in err.splitlines() if "error:" in l] or err.strip().splitlines()[:1]
+    return re.sub(r"^.*?error: ", "", lines[0]).strip()
+
+
+def _jaxlib_option_names(name: str, ctx: ir.Context) -> list[str]:
+    try:
+        text = str(passmanager.PassManager.parse(f"{ROOT_ANCHOR}({name})", context=ctx))
+    except ValueError:
+        return []
+    return re.findall(r"([\w-]+)=", text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    steps: tuple[Step, ...]
+
+    @classmethod
+    def cached(cls, text: str, ctx: ir.Context | None = None) -> "Pipeline":
+        """Parsed once per process; a Pipeline builds PassManagers for any context.
+        The first call parses in ``ctx`` (the caller holds it), or in a fresh
+        context if none is given."""
+        pipeline = _PARSED.get(text)
+        if pipeline is None:
+            if ctx is None:
+                from pxla_mlir.mlir.ir.context import make_context
+
+                ctx = make_context()
+            else:
+                from pxla_mlir.mlir.ir.context import register_passes
+
+                register_passes()  # jaxlib's textual passes, as make_context does
+            pipeline = _PARSED.setdefault(text, cls.parse(text, ctx))
+        return pipeline
+
+    @classmethod
+    def parse(cls, text: str, ctx: ir.Context) -> "Pipeline":
+        root = _Parser(text).parse()
+        steps: list[Step] = []
+        for el in root.children:
+            steps.extend(_resolve(el, text, ctx, depth=0))
+        return cls(tuple(_merge_text(steps)))
+
+    def __str__(self) -> str:
+        return f"{ROOT_ANCHOR}({','.join(str(s) for s in self.steps)})"
+
+    def verified_at_end(self, verify: Verify) -> bool:
+        """Whether the PassManager of this policy leaves the module verified:
+        under ``"pxla-changes"``, when no jaxlib pass runs after the last pxla
+        pass that may change the module (else the caller verifies before it
+        prints: printing invalid IR can crash)."""
+        if verify != "pxla-changes":
+            return verify == "every-pass"
+        changing = [s for s in self.steps if isinstance(s, str) or not s.checks_only]
+        return not changing or not isinstance(changing[-1], str)
+
+    def pass_manager(self, ctx: ir.Context, verify: Verify = "every-pass") -> passmanager.PassManager:
+        """One jaxlib PassManager running every step in order.
+
+        ``verify``: ``"every-pass"`` runs MLIR's verifier after each pass (as
+        mlir-opt does); ``"pxla-changes"`` only after each pxla pass that may
+        change the module, so that no later pass sees IR a Python pass made
+        invalid (jaxlib's passes keep valid IR valid); ``"none"`` leaves it to
+        the caller. The verifier costs about as much as a pass over the module.
+        """
+        pm = passmanager.PassManager(ROOT_ANCHOR, context=ctx)
+        pm.enable_verifier(verify == "every-pass")
+        for step in self.steps:
+            if isinstance(step, str):
+                for guard in guards_for(step):
+                    guard.add_to(pm)
+                pm.add(step)
+            else:
+                step.add_to(pm, verify=verify == "pxla-changes")
+        return pm
+
+
+#: Pipeline.cached's pipelines by text.
+_PARSED: dict[str, Pipeline] = {}
+#: Canonical text of jaxlib pipeline elements by source text: passes are
+#: registered process-wide, so the text does not depend on the context.
+_CANONICAL: dict[str, str] = {}
+
+
+def _merge_text(steps: list[Step]) -> list[Step]:
+    out: list[Step] = []
+    for s in steps:
+        if isinstance(s, str) and out and isinstance(out[-1], str):
+            out[-1] = f"{out[-1]},{s}"
+        else:
+            out.append(s)
+    return out
+
+
+def _resolve(el: _Element, text: str, ctx: ir.Context, depth: int) -> list[Step]:
+    if el.children is not None:  # nested anchor, e.g. func.func(cse): jaxlib only
+        for child in _walk(el):
+            if registry.is_pxla_name(child.name):
+                raise PipelineSyntaxError(
+                    f"'{child.name}' runs on {ROOT_ANCHOR}; it cannot be nested inside "
+                    f"'{el.name}(...)' (move it to the top level)", text, child.col)
+        return [_canonical_jaxlib(el, text, ctx)]
+    cls = registry.load(el.name)
+    if cls is None:
+        return [_canonical_jaxlib(el, text, ctx)]
+    try:
+        instance = cls.from_options(el.options or "")
+    except OptionError as e:
+        raise PipelineSyntaxError(str(e), text, el.col) from None
+    if isinstance(instance, ModulePass):
+        return [instance]
+    if depth > 16:
+        raise PipelineSyntaxError(f"pipeline '{el.name}' expands into itself", text, el.col)
+    sub = _Parser(f"{ROOT_ANCHOR}({instance.elements()})").parse()
+    return [s for child in sub.children for s in _resolve(child, text, ctx, depth + 1)]
+
+
+def _walk(el: _Element):
+    for c in el.children or ():
+        yield c
+        yield from _walk(c)
+
+
+def _source(el: _Element) -> str:
+    if el.children is not None:
+        return f"{el.name}({','.join(_source(c) for c in el.children)})"
+    return el.name + (f"{{{el.options}}}" if el.options is not None else "")
+
+
+def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
+    source = _source(el)
+    if source not in _CANONICAL:
+        _CANONICAL[source] = _canonical_text(el, source, text, ctx)
+    return _CANONICAL[source]
+
+
+def _canonical_text(el: _Element, source: str, text: str, ctx: ir.Context) -> str:
+    llvm_said: list[str] = []
+    try:
+        with _stderr_captured() as llvm_said:
+            pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({source})", context=ctx)
+    except ValueError as e:  # the capture has closed: what LLVM printed is in llvm_said
+        raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx, "".join(llvm_said)), text, el.col) from None
+    printed = _clean(str(pm)[len(ROOT_ANCHOR) + 1:-1])
+    if not _parses(printed, ctx):
+        # Some pipelines print passes that are not registered on their own (sdy's
+        # pipelines print sdy-save-module): such an element stays as written.
+        return source
+    return printed
+
+
+def _parses(elements: str, ctx: ir.Context) -> bool:
+    try:
+        with _stderr_captured():
+            passmanager.PassManager.parse(f"{ROOT_ANCHOR}({elements})", context=ctx)
+    except ValueError:
+        return False
+    return True
+
+
+# -- running -----------------------------------------------------------------------
+
+class PipelineFailure(PxlaUserError, RuntimeError):
+    """A pipeline failed on a module; carries the diagnostics and a reproducer."""
+
+    def __init__(self, pipeline: Pipeline, diagnostics, reproducer: str | None):
+        self.pipeline, self.diagnostics, self.reproducer = pipeline, diagnostics, reproducer
+        lines = [d.format() for d in diagnostics] or ["pass pipeline failed"]
+        if reproducer:
+            lines.append(f"reproduce with: pxla-opt {reproducer} --pass-pipeline='{pipeline}'")
+        super().__init__("\n".join(lines))
+
+
+def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: bool = True,
+                 verify_each: bool = True) -> Pipeline:
+    """Runs ``pipeline`` on ``module`` in place (the library twin of pxla-opt).
+
+    Raises :class:`PipelineFailure` with located diagnostics and, if
+    ``reproducer``, the path of the input saved for a ``pxla-opt`` rerun
+    (see :mod:`.reproducer` for where).
+    ``verify_each=False`` verifies the module once at the end instead of
+    after every pass (the verifier is a third of a short pipeline's time).
+    """
+    ctx = module.context
+    if isinstance(pipeline, str):
+        pipeline = Pipeline.parse(pipeline, ctx)
+    before = module.operation.get_asm(enable_debug_info=True) if reproducer else None
+    with DiagnosticCollector(ctx) as diags:
+        try:
+            pm = pipeline.pass_manager(ctx, "every-pass" if verify_each else "none")
+            pm.run(module.operation)
+            if not verify_each:
+                module.operation.verify()
+            return pipeline
+        except ir.MLIRError as e:
+            diags.add_error(e)
+            failure = diags.diagnostics
+    raise PipelineFailure(pipeline, failure, None if before is None else reproducer_file.save(before))
+
+
+def describe_options(cls) -> list[str]:
+    return [f"{i.name}=<{i.type_name()}> (default {i.default!r}): {i.help}" for i in option_fields(cls)]

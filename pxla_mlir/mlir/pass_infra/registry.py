@@ -1,0 +1,54 @@
+"""Every pxla pass and named pipeline, by argument.
+
+Keep both tables alphabetical. Entries are "module:Class" strings imported on
+first use, so listing passes stays fast; ``tests/test_registry.py`` checks
+that every entry imports, has a matching ``argument``, a docstring and a lit
+test.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+PASSES: dict[str, str] = {
+    "pxla-add-device-axis": "pxla_mlir.passes.add_device_axis:AddDeviceAxisPass",
+    "pxla-add-sdy-mesh": "pxla_mlir.passes.add_sdy_mesh:AddSdyMeshPass",
+    "pxla-annotate-sdy-shardings": "pxla_mlir.passes.annotate_sdy_shardings:AnnotateSdyShardingsPass",
+    "pxla-annotate-shardings": "pxla_mlir.passes.annotate_shardings:AnnotateShardingsPass",
+    "pxla-contract-batch-sums": "pxla_mlir.passes.contract_batch_sums:ContractBatchSumsPass",
+    "pxla-convert-op-shardings-to-sdy": "pxla_mlir.passes.convert_op_shardings_to_sdy:ConvertOpShardingsToSdyPass",
+    "pxla-convert-to-replica-mode": "pxla_mlir.passes.convert_to_replica_mode:ConvertToReplicaModePass",
+    "pxla-elide-trivial-collectives": "pxla_mlir.passes.elide_trivial_collectives:ElideTrivialCollectivesPass",
+    "pxla-expand-manual-computation": "pxla_mlir.passes.expand_manual_computation:ExpandManualComputationPass",
+    "pxla-expand-manual-sharding": "pxla_mlir.passes.expand_manual_sharding:ExpandManualShardingPass",
+    "pxla-expand-shard": "pxla_mlir.passes.expand_shard:ExpandShardPass",
+    "pxla-expand-sharding-constraints": "pxla_mlir.passes.expand_sharding_constraints:ExpandShardingConstraintsPass",
+    "pxla-expand-unshard": "pxla_mlir.passes.expand_unshard:ExpandUnshardPass",
+    "pxla-fold-shard-of-unshard": "pxla_mlir.passes.fold_shard_of_unshard:FoldShardOfUnshardPass",
+    "pxla-inline-manual-computations": "pxla_mlir.passes.inline_manual_computations:InlineManualComputationsPass",
+    "pxla-place-pieces": "pxla_mlir.passes.place_pieces:PlacePiecesPass",
+    "pxla-place-tiles": "pxla_mlir.passes.place_tiles:PlaceTilesPass",
+    "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
+    "pxla-wrap-manual-main": "pxla_mlir.passes.wrap_manual_main:WrapManualMainPass",
+}
+
+PIPELINES: dict[str, str] = {
+    "pxla-handoff-pipeline": "pxla_mlir.mlir.pipelines:HandoffPipeline",
+    "pxla-pmap-pipeline": "pxla_mlir.mlir.pipelines:PmapPipeline",
+    "pxla-xmap-pipeline": "pxla_mlir.mlir.pipelines:XmapPipeline",
+}
+
+
+@functools.cache
+def load(argument: str):
+    """The pass or pipeline class for an argument, or None if it is not ours."""
+    target = PASSES.get(argument) or PIPELINES.get(argument)
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def is_pxla_name(name: str) -> bool:
+    return name in PASSES or name in PIPELINES
