@@ -136,7 +136,7 @@ class ConvertToReplicaModePass(ModulePass):
     def _convert_collective(self, op, n: int, converted: dict) -> None:
         mode = device_groups.group_mode(op)
         attr = device_groups.groups_attr_name(op)
-        key = (op.name, mode, op.attributes[attr] if attr in op.attributes else None)
+        key = (op.name, mode, op.attributes.get(attr))
         if key not in converted:
             converted[key] = self._replica_groups(op, mode, n)
         if converted[key] is not None:

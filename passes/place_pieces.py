@@ -128,7 +128,7 @@ def _target(op) -> str | None:
     if target not in (SHARD, UNSHARD) or len(op.operands) != 1 or len(op.results) != 1:
         return None
     for name in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE, pxla_attrs.STRIDE):
-        attr = op.attributes[name] if name in op.attributes else None
+        attr = op.attributes.get(name)
         if not isinstance(attr, ir.IntegerAttr) or ir.IntegerAttr(attr).value < (0 if name == pxla_attrs.AXIS else 1):
             return None
     if not all(isinstance(v.type, ir.RankedTensorType) for v in (op.operands[0], op.results[0])):
@@ -213,7 +213,7 @@ class _Mover:
                 progress = False
                 for op in list(self.dead):
                     if not _users(op.results[0]):
-                        self.dead = [d for d in self.dead if not d == op]
+                        self.dead = [d for d in self.dead if d != op]
                         op.erase()
                         progress = True
                         break

@@ -265,7 +265,7 @@ class VerifyHandoffPass(ModulePass):
 def _groups_attr(op):
     """A collective's groups attribute (None when it has none): equal attributes are one object in MLIR."""
     name = device_groups.groups_attr_name(op)
-    return op.attributes[name] if name in op.attributes else None
+    return op.attributes.get(name)
 
 
 def _is_plain(name: str) -> bool:

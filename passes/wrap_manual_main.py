@@ -95,7 +95,7 @@ class WrapManualMainPass(ModulePass):
                 call = func.CallOp([b.tile_type for b in outs], ir.FlatSymbolRefAttr.get(BODY), tiles)
                 func.ReturnOp([b.convert(SHARD_TO_FULL, r, b.global_type) for b, r in zip(outs, call.results)])
 
-    def _boundary(self, main, mesh, manual, attrs: dict, tile_type, what) -> "_Boundary":
+    def _boundary(self, main, mesh, manual, attrs: dict, tile_type, what) -> _Boundary:
         if not isinstance(tile_type, ir.RankedTensorType):
             raise PassError(main, f"{what} of @main is {tile_type}; only ranked tensors can be tiled")
         dims_attr = attrs.pop(TILE_DIMS, None)

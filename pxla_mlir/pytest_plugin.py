@@ -93,7 +93,7 @@ class Golden:
     def __init__(self, directory: pathlib.Path, update: bool):
         self.directory, self.update = pathlib.Path(directory), update
 
-    def at(self, directory) -> "Golden":
+    def at(self, directory) -> Golden:
         return Golden(directory, self.update)
 
     def path(self, name: str) -> pathlib.Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from conftest import REPO
 

@@ -122,9 +122,9 @@ def test_check_backend_aliases():
 def test_xmap_backend_must_be_its_meshs_platform():
     xm = pxla_mlir.xmap(lambda a: a * 2.0, in_axes=["b", ...], out_axes=["b", ...], axis_resources={"b": "x"},
                         backend="tpu")
-    with pxla_mlir.Mesh.create({"x": 2}):
-        with pytest.raises(ValueError, match=r"xmap .* \(its mesh\): backend='tpu' but its devices are CPU"):
-            xm(np.ones((2, 3), np.float32))
+    with (pxla_mlir.Mesh.create({"x": 2}),
+          pytest.raises(ValueError, match=r"xmap .* \(its mesh\): backend='tpu' but its devices are CPU")):
+        xm(np.ones((2, 3), np.float32))
 
 
 def test_same_platform():

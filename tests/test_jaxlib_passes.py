@@ -55,7 +55,7 @@ with open(results, "a") as log:
 def test_the_list_is_jaxlibs():
     # In a fresh process, which has only what pxla-opt registers (importing parts of jax, e.g.
     # its Mosaic dialect, registers more passes in the process that does it).
-    assert jaxlib_passes.JAXLIB_VERSION == jaxlib.version.__version__, \
+    assert jaxlib.version.__version__ == jaxlib_passes.JAXLIB_VERSION, \
         "no list for the installed jaxlib: add it, see pxla_mlir/mlir/pass_infra/jaxlib_passes.py"
     generated = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.pass_infra.jaxlib_passes"], capture_output=True,
                                text=True, timeout=300, cwd=REPO)

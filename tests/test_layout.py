@@ -7,6 +7,7 @@ import concurrent.futures
 import os
 import subprocess
 import sys
+import tomllib
 
 import import_graph
 import pytest
@@ -24,6 +25,17 @@ def test_import_graph_rule(rule):
 def test_every_module_has_a_floor():
     for module in import_graph.modules():
         import_graph.floor(module)  # raises for a module FLOORS does not place
+
+
+def test_private_imports_have_two_homes():
+    """ruff's TID251 (make lint) bans private jax/jaxlib imports outside two modules: jax_internals.py (jax._src)
+    and the jax-free floor's context.py (jaxlib's MLIR internals). A moved or renamed shim must take its
+    exemption along (else the ban fails it), and no third module may join them."""
+    lint = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    assert "TID251" in lint["select"]
+    assert {"jax._src", "jaxlib.mlir._mlir_libs"} <= set(lint["flake8-tidy-imports"]["banned-api"])
+    homes = sorted(p for p, rules in lint["per-file-ignores"].items() if "TID251" in rules and not p.startswith("tests/"))
+    assert len(homes) == 2 and all((REPO / p).is_file() for p in homes), homes
 
 
 def _loads_jax(code: str) -> subprocess.CompletedProcess:

@@ -137,9 +137,8 @@ class Abort(ModulePass):
 
 def _run(ctx, m, *passes):
     pm = Pipeline(tuple(passes)).pass_manager(ctx)
-    with DiagnosticCollector(ctx) as diags:
-        with pytest.raises(ir.MLIRError):
-            pm.run(m.operation)
+    with DiagnosticCollector(ctx) as diags, pytest.raises(ir.MLIRError):
+        pm.run(m.operation)
     return diags.diagnostics
 
 
@@ -203,9 +202,8 @@ def test_a_pass_that_leaves_invalid_ir_fails_before_the_next_pass_runs(ctx, pars
     verifier's error is the pass's failure, and no later pass (C++ or Python) sees the IR."""
     Seen.ran.clear()
     pm = Pipeline((Breaks(), "canonicalize", Seen())).pass_manager(ctx, "pxla-changes")
-    with DiagnosticCollector(ctx) as diags:
-        with pytest.raises(ir.MLIRError):
-            pm.run(parse(PARTITION_MODE).operation)
+    with DiagnosticCollector(ctx) as diags, pytest.raises(ir.MLIRError):
+        pm.run(parse(PARTITION_MODE).operation)
     assert [d.severity for d in diags.diagnostics] == ["error"]
     assert "visibility expected to be one of" in diags.diagnostics[0].message
     assert Seen.ran == []

@@ -37,7 +37,7 @@ def run_replicas(fn, axes, x_global, ctx):
     with ctx:
         module = ir.Module.parse(jax_module.operation.get_asm())
     run_pipeline(module, "builtin.module(pxla-handoff-pipeline{mode=replica})")
-    assert 'mhlo.num_replicas = %d' % n in str(module) and "partition_id" not in str(module)
+    assert f'mhlo.num_replicas = {n:d}' in str(module) and "partition_id" not in str(module)
     devices = jax.devices()[:n]
     exe = compile_module(module, devices)
     arr = jax.device_put(shard.reshape(n * shard.shape[1], *shard.shape[2:]),

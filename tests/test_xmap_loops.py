@@ -132,19 +132,19 @@ def test_loop_mistakes():
                                                 r"coincide in the named_shape of an input to an xmapped function "
                                                 r"<lambda> .*along one serial loop twice"):
             pxla_mlir.xmap(lambda v: v, ["a", "b"], ["a", "b"], axis_resources={"a": "l", "b": "l"})(x)
-        with pxla_mlir.Mesh.create({"x": 2}):
-            with pytest.raises(NotImplementedError, match=r"^Loop resources cannot appear before mesh axes in the "
-                                                          r"resource_axis argument\. axis_resources of 'a' lists mesh "
-                                                          r"axis 'x' after the serial loop 'l'; put mesh axes first"):
-                pxla_mlir.xmap(lambda v: v, ["a", ...], ["a", ...], axis_resources={"a": ("l", "x")})(x)
+        with (pxla_mlir.Mesh.create({"x": 2}),
+              pytest.raises(NotImplementedError, match=r"^Loop resources cannot appear before mesh axes in the "
+                                                       r"resource_axis argument\. axis_resources of 'a' lists mesh "
+                                                       r"axis 'x' after the serial loop 'l'; put mesh axes first")):
+            pxla_mlir.xmap(lambda v: v, ["a", ...], ["a", ...], axis_resources={"a": ("l", "x")})(x)
         with pytest.raises(XmapError, match=r"^Size of axis a \(3\) is not divisible by the total number of "
                                             r"resources assigned to this axis \(\('l',\), 2 in total\)\. Named axis "
                                             r"'a' is split over 2 loop iterations"):
             pxla_mlir.xmap(lambda: lax.axis_index("a"), (), ["a"], axis_sizes={"a": 3}, axis_resources={"a": "l"})()
-        with pytest.raises(XmapError, match=r"^Cannot extend the resource environment with loop named `l`\. An axis "
-                                            r"of this name is already defined! 'l' is a serial_loop of an "
-                                            r"enclosing block; give the loop another name"):
-            with pxla_mlir.serial_loop("l", 3):
-                pass
+        with (pytest.raises(XmapError, match=r"^Cannot extend the resource environment with loop named `l`\. "
+                                             r"An axis of this name is already defined! 'l' is a serial_loop of an "
+                                             r"enclosing block; give the loop another name"),
+              pxla_mlir.serial_loop("l", 3)):
+            pass
     with pytest.raises(XmapError, match=r"SerialLoop needs a positive number of iterations"):
         pxla_mlir.SerialLoop(0)

@@ -156,10 +156,10 @@ def test_changing_the_mesh_inside_an_xmap_is_an_error():
             return pxla_mlir.xmap(lambda w: w, in_axes={0: "b"}, out_axes={0: "b"})(v)
 
     g = pxla_mlir.xmap(f, in_axes={0: "a"}, out_axes={0: "a"}, axis_resources={"a": "x"})
-    with pytest.warns(DeprecationWarning), jax.sharding.Mesh(np.array(jax.devices()[:2]), ("x",)):
-        with pytest.raises(XmapMeshError, match=r"^Changing the physical mesh is not allowed inside xmap\. xmap "
-                                                r"'<lambda>' is called under mesh"):
-            g(np.zeros((2, 5, 6), np.float32))
+    with (pytest.warns(DeprecationWarning), jax.sharding.Mesh(np.array(jax.devices()[:2]), ("x",)),
+          pytest.raises(XmapMeshError, match=r"^Changing the physical mesh is not allowed inside xmap\. xmap "
+                                             r"'<lambda>' is called under mesh")):
+        g(np.zeros((2, 5, 6), np.float32))
 
 
 def test_an_inner_xmap_may_not_shadow_an_outer_name():

@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np

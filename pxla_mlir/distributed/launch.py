@@ -18,7 +18,7 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["ENV_COORDINATOR", "ENV_NUM_PROCESSES", "ENV_PROCESS_ID", "Finished", "free_port", "process_env",
            "launch"]

@@ -82,10 +82,10 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     try:
         if explicit:
             _check_arguments(coordinator_address, num_processes, process_id)
-        if cpu_devices is not None:
-            if isinstance(cpu_devices, bool) or not isinstance(cpu_devices, int) or cpu_devices < 1:
-                raise ValueError(f"cpu_devices={cpu_devices!r}: give this process's number of CPU devices, a "
-                                 f"positive int")
+        if cpu_devices is not None and (isinstance(cpu_devices, bool) or not isinstance(cpu_devices, int)
+                                        or cpu_devices < 1):
+            raise ValueError(f"cpu_devices={cpu_devices!r}: give this process's number of CPU devices, a "
+                             f"positive int")
         if backends_are_initialized():
             raise RuntimeError("pxla_mlir.distributed.initialize must come before anything that starts jax's "
                                "backend (a computation, jax.devices(), jax.device_put, ...): move it to the start "

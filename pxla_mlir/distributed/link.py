@@ -23,6 +23,7 @@ process ``{"end": why}``; each prints why and exits with
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import selectors
 import socket
@@ -40,10 +41,10 @@ PEER_FAILED_EXIT = 75
 _GONE_WAIT_S = 3.0  # process 0 waits this long for the others to end first (it hosts jax's service)
 _TICK_S = 0.25
 
-_current: "Link | None" = None
+_current: Link | None = None
 
 
-def current() -> "Link | None":
+def current() -> Link | None:
     """The link of this process's run, or None."""
     return _current
 
@@ -112,10 +113,8 @@ class Link:
             self._abandoned.wait(_GONE_WAIT_S + 5.0)
         else:
             self._send(0, {"failed": why})
-            try:
+            with contextlib.suppress(OSError):
                 self.sockets[0].close()
-            except OSError:
-                pass
 
     def over(self) -> bool:
         """The run's collectives are over: jax.distributed was shut down (a barrier every process passed)."""
@@ -127,10 +126,8 @@ class Link:
     def _post(self, kind: str, why: str) -> None:
         with self._lock:
             self._local.append((kind, why))
-        try:
+        with contextlib.suppress(OSError):
             self._wake_w.send(b"x")
-        except OSError:
-            pass
 
     def _send(self, k: int, message: dict) -> bool:
         sock = self.sockets.get(k)
@@ -213,7 +210,7 @@ class Link:
             if k != skip:
                 self._send(k, {"end": why})
         deadline = time.monotonic() + _GONE_WAIT_S
-        for k, sock in list(self.sockets.items()):  # the others end first: this process hosts jax's service
+        for sock in list(self.sockets.values()):  # the others end first: this process hosts jax's service
             try:
                 sock.settimeout(max(0.01, deadline - time.monotonic()))
                 while sock.recv(4096):

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from pxla_mlir.distributed.launch import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID, Finished
 

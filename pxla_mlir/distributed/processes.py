@@ -13,7 +13,7 @@ order of the global mapped axis.
 from __future__ import annotations
 
 import collections
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 

@@ -22,12 +22,14 @@ every process has passed the block, so the store stays small.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
 import threading
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import jax
 
@@ -57,7 +59,7 @@ class ProgramMismatchError(MultiProcessError):
     """The processes of a run are about to launch different programs."""
 
 
-def check_before_launch(lowered) -> "LaunchAgreement | None":
+def check_before_launch(lowered) -> LaunchAgreement | None:
     """The agreement every launch of ``lowered``'s executable goes through,
     or None when its devices belong to this process alone."""
     if not spans_processes(lowered.devices):
@@ -148,10 +150,8 @@ def _forget(client, block: int) -> None:
     """Deletes this process's fingerprints of ``block`` (a directory of the store)."""
     if block < 0:
         return
-    try:
+    with contextlib.suppress(Exception):  # cleaning up is best effort: a failure costs store memory only
         client.key_value_delete(f"{_KEY}/{jax.process_index()}/{block}")
-    except Exception:  # cleaning up is best effort: a failure costs store memory only
-        pass
 
 
 def describe_difference(mine: dict, theirs: dict, me: int, other: int) -> str:

@@ -73,7 +73,7 @@ class LineReader:
             data = self.sock.recv(65536)
         except BlockingIOError:
             return []
-        except socket.timeout:
+        except TimeoutError:
             raise
         except OSError:  # reset: as closed
             data = b""
@@ -195,7 +195,7 @@ def _serve(address, bind_address, n: int, timeout_s: float, deadline: float) -> 
                 if reader.closed:
                     selector.unregister(conn)
                     readers.pop(conn).sock.close()
-                    for k, (sock, hello) in list(joined.items()):
+                    for k, (sock, _hello) in list(joined.items()):
                         if sock is conn:
                             del joined[k]  # it gave up (or died): it must come again
     except _Refusal as refusal:
@@ -265,7 +265,7 @@ def _check_in(address: str, n: int, k: int, timeout_s: float, deadline: float) -
         reader, messages = LineReader(sock), []
         while not messages and not reader.closed:
             messages = reader.feed()
-    except socket.timeout:
+    except TimeoutError:
         sock.close()
         raise JoinError(f"process {k} reached {address}, but nothing there answered as process 0 of the run "
                         f"within {timeout_s:g} s: another program may use port {port}. Start process 0 with "

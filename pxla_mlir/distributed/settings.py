@@ -79,7 +79,7 @@ class Timeouts:
     shutdown: float
 
     @classmethod
-    def resolve(cls, init=None, heartbeat=None, shutdown=None) -> "Timeouts":
+    def resolve(cls, init=None, heartbeat=None, shutdown=None) -> Timeouts:
         return cls(seconds(init, "initialization_timeout", ENV_INIT_TIMEOUT, DEFAULT_INIT_S),
                    seconds(heartbeat, "heartbeat_timeout_seconds", ENV_HEARTBEAT_TIMEOUT, DEFAULT_HEARTBEAT_S),
                    seconds(shutdown, "shutdown_timeout_seconds", ENV_SHUTDOWN_TIMEOUT, DEFAULT_SHUTDOWN_S))

@@ -22,7 +22,7 @@ global value, or this process's share); nothing is gathered between hosts.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
@@ -151,7 +151,7 @@ class Share:
     local_index: tuple  # per local piece: slices into the share
 
     @classmethod
-    def of(cls, global_shape: Sequence[int], indices: Sequence[tuple]) -> "Share":
+    def of(cls, global_shape: Sequence[int], indices: Sequence[tuple]) -> Share:
         global_shape = tuple(int(s) for s in global_shape)
         spans = [[_span(index[d], size) for index in indices] for d, size in enumerate(global_shape)]
         offsets, shape = [], []

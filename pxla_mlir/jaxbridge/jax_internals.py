@@ -26,7 +26,8 @@ import contextlib
 import functools
 import inspect
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.extend.core as jex_core
@@ -476,10 +477,8 @@ def cache_remove(key: str, platform: str | None = None) -> None:
     cache = compilation_cache._get_cache(backend(platform))
     path = getattr(getattr(cache, "_base_cache", cache), "path", None)
     if path is not None:
-        try:
+        with contextlib.suppress(OSError, AttributeError):  # gone already, or not a local directory
             (path / f"{key}{lru_cache._CACHE_SUFFIX}").unlink()
-        except (OSError, AttributeError):  # gone already, or not a local directory
-            pass
 
 
 def persistent_cache_thresholds() -> tuple[float, int]:
@@ -541,7 +540,7 @@ def same_trace(x, y) -> bool:
 float0 = _dtypes.float0
 
 
-def gspmd_sharding(devices: Sequence, op_sharding) -> "_sharding_impls.GSPMDSharding":
+def gspmd_sharding(devices: Sequence, op_sharding) -> _sharding_impls.GSPMDSharding:
     """jax's sharding of an executable's parameter or result as XLA reports
     it (an ``OpSharding`` over the executable's devices, in their order), as
     jax's own ``Compiled`` builds it."""

@@ -4,7 +4,7 @@ writes to the caller's numpy arrays cannot reach device memory."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np

@@ -4,8 +4,10 @@ Options are checked when the map is made, as jax.pmap does."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -56,10 +58,8 @@ def argnums(value, what: str) -> tuple[int, ...]:
         return (int(value),)
     items = None
     if not isinstance(value, (str, bytes)):
-        try:
+        with contextlib.suppress(TypeError):
             items = tuple(value)
-        except TypeError:
-            pass
     if items is None or not all(is_int(n) for n in items):
         raise TypeError(f"{what} must be an int or a sequence of ints (indices of positional arguments), got "
                         f"{value!r}")

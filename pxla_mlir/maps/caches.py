@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Hashable
+from collections.abc import Hashable
 
 from pxla_mlir.mlir.support.lru import LRU
 
@@ -58,7 +58,7 @@ class CacheEntry:
         self.dispatchers.clear()
 
 
-_ENTRIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # function -> LRU(options -> CacheEntry)
+_ENTRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> LRU(options -> CacheEntry)
 _LOCK = threading.Lock()
 
 

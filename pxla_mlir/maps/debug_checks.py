@@ -12,7 +12,7 @@ are needed again), as in jax.pmap.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pxla_mlir.distributed.processes import spans_processes
 from pxla_mlir.jaxbridge.jax_internals import (

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from pxla_mlir.distributed.processes import spans_processes
 from pxla_mlir.distributed.shares import host_local_outputs

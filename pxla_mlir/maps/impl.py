@@ -9,7 +9,7 @@ fast; a body rebuilt with the same text finds it by its text.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.mlir.support.lru import LRU

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
@@ -68,7 +69,7 @@ _CALLBACK_TARGET = re.compile(r"xla_ffi(_partitioned)?_python_\w+_callback")
 def _shard_callbacks(module: ir.Module, sharding: str) -> None:
     for op in ir_utils.walk(module.operation):
         if op.name.endswith(".custom_call") and "mhlo.sharding" not in op.attributes:
-            target = op.attributes["call_target_name"] if "call_target_name" in op.attributes else None
+            target = op.attributes.get("call_target_name")
             if isinstance(target, ir.StringAttr) and _CALLBACK_TARGET.fullmatch(target.value):
                 op.attributes["mhlo.sharding"] = ir.StringAttr.get(sharding)
 

@@ -20,7 +20,7 @@ mesh resources.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pxla_mlir.jaxbridge.jax_internals import core, scan_counts
 from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
@@ -54,7 +54,7 @@ def _impure(jaxpr) -> bool:
 
 
 def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
-                 on_value: Callable[[object, Names], None] | None = None, impure: Names = Names()) -> list[Names]:
+                 on_value: Callable[[object, Names], None] | None = None, impure: Names = frozenset()) -> list[Names]:
     """The names each output of ``jaxpr`` may vary over, given the inputs'.
     ``on_value(eqn, names)`` is called for every value an equation produces;
     the results of impure host calls vary over ``impure``."""
@@ -63,7 +63,7 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
 
 
 def value_names(jaxpr: core.Jaxpr, inputs: list[Names],
-                on_value: Callable[[object, Names], None] | None = None, impure: Names = Names()) -> dict:
+                on_value: Callable[[object, Names], None] | None = None, impure: Names = frozenset()) -> dict:
     """The names every variable of ``jaxpr`` may vary over (var -> names)."""
     env: dict = dict(zip(jaxpr.invars, inputs))
 

@@ -4,7 +4,7 @@ a map's devices join them."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pxla_mlir.jaxbridge.jax_internals import dispatch
 

@@ -14,7 +14,8 @@ kind shares with the others are its ``rules`` (:class:`.rules.MapRules`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 __all__ = ["MapKind", "CliFlag"]
 

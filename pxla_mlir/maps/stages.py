@@ -13,7 +13,8 @@ module to XLA and wraps the executable for calls.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from jax import dtypes, tree_util
@@ -67,7 +68,7 @@ class Signature:
     kwargs_tree: Any = None
 
     @classmethod
-    def flat(cls, n_in: int, n_out: int) -> "Signature":
+    def flat(cls, n_in: int, n_out: int) -> Signature:
         """Flat leaves in, a list of leaves out."""
         return cls(tree_util.tree_structure((0,) * n_in), tree_util.tree_structure([0] * n_out))
 
@@ -193,7 +194,7 @@ class Layout:
 
 
 def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
-          jaxpr_text: Callable[[], str] | None = None, plan: Any = None) -> "Lowered":
+          jaxpr_text: Callable[[], str] | None = None, plan: Any = None) -> Lowered:
     """Runs ``pipeline`` on an imported module (:class:`pxla_mlir.maps.importing.Imported`:
     the pxla form, jax's keepalive, the host callbacks) and returns its ``Lowered``.
 
@@ -304,7 +305,7 @@ class Lowered(_ArgumentTrees):
 
         return notebook_html(self)
 
-    def compile(self, compiler_options: dict | None = None) -> "Compiled":
+    def compile(self, compiler_options: dict | None = None) -> Compiled:
         """Compiles with XLA (once; with ``compiler_options``, XLA debug
         options by name such as ``{"xla_cpu_enable_fast_math": True}``, anew)."""
         if compiler_options is None and self._compiled is not None:

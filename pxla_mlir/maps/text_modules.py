@@ -30,7 +30,7 @@ of another size).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np
@@ -56,7 +56,7 @@ _DONATION = ("tf.aliasing_output", "jax.buffer_donor")
 
 
 def load(source, *, pipeline: str | None = None, devices: Sequence | None = None,
-         name: str | None = None) -> "LoadedModule":
+         name: str | None = None) -> LoadedModule:
     """A module (a path, or the text itself as str or bytes) as a ``Lowered`` ready to compile.
 
     ``pipeline`` runs first instead of the one the module needs (a pxla-form
@@ -77,7 +77,7 @@ def load(source, *, pipeline: str | None = None, devices: Sequence | None = None
         raise clear from None
 
 
-def _load(data, name: str, pipeline: str | None, devices: Sequence | None) -> "LoadedModule":
+def _load(data, name: str, pipeline: str | None, devices: Sequence | None) -> LoadedModule:
     ctx = make_context()
     module = parse(data, name, ctx)
     try:

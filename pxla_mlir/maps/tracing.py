@@ -5,7 +5,7 @@ lowering does not have yet."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import core, lu, pe, source_info_util

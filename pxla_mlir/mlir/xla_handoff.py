@@ -149,10 +149,9 @@ def _is_pxla_form(op: ir.Operation) -> bool:
     ``pxla.dims`` / ``pxla.sharding_spec``, or per-device tiles in partition mode."""
     _, partitions = pxla_attrs.device_counts(op)
     for inner in ir_utils.walk(op):
-        if "call_target_name" in inner.attributes:  # a placeholder (stablehlo before legalization, or mhlo)
-            if pxla_attrs.string_value(inner.attributes["call_target_name"], "call_target_name", inner) \
-                    .startswith("pxla."):
-                return True
+        target = inner.attributes.get("call_target_name")  # a placeholder (stablehlo before legalization, or mhlo)
+        if target is not None and pxla_attrs.string_value(target, "call_target_name", inner).startswith("pxla."):
+            return True
         if inner.name == "func.func":
             for key in ("arg_attrs", "res_attrs"):
                 for entries in pxla_attrs.boundary_attrs(inner, key):

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from jax import tree_util
@@ -171,7 +172,7 @@ class PmapFunction(MapFunction):
         return deoptimized(body, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
                            in_axes=call.in_axes, out_axes=traced.out_axes)
 
-    def with_options(self, **options) -> "PmapFunction":
+    def with_options(self, **options) -> PmapFunction:
         """The same pmap with other options (e.g. ``mode``, ``unshard``, ``shardings``), fresh caches."""
         known = {*self._init, *_PIPELINE_OPTIONS}
         unknown = set(options) - known

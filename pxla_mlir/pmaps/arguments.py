@@ -5,7 +5,7 @@ mistake. Options are checked when the pmap is made, as jax.pmap does."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from jax import tree_util
 

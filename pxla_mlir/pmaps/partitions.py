@@ -28,7 +28,8 @@ import dataclasses
 import math
 import re
 import threading
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np

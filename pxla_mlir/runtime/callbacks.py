@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -65,7 +65,7 @@ def callback_results(module: ir.Module) -> dict[int, tuple[int | None, list]]:
         target = op.attributes["call_target_name"]
         if not (isinstance(target, ir.StringAttr) and _TARGET.fullmatch(target.value)):
             continue
-        config = op.attributes["backend_config"] if "backend_config" in op.attributes else None
+        config = op.attributes.get("backend_config")
         if not isinstance(config, ir.DictAttr) or "index" not in config:
             continue
         results = []

@@ -37,7 +37,7 @@ import contextlib
 import functools
 import itertools
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from jax import tree_util
 

@@ -7,8 +7,8 @@ call (in jax.pmap and jax.jit too), so both are refused before launching.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from itertools import compress
-from typing import Callable, Sequence
 
 import jax
 

@@ -19,7 +19,7 @@ a multi-process launch first agrees with the other processes
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pxla_mlir.jaxbridge.jax_internals import pxla
 from pxla_mlir.runtime.results import is_empty

@@ -13,7 +13,7 @@ another platform's device has its own ``bytes_limit``.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 

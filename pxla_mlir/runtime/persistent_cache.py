@@ -23,7 +23,7 @@ import struct
 import time
 import warnings
 import zlib
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jax import monitoring

@@ -11,7 +11,7 @@ error, and whether it agrees.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from jaxlib.mlir import ir
 
@@ -59,7 +60,7 @@ class MapOptions:
             return self.flags.get(name)
         raise AttributeError(name)
 
-    def replace(self, **changes) -> "MapOptions":
+    def replace(self, **changes) -> MapOptions:
         args = changes.pop("args", self.args)
         return MapOptions(changes.pop("map", self.map), args, **{**self.flags, **changes})
 

@@ -149,6 +149,14 @@ def _first_error(stderr: str) -> str:
     return lines[-1] if lines[0].startswith("Traceback") else lines[0]
 
 
+def _filecheck(c: lit_runs.Capture, command: list[str], check_file: str) -> subprocess.CompletedProcess:
+    """The RUN line's FileCheck on its captured input, with ``check_file`` as the checks."""
+    args = [check_file if i == c.parsed.check_index else a for i, a in enumerate(c.args)
+            if i not in c.parsed.input_indices]
+    return subprocess.run(command + args, input=c.input, capture_output=True, text=True,
+                          errors="replace", cwd=c.cwd, timeout=300)
+
+
 def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str]) -> None:
     """Each FileCheck of a generated prefix passes on its captured input with the new text."""
     with tempfile.TemporaryDirectory(prefix="pxla-update-checks-") as tmp:
@@ -160,20 +168,13 @@ def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str
             if command is None:
                 raise UpdateError(f"RUN line {c.run.line}: FileCheck '{c.filecheck}' is not on PATH", c.run.line)
             parsed = c.parsed
-
-            def filecheck(check_file: str) -> subprocess.CompletedProcess:
-                args = [check_file if i == parsed.check_index else a for i, a in enumerate(c.args)
-                        if i not in parsed.input_indices]
-                return subprocess.run(command + args, input=c.input, capture_output=True, text=True,
-                                      errors="replace", cwd=c.cwd, timeout=300)
-
-            done = filecheck(checks)
+            done = _filecheck(c, command, checks)
             if done.returncode == 0:
                 continue
             why = _first_error(done.stderr.replace(checks, path))
             with open(anything, "w") as f:  # checks that pass on any output: failing them is the options' fault
                 f.write("".join(f"{p}: {{{{.*}}}}\n" for p in parsed.prefixes))
-            if filecheck(anything).returncode != 0:
+            if _filecheck(c, command, anything).returncode != 0:
                 raise UpdateError(f"RUN line {c.run.line}: its FileCheck fails whatever the checks ({why}): fix the "
                                   "FileCheck options on the RUN line; the test is unchanged", c.run.line)
             mixed = sorted(hand & set(parsed.prefixes))

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from jax import tree_util
@@ -162,7 +163,7 @@ class XmapFunction(MapFunction):
                   self.options, ensure_fixed_sharding)
         super().__init__(fun, donate_argnums=donate, options=shared)
 
-    def with_options(self, **options) -> "XmapFunction":
+    def with_options(self, **options) -> XmapFunction:
         """The same xmap with other options (e.g. ``lowering``, ``shardings``)."""
         unknown = set(options) - {*self._init, *_PIPELINE_OPTIONS}
         if unknown:

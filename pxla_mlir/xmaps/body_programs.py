@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -155,7 +155,7 @@ def tile_function(plan: Plan, user: core.ClosedJaxpr, in_maps: Maps, out_maps: M
             entered.append(jnp.squeeze(x, gone) if gone else x)
         outs = vmapped(*entered)
         results = []
-        for y, m, tags, rank in zip(outs, out_maps, out_tags, out_ranks):
+        for y, m, tags in zip(outs, out_maps, out_tags):
             gone = tuple(i for i, t in enumerate(tags) if t and t[0] == "squeeze")
             y = jnp.expand_dims(y, gone) if gone else y
             if plan.used_loops:

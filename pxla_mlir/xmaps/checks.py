@@ -13,7 +13,7 @@ as 2022's were), its message starting with 2022's words.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from pxla_mlir.maps.invariance import Names, named_shapes
 from pxla_mlir.xmaps.call_site import call_site
@@ -40,7 +40,7 @@ class ResourceTyping:
             f"a value returned from a primitive {eqn.primitive.name} created at {call_site(eqn.source_info)}"
             f"{self.where}"), self.loops)
 
-    def inner(self, eqn, body_inputs: Sequence[Names]) -> "ResourceTyping":
+    def inner(self, eqn, body_inputs: Sequence[Names]) -> ResourceTyping:
         """The typing inside a nested xmap equation (whose inputs, with their
         named dimensions, are ``body_inputs``)."""
         p = eqn.params

@@ -17,7 +17,7 @@ left to XLA (``"?"``) for axes of other vmaps and vectorized named axes.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 from jax.extend.core import Primitive

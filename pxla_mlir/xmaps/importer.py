@@ -14,7 +14,7 @@ makes replica-mode, manual-SPMD or vectorized-SPMD MHLO.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import jax
 

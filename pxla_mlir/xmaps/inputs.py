@@ -11,7 +11,7 @@ avoid by laying it out once. Host values and arrays with other shardings
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np

@@ -63,14 +63,14 @@ class Substitution:
     layout its named axes have (``ensure_fixed_sharding``).
     """
 
-    def __init__(self, plan: Plan, global_view: bool, parent: "Substitution | None" = None,
+    def __init__(self, plan: Plan, global_view: bool, parent: Substitution | None = None,
                  loop_index: dict | None = None, mesh_vmapped: bool = False, fixed: bool = False):
         self.plan, self.global_view, self.parent = plan, global_view, parent
         self.loop_index, self.mesh_vmapped = loop_index, mesh_vmapped
         self.fixed = global_view and (fixed or (parent is not None and parent.fixed))
         self.untiled: dict = {}  # id(value gathered from a nested xmap) -> (value, its tile, layout)
 
-    def with_loop_index(self, loop_index: dict | None) -> "Substitution":
+    def with_loop_index(self, loop_index: dict | None) -> Substitution:
         return Substitution(self.plan, self.global_view, self.parent, loop_index, self.mesh_vmapped, self.fixed)
 
     def vmapped_layout(self, vectorized) -> tuple:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jax.errors import JAXTypeError
 
@@ -102,7 +103,7 @@ class Plan:
     def uses_mesh(self) -> bool:
         return any(self.mesh_resources(n) for n in self.names)
 
-    def without_resources(self) -> "Plan":
+    def without_resources(self) -> Plan:
         """The same named axes, all vectorized (the global view on one device)."""
         return Plan(self.names, self.sizes, {n: () for n in self.names}, {}, {})
 

@@ -20,7 +20,7 @@ intermediate).
 from __future__ import annotations
 
 import functools
-from typing import Mapping
+from collections.abc import Mapping
 
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.xmaps.plan import Plan

@@ -12,7 +12,7 @@ rank. Entries sit in pytree prefixes of the arguments (or results).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from jax import tree_util
@@ -100,7 +100,7 @@ class AxisSpec:
             return len(self.front) + len(self.back)
         return max((i for i, n in enumerate(self.front) if n is not None), default=-1) + 1
 
-    def resolve(self, ndim: int, where: str, kind: str = "argument", shape=None) -> "NamedDims":
+    def resolve(self, ndim: int, where: str, kind: str = "argument", shape=None) -> NamedDims:
         """``{dim: name}`` for a value of rank ``ndim`` (and ``shape``, for messages)."""
         if kind == "argument" and ndim < self.min_rank():
             of_shape = f" (shape {tuple(shape)})" if shape is not None else ""
@@ -125,7 +125,7 @@ class AxisSpec:
         out.update({ndim - len(self.back) + i: n for i, n in enumerate(self.back) if n is not None})
         return NamedDims(out, self.user_repr)
 
-    def resolve_result(self, aval, sizes: Mapping[str, int], where: str) -> "NamedDims":
+    def resolve_result(self, aval, sizes: Mapping[str, int], where: str) -> NamedDims:
         """``{dim: name}`` for a result whose per-element value has ``aval``."""
         ndim = self.result_rank(aval.ndim)
         shape = None

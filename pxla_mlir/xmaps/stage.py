@@ -61,7 +61,7 @@ class XmapCall:
                     donated=tuple(self.donated), backend=self.backend, fixed_sharding=self.fixed_sharding)
 
     @classmethod
-    def from_params(cls, jaxpr: core.ClosedJaxpr, params: dict, avals) -> "XmapCall":
+    def from_params(cls, jaxpr: core.ClosedJaxpr, params: dict, avals) -> XmapCall:
         return cls(plan_of(params), jaxpr, tuple(mapping_of(s) for s in params["in_axes"]),
                    tuple(mapping_of(s) for s in params["out_axes"]), tuple(avals),
                    tuple(abstract_eval(jaxpr=jaxpr, **params)[0]), tuple(params["donated"]), params["mesh"],

@@ -4,6 +4,7 @@
 # Note: PyPI filecheck accepts --enable-var-scope but ignores it, so tests
 # re-capture variables after each CHECK-LABEL instead of relying on scoping.
 
+import contextlib
 import os
 import sys
 
@@ -52,7 +53,5 @@ if filecheck:
         lit_config.fatal(f"FILECHECK={filecheck} is not an executable")
     config.substitutions.append((r"(?<![\w./-])filecheck(?=\s|$)", f'"{filecheck}"'))
 
-try:
+with contextlib.suppress(Exception):  # platforms without psutil support
     lit_config.maxIndividualTestTime = 300
-except Exception:  # platforms without psutil support
-    pass

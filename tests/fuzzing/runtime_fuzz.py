@@ -190,7 +190,7 @@ def cache_scenario(rng: random.Random, log: list[str]) -> None:
             entries[program] = new.pop()
 
     def damage(path, how, other):
-        raw = open(path, "rb").read()
+        raw = pathlib.Path(path).read_bytes()
         head, body = raw[:pc._HEADER.size], raw[pc._HEADER.size:]
         if how == "swap" and other:
             shutil.copy(other, path)
@@ -198,25 +198,25 @@ def cache_scenario(rng: random.Random, log: list[str]) -> None:
             payload = bytearray(zlib.decompress(body))
             for _ in range(rng.randint(1, 64)):
                 payload[rng.randrange(len(payload))] ^= 1 << rng.randrange(8)
-            open(path, "wb").write(head + zlib.compress(bytes(payload)))
+            pathlib.Path(path).write_bytes(head + zlib.compress(bytes(payload)))
         elif how == "flip compressed":
             data = bytearray(raw)
             for _ in range(rng.randint(1, 8)):
                 data[rng.randrange(pc._HEADER.size, len(data))] ^= 1 << rng.randrange(8)
-            open(path, "wb").write(bytes(data))
+            pathlib.Path(path).write_bytes(bytes(data))
         elif how == "flip header":
             data = bytearray(raw)
             data[rng.randrange(pc._HEADER.size)] ^= 1 << rng.randrange(8)
-            open(path, "wb").write(bytes(data))
+            pathlib.Path(path).write_bytes(bytes(data))
         elif how == "truncate":
-            open(path, "wb").write(raw[:rng.randrange(len(raw))])
+            pathlib.Path(path).write_bytes(raw[:rng.randrange(len(raw))])
         elif how == "noise":
-            open(path, "wb").write(bytes(rng.randrange(256) for _ in range(rng.randint(0, 4096))))
+            pathlib.Path(path).write_bytes(bytes(rng.randrange(256) for _ in range(rng.randint(0, 4096))))
         elif how == "forge" and other:
             magic, program, _, seconds = pc._HEADER.unpack(head)
-            theirs = zlib.decompress(open(other, "rb").read()[pc._HEADER.size:])
-            open(path, "wb").write(pc._HEADER.pack(magic, program, hashlib.sha256(theirs).digest(), seconds)
-                                   + zlib.compress(theirs))
+            theirs = zlib.decompress(pathlib.Path(other).read_bytes()[pc._HEADER.size:])
+            pathlib.Path(path).write_bytes(pc._HEADER.pack(magic, program, hashlib.sha256(theirs).digest(), seconds)
+                                           + zlib.compress(theirs))
 
     try:
         for step in range(STEPS // 2):

@@ -50,7 +50,7 @@ class DumpFilter:
     def __init__(self, before: list[str] | None, after: list[str] | None):
         self.before, self.after = before, after
 
-    def __enter__(self) -> "DumpFilter":
+    def __enter__(self) -> DumpFilter:
         sys.stderr.flush()
         self._saved = os.dup(2)
         self._child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _CHILD, json.dumps([self.before, self.after])],

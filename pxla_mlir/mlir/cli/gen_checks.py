@@ -27,8 +27,8 @@ never swallow a neighbouring argument. Literal constants longer than
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 __all__ = ["check_lines", "lines_of", "split_chunks", "Block", "find_blocks", "is_begin_marker", "block", "with_block",
            "MarkerError", "BEGIN", "END", "DEFAULT_SPLIT_MARKER"]

@@ -244,32 +244,31 @@ class Driver:
         ctx = self.context()
         pipeline = Pipeline.parse(pipeline_text, ctx) if pipeline_text else self.pipeline(ctx)
         out = None
-        with DiagnosticCollector(ctx) as diags:
-            with ctx:
-                try:
-                    if not bytecode:  # the nesting limit guards the text parser's stack
-                        check_nesting(data)
-                    op, owner = self._parse(data, pipeline)
-                    verify = "every-pass" if a.verify_each else "pxla-changes"
-                    pm = pipeline.pass_manager(ctx, verify)
-                    self._instrument(pm)
-                    if pipeline.steps:
-                        self._run(pm, op)
-                        if not pipeline.verified_at_end(verify):
-                            op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
-                    out = self._print(op)
-                except ir.MLIRError as e:
-                    diags.add_error(e)
-                    if not diags.errors:  # a failure that carried no located diagnostic
-                        diags.add(Diagnostic("error", str(e).strip(), None))
-                except NestingError as e:
-                    diags.add(Diagnostic("error", e.message, SourceLoc("-", e.line, e.col)))
-                except _InputError as e:
-                    diags.add(Diagnostic("error", e.message, e.loc))
-                finally:
-                    pm = op = owner = None  # noqa: F841 (dropped: the timing report prints when the PassManager dies)
-                    if a.mlir_timing or a.mlir_pass_statistics:
-                        gc.collect()  # a collection costs about as much as a small module's passes
+        with DiagnosticCollector(ctx) as diags, ctx:
+            try:
+                if not bytecode:  # the nesting limit guards the text parser's stack
+                    check_nesting(data)
+                op, owner = self._parse(data, pipeline)
+                verify = "every-pass" if a.verify_each else "pxla-changes"
+                pm = pipeline.pass_manager(ctx, verify)
+                self._instrument(pm)
+                if pipeline.steps:
+                    self._run(pm, op)
+                    if not pipeline.verified_at_end(verify):
+                        op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
+                out = self._print(op)
+            except ir.MLIRError as e:
+                diags.add_error(e)
+                if not diags.errors:  # a failure that carried no located diagnostic
+                    diags.add(Diagnostic("error", str(e).strip(), None))
+            except NestingError as e:
+                diags.add(Diagnostic("error", e.message, SourceLoc("-", e.line, e.col)))
+            except _InputError as e:
+                diags.add(Diagnostic("error", e.message, e.loc))
+            finally:
+                pm = op = owner = None  # noqa: F841 (dropped: the timing report prints when the PassManager dies)
+                if a.mlir_timing or a.mlir_pass_statistics:
+                    gc.collect()  # a collection costs about as much as a small module's passes
         failed = bool(diags.errors)
         if bytecode:  # no source lines to point at: name the file only
             found = [_without_buffer_loc(d) for d in diags.diagnostics]

@@ -27,7 +27,7 @@ import difflib
 import math
 import re
 import time
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 
@@ -51,9 +51,9 @@ class Stage:
     name: str  # "jaxpr", "pxla", a pass argument, "mhlo" or "xla"
     kind: str  # "jaxpr" | "import" | "pass" | "final" | "xla"
     lang: str  # "jaxpr" | "mlir" | "hlo": how to highlight the text
-    text: Optional[str]  # None: not available
-    seconds: Optional[float] = None  # wall time of the pass (or of XLA's compile)
-    changed: Optional[bool] = None  # passes: whether the printed module changed
+    text: str | None  # None: not available
+    seconds: float | None = None  # wall time of the pass (or of XLA's compile)
+    changed: bool | None = None  # passes: whether the printed module changed
     diff: tuple[tuple[str, str], ...] = ()  # passes: linediff.diff_ops against the previous stage
     note: str = ""  # why the text is missing, or what failed
 
@@ -114,7 +114,7 @@ class ShardingView:
     dtype: str
     shape: tuple[int, ...]  # global shape
     dims: tuple[tuple[str, ...], ...]  # mesh axes splitting each dimension, major first
-    ranges: tuple[Optional[Range], ...]  # per device: (start, stop) per dimension
+    ranges: tuple[Range | None, ...]  # per device: (start, stop) per dimension
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,7 +247,7 @@ def _name_inner_replicas(pxla: ir.Module, names: list[str], sizes: list[int]):
                       pxla_attrs.read_int(op, pxla_attrs.STRIDE, 0)))
     ordered = sorted(axes, key=lambda a: -a[2])
     stride, ok = 1, len({a[0] for a in ordered}) == len(ordered) and bool(ordered)
-    for name, size, st in reversed(ordered):
+    for _name, size, st in reversed(ordered):
         ok = ok and st == stride and size > 0
         stride *= max(size, 1)
     if not ok or stride != sizes[k] or any(a[0] in names for a in ordered):
@@ -280,7 +280,7 @@ def _collectives(module: ir.Module, num_replicas: int, num_partitions: int) -> t
     return tuple(out)
 
 
-def _dims(attr) -> Optional[tuple[tuple[str, ...], ...]]:
+def _dims(attr) -> tuple[tuple[str, ...], ...] | None:
     dims = []
     for entry in ir.ArrayAttr(attr):
         if isinstance(entry, ir.StringAttr):  # "?": unspecified, drawn as not split
@@ -334,8 +334,8 @@ def _named_axes(plan) -> tuple[NamedAxis, ...]:
 @dataclasses.dataclass(frozen=True)
 class Row:
     name: str
-    a: Optional[int]  # index into Comparison.a.stages (None: no such stage on that side)
-    b: Optional[int]
+    a: int | None  # index into Comparison.a.stages (None: no such stage on that side)
+    b: int | None
     diff: str  # unified diff of the two stages, normalised for MLIR ("" when the same)
 
 
@@ -371,7 +371,7 @@ def _zip_longest(left: Sequence[int], right: Sequence[int]):
     return [(left[k] if k < len(left) else None, right[k] if k < len(right) else None) for k in range(n)]
 
 
-def _stage_diff(sa: Optional[Stage], sb: Optional[Stage], a_label: str, b_label: str) -> str:
+def _stage_diff(sa: Stage | None, sb: Stage | None, a_label: str, b_label: str) -> str:
     ta = sa.text if sa is not None and sa.text is not None else ""
     tb = sb.text if sb is not None and sb.text is not None else ""
     if sa is not None and sb is not None and sa.lang == sb.lang == "mlir" and ta and tb:

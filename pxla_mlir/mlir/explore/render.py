@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+from collections.abc import Sequence
 from html import escape
-from typing import Optional, Sequence
 
 from pxla_mlir.mlir.explore.model import Collective, Comparison, Page, Stage
 from pxla_mlir.mlir.explore.svg import collective_svg, color, fmt_bytes, sharding_svgs
@@ -42,7 +42,7 @@ def _doc(title: str, body: str, body_class: str = "") -> str:
             f'<div id="status" hidden></div><script>{_asset("page.js")}</script></body></html>\n')
 
 
-def _ms(seconds: Optional[float]) -> str:
+def _ms(seconds: float | None) -> str:
     return "" if seconds is None else f"{seconds * 1e3:.2f} ms"
 
 
@@ -275,7 +275,7 @@ def render(page: Page) -> str:
 
 # -- comparison -----------------------------------------------------------------------------------
 
-def _side(page: Page, index: Optional[int]) -> str:
+def _side(page: Page, index: int | None) -> str:
     if index is None:
         return '<p class="note">(no such stage on this side)</p>'
     s = page.stages[index]

@@ -5,8 +5,8 @@ of a sharded value (the array view and the device view that
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Optional, Sequence
 
 from pxla_mlir.mlir.explore.model import Collective, MeshView, Range, ShardingView
 
@@ -31,7 +31,7 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def fmt_range(r: Optional[Range]) -> str:
+def fmt_range(r: Range | None) -> str:
     return "nothing" if r is None else "[" + ", ".join(f"{a}:{b}" for a, b in r) + "]"
 
 

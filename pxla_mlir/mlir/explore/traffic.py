@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["bytes_sent", "element_bytes", "tensor_bytes"]
 

@@ -14,7 +14,7 @@ its attributes; each output form's annotate pass then encodes it (GSPMD's
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from jaxlib.mlir import ir
 

@@ -18,7 +18,7 @@ collective_broadcast)
 from __future__ import annotations
 
 import enum
-from typing import Sequence
+from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 

@@ -11,7 +11,8 @@ import dataclasses
 import re
 import threading
 import warnings
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from jaxlib.mlir import ir
 
@@ -99,7 +100,7 @@ class Diagnostic:
     severity: str  # one of SEVERITIES
     message: str
     loc: SourceLoc | None
-    notes: tuple["Diagnostic", ...] = ()
+    notes: tuple[Diagnostic, ...] = ()
 
     def format(self, buffer_name: str | None = None, source: bytes | str | None = None) -> str:
         """``file:line:col: error: message`` lines, notes indented after it.
@@ -122,13 +123,13 @@ class Diagnostic:
         return f"{file}:{self.loc.line}:{self.loc.col}: "
 
     @classmethod
-    def from_mlir(cls, d) -> "Diagnostic":
+    def from_mlir(cls, d) -> Diagnostic:
         """From an ``ir.Diagnostic`` or an ``MLIRError.error_diagnostics`` entry."""
         sev = str(d.severity).rsplit(".", 1)[-1].lower()
         notes = tuple(cls.from_mlir(n) for n in d.notes)
         return cls(sev if sev in SEVERITIES else "error", d.message, location_of(d.location), notes)
 
-    def walk(self) -> Iterator["Diagnostic"]:
+    def walk(self) -> Iterator[Diagnostic]:
         yield self
         for n in self.notes:
             yield from n.walk()
@@ -141,7 +142,7 @@ class PxlaWarning(UserWarning):
 _active = threading.local()
 
 
-def _stack() -> list["DiagnosticCollector"]:
+def _stack() -> list[DiagnosticCollector]:
     if not hasattr(_active, "stack"):
         _active.stack = []
     return _active.stack
@@ -161,7 +162,7 @@ class DiagnosticCollector:
         self._handler = None
         self._saved_flag = False
 
-    def __enter__(self) -> "DiagnosticCollector":
+    def __enter__(self) -> DiagnosticCollector:
         self._saved_flag = self.ctx.emit_error_diagnostics
         self.ctx.emit_error_diagnostics = True
         self._handler = self.ctx.attach_diagnostic_handler(self._on_diagnostic)

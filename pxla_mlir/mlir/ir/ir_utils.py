@@ -6,7 +6,7 @@ segfaults); the helpers here check first and raise a Python error instead.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -107,7 +107,7 @@ def functions(module: ir.Operation) -> Iterator[ir.Operation]:
 
 
 def symbol_name(op: ir.Operation) -> str | None:
-    attr = op.attributes["sym_name"] if "sym_name" in op.attributes else None
+    attr = op.attributes.get("sym_name")
     return ir.StringAttr(attr).value if isinstance(attr, ir.StringAttr) else None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from jaxlib.mlir import ir
 

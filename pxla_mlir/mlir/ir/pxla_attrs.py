@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -172,7 +172,7 @@ def custom_call_target(op: ir.Operation) -> str | None:
 
 
 def function_type(fn: ir.Operation) -> ir.FunctionType:
-    attr = fn.attributes["function_type"] if "function_type" in fn.attributes else None
+    attr = fn.attributes.get("function_type")
     if not isinstance(attr, ir.TypeAttr) or not isinstance(ir.TypeAttr(attr).value, ir.FunctionType):
         raise _kind_error(fn, "function_type", "a function type", attr)
     return ir.FunctionType(ir.TypeAttr(attr).value)

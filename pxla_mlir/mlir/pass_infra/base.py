@@ -21,7 +21,8 @@ import dataclasses
 import os
 import threading
 import traceback
-from typing import Any, ClassVar, Iterable
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 from jaxlib.mlir import ir
 

@@ -58,7 +58,7 @@ def option_fields(cls) -> list[OptionInfo]:
     return list(_option_fields(cls))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _option_fields(cls) -> tuple[OptionInfo, ...]:
     """Read once per class: resolving the type hints costs milliseconds, and
     every ``pmap(...)`` configures its pipeline."""

@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import tempfile
-from typing import Literal, Union
+from typing import Literal
 
 from jaxlib.mlir import ir, passmanager
 
@@ -61,7 +61,7 @@ class _Element:
     name: str
     col: int
     options: str | None = None  # text inside {...}
-    children: tuple["_Element", ...] | None = None  # nested anchor: name(...)
+    children: tuple[_Element, ...] | None = None  # nested anchor: name(...)
 
 
 class _Parser:
@@ -136,7 +136,7 @@ class _Parser:
 
 # -- resolved pipeline -----------------------------------------------------------
 
-Step = Union[ModulePass, str]  # a pxla pass, or canonical text of jaxlib passes
+Step = ModulePass | str  # a pxla pass, or canonical text of jaxlib passes
 Verify = Literal["every-pass", "pxla-changes", "none"]
 
 
@@ -194,7 +194,7 @@ class Pipeline:
     steps: tuple[Step, ...]
 
     @classmethod
-    def cached(cls, text: str, ctx: ir.Context | None = None) -> "Pipeline":
+    def cached(cls, text: str, ctx: ir.Context | None = None) -> Pipeline:
         """Parsed once per process; a Pipeline builds PassManagers for any context.
         The first call parses in ``ctx`` (the caller holds it), or in a fresh
         context if none is given."""
@@ -212,7 +212,7 @@ class Pipeline:
         return pipeline
 
     @classmethod
-    def parse(cls, text: str, ctx: ir.Context) -> "Pipeline":
+    def parse(cls, text: str, ctx: ir.Context) -> Pipeline:
         root = _Parser(text).parse()
         steps: list[Step] = []
         for el in root.children:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from jaxlib.mlir import ir
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -65,20 +65,20 @@ class HloSharding:
 
     # -- construction ----------------------------------------------------------
     @classmethod
-    def replicated(cls) -> "HloSharding":
+    def replicated(cls) -> HloSharding:
         return cls("replicated")
 
     @classmethod
-    def manual(cls) -> "HloSharding":
+    def manual(cls) -> HloSharding:
         return cls("manual")
 
     @classmethod
-    def maximal(cls, device: int) -> "HloSharding":
+    def maximal(cls, device: int) -> HloSharding:
         return cls("maximal", device=int(device))
 
     @classmethod
     def tiled(cls, tile_dims: Sequence[int], devices: np.ndarray | Sequence[int],
-              subgroups: Sequence[tuple[str, int]] = ()) -> "HloSharding":
+              subgroups: Sequence[tuple[str, int]] = ()) -> HloSharding:
         """From an explicit device array (any shape with the right size)."""
         dims = tuple(int(d) for d in tile_dims)
         subgroups = tuple((k, int(s)) for k, s in subgroups)
@@ -87,13 +87,13 @@ class HloSharding:
 
     @classmethod
     def from_mesh(cls, mesh_shape: Sequence[int], perm: Sequence[int], tile_dims: Sequence[int],
-                  subgroups: Sequence[tuple[str, int]] = ()) -> "HloSharding":
+                  subgroups: Sequence[tuple[str, int]] = ()) -> HloSharding:
         """Devices ``iota(mesh_shape).transpose(perm)`` laid over the tile."""
         arr = np.arange(int(np.prod(mesh_shape, dtype=np.int64))).reshape(tuple(mesh_shape)).transpose(perm)
         return cls.tiled(tile_dims, arr, subgroups)
 
     @classmethod
-    def _canonical(cls, dims, subgroups, arr: np.ndarray) -> "HloSharding":
+    def _canonical(cls, dims, subgroups, arr: np.ndarray) -> HloSharding:
         for kind, _ in subgroups:
             if kind not in SUBGROUP_KINDS:
                 raise ValueError(f"unknown subgroup kind {kind!r}; expected one of {SUBGROUP_KINDS}")
@@ -147,7 +147,7 @@ class HloSharding:
             if dev >= num_devices:
                 raise ValueError(f"sharding {self} names device {dev}, only {num_devices} exist")
             idx = []
-            for dim, (size, parts, c) in enumerate(zip(shape, self.tile_dims, coords)):
+            for size, parts, c in zip(shape, self.tile_dims, coords):
                 chunk = -(-size // parts)  # XLA pads the last tile
                 idx.append(slice(min(c * chunk, size), min((c + 1) * chunk, size)))
             out[dev] = tuple(idx)
@@ -158,7 +158,7 @@ class HloSharding:
         if self.kind in ("replicated", "manual"):
             return "{" + self.kind + "}"
         if self.kind == "maximal":
-            return "{maximal device=%d}" % self.device
+            return f"{{maximal device={self.device:d}}}"
         dims = list(self.tile_dims) + [s for _, s in self.subgroups]
         if self.iota is not None:
             idims, perm = self.iota

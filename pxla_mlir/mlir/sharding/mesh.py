@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class AbstractMesh:
         return self._sizes
 
     @property
-    def shape(self) -> "collections.OrderedDict[str, int]":
+    def shape(self) -> collections.OrderedDict[str, int]:
         return collections.OrderedDict(zip(self._names, self._sizes))
 
     @property
@@ -83,7 +83,7 @@ class AbstractMesh:
     def empty(self) -> bool:
         return not self._names
 
-    def abstract(self) -> "AbstractMesh":
+    def abstract(self) -> AbstractMesh:
         return AbstractMesh(self._sizes, self._names)
 
     def __eq__(self, other):
@@ -130,13 +130,11 @@ class AbstractMesh:
         self.check_mapping(mapping, ndim)
         sharding: list = [NoSharding()] * ndim
         mesh_mapping: list = [Replicated(s) for s in self._sizes]
-        next_axis = 0
         # sorted() is stable: mesh axes on the same dimension keep mapping order.
-        for axis, dim in sorted(mapping.items(), key=lambda kv: kv[1]):
+        for next_axis, (axis, dim) in enumerate(sorted(mapping.items(), key=lambda kv: kv[1])):
             chunks = sharding[dim].chunks if isinstance(sharding[dim], Chunked) else ()
             sharding[dim] = Chunked(chunks + (self.shape[axis],))
             mesh_mapping[self._names.index(axis)] = ShardedAxis(next_axis)
-            next_axis += 1
         return ShardingSpec(sharding, mesh_mapping)
 
 
@@ -216,7 +214,7 @@ class Mesh(AbstractMesh):
 
     @classmethod
     def create(cls, shape: Mapping[str, int] | Sequence[int], axis_names: Sequence[str] | None = None,
-               devices: Sequence | None = None) -> "Mesh":
+               devices: Sequence | None = None) -> Mesh:
         """A mesh over the first devices (of ``devices`` or jax's default backend):
         ``Mesh.create({'x': 2, 'y': 4})``."""
         if isinstance(shape, Mapping):
@@ -284,10 +282,10 @@ class Mesh(AbstractMesh):
         return len(self.local_devices) != self._devices.size
 
     @property
-    def local_mesh(self) -> "Mesh":
+    def local_mesh(self) -> Mesh:
         return self.local_mesh_of(_process_index())
 
-    def local_mesh_of(self, process_index: int) -> "Mesh":
+    def local_mesh_of(self, process_index: int) -> Mesh:
         """The sub-mesh of one process's devices; they must form a contiguous sub-cube."""
         local = np.vectorize(lambda d: d.process_index == process_index, otypes=[bool])(self._devices)
         if not local.any():
@@ -302,7 +300,7 @@ class Mesh(AbstractMesh):
         return Mesh(self._devices[tuple(hull)], self._names)
 
     # -- resource environment -------------------------------------------------------
-    def __enter__(self) -> "Mesh":
+    def __enter__(self) -> Mesh:
         _stack().append(self)
         return self
 

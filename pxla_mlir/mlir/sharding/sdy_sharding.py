@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pxla_mlir.mlir.sharding.mesh import AbstractMesh, MeshError, dims_from_mapping
 from pxla_mlir.mlir.sharding.spec import Chunked, Replicated, ShardedAxis, ShardingSpec, ShardingSpecError, Unstacked

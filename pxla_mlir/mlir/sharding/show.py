@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import heapq
 import io
-from typing import Any, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from rich import box
@@ -30,7 +31,7 @@ from pxla_mlir.mlir.sharding.spec import ShardingSpec, spec_to_indices
 __all__ = ["shard_ranges", "render_sharding", "show_sharding"]
 
 #: Ours, an HLO sharding string, or any of jax's (``jax.sharding.NamedSharding``, ...).
-Sharding = Union[ShardingSpec, HloSharding, str, Any]
+Sharding = ShardingSpec | HloSharding | str | Any
 Range = tuple[tuple[int, int], ...]  # (start, stop) per dimension
 
 _COLORS = ["red", "green", "blue", "magenta", "cyan", "yellow", "bright_red", "bright_green",
@@ -91,7 +92,7 @@ def shard_ranges(shape: Sequence[int], sharding: Sharding, num_devices: int | No
 
 def _range(index, shape, spec: ShardingSpec) -> Range:
     out, it = [], iter(index)
-    for size, s in zip(shape, spec.sharding):
+    for size, _ in zip(shape, spec.sharding):
         i = next(it)
         out.append((i, i + 1) if isinstance(i, (int, np.integer)) else i.indices(size)[:2])
     return tuple(out)

@@ -24,7 +24,7 @@ import ast
 import dataclasses
 import itertools
 import math
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -94,9 +94,9 @@ class Replicated:
         return f"Replicated({self.replicas})"
 
 
-DimSharding = Union[NoSharding, Chunked, Unstacked]
-MeshAssignment = Union[ShardedAxis, Replicated]
-Index = tuple[Union[int, slice], ...]
+DimSharding = NoSharding | Chunked | Unstacked
+MeshAssignment = ShardedAxis | Replicated
+Index = tuple[int | slice, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,7 +212,7 @@ class ShardingSpec:
         return f"ShardingSpec({_seq(self.sharding)}, {_seq(self.mesh_mapping)})"
 
     @classmethod
-    def parse(cls, text: str) -> "ShardingSpec":
+    def parse(cls, text: str) -> ShardingSpec:
         """The inverse of ``repr``: ``ShardingSpec((Chunked([4]),), (ShardedAxis(0), Replicated(2)))``."""
         try:
             node = ast.parse(text.strip(), mode="eval").body

@@ -7,7 +7,7 @@ import collections
 import threading
 import weakref
 
-_ALL: "weakref.WeakSet[LRU]" = weakref.WeakSet()
+_ALL: weakref.WeakSet[LRU] = weakref.WeakSet()
 
 
 class LRU:
