@@ -24,9 +24,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/pmap_demo.py
 
-# Lint and import order first (seconds), then both runners; each fails on zero tests.
-test: $(STAMP)
-	$(BIN)/ruff check .
+# make lint first (under a minute), then both runners; each fails on zero tests.
+test: lint
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/lit -sv test/lit
 	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
@@ -38,9 +37,11 @@ NOX_SESSIONS ?= -t ci
 test-versions: $(STAMP)
 	$(BIN)/nox $(NOX_SESSIONS)
 
-# ruff: lint and import order (`$(BIN)/ruff check --fix .` sorts imports).
+# ruff: lint, import order and the ban on private jax imports outside their two modules (`$(BIN)/ruff check --fix .`
+# sorts imports); pyright: types (pyproject.toml says where it is strict). No formatter: ruff format is not used.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/pyright --pythonpath $(BIN)/python
 
 # Regenerate docs/passes.md from the passes' docstrings and options (tests/test_docs.py checks it is current).
 docs: $(STAMP)

@@ -88,7 +88,7 @@ class PrivateNames:
         for name, value in bridged.items():
             setattr(self, name, value)
 
-    def __getattr__(self, name: str):  # only for names not set above
+    def __getattr__(self, name: str) -> Any:  # only for names not set above
         if name.startswith("__"):
             raise AttributeError(name)
         module = self.__dict__["_module"].__name__

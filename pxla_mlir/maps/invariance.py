@@ -21,11 +21,12 @@ mesh resources.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeAlias
 
 from pxla_mlir.jaxbridge.jax_internals import core, scan_counts
 from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
 
-Names = frozenset
+Names: TypeAlias = frozenset
 
 #: Host calls whose results may differ from call to call (device to device).
 IMPURE = ("io_callback",)
