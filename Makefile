@@ -1,6 +1,7 @@
 # Two entry points that work on a fresh machine (they create .venv themselves):
 #   make demo   set up, then run the main job
 #   make test   set up, then run every test (pytest + lit) on the newest jax python3 allows
+#   make test-fast   the inner loop: lint, the tests marked none of slow, multiprocess, subprocess, browser, and lit
 # and the matrix beside it:
 #   make test-versions   the suite on the other jax releases (noxfile.py; what CI adds to make test)
 
@@ -9,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-versions lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
+.PHONY: demo test test-fast test-versions lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
@@ -24,11 +25,29 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/pmap_demo.py
 
+# pytest-xdist spreads the tests over the cores (a worker per core, at most 8: each holds a jax with 8 virtual
+# devices). --dist loadgroup keeps a file marked xdist_group on one worker, so that its module fixture builds or
+# launches once (the wheel, the benchmark scripts, the multi-process runs).
+XDIST ?= -n auto --maxprocesses 8 --dist loadgroup
+
+# The cost tiers (markers in pyproject.toml; README, Testing): the inner loop leaves out every marked test.
+FAST := not slow and not multiprocess and not subprocess and not browser
+
 # make lint first (under a minute), then both runners; each fails on zero tests.
+# The multiprocess tests run in a second pass, serially and alone: each launches 2 to 4 jax processes that use
+# every core already, and they join on 127.0.0.1 ports against deadlines of a few seconds (a process that is not
+# there in 4 s is an error by design) and assert bounded exit times, which xdist workers competing for the cores
+# would break; on the cores the launches fill, xdist would gain nothing either.
 test: lint
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q $(XDIST) -m "not multiprocess" tests
+	$(BIN)/python -m pytest -q -m multiprocess tests
 	$(BIN)/lit -sv test/lit
 	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
+
+# The inner loop: lint, the tests with none of the cost marks on every core, the lit suite once (PyPI filecheck).
+test-fast: lint
+	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST)" tests
+	$(BIN)/lit -s test/lit
 
 # The suite on jax 0.12.0.1 and 0.11.2 (Python 3.12) and a smoke subset on 0.12.0.1 (Python 3.13), each
 # in a fresh environment; interpreters are found on PATH or under pyenv, a missing one is a skip line.

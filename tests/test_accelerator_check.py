@@ -7,7 +7,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
+
+pytestmark = pytest.mark.subprocess
 
 SCRIPT = str(REPO / "bench" / "accelerator_check.py")
 CASES = ["pmap, replica mode", "pmap, partition mode, sdy", "pmap, partition mode, gspmd", "xmap, replica lowering",
@@ -22,6 +25,7 @@ def _env():
     return env
 
 
+@pytest.mark.slow
 def test_cpu_quick_prints_the_table():
     proc = subprocess.run([sys.executable, SCRIPT, "--cpu", "--quick", "--cpu-devices", "2"], capture_output=True,
                           text=True, timeout=600, env=_env(), cwd=REPO)

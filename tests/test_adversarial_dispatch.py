@@ -3,7 +3,10 @@ thread's signature a cache miss): each finishes with the right values. Run
 in a subprocess with a hard timeout: the failure this guards against is a
 deadlock."""
 
+import pytest
 from isolation import run_isolated
+
+pytestmark = pytest.mark.subprocess
 
 
 def test_threads_first_calling_a_donating_map_do_not_deadlock():

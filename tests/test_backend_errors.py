@@ -40,6 +40,7 @@ def _run(argv, platforms: str, cwd=REPO):
     return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 
+@pytest.mark.subprocess
 def test_every_python_entry_point_says_the_backend_cannot_start():
     code = textwrap.dedent(f"""
         import numpy as np, pxla_mlir
@@ -79,6 +80,7 @@ def test_every_python_entry_point_says_the_backend_cannot_start():
                                   ["run", "REPO/examples/pmap_demo.py:inner", "--map", "pmap", "--arg", "f32[2,3]"],
                                   ["emit", "REPO/examples/pmap_demo.py:inner", "--map", "pmap", "--arg", "f32[2,3]"]],
                          ids=["run-module", "run-processes", "run-target", "emit"])
+@pytest.mark.subprocess
 def test_cli_says_the_backend_cannot_start_in_one_line(tmp_path, argv):
     (tmp_path / "m.mlir").write_text(_MODULE)
     argv = [a.replace("REPO", str(REPO)) for a in argv]
@@ -90,6 +92,7 @@ def test_cli_says_the_backend_cannot_start_in_one_line(tmp_path, argv):
     assert "PXLA_DEBUG" not in line and "AssertionError" not in line
 
 
+@pytest.mark.subprocess
 def test_an_unknown_platform_names_what_jax_has():
     result = _run(["-m", "pxla_mlir.tools.cli", "run", str(REPO / "test/lit/Inputs/centre_plus_mean.mlir")], "bogus")
     assert result.returncode == 2, result.stderr

@@ -26,6 +26,12 @@ SMOKE_ARGS = {
     "bench_training.py": ["--rounds", "1", "--steps", "1", "--first-rounds", "1", "--layers", "1", "--skip-hlo"],
     "bench_xmap.py": ["--rounds", "1", "--calls", "2"],
 }
+#: What a script does beyond one plain process: its test carries the mark too.
+MARKS = {"bench_explore.py": pytest.mark.browser,  # opens the page in headless Chromium where it is installed
+         "bench_multiprocess.py": pytest.mark.multiprocess}  # a launch of 2 jax processes
+
+# The module fixture runs the scripts: under pytest-xdist one worker runs them all, once.
+pytestmark = pytest.mark.xdist_group("bench_smoke")
 
 
 def _run(script: str) -> subprocess.CompletedProcess:
@@ -35,16 +41,21 @@ def _run(script: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def results():
+def results(request):
+    """The runs of the scripts whose tests were selected (-m "not multiprocess" leaves bench_multiprocess.py out)."""
+    chosen = sorted({item.callspec.params["script"] for item in request.session.items
+                     if item.module is request.module and hasattr(item, "callspec")})
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        return dict(zip(SMOKE_ARGS, pool.map(_run, SMOKE_ARGS)))
+        return dict(zip(chosen, pool.map(_run, chosen)))
 
 
 def test_every_bench_script_is_listed():
     assert sorted(p.name for p in (REPO / "bench").glob("bench_*.py")) == sorted(SMOKE_ARGS)
 
 
-@pytest.mark.parametrize("script", sorted(SMOKE_ARGS))
+@pytest.mark.parametrize("script", [pytest.param(s, marks=MARKS.get(s, ())) for s in sorted(SMOKE_ARGS)])
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_bench_script_runs(script, results):
     proc = results[script]
     assert proc.returncode == 0, f"{script} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"

@@ -20,6 +20,8 @@ def cli(*args, stdin=None, cwd=None, **extra_env):
                           text=True, env=env, input=stdin, timeout=300, cwd=cwd)
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_emit_to_a_file_then_diff_against_the_same_emit_is_empty(tmp_path):
     out = tmp_path / "nested.mlir"
     assert cli("emit", NESTED, "-o", out).returncode == 0
@@ -27,6 +29,8 @@ def test_emit_to_a_file_then_diff_against_the_same_emit_is_empty(tmp_path):
     assert same.returncode == 0 and same.stdout == ""
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_diff_against_the_other_unshard_strategy_shows_only_unshard_ops(tmp_path):
     out = tmp_path / "nested.mlir"
     cli("emit", NESTED, "-o", out)
@@ -47,6 +51,7 @@ def test_diff_against_the_other_unshard_strategy_shows_only_unshard_ops(tmp_path
     ("gspmd", "mhlo.sharding", "<=[8]", "0,1,2,3,4,5,6,7"),
     ("sdy", "sdy.sharding", '[{"x"}, {"y"}]>', '[{"x"}, {}]>'),
 ])
+@pytest.mark.subprocess
 def test_diff_ignores_attributes_on_request(tmp_path, shardings, attr, old, new):
     a = cli("emit", XMAP, "--lowering", "vectorize", "--shardings", shardings).stdout
     assert old in a
@@ -56,6 +61,8 @@ def test_diff_ignores_attributes_on_request(tmp_path, shardings, attr, old, new)
     assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir", "--ignore", attr).returncode == 0
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_stages_dumps_and_dialects(tmp_path):
     pxla = cli("emit", NESTED, "--stage", "pxla").stdout
     assert "@pxla.shard" in pxla and "pxla.tile_dims" in pxla
@@ -78,6 +85,8 @@ def test_stages_dumps_and_dialects(tmp_path):
     assert unlegalized.returncode == 2 and "legalize the module to MHLO first" in unlegalized.stderr
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_plain_function_with_map_flags(tmp_path):
     src = tmp_path / "prog.py"
     src.write_text("from jax import lax\ndef f(x, w):\n    return lax.psum(x * w, 'i')\n")
@@ -91,6 +100,7 @@ def test_plain_function_with_map_flags(tmp_path):
     assert 'mhlo.sharding = "{devices=[8,1]<=[8]}"' in gspmd.stdout and "sdy" not in gspmd.stdout
 
 
+@pytest.mark.subprocess
 def test_diff_reads_bytecode_and_stdin(tmp_path):
     text = cli("emit", NESTED).stdout
     (tmp_path / "a.mlir").write_text(text)
@@ -104,6 +114,8 @@ def test_diff_reads_bytecode_and_stdin(tmp_path):
                                      "mhlo.num_replicas = 4" in other.stdout
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_targets_import_like_python(tmp_path):
     (tmp_path / "helper_mod.py").write_text("AXIS = 'i'\n")
     (tmp_path / "mymod.py").write_text("from jax import lax\nimport helper_mod\n\n"
@@ -122,6 +134,7 @@ def test_targets_import_like_python(tmp_path):
         f"such file names in MLIR locations; rename the directory (or move the file) to a UTF-8 name\n")
 
 
+@pytest.mark.subprocess
 def test_cpu_devices_says_when_it_cannot_apply():
     result = cli("show-sharding", "--shape", "4", "--hlo", "{replicated}", "--devices", "2", "--cpu-devices", "4",
                  "--no-color", JAX_PLATFORMS="tpu")
@@ -130,6 +143,8 @@ def test_cpu_devices_says_when_it_cannot_apply():
                              "devices (add --backend cpu to run on 4 CPU devices)\n")
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_backend_picks_the_platform_before_jax_starts():
     """--backend cpu is JAX_PLATFORMS=cpu (here over JAX_PLATFORMS=tpu), so --cpu-devices applies, and a
     computation needing more devices than it has names that backend and the flags that give more."""
@@ -144,6 +159,7 @@ def test_backend_picks_the_platform_before_jax_starts():
 
 
 @pytest.mark.parametrize("value", ["", "cpu,tpu"])
+@pytest.mark.subprocess
 def test_backend_takes_one_platform(value):
     result = cli("emit", NESTED, "--backend", value)
     assert result.returncode == 2
@@ -151,6 +167,7 @@ def test_backend_takes_one_platform(value):
                              f"rocm), got {value!r} (see pxla-mlir emit --help)\n")
 
 
+@pytest.mark.subprocess
 def test_run_prints_timings_and_outputs():
     result = cli("run", NESTED, "--calls", "3")
     assert result.returncode == 0, result.stderr
@@ -220,6 +237,7 @@ def test_run_prints_timings_and_outputs():
     (("emit",), "the following arguments are required: target"),
     (("frobnicate",), "invalid choice: 'frobnicate'"),
 ])
+@pytest.mark.subprocess
 def test_mistakes_give_one_line(args, message):
     result = cli(*args)
     assert result.returncode == 2, result.stdout
@@ -229,6 +247,7 @@ def test_mistakes_give_one_line(args, message):
     assert "PXLA_DEBUG" not in lines[0]  # the hint is for bugs of pxla_mlir only
 
 
+@pytest.mark.subprocess
 def test_failing_user_module_is_one_line(tmp_path):
     src = tmp_path / "broken.py"
     src.write_text("raise RuntimeError('boom at import')\n")
@@ -237,6 +256,7 @@ def test_failing_user_module_is_one_line(tmp_path):
         f"pxla-mlir: error: importing '{src}' failed: RuntimeError: boom at import"
 
 
+@pytest.mark.subprocess
 def test_diff_rejects_invalid_mlir(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("module { func.func @f( }")
@@ -250,6 +270,7 @@ def test_diff_rejects_invalid_mlir(tmp_path):
                                                         f"file or an emit spec\n")
 
 
+@pytest.mark.subprocess
 def test_diff_reads_stdin_once_for_both_sides(tmp_path):
     module = "module {\n  func.func @f() {\n    return\n  }\n}\n"
     same = cli("diff", "-", "-", stdin=module)  # read once: it used to report every line removed
@@ -259,6 +280,7 @@ def test_diff_reads_stdin_once_for_both_sides(tmp_path):
     assert cli("diff", other, "-", stdin=module).returncode == 1
 
 
+@pytest.mark.subprocess
 def test_emit_refuses_a_dump_dir_that_is_a_file(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("")
@@ -268,6 +290,7 @@ def test_emit_refuses_a_dump_dir_that_is_a_file(tmp_path):
         assert why in result.stderr and len(result.stderr.splitlines()) == 1
 
 
+@pytest.mark.subprocess
 def test_errors_in_the_users_function_name_its_line_without_the_debug_hint(tmp_path):
     src = tmp_path / "prog.py"
     src.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.dot(x, jnp.ones(5))\n")
@@ -291,6 +314,7 @@ def test_a_bug_of_pxla_mlir_asks_for_the_traceback(monkeypatch, capsys):
                                        "(set PXLA_DEBUG=1 for the traceback)\n")
 
 
+@pytest.mark.subprocess
 def test_diff_sees_a_changed_module_attribute(tmp_path):
     body = "  func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n    return %x : tensor<2xf32>\n  }\n}\n"
     for header in ("module @m attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 8 : i32}} {{\n",
@@ -309,6 +333,7 @@ def test_diff_sees_a_changed_module_attribute(tmp_path):
     assert cli("diff", tmp_path / "a.mlir", tmp_path / "b.mlir", "--ignore", "mhlo.num_partitions").returncode == 0
 
 
+@pytest.mark.subprocess
 def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
     deep = tmp_path / "deep.mlir"
     deep.write_text("module attributes {x.a = " + "[" * 20000 + "]" * 20000 + "} {}\n")

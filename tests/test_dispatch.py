@@ -238,6 +238,7 @@ def run_isolated(code: str, timeout: int = 240) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
+@pytest.mark.subprocess
 def test_donated_arrays_cannot_be_reused_on_the_fast_path():
     p = run_isolated("""
         import jax, numpy as np, pxla_mlir
@@ -284,6 +285,7 @@ def test_donated_arrays_cannot_be_reused_on_the_fast_path():
     assert p.stdout.count("xmap: refused Array has been deleted with shape=float32[8]") == 2
 
 
+@pytest.mark.subprocess
 def test_a_thousand_unblocked_calls_on_the_fast_path_do_not_deadlock():
     p = run_isolated("""
         import numpy as np, pxla_mlir
@@ -319,6 +321,7 @@ def test_host_numpy_written_right_after_the_call_does_not_reach_the_launch():
         np.testing.assert_array_equal(np.asarray(y), ref)
 
 
+@pytest.mark.subprocess
 def test_arrays_donated_or_deleted_elsewhere_are_refused_on_every_path():
     """A non-donating map gets an array that another map or jax.jit donated, or that was deleted: jaxlib
     segfaults on such an argument (the C++ fast path included); every path raises jax's RuntimeError."""
@@ -361,6 +364,7 @@ def test_arrays_donated_or_deleted_elsewhere_are_refused_on_every_path():
                           for name in ("fast path", "pytree leaf", "compiled", "jit of pmap", "xmap")]
 
 
+@pytest.mark.subprocess
 def test_deleting_from_another_thread_during_calls_never_crashes():
     """jaxlib segfaults when a buffer is deleted while a multi-device launch is being prepared (2 of 3
     runs before): a deletion now waits for the launches in progress, and a call made after it raises."""

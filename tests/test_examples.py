@@ -71,6 +71,7 @@ def _demo(**env_changes):
                           env=env, timeout=600, cwd=REPO)
 
 
+@pytest.mark.subprocess
 def test_demo_starts_the_cpu_devices_it_needs():
     """`make demo` in a shell whose XLA_FLAGS asks for 2 CPU devices (other flags kept) still runs on 8."""
     result = _demo(JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_cpu_enable_fast_math=false "
@@ -81,6 +82,7 @@ def test_demo_starts_the_cpu_devices_it_needs():
     assert "default backend" not in result.stdout  # CPU is the default backend here: nothing to say
 
 
+@pytest.mark.subprocess
 def test_demo_raises_a_smaller_jax_num_cpu_devices():
     result = _demo(JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="2", XLA_FLAGS="")
     assert result.returncode == 0, result.stderr[-3000:]  # the demo raises JAX_NUM_CPU_DEVICES too

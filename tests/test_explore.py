@@ -317,6 +317,8 @@ def cli(*args, cwd=None):
                           text=True, env=env, timeout=300, cwd=cwd)
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_cli_writes_the_page(tmp_path):
     out = tmp_path / "nested.html"
     result = cli("explore", NESTED, "-o", out)
@@ -328,6 +330,7 @@ def test_cli_writes_the_page(tmp_path):
     assert default.returncode == 0 and (tmp_path / "two_level_sum.html").is_file()
 
 
+@pytest.mark.subprocess
 def test_cli_compare_with_the_other_unshard_strategy(tmp_path):
     out = tmp_path / "cmp.html"
     result = cli("explore", NESTED, "--compare", "?unshard=all-reduce", "-o", out, "--no-compile")
@@ -349,6 +352,7 @@ def test_cli_compare_with_the_other_unshard_strategy(tmp_path):
     (("explore", NESTED, "--compare", "missing/file.py:f"), "no such file 'missing/file.py'"),
     (("explore", NESTED, "--no-compile", "-o", "/nonexistent-dir/page.html"), "cannot write '/nonexistent-dir/page.html'"),
 ])
+@pytest.mark.subprocess
 def test_cli_mistakes_give_one_line(args, message):
     result = cli(*args)
     assert result.returncode == 2, result.stdout
@@ -373,6 +377,7 @@ def _stage_block(dom: str, name: str) -> str:
     return dom[start:dom.index("</details>", start)]
 
 
+@pytest.mark.browser
 def test_page_in_headless_chromium(nested_page, nested_html, tmp_path):
     _chromium()
     from PIL import Image
@@ -407,6 +412,7 @@ def test_page_in_headless_chromium(nested_page, nested_html, tmp_path):
     assert white < 0.9 * image.size[0] * image.size[1]
 
 
+@pytest.mark.browser
 def test_compare_page_in_headless_chromium(tmp_path):
     _chromium()
     from pxla_mlir.mlir.explore import build_page, compare_pages, render_comparison
@@ -491,6 +497,7 @@ def readme_compare_pages(nested_page, tmp_path_factory):
 
 @pytest.mark.parametrize("width", [1280, 1366, 1440, 1920])
 @pytest.mark.parametrize("example", ["nested", "xmap"])
+@pytest.mark.browser
 def test_compare_page_fits_the_window(readme_compare_pages, example, width, tmp_path):
     _chromium()
     from PIL import Image
@@ -509,6 +516,7 @@ def test_compare_page_fits_the_window(readme_compare_pages, example, width, tmp_
     assert Image.open(png).size == (width, 900)
 
 
+@pytest.mark.browser
 def test_evaluate_returns_the_value_or_the_error(tmp_path):
     _chromium()
     from pxla_mlir.mlir.explore.browser import BrowserError, evaluate

@@ -4,7 +4,10 @@ The fuzzers run their cases in worker processes (tests/fuzzing/workers.py),
 so a crash is reported as a failed case, never as the end of this run.
 """
 
+import pytest
 from fuzzing import opt_fuzz, program_fuzz, runtime_fuzz
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
 
 
 def test_pxla_opt_on_mutated_inputs_and_bad_pipelines_exits_0_or_1_with_a_located_error():

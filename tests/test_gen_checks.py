@@ -48,6 +48,7 @@ def filecheck(checker, checks, text, tmp_path, prefix="CHECK"):
 
 @pytest.mark.parametrize("checker", CHECKERS)
 @pytest.mark.parametrize("mode", ["replica", "partition"])
+@pytest.mark.subprocess
 def test_the_lines_check_the_text_they_came_from(checker, mode, forms, tmp_path):
     done = filecheck(checker, check_lines(forms[mode], "GEN"), forms[mode], tmp_path, "GEN")
     assert done.returncode == 0, done.stderr
@@ -73,6 +74,7 @@ def _mutate(text, old, new):
 
 @pytest.mark.parametrize("checker", CHECKERS)
 @pytest.mark.parametrize("name", sorted(MUTATIONS) + ["operand", "extra_op", "missing_op"])
+@pytest.mark.subprocess
 def test_a_semantic_change_fails_the_lines(checker, name, forms, tmp_path):
     text = forms["replica"]
     if name in MUTATIONS:
@@ -115,6 +117,7 @@ def test_labels_names_and_module_attributes(forms):
 
 
 @pytest.mark.parametrize("checker", CHECKERS)
+@pytest.mark.subprocess
 def test_large_constants_are_elided_small_ones_kept(checker, tmp_path):
     values = ", ".join(f"{v}.000000e+00" for v in range(40))
     text = ("module {\n  func.func @f() -> (tensor<40xf32>, tensor<i32>) {\n"
@@ -130,6 +133,7 @@ def test_large_constants_are_elided_small_ones_kept(checker, tmp_path):
 
 
 @pytest.mark.parametrize("checker", CHECKERS)
+@pytest.mark.subprocess
 def test_filecheck_syntax_in_the_text_is_checked_literally(checker, tmp_path):
     text = ('module {\n  func.func @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n'
             '    %0 = mhlo.custom_call @g(%arg0) {backend_config = "{{a}} [[b]] {[[c [[[d {{{e"} : '
@@ -141,6 +145,7 @@ def test_filecheck_syntax_in_the_text_is_checked_literally(checker, tmp_path):
 
 
 @pytest.mark.parametrize("checker", CHECKERS)
+@pytest.mark.subprocess
 def test_lines_break_at_newlines_only(checker, tmp_path):
     # str.splitlines would also break at a form feed, U+2028 and others: not FileCheck, not MLIR.
     text = ('module {\r\n  func.func @f() attributes {s = "a\x0cb\x1cc\u2028d"} {\r\n    return\r\n  }\r\n}\r\n'
@@ -153,6 +158,7 @@ def test_lines_break_at_newlines_only(checker, tmp_path):
     assert second == "module {\n}"
 
 
+@pytest.mark.subprocess
 def test_cli_reads_a_file_or_stdin_and_names_an_empty_input(tmp_path, forms):
     module = tmp_path / "out.mlir"
     module.write_text(forms["replica"])
@@ -164,6 +170,7 @@ def test_cli_reads_a_file_or_stdin_and_names_an_empty_input(tmp_path, forms):
     assert empty.returncode == 2 and empty.stderr == "pxla-mlir: error: stdin is empty: no checks to generate\n"
 
 
+@pytest.mark.subprocess
 def test_generator_and_update_checks_do_not_import_jax():
     code = ("import sys; import pxla_mlir.tools.cmd_checks, pxla_mlir.mlir.cli.gen_checks, pxla_mlir.tools.update_checks, "
             "pxla_mlir.tools.lit_runs; from pxla_mlir.tools import cmd_checks; "
@@ -174,6 +181,7 @@ def test_generator_and_update_checks_do_not_import_jax():
 
 # -- golden.filecheck -------------------------------------------------------------------------------
 
+@pytest.mark.subprocess
 def test_filecheck_golden_is_written_kept_and_checked(tmp_path, forms):
     text = forms["replica"]
     Golden(tmp_path, update=True).filecheck("pmap.checks.mlir", text)
@@ -192,6 +200,7 @@ def test_filecheck_golden_is_written_kept_and_checked(tmp_path, forms):
         Golden(tmp_path, update=False).filecheck("absent.mlir", text)
 
 
+@pytest.mark.subprocess
 def test_handoff_of_the_example_matches_its_filecheck_golden(golden, parse):
     from pxla_mlir.mlir.pass_infra import run_pipeline
 

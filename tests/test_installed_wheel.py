@@ -22,6 +22,9 @@ import zipfile
 import pytest
 from conftest import REPO
 
+# The module fixtures build the wheel and a venv once: under pytest-xdist one worker runs the whole file.
+pytestmark = [pytest.mark.subprocess, pytest.mark.xdist_group("installed_wheel")]
+
 
 def _run(argv, *, cwd, env=None, timeout=300) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -121,6 +124,7 @@ print("installed package works:", pxla_mlir.__file__)
 """
 
 
+@pytest.mark.slow
 def test_installed_wheel_runs_maps_from_outside_the_repo(installed, tmp_path):
     script = tmp_path / "user_program.py"
     script.write_text(_PROGRAM.format(repo=str(REPO)))
@@ -128,6 +132,7 @@ def test_installed_wheel_runs_maps_from_outside_the_repo(installed, tmp_path):
     assert "installed package works" in proc.stdout
 
 
+@pytest.mark.slow
 def test_installed_cli_emits_and_opt_runs(installed, tmp_path):
     shutil.copy(REPO / "examples" / "nested_reduction.py", tmp_path / "nested_reduction.py")
     proc = _run([str(installed / "pxla-mlir"), "emit", "nested_reduction.py:two_level_sum"], cwd=tmp_path,

@@ -1,6 +1,9 @@
 """The IR helpers that stand between a pass and a process-killing binding misuse."""
 
+import pytest
 from isolation import run_isolated
+
+pytestmark = pytest.mark.subprocess
 
 
 def test_replace_op_refuses_its_own_results_and_replaces_by_others():

@@ -10,9 +10,12 @@ import sys
 import textwrap
 
 import jaxlib.version
+import pytest
 from conftest import REPO
 
 from pxla_mlir.mlir.pass_infra import jaxlib_passes
+
+pytestmark = pytest.mark.subprocess
 
 SMALL = """\
 module @small attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
@@ -52,6 +55,7 @@ with open(results, "a") as log:
 """
 
 
+@pytest.mark.slow
 def test_the_list_is_jaxlibs():
     # In a fresh process, which has only what pxla-opt registers (importing parts of jax, e.g.
     # its Mosaic dialect, registers more passes in the process that does it).

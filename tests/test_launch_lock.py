@@ -4,7 +4,10 @@ leaves it open; a waiting exclusive taker does not deadlock a shared holder that
 waits for a shared taker; threads deleting arrays while others launch them stay
 correct. Each case runs in a subprocess with a hard timeout (a lock bug would hang)."""
 
+import pytest
 from isolation import run_isolated
+
+pytestmark = pytest.mark.subprocess
 
 
 def test_shared_and_exclusive_holders_never_overlap():

@@ -45,6 +45,8 @@ def _loads_jax(code: str) -> subprocess.CompletedProcess:
                           cwd=REPO)
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_jax_free_floor_loads_no_jax():
     assert len(JAX_FREE) > 40  # ir, sharding, pass_infra, passes, pipelines, explore, pxla-opt, ...
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
@@ -57,6 +59,7 @@ def test_jax_free_floor_loads_no_jax():
 
 @pytest.mark.parametrize("argv", [["--version"], ["passes"], ["passes", "pxla-expand-shard"],
                                   ["gen-checks", "examples/per_device_psum.mlir"]])
+@pytest.mark.subprocess
 def test_cli_listing_loads_no_jax(argv):
     proc = _loads_jax(f"import contextlib, io\nfrom pxla_mlir.tools import cli\n"
                       f"with contextlib.redirect_stdout(io.StringIO()):\n"

@@ -8,6 +8,8 @@ import sys
 import pytest
 from conftest import REPO
 
+pytestmark = pytest.mark.subprocess
+
 LIT = os.path.join(os.path.dirname(sys.executable), "lit")
 ONE_TEST = str(REPO / "test" / "lit" / "tools" / "list_passes.mlir")
 
@@ -17,6 +19,7 @@ def lit(*args, env=None):
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_filecheck_parameter_and_environment_pick_the_checker(tmp_path):
     fake = tmp_path / "FileCheck"
     fake.write_text("#!/bin/sh\necho fake-filecheck-ran >&2\nexit 3\n")

@@ -17,7 +17,9 @@ from test_multiprocess import ERRORS, NUMERICS, _outputs
 from pxla_mlir.distributed import PEER_FAILED_EXIT
 from pxla_mlir.distributed.mpirun import available, launch_mpirun
 
-pytestmark = pytest.mark.skipif(not available(), reason="mpirun is not installed (Debian: apt-get install openmpi-bin)")
+# Launches of 2 and 4 processes: under pytest-xdist on the worker that runs test_multiprocess.py's, one at a time.
+pytestmark = [pytest.mark.skipif(not available(), reason="mpirun is not installed (Debian: apt-get install openmpi-bin)"),
+              pytest.mark.multiprocess, pytest.mark.subprocess, pytest.mark.slow, pytest.mark.xdist_group("multiprocess")]
 
 
 def run_worker(groups, *, processes, devices, timeout_s=300, env=None):

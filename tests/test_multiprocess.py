@@ -17,6 +17,10 @@ from conftest import REPO
 from pxla_mlir.distributed import PEER_FAILED_EXIT
 from pxla_mlir.distributed.launch import launch
 
+# Every test starts processes; most launch several jax processes (marked multiprocess). Under pytest-xdist one
+# worker runs the file: the runs' module fixtures start once, and two launches of 2 x 4 devices never overlap.
+pytestmark = [pytest.mark.subprocess, pytest.mark.xdist_group("multiprocess")]
+
 NUMERICS = [
     "flat_replica_local_input", "flat_partition_local_input", "flat_global_inputs",
     "flat_interleaved_devices_local_input", "per_process_pmap_on_local_devices", "key_and_float0_shares",
@@ -42,6 +46,8 @@ def run(request):
 
 
 @pytest.mark.parametrize("name", NUMERICS + ERRORS)
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_case_on_every_process(run, name):
     finished, results = run
     assert name in results, f"case {name} did not run\n{mp_helpers.summary(finished)}"
@@ -49,6 +55,8 @@ def test_case_on_every_process(run, name):
     assert not failed, "\n".join(failed)
 
 
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_every_process_ends_cleanly(run):
     finished, results = run
     assert sorted(results) == sorted(NUMERICS + ERRORS), "the worker's cases and this list differ"
@@ -65,6 +73,8 @@ def _failure_time(finished, victim: int) -> float:
 
 
 @pytest.mark.parametrize("victim", [0, 1])
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_uncaught_exception_ends_every_process(victim):
     finished = mp_helpers.run_worker(["raise"], processes=2, devices=4, timeout_s=120,
                                      env=mp_helpers.env(MP_VICTIM=str(victim)))
@@ -78,6 +88,8 @@ def test_uncaught_exception_ends_every_process(victim):
 
 
 @pytest.mark.parametrize("victim", [1, 0], ids=["peer", "coordinator"])
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_killed_process_ends_the_survivor(victim):
     finished = mp_helpers.run_worker(["kill"], processes=2, devices=4, timeout_s=120,
                                      env=mp_helpers.env(MP_VICTIM=str(victim)))
@@ -94,6 +106,8 @@ def test_killed_process_ends_the_survivor(victim):
 
 
 @pytest.mark.parametrize("case", ["exit", "exit_then_launch"])
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_process_ending_early_is_an_error_at_the_next_launch(case):
     """Process 1 ends its program while process 0 goes on launching (the same map, or a new one): every
     launch is agreed first, so process 0's next launch raises instead of waiting in a collective."""
@@ -125,6 +139,8 @@ JOIN_WORKER = REPO / "tests" / "multiprocess" / "join_worker.py"
                      "127.0.0.1:", "but nothing there answered as process 0 of the run within 4 s: another program "
                      "may use port"]),
 ], ids=["bad_id", "unreachable", "never", "port_in_use"])
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_run_that_cannot_start_is_an_error_on_every_process(scenario, expected):
     victim = 0 if scenario == "port_in_use" else 1
     finished = launch([sys.executable, str(JOIN_WORKER)], 2, timeout_s=60, cpu_devices=4, cwd=str(REPO),
@@ -153,6 +169,8 @@ def _outputs(stdout: str) -> str:
 
 
 @pytest.mark.parametrize("target", ["examples/nested_reduction.py:two_level_sum", "examples/xmap_2d.py:normalise_2d"])
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_cli_run_processes_matches_one_process(target):
     multi = _cli("run", target, "--calls", "2", "--processes", "2")
     assert multi.returncode == 0, multi.stderr[-3000:]
@@ -163,6 +181,8 @@ def test_cli_run_processes_matches_one_process(target):
     assert _outputs(multi.stdout) == _outputs(single.stdout)
 
 
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_cli_run_processes_runs_a_module(tmp_path):
     """A partition-mode module across 2 processes (XLA's layout of its global
     inputs, each process placing its pieces) prints what jax's nested vmap
@@ -242,6 +262,8 @@ def test_cli_run_processes_checks_the_devices_split_before_starting_them(tmp_pat
 
 # -- the launcher itself ------------------------------------------------------------------------------
 
+@pytest.mark.multiprocess
+@pytest.mark.slow
 def test_launch_gives_each_process_its_rank_and_kills_at_the_deadline(tmp_path):
     script = tmp_path / "p.py"
     script.write_text("import os, time\n"

@@ -54,6 +54,7 @@ def test_pxla_and_jaxlib_passes_share_one_pass_manager(ctx, parse):
     assert out.count("mhlo.add %0, %0") == 1  # cse merged the duplicate adds
 
 
+@pytest.mark.subprocess
 def test_python_and_pxla_opt_give_identical_output(ctx, parse, tmp_path):
     src = tmp_path / "in.mlir"
     src.write_text(PARTITION_MODE)
@@ -71,6 +72,7 @@ def test_syntax_errors_point_at_the_element(ctx):
     assert "unknown pass or pipeline 'pxla-nope'" in e.value.message
 
 
+@pytest.mark.subprocess
 def test_failure_carries_diagnostics_and_a_reproducer(parse, tmp_path):
     m = parse(PARTITION_MODE)
     with pytest.raises(PipelineFailure) as e:

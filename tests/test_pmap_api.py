@@ -7,6 +7,7 @@ import textwrap
 
 import jax
 import numpy as np
+import pytest
 from jax import lax
 
 import pxla_mlir
@@ -71,6 +72,7 @@ def test_lowered_is_pure_mhlo_and_compiled_reports_hlo_and_costs():
     assert lowered.compile() is compiled
 
 
+@pytest.mark.subprocess
 def test_pipeline_reproduces_the_lowering_from_pxla_opt(tmp_path):
     f = pxla_mlir.pmap(lambda x: pxla_mlir.pmap(lambda y: lax.psum(y, "j"), "j")(x), "i", mode="partition",
                        unshard="all-reduce")
@@ -82,6 +84,8 @@ def test_pipeline_reproduces_the_lowering_from_pxla_opt(tmp_path):
     assert out.stdout == lowered.as_text()
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_as_text_is_identical_in_two_processes():
     script = textwrap.dedent("""
         import os

@@ -156,6 +156,7 @@ def test_effects_barrier_waits_for_callbacks():
     assert len(rec.calls) == 8
 
 
+@pytest.mark.subprocess
 def test_exit_with_callbacks_in_flight_does_not_abort():
     script = textwrap.dedent("""
         import time, numpy as np, jax, pxla_mlir
@@ -207,6 +208,7 @@ def test_ordered_io_callback_in_nested_pmap(mode):
     assert rec.sorted() == [(float(v),) for v in X]
 
 
+@pytest.mark.subprocess
 def test_an_exception_in_a_callback_is_raised_by_the_call():
     """A callback that raises on one device used to leave the others in their psum until XLA's rendezvous
     aborted the process (~60 s later); now the call raises the callback's own exception, and the process
@@ -256,6 +258,7 @@ def test_an_exception_in_a_callback_is_raised_by_the_call():
     assert lines[-1] == "after 56.0"
 
 
+@pytest.mark.subprocess
 def test_a_map_called_from_inside_a_callback_is_refused():
     """The inner launch would wait for the devices the outer program holds, which wait for the callback:
     a deadlock before. Now the callback raises ReentrantLaunchError, and the outer call raises it."""

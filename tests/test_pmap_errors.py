@@ -217,6 +217,7 @@ def test_arguments_nested_deeper_than_jax_flattens():
         pxla_mlir.pmap(lambda t: t, "i", devices=jax.devices()[:4])(nested_lists(3, np.ones(8)))
 
 
+@pytest.mark.subprocess
 def test_outputs_too_big_for_memory_raise_at_the_call():
     """Across devices XLA allocates outputs after the call returns: reading one aborted the process
     (`Check failed: buffer_.IsConcrete()`). The call raises RESOURCE_EXHAUSTED with the size, as

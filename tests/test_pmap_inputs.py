@@ -349,6 +349,7 @@ _DONATION_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.subprocess
 def test_donated_and_deleted_arrays_raise_instead_of_crashing(mode):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
     proc = subprocess.run([sys.executable, "-c", f"MODE = {mode!r}\n" + _DONATION_SCRIPT], capture_output=True,

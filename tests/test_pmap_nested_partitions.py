@@ -161,6 +161,7 @@ def test_nests_one_mesh_cannot_hold_are_refused_saying_why():
         big(X, W)
 
 
+@pytest.mark.subprocess
 def test_gspmd_form_refuses_the_device_index_before_any_pass():
     """jax's lowering of axis_index in the partially manual body is Shardy only; the GSPMD form crashed the process."""
     from isolation import run_isolated

@@ -134,6 +134,7 @@ def test_inside_jax_jit_is_jax_shard_map_over_the_pmap_axis(oracle):
     np.testing.assert_array_equal(np.asarray(g), np.asarray(jax.jit(jax.grad(lambda w: want(X, w).sum()))(W)))
 
 
+@pytest.mark.subprocess
 def test_compile_module_refuses_replicas_with_tiled_shardings():
     """jaxlib 0.10.2 would compile this module and abort the process running it."""
     from isolation import run_isolated

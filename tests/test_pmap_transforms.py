@@ -103,7 +103,8 @@ TRANSFORMS = {
 
 
 @pytest.mark.parametrize("program", list(PROGRAMS))
-@pytest.mark.parametrize("transform", list(TRANSFORMS))
+@pytest.mark.parametrize("transform", [pytest.param(t, marks=pytest.mark.slow) if t == "grad_of_grad" else t
+                                       for t in TRANSFORMS])  # second order: about 2 s a program
 def test_transform_matches_vmap_reference(program, transform):
     make, args = PROGRAMS[program]
     args = args()
@@ -210,6 +211,7 @@ def test_pxla_mlir_jit_refuses_tracers():
         jax.grad(pxla_mlir.jit(lambda v: jnp.sum(v)))(np.ones(3, np.float32))
 
 
+@pytest.mark.slow
 def test_transformations_inside_a_pmap_body_of_a_nested_pmap():
     def program(pm):
         def inner(y, w):

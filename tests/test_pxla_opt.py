@@ -44,6 +44,7 @@ def test_in_process_usage_errors(capsys, tmp_path):
     assert "could not write output file" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_single_dash_flags_like_mlir_opt(tmp_path):
     src = tmp_path / "ok.mlir"
     src.write_text(VALID)
@@ -51,11 +52,13 @@ def test_single_dash_flags_like_mlir_opt(tmp_path):
     assert proc.returncode == 0 and b"mhlo.negate" in proc.stdout
 
 
+@pytest.mark.subprocess
 def test_stdin_and_stdout():
     proc = run_cli("-", stdin=VALID.encode())
     assert proc.returncode == 0 and proc.stdout.decode().startswith("module attributes")
 
 
+@pytest.mark.subprocess
 def test_empty_file_is_an_empty_module(tmp_path):
     src = tmp_path / "empty.mlir"
     src.write_bytes(b"")
@@ -71,6 +74,7 @@ def test_empty_file_is_an_empty_module(tmp_path):
     (b"func.func @f() { mhlo.nonsense }\n", "mhlo.nonsense"),
     (VALID.replace("tensor<2xf32>\n", "tensor<3xf32>\n", 1).encode(), "error: "),  # type mismatch
 ])
+@pytest.mark.subprocess
 def test_hostile_input_fails_cleanly(tmp_path, data, fragment):
     src = tmp_path / "bad.mlir"
     src.write_bytes(data)
@@ -80,6 +84,8 @@ def test_hostile_input_fails_cleanly(tmp_path, data, fragment):
         assert f"{src}:" in proc.stderr.decode()  # located at a line of the file
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_twenty_megabytes_of_constants(tmp_path):
     vals = ", ".join(f"{i}.5" for i in range(24))
     n = 20_000_000 // 180
@@ -116,6 +122,7 @@ def test_the_nesting_check_of_a_large_input_is_exact():
         check_nesting(flat + b"(" * 10 + b"- " * MAX_NESTING)  # a minus run on top of the depth
 
 
+@pytest.mark.subprocess
 def test_verify_each_spellings(tmp_path):
     src = tmp_path / "ok.mlir"
     src.write_text(VALID)
@@ -125,6 +132,7 @@ def test_verify_each_spellings(tmp_path):
     assert_clean_failure(run_cli(src, "--verify-each=maybe"), "--verify-each: expected true or false")
 
 
+@pytest.mark.subprocess
 def test_driver_does_not_import_jax(tmp_path):
     src = tmp_path / "ok.mlir"
     src.write_text(VALID)
@@ -135,6 +143,7 @@ def test_driver_does_not_import_jax(tmp_path):
     assert proc.stdout.strip().endswith("NOJAX 0"), proc.stdout + proc.stderr
 
 
+@pytest.mark.subprocess
 def test_console_script_is_installed():
     exe = os.path.join(os.path.dirname(sys.executable), "pxla-opt")
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)

@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.subprocess  # each test runs pytest in a child process
+
 USER_TESTS = '''
 import jax
 import pxla_mlir
@@ -35,12 +37,14 @@ def run_pytest(tmp_path, *args, count, ini=""):
                            *args], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_cpu_devices_option_and_golden_without_legacypath(tmp_path):
     proc = run_pytest(tmp_path, "--cpu-devices", "4", count=4)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 passed" in proc.stdout
 
 
+@pytest.mark.slow
 def test_cpu_devices_ini_setting(tmp_path):
     proc = run_pytest(tmp_path, count=3, ini="cpu_devices = 3\n")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -32,6 +32,8 @@ def test_every_snippet_is_found():
     assert len(snippets()) == README.count("```python\n") >= 11
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_single_process_snippets_run():
     cases = [(line, code) for line, opts, code in snippets() if "processes" not in opts]
     runner = textwrap.dedent("""
@@ -49,6 +51,9 @@ def test_single_process_snippets_run():
     assert f"RAN {len(cases)}" in out and out.rstrip().endswith("ALL OK"), out[-4000:]
 
 
+@pytest.mark.multiprocess
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_multi_process_snippet_runs_in_a_two_process_launch():
     (multi,) = [(line, opts, code) for line, opts, code in snippets() if "processes" in opts]
     line, opts, code = multi

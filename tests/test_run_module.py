@@ -215,6 +215,7 @@ module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32} {
 """
 
 
+@pytest.mark.subprocess
 def test_replicas_and_partitions_together_are_refused_before_jaxlib_aborts():
     # jaxlib compiles such a module, then aborts the process in IFRT: run where a crash fails only this test.
     out = run_isolated(f"""
@@ -296,6 +297,7 @@ def test_64_bit_arguments_without_x64_say_to_turn_it_on():
     assert "JAX_ENABLE_X64" not in str(e.value) and isinstance(e.value, PxlaUserError)
 
 
+@pytest.mark.subprocess
 def test_64_bit_module_runs_exactly_with_x64():
     out = run_isolated(f"""
         import os
@@ -344,6 +346,8 @@ def _cli_body(v, h):
     return lax.psum(v, "i") * 2 - v, (v > 0).sum(dtype=jnp.int32), h * h + lax.pmax(h, "i")
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_path):
     import ml_dtypes
 
@@ -366,6 +370,8 @@ def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_pa
     assert moved.returncode == 1 and "DIFFER: 8 elements differ (compared exactly)" in moved.stdout, moved.stdout
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_cli_round_trips_every_extended_float_type(tmp_path):
     import ml_dtypes
 
@@ -397,6 +403,7 @@ def test_cli_round_trips_every_extended_float_type(tmp_path):
     (["--seed", "x"], "argument --seed: expected an integer >= 0, got 'x'"),
     (["--seed", "-1"], "argument --seed: expected an integer >= 0, got -1"),  # not numpy's message
 ])
+@pytest.mark.subprocess
 def test_cli_module_mistakes_exit_2_before_anything_runs(tmp_path, argv, message):
     (tmp_path / "m.mlir").write_text(MAPS["pmap replica"][0].lower(rand(8, 3)).as_text())
     (tmp_path / "broken.mlir").write_text((REPO / "test/lit/Inputs/run_broken.mlir").read_text())
@@ -416,6 +423,8 @@ def test_random_complex_inputs_have_an_imaginary_part(dtype):
     assert np.count_nonzero(value.imag) == 64 and np.count_nonzero(value.real) == 64
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_cli_64_bit_module_asks_for_x64_before_compiling_and_then_runs_exactly(tmp_path):
     (tmp_path / "m.mlir").write_text(_X64_MODULE)
     x, y = np.arange(4, dtype=np.int64) + 2**40, np.linspace(0, 1, 4) + 1e-12

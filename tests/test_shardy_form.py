@@ -81,11 +81,14 @@ def compile_in_a_fresh_process(shardings: str) -> dict[str, str]:
 GSPMD_WARNING = "GSPMD sharding propagation is going to be deprecated"
 
 
+@pytest.mark.subprocess
 def test_the_shardy_form_compiles_without_warnings():
     for name, err in compile_in_a_fresh_process("sdy").items():
         assert err == "", f"{name}: {err}"
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_the_gspmd_form_is_warned_about():
     """Why Shardy is the default: jaxlib 0.10 warns on each GSPMD compile, 0.11+ on the first of a process."""
     by_case = compile_in_a_fresh_process("gspmd")
@@ -128,6 +131,8 @@ def functions_but_main(text: str) -> list[str]:
         return attrs + [str(f) for f in ir_utils.functions(module.operation) if ir_utils.symbol_name(f) != "main"]
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_pxla_mlir_diff_of_the_two_forms(tmp_path):
     spec = str(REPO / "examples/xmap_2d.py") + ":normalise_2d?lowering=manual"
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}

@@ -52,6 +52,7 @@ def run(*args, **env):
                           capture_output=True, text=True, env={**os.environ, **env})
 
 
+@pytest.mark.subprocess
 def test_cli():
     p = run("--shape", "8,12", "--mesh", "x=2,y=4", "--dims", "x,y", "--no-color")
     assert p.returncode == 0 and "[4:8, 9:12]" in p.stdout
@@ -79,6 +80,7 @@ def test_cli():
     (("--shape", "8", "--hlo", "{replicated}", "--devices", "100000000"),
      "--devices 100000000 is more than the 1048576 devices a sharding may span"),
 ])
+@pytest.mark.subprocess
 def test_cli_errors(args, message):
     p = run(*args)
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -86,12 +88,14 @@ def test_cli_errors(args, message):
     assert "PXLA_DEBUG" not in p.stderr
 
 
+@pytest.mark.subprocess
 def test_cli_devices_sets_how_many_hold_a_replicated_array():
     p = run("--shape", "8", "--hlo", "{replicated}", "--devices", "3", "--no-color")
     assert p.returncode == 0, p.stderr
     assert "│ dev 0 │ dev 1 │ dev 2 │" in p.stdout and "dev 3" not in p.stdout
 
 
+@pytest.mark.subprocess
 def test_large_pictures_are_summarized():
     p = run("--shape", "65536", "--mesh", "x=65536", "--dims", "x", "--no-color")
     assert p.returncode == 0, p.stderr

@@ -4,6 +4,8 @@ with a hard timeout (tests/isolation.py): a crash fails one test, never the run.
 import pytest
 from isolation import IsolatedFailure, run_isolated
 
+pytestmark = pytest.mark.subprocess
+
 
 def test_thousand_unblocked_calls_do_not_hang():
     """Plain jax.pmap aborts the process here after ~40 un-blocked calls
@@ -50,7 +52,7 @@ def test_threads_racing_one_pmap_get_their_own_results():
 @pytest.mark.parametrize("code, kind", [
     ("import os; os.abort()", "killed by SIGABRT"),
     ("import ctypes; ctypes.string_at(0)", "killed by SIGSEGV"),
-    ("import time; time.sleep(60)", "no result after 2 s"),
+    pytest.param("import time; time.sleep(60)", "no result after 2 s", marks=pytest.mark.slow),  # waits out 2 s
 ])
 def test_a_crash_fails_one_test_and_the_run_goes_on(code, kind):
     with pytest.raises(IsolatedFailure, match=kind):

@@ -89,6 +89,8 @@ TWO_RUNS = f"""\
 {PSUM}"""
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_round_trip_keeps_everything_but_the_block(suite):
     test = suite / "psum.mlir"
     test.write_text(TWO_RUNS)
@@ -116,6 +118,8 @@ def test_round_trip_keeps_everything_but_the_block(suite):
     assert "dense<{{\\[\\[}}0, 1], [2, 3]]> : tensor<2x2xi64>" in test.read_text() and lit(test)[0] == 0
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_split_input_file_gets_a_block_per_chunk(suite):
     test = suite / "split.mlir"
     original = (f"// RUN: pxla-opt %s --split-input-file {HANDOFF} | filecheck %s --check-prefix=GEN\n"
@@ -184,6 +188,7 @@ LINES = {"no_run_line": None, "empty_chunk": 5, "unbalanced_markers": 2, "not_ut
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
+@pytest.mark.subprocess
 def test_bad_inputs_are_one_line_errors_and_leave_the_test_alone(suite, name):
     text, pattern = BAD[name]
     test = suite / "bad.mlir"
@@ -196,6 +201,8 @@ def test_bad_inputs_are_one_line_errors_and_leave_the_test_alone(suite, name):
     assert test.read_bytes() == text.encode("latin-1")
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_cli_reports_every_test_and_writes_only_the_good_ones(suite):
     good, stale, broken = suite / "good.mlir", suite / "stale.mlir", suite / "broken.mlir"
     for path in (good, stale):
@@ -223,6 +230,7 @@ def test_cli_reports_every_test_and_writes_only_the_good_ones(suite):
     (["--check"], r"the following arguments are required: TEST"),
     (["--no-such-flag", "latin1.mlir"], r"unrecognized arguments: --no-such-flag"),
 ])
+@pytest.mark.subprocess
 def test_cli_mistakes_exit_2_not_1_which_means_stale(suite, args, message):
     (suite / "latin1.mlir").write_bytes(b"// \xe9\n")
     run = subprocess.run([sys.executable, "-m", "pxla_mlir.tools.cli", "update-checks", *args], cwd=suite,
@@ -239,6 +247,8 @@ def lit_passes_under_both_filechecks(test):
         assert code == 0 and LLVM_FILECHECK in out, out
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_diagnostics_name_the_lines_of_the_test_as_written(suite):
     # The new block moves the input down, and a block that changes size moves it again: the checks
     # name the lines where the input ends up, at once (--check agrees).
@@ -257,6 +267,7 @@ def test_diagnostics_name_the_lines_of_the_test_as_written(suite):
 BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines breaks lines there; lit, FileCheck and MLIR do not
 
 
+@pytest.mark.subprocess
 def test_every_byte_outside_the_blocks_stays(suite):
     # CRLF lines, one LF line, comments holding what str.splitlines takes for line breaks, no final newline.
     test = suite / "bytes.mlir"
@@ -272,6 +283,8 @@ def test_every_byte_outside_the_blocks_stays(suite):
     lit_passes_under_both_filechecks(test)
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_a_linked_test_is_updated_through_its_link(suite):
     (suite / "targets").mkdir()
     target, link = suite / "targets" / "psum.txt", suite / "link.mlir"
@@ -283,6 +296,8 @@ def test_a_linked_test_is_updated_through_its_link(suite):
     lit_passes_under_both_filechecks(link)
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_the_run_lines_split_markers_are_honoured(suite):
     # '// -----' splits nothing here: the RUN lines split at '// ====', and one prints '// ++++' between outputs.
     test = suite / "markers.mlir"
@@ -306,6 +321,7 @@ def test_split_markers_are_read_in_every_spelling():
     assert _split_markers("opt x | fc") == (None, "// -----")
 
 
+@pytest.mark.subprocess
 def test_a_test_outside_any_lit_suite_gets_pxla_mlirs_substitutions(tmp_path):
     test = tmp_path / "alone.mlir"
     text = f"// RUN: pxla-opt %s {HANDOFF} | filecheck %s\n{PSUM}".replace("\n", "\r\n")  # and keeps CRLF
@@ -315,6 +331,8 @@ def test_a_test_outside_any_lit_suite_gets_pxla_mlirs_substitutions(tmp_path):
     assert new.count("\n") == new.count("\r\n")
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_the_projects_generated_blocks_are_up_to_date():
     run = cli("--check", str(REPO / "test" / "lit"))
     assert run.returncode == 0, f"{run.stdout}{run.stderr}(regenerate with: make update-checks)"

@@ -40,6 +40,8 @@ def run(how: str, cache_dir) -> list[str]:
     return p.stdout.split()
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_second_process_loads_from_the_cache(tmp_path):
     for how in ("env", "python"):
         cache = tmp_path / how
@@ -51,6 +53,7 @@ def test_second_process_loads_from_the_cache(tmp_path):
         assert warm[2] == cold[2] and warm[5] == cold[5] and cold[2] == cold[5]
 
 
+@pytest.mark.subprocess
 def test_jax_enable_compilation_cache_false_keeps_the_cache_off(tmp_path):
     cache = tmp_path / "off"
     out = run("disabled", cache)
@@ -150,6 +153,7 @@ TRUST = """
 """
 
 
+@pytest.mark.subprocess
 def test_cache_entries_are_checked_against_the_program(tmp_path):
     """A swapped, damaged, other-shape or forged entry is never run: the
     program is compiled anew (right numbers, a warning saying why), and the
@@ -199,6 +203,8 @@ CACHE_AS_JAX_TESTS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_a_cache_handed_to_jax_is_used_as_by_jax_pmap():
     """jax's gate and jax's cache, not a directory setting, decide (jax's compilation_cache_test hands jax an
     in-memory cache): one entry per program, with jax.pmap's events and compile counts."""

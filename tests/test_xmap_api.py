@@ -63,6 +63,8 @@ def test_cached_calls_and_output_sharding():
     np.testing.assert_allclose(np.asarray(first[0]), np.asarray(again[0]))
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
 def test_as_text_is_identical_in_two_processes():
     script = textwrap.dedent("""
         import os

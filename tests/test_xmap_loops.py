@@ -111,6 +111,7 @@ def test_two_named_axes_on_two_loops_and_a_nested_looped_xmap(lowering):
     assert_close(got, want)
 
 
+@pytest.mark.slow
 def test_looped_xmap_under_grad_vmap_and_pxla_mlir_jit():
     def body(a, w):
         return jnp.tanh(a * w) - lax.pmean(a, "i"), lax.psum(jnp.sum(a * w), "i")

@@ -98,6 +98,7 @@ def test_vmap_with_collectives_over_the_vmapped_name_inside_the_body():
 
 
 @pytest.mark.parametrize("broadcast", [True, False], ids=["broadcast-weight", "mapped-weight"])
+@pytest.mark.slow
 def test_check_grads_to_second_order(broadcast):
     """2022's testAutodiffBroadcast / NoBroadcast: forward and reverse, order 2."""
     def f(x, y):
