@@ -182,11 +182,12 @@ class MapFunction:
                         _HELD.mode = None
                         _HOLDERS.pop()
                 if dead is False:
-                    fence = out if type(out) is ArrayImpl else first_array(out)
-                    if fence is not None:  # None: the Python path ran it (and remembered its launch)
-                        INFLIGHT.append(fence)  # remember_launch(fence), inline
-                        if len(INFLIGHT) > INFLIGHT_WINDOW:
-                            wait_for_oldest()
+                    if dispatch.windowed:
+                        fence = out if type(out) is ArrayImpl else first_array(out)
+                        if fence is not None:  # None: the Python path ran it (and remembered its launch)
+                            INFLIGHT.append(fence)  # remember_launch(fence), inline
+                            if len(INFLIGHT) > INFLIGHT_WINDOW:
+                                wait_for_oldest()
                     return out
             return dispatch.call(args, kwargs)
         except (AssertionError, RuntimeError) as e:  # looked into only when raised: nothing on the way to a launch

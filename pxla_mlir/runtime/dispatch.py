@@ -11,11 +11,14 @@ jaxlib itself checks nothing, and a wrong device order or byte size
 segfaults. Other signatures keep taking the validating Python path.
 
 What stays in Python per call: the in-flight window (one output array per
-launch, see :mod:`.inflight`), the refusal of a launch from inside a host
-callback (:mod:`.callbacks`), and, under the launch lock, a check that no
-argument is a deleted or donated array (jaxlib 0.10.2 segfaults on one, in
-jax.pmap and jax.jit too; see :mod:`.launches`), O(leaves); for donating maps
-also that no array is donated twice. A call with positional jax.Arrays alone
+launch of a program over several CPU devices, see :mod:`.inflight`), the
+refusal of a launch from inside a host callback (:mod:`.callbacks`), and,
+under the launch lock, a check that no argument is a deleted or donated
+array and, for donating maps, that no array is donated twice, O(leaves):
+jaxlib 0.10.2 segfaults on either in a program spanning several devices (in
+jax.pmap and jax.jit too; see :mod:`.launches`). On one device jaxlib
+refuses them with an error, so those launches are not checked first: the
+checks run after such an error, to name the argument in jax's words. A call with positional jax.Arrays alone
 (the cached call of a loop) is not flattened at all: the map's ``__call__``
 does all of it inline, in its one frame, and hands the arrays to a C++
 dispatcher keyed by the arrays themselves (:attr:`FastDispatch.arrays`).
@@ -45,7 +48,7 @@ from pxla_mlir.jaxbridge.jax_internals import ArrayImpl, core, cpp_dispatch, dis
 from pxla_mlir.jaxbridge.placement import copying_shard_arg, same_platform
 from pxla_mlir.jaxbridge.pytree_depth import too_deep
 from pxla_mlir.mlir.support.stats import STATS
-from pxla_mlir.runtime.donation import check_donations
+from pxla_mlir.runtime.donation import check_donations, clear_to_donate
 from pxla_mlir.runtime.fastpath import fastpath_data
 from pxla_mlir.runtime.inflight import remember_launch
 from pxla_mlir.runtime.launches import LAUNCHES, check_live
@@ -88,6 +91,15 @@ class FastDispatch:
         self._missing_lock = threading.Lock()
         # Positional jax.Arrays alone (most cached calls) need no flattening: C++ gets them as they are.
         self.arrays = None  # called inline by the map's call
+        # What its C++ launches need, learnt when a cache miss hands C++ an executable's fast path (before C++
+        # can launch that executable itself). jaxlib refuses a deleted or twice-donated buffer with an error
+        # on a program of one device, but crashes the process on one spanning several (see .launches): those
+        # are checked in Python first, under the launch lock (`checks`); one-device launches leave it to
+        # jaxlib and are checked only to name the argument it refused. Launches of programs over several CPU
+        # devices count against the in-flight window (`windowed`, see .inflight).
+        self.checks = True
+        self._several = False  # some fast path handed to C++ spans several devices
+        self.windowed = False  # read inline by the map's call
         if any(n < 0 for n in static_argnums):  # C++ wants positions; keep the Python path
             self._cpp = self._python
         elif self._flat:
@@ -102,26 +114,29 @@ class FastDispatch:
 
     def call(self, args: tuple, kwargs: dict):
         """A call at top level that the map's inline path did not launch: any
-        arguments, donation; checked and launched under the launch lock."""
-        exclusive = bool(self._donate)  # a donating launch deletes buffers: nobody else may launch then
+        arguments, donation; launched under the launch lock, its arguments
+        checked first where jaxlib would crash on a deleted one (:attr:`checks`)."""
+        checks = self.checks
+        exclusive = checks and bool(self._donate)  # a checked launch that donates: nobody else may launch then
         took = LAUNCHES.acquire(exclusive)
         try:
             try:
-                if self._flat:
-                    leaves, tree = dispatch_flatten((args, kwargs))
-                    check_live(args, kwargs, leaves)
-                else:
-                    check_live(args, kwargs)  # flattens the arguments, as C++ does next
-                if self._donate:
-                    if self._flat:
-                        _check_donated_leaves(leaves, tree, len(args), self._donate)
-                    else:
-                        _check_donated(args, kwargs, self._donate)
+                leaves, tree = dispatch_flatten((args, kwargs)) if self._flat else (None, None)
+                if checks:
+                    self._check(args, kwargs, leaves, tree)
                 if self.missing:
-                    out = self._unlocked_python_flat(tree, *leaves) if self._flat else \
+                    out = self._unlocked_python_flat(tree, *leaves) if leaves is not None else \
                         self._unlocked_python(*args, **kwargs)
                 else:
-                    out = self._cpp(tree, *leaves) if self._flat else self._cpp(*args, **kwargs)
+                    try:
+                        out = self._cpp(tree, *leaves) if leaves is not None else self._cpp(*args, **kwargs)
+                    except Exception:
+                        if not checks:  # jaxlib refused a deleted or twice-donated buffer: name it, in jax's words
+                            try:
+                                self._check(args, kwargs, leaves, tree)
+                            except RuntimeError as named:
+                                raise named from None
+                        raise
             except Exception as e:
                 if isinstance(e, ValueError) and str(e).startswith("Non-hashable static arguments"):
                     out = self._unlocked_python(*args, **kwargs)  # C++ hashes statics first: jax.pmap's words
@@ -133,12 +148,24 @@ class FastDispatch:
         finally:
             if took:
                 LAUNCHES.release(exclusive)
-        # A donating map's first output is mostly its state, donated to the next step: waiting on it then means
-        # waiting for every launch (see .inflight). Its last one (a metric) is mostly not donated.
-        fence = out if type(out) is ArrayImpl else first_array(out, last=bool(self._donate))
-        if fence is not None:
-            remember_launch(fence)
+        if self.windowed:
+            # A donating map's first output is mostly its state, donated to the next step: waiting on it then
+            # means waiting for every launch (see .inflight). Its last one (a metric) is mostly not donated.
+            fence = out if type(out) is ArrayImpl else first_array(out, last=bool(self._donate))
+            if fence is not None:
+                remember_launch(fence)
         return out
+
+    def _check(self, args: tuple, kwargs: dict, leaves: list | None, tree) -> None:
+        """Raises jax's error for a deleted argument or an array donated and passed again."""
+        if leaves is None:
+            check_live(args, kwargs)
+            if self._donate:
+                _check_donated(args, kwargs, self._donate)
+        elif not (self._donate and clear_to_donate(leaves)):  # a training step: both checks in one pass
+            check_live(args, kwargs, leaves)
+            if self._donate:
+                _check_donated_leaves(leaves, tree, len(args), self._donate)
 
     def _python(self, *args, **kwargs):
         return self._resolve(args, kwargs)[0]
@@ -150,6 +177,7 @@ class FastDispatch:
     @contextlib.contextmanager
     def _missing_released(self):
         """A cache miss's block: counted (see ``missing``) from before it lets go of the launch lock."""
+        self.checks = True  # until its fast path (if any) is handed to C++: see _fast_path
         with self._missing_lock:
             self.missing += 1
         try:
@@ -165,7 +193,7 @@ class FastDispatch:
             out, compiled, flat_args = self._resolve(args, kwargs)
         data = None
         if compiled is not None and not kwargs and all(_typed(args[i]) for i in self._static if i < len(args)):
-            data = _fast_path(compiled, flat_args, out)
+            data = self._fast_path(compiled, flat_args, out)
         return out, data, False
 
     def _cache_miss_arrays(self, *args):
@@ -176,8 +204,18 @@ class FastDispatch:
         # C++ feeds the executable the arguments it got: only if they are the Python path's flat arguments.
         if (compiled is not None and len(flat_args) == len(args)
                 and all(a is b for a, b in zip(flat_args, args))):
-            data = _fast_path(compiled, flat_args, out)
+            data = self._fast_path(compiled, flat_args, out)
         return out, data, False
+
+    def _fast_path(self, compiled, flat_args: Sequence, out):
+        """What C++ needs to launch ``compiled`` itself (None: it may not)."""
+        data = _fast_path(compiled, flat_args, out)
+        if data is not None:
+            exe = compiled.executable
+            self._several = self._several or len(exe.devices) > 1
+            self.windowed = self.windowed or exe.windowed
+        self.checks = self._several
+        return data
 
     def _unlocked_python_flat(self, tree, *leaves):
         args, kwargs = tree.unflatten(leaves)
@@ -192,7 +230,7 @@ class FastDispatch:
         # C++ feeds the executable the leaves it got: only if they are the Python path's flat arguments.
         if (compiled is not None and not kwargs and len(flat_args) == len(leaves)
                 and all(a is b for a, b in zip(flat_args, leaves))):
-            data = _fast_path(compiled, flat_args, out)
+            data = self._fast_path(compiled, flat_args, out)
         return out, data, False
 
 

@@ -14,7 +14,19 @@ import jax
 
 from pxla_mlir.jaxbridge.jax_internals import ArrayImpl
 
-__all__ = ["check_donations"]
+__all__ = ["check_donations", "clear_to_donate"]
+
+_is_deleted = ArrayImpl.is_deleted
+
+
+def clear_to_donate(leaves: Sequence) -> bool:
+    """Is every leaf a live jax.Array passed once? One C-level pass that clears
+    a training step's call of both checks (deleted arguments, donation twice);
+    False sends the call to the checks that name the culprit."""
+    try:
+        return len(set(map(id, leaves))) == len(leaves) and not any(map(_is_deleted, leaves))
+    except TypeError:  # a leaf is not a jax.Array (numpy, a scalar)
+        return False
 
 
 def check_donations(leaves: Sequence, donated: Sequence[bool], where: Callable[[int], str]) -> None:
@@ -25,7 +37,7 @@ def check_donations(leaves: Sequence, donated: Sequence[bool], where: Callable[[
     # every step of a training loop. Anything else takes the loop below, which names the culprit.
     if len(set(map(id, leaves))) == len(leaves):
         try:
-            if not any(map(ArrayImpl.is_deleted, compress(leaves, donated))):
+            if not any(map(_is_deleted, compress(leaves, donated))):
                 return
         except TypeError:  # a donated leaf is not a jax.Array (numpy, a scalar): the loop sorts them out
             pass

@@ -7,9 +7,10 @@ brought to exactly the expected shape, dtype and sharding first. Host arrays
 go to the devices piece by piece (:mod:`..jaxbridge.placement`); results become
 ``jax.Array`` s through result handlers, without a host round trip. PRNG key
 arrays travel as their uint32 data and float0 values as bool zeros, as in
-jax. Every launch counts against the in-flight window (:mod:`.inflight`),
-runs under the launch lock with its arguments checked there (:mod:`.launches`),
-never from inside one of its own host callbacks, and never when its outputs
+jax. Every launch of a program over several CPU devices counts against the
+in-flight window (:mod:`.inflight`); every launch runs under the launch lock
+with its arguments checked there (:mod:`.launches`), never from inside one of
+its own host callbacks, and never when its outputs
 cannot fit in memory (:mod:`.memory`); a launch with host callbacks completes
 before the call returns and raises what a callback raised (:mod:`.callbacks`);
 a multi-process launch first agrees with the other processes
@@ -30,7 +31,7 @@ from pxla_mlir.jaxbridge.jax_internals import core, float0, is_extended, set_run
 from pxla_mlir.jaxbridge.placement import piece_indices, put_pieces
 from pxla_mlir.runtime.callbacks import GuardedCallbacks, refuse_inside_callback
 from pxla_mlir.runtime.donation import check_donations
-from pxla_mlir.runtime.inflight import remember_launch
+from pxla_mlir.runtime.inflight import remember_launch, windowed
 from pxla_mlir.runtime.launches import LAUNCHES, deleted_message
 from pxla_mlir.runtime.memory import ResourceExhaustedError, shortfall
 from pxla_mlir.runtime.results import needs_assembly, physical, result_handler, typed_aval
@@ -52,6 +53,7 @@ class ShardedExecutable:
         self.xla = xla
         self.what = what
         self.devices = list(devices)
+        self.windowed = windowed(self.devices)  # its launches count against the in-flight window
         self.in_shardings, self.out_shardings = list(in_shardings), list(out_shardings)
         self.in_avals = tuple(in_avals)
         # Results carry their sharding in their type, as jax.jit's and jax.pmap's do (jax.typeof(out).sharding).
@@ -133,7 +135,8 @@ class ShardedExecutable:
             set_runtime_tokens(self._callback_devices, token)
             token.block_until_ready()  # a callback's exception is the call's
             self.callbacks.raise_pending()
-        remember_launch(token)
+        if self.windowed:
+            remember_launch(token)
         return outs
 
     def _place_and_execute(self, flat_args: Sequence):
