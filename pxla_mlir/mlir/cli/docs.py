@@ -70,7 +70,8 @@ def _rst_to_markdown(doc: str) -> list[str]:
                 block.pop()
             while block and not block[0].strip():
                 block.pop(0)
-            lang = "sh" if any(b.lstrip().startswith(("pxla-opt", "pxla-mlir")) for b in block) else "mlir"
+            # command lines are shown, not run (the lit tests run them): ```console, the docs' convention
+            lang = "console" if any(b.lstrip().startswith(("pxla-opt", "pxla-mlir")) for b in block) else "mlir"
             out += ["", f"```{lang}", *block, "```", ""]
             continue
         line = re.sub(r":(?:mod|func|class|meth|data):`~?([^`]+)`", r"``\1``", line)
@@ -95,7 +96,7 @@ def passes_markdown() -> str:
         steps = split_top_level(cls().elements(), ",")
         out += ["", f"## {name}", "", f"{cls.summary}.", "", *_rst_to_markdown(inspect.getdoc(cls) or ""), "",
                 *_options(cls), "", "With the default options it expands to (`pxla-opt --dump-pass-pipeline`):", "",
-                "```", "builtin.module(", *(f"  {s}," for s in steps[:-1]), f"  {steps[-1]})", "```"]
+                "```text", "builtin.module(", *(f"  {s}," for s in steps[:-1]), f"  {steps[-1]})", "```"]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).rstrip() + "\n"
 
 
