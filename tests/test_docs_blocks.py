@@ -33,6 +33,8 @@ SHOWN = {"console", "text", "mlir"}
 FENCE = re.compile(r"^```(?P<lang>[^\n`]*)\n(?P<code>.*?)^```$", re.S | re.M)
 
 PAGES = ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))]
+#: Generated pages: their console blocks are the passes' pxla-opt lines, which the lit tests of test/lit/passes/ run.
+GENERATED = {"docs/passes.md", "docs/cli.md", "docs/pxla-form.md"}
 #: Pages whose blocks start several jax processes: run with the multiprocess tests, serially.
 MULTIPROCESS_PAGES = {"docs/multiprocess.md"}
 
@@ -85,6 +87,12 @@ def test_every_block_has_a_known_language_and_nothing_is_hidden():
             assert lang in RUN | SHOWN, f"{page}:{line}: a ```{lang} block: use one of {sorted(RUN | SHOWN)}"
             assert not (lang == "console" and page == "README.md" and line > 80), \
                 f"{page}:{line}: the README's quick starts run as shown (console only for the install)"
+
+
+def test_console_blocks_are_few():
+    shown = {page: sum(1 for lang, _, _ in blocks(page) if lang == "console") for page in PAGES
+             if page not in GENERATED}
+    assert sum(shown.values()) <= 6, f"console blocks are not run: keep them for what cannot run here {shown}"
 
 
 def test_the_pages_set_up_their_devices_before_jax():

@@ -40,3 +40,17 @@ def test_every_file_a_command_uses_is_made_first():
                     continue
                 assert used in made or used.split(":")[0] in made or f"-o {used}" in line, \
                     f"README: {used} is used before a shown command makes it"
+
+
+def test_the_mhlo_excerpt_is_what_quick_start_b_emits():
+    import numpy as np
+    from jax import lax
+
+    import pxla_mlir
+
+    excerpt = README.split("```mlir\n", 1)[1].split("```", 1)[0]
+    step = pxla_mlir.pmap(lambda x: x - lax.pmean(x, "i"), axis_name="i")
+    text = step.lower(np.ones((8, 3), np.float32)).as_text().replace("@pmap__lambda", "@pmap_step")
+    for line in excerpt.splitlines():
+        if line.strip() != "...":
+            assert line in text, f"the README's MHLO excerpt is stale: {line!r} is not in\n{text}"
