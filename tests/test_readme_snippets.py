@@ -51,6 +51,8 @@ def test_the_mhlo_excerpt_is_what_quick_start_b_emits():
     excerpt = README.split("```mlir\n", 1)[1].split("```", 1)[0]
     step = pxla_mlir.pmap(lambda x: x - lax.pmean(x, "i"), axis_name="i")
     text = step.lower(np.ones((8, 3), np.float32)).as_text().replace("@pmap__lambda", "@pmap_step")
-    for line in excerpt.splitlines():
-        if line.strip() != "...":
-            assert line in text, f"the README's MHLO excerpt is stale: {line!r} is not in\n{text}"
+    # the lines pxla_mlir writes (jax's own lowering of the body, the lines between, may vary by jax release)
+    ours = [line for line in excerpt.splitlines() if "module @" in line or "@main" in line or "all_reduce" in line]
+    assert len(ours) == 3, ours
+    for line in ours:
+        assert line in text, f"the README's MHLO excerpt is stale: {line!r} is not in\n{text}"
