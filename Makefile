@@ -126,7 +126,7 @@ bench-multiprocess: $(STAMP)
 bench-explore: $(STAMP)
 	$(BIN)/python bench/bench_explore.py
 
-# The README's picture of the explore page (needs Chromium: apt-get install chromium).
+# The user guide's picture of the explore page (docs/explore.png) (needs Chromium: apt-get install chromium).
 screenshot: $(STAMP)
 	mkdir -p build/explore
 	$(BIN)/pxla-mlir explore examples/nested_reduction.py:two_level_sum -o build/explore/nested.html
