@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-versions lint docs pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
+.PHONY: demo test test-fast test-versions lint docs docs-gen pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
@@ -62,9 +62,22 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pyright --pythonpath $(BIN)/python
 
-# Regenerate docs/passes.md from the passes' docstrings and options (tests/test_docs.py checks it is current).
-docs: $(STAMP)
+# The generated pages of docs/ (tests/test_docs.py checks they are current): passes.md from the passes'
+# docstrings and options, pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py, cli.md from the commands' parsers.
+docs-gen: $(STAMP)
 	$(BIN)/python -m pxla_mlir.mlir.cli.docs --passes-md > docs/passes.md
+	$(BIN)/python -m pxla_mlir.mlir.cli.docs --pxla-form-md > docs/pxla-form.md
+	$(BIN)/python -m pxla_mlir.tools.cli_reference > docs/cli.md
+
+# The documentation site (mkdocs.yml): the generated pages, then site/ built offline, warnings as errors.
+# The docs extra (mkdocs, mkdocs-material) is installed into .venv the first time.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+docs: docs-gen $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict
 
 # The lit suite under LLVM's FileCheck (LLVM_FILECHECK=/path/to/FileCheck to choose one).
 lit-llvm: $(STAMP)
@@ -113,11 +126,11 @@ bench-multiprocess: $(STAMP)
 bench-explore: $(STAMP)
 	$(BIN)/python bench/bench_explore.py
 
-# The README's picture of the explore page (needs Chromium: apt-get install chromium).
+# The user guide's picture of the explore page (docs/explore.png) (needs Chromium: apt-get install chromium).
 screenshot: $(STAMP)
 	mkdir -p build/explore
 	$(BIN)/pxla-mlir explore examples/nested_reduction.py:two_level_sum -o build/explore/nested.html
 	$(BIN)/python -m pxla_mlir.mlir.explore.browser screenshot build/explore/nested.html docs/explore.png
 
 clean:
-	rm -rf $(VENV) build *.egg-info test/lit/.lit_test_times.txt
+	rm -rf $(VENV) build site *.egg-info test/lit/.lit_test_times.txt

@@ -26,8 +26,8 @@ def test_devices_of_the_wrong_length():
 
 def test_more_devices_than_exist():
     raises(ValueError, r"^compiling computation that requires 16 logical devices, but only 8 XLA devices are "
-                       r"available \(num_replicas \* num_partitions = 16\): .* \(on CPU, set "
-                       r"XLA_FLAGS=--xla_force_host_platform_device_count=16",
+                       r"available \(num_replicas \* num_partitions = 16\): .* \(on CPU: Python: set "
+                       r"XLA_FLAGS=--xla_force_host_platform_device_count=16 before importing jax",
            pxla_mlir.pmap(lambda x: x), np.zeros((16, 2)))
 
 
@@ -35,10 +35,10 @@ def test_too_few_devices_names_the_backend_and_every_way_to_get_more():
     with pytest.raises(ValueError) as e:
         pxla_mlir.pmap(lambda x: x)(np.zeros((16, 2)))
     assert " and 8 CPU devices exist on jax's default backend" in str(e.value)
-    assert str(e.value).endswith("(on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count=16 before jax starts, "
-                                 "or jax.config.update('jax_num_cpu_devices', 16); pxla-mlir: --cpu-devices 16; "
-                                 "pytest: --cpu-devices 16)")
-    raises(ValueError, r"8 CPU devices exist on backend='cpu' \(on CPU, set XLA_FLAGS=",
+    assert str(e.value).endswith("(on CPU: Python: set XLA_FLAGS=--xla_force_host_platform_device_count=16 before "
+                                 "importing jax, or jax.config.update('jax_num_cpu_devices', 16) before jax starts; "
+                                 "pxla-mlir: --cpu-devices 16; pytest: --cpu-devices 16)")
+    raises(ValueError, r"8 CPU devices exist on backend='cpu' \(on CPU: Python: set XLA_FLAGS=",
            pxla_mlir.pmap(lambda x: x, backend="cpu"), np.zeros((16, 2)))
     raises(ValueError, r"it needs 2 × 8 = 16 devices, but only 8 CPU devices are available on jax's default backend",
            pxla_mlir.pmap(lambda x: x, mode="partition", partitions={"m": 8}), np.zeros((2, 3)))
@@ -54,8 +54,9 @@ def test_too_few_accelerator_devices_point_to_the_cpu(monkeypatch):
         platform = "tpu"
 
     assert too_few_devices(8, [Chip()]) == (
-        " on jax's default backend (to use 8 CPU devices instead, set XLA_FLAGS=--xla_force_host_platform_device_count=8"
-        " before jax starts and pass backend='cpu' or set JAX_PLATFORMS=cpu; pxla-mlir: --backend cpu --cpu-devices 8; "
+        " on jax's default backend (to use 8 CPU devices instead: Python: set XLA_FLAGS="
+        "--xla_force_host_platform_device_count=8 before importing jax and pass backend='cpu' or set JAX_PLATFORMS=cpu;"
+        " pxla-mlir: --backend cpu --cpu-devices 8; "
         "pytest: JAX_PLATFORMS=cpu pytest --cpu-devices 8)")
     assert too_few_devices(8, [Chip()], "tpu").startswith(" on backend='tpu' (to use 8 CPU devices instead")
     monkeypatch.setenv("JAX_PLATFORMS", "tpu")

@@ -50,13 +50,14 @@ def too_few_devices(n: int, devices, backend: str | None = None) -> str:
     env = os.environ.get("JAX_PLATFORMS", "").strip()
     where = (f"on backend={backend!r}" if backend else
              "on jax's default backend" + (f" (JAX_PLATFORMS={env})" if env else ""))
-    flag = f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before jax starts"
+    flag = f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before importing jax"
     if platform == "cpu":
-        how = (f"on CPU, set {flag}, or jax.config.update('jax_num_cpu_devices', {n}); "
+        how = (f"on CPU: Python: set {flag}, or jax.config.update('jax_num_cpu_devices', {n}) before jax starts; "
                f"pxla-mlir: --cpu-devices {n}; pytest: --cpu-devices {n}")
     else:
-        how = (f"to use {n} CPU devices instead, set {flag} and pass backend='cpu' or set JAX_PLATFORMS=cpu; "
-               f"pxla-mlir: --backend cpu --cpu-devices {n}; pytest: JAX_PLATFORMS=cpu pytest --cpu-devices {n}")
+        how = (f"to use {n} CPU devices instead: Python: set {flag} and pass backend='cpu' or set "
+               f"JAX_PLATFORMS=cpu; pxla-mlir: --backend cpu --cpu-devices {n}; "
+               f"pytest: JAX_PLATFORMS=cpu pytest --cpu-devices {n}")
     return f" {where} ({how})"
 
 
