@@ -8,6 +8,9 @@
     pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
     pxla-mlir gen-checks [FILE|-]         FileCheck lines that check a printed module
     pxla-mlir update-checks TEST... [--check]  rewrite lit tests' generated CHECK blocks from their RUN lines
+    pxla-mlir example [NAME] [--run]      list the installed examples, copy one out, or run it
+
+``python -m pxla_mlir`` is the same command line.
 
 Mistakes print one line (``pxla-mlir: error: ...``) and exit 2; exit 1 is
 kept for ``diff``'s "the modules differ", as diff(1) does.
@@ -19,18 +22,45 @@ import argparse
 import inspect
 import os
 import sys
+import textwrap
 
 from pxla_mlir import __version__
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
 from pxla_mlir.mlir.pass_infra import registry
-from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_run, cmd_sharding
+from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_example, cmd_explore, cmd_run, cmd_sharding
 from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, positive_int
 
 PROG = "pxla-mlir"
 _CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or JAX_NUM_CPU_DEVICES sets)"
 _BACKEND_HELP = ("the jax platform to run on: cpu, tpu, cuda or rocm (sets JAX_PLATFORMS before jax starts; "
                  "default: JAX_PLATFORMS, else jax's choice)")
+
+#: The end of each command's --help: commands to copy (run from a checkout, or after pxla-mlir example NAME).
+HELP_EXAMPLES = {
+    "passes": ["pxla-mlir passes",
+               "pxla-mlir passes pxla-expand-shard"],
+    "emit": ["pxla-mlir emit examples/train_step.py:train_step",
+             "pxla-mlir emit examples/nested_reduction.py:two_level_sum --stage after:pxla-expand-shard",
+             "pxla-mlir emit examples/per_device_psum.mlir --stage xla"],
+    "run": ["pxla-mlir run examples/nested_reduction.py:two_level_sum --calls 100",
+            "pxla-mlir run examples/per_device_psum.mlir -o results/",
+            "pxla-mlir run examples/train_step.py:train_step --seed 1 --calls 50"],
+    "diff": ["pxla-mlir diff examples/nested_reduction.py:two_level_sum 'examples/nested_reduction.py:two_level_sum"
+             "?pieces=on'",
+             "pxla-mlir diff before.mlir after.mlir --ignore mhlo.sharding"],
+    "show-sharding": ["pxla-mlir show-sharding --shape 8,12 --hlo '{devices=[2,4]<=[8]}'",
+                      "pxla-mlir show-sharding --shape 8,12 --mesh x=2,y=4 --dims x,y"],
+    "explore": ["pxla-mlir explore examples/nested_reduction.py:two_level_sum -o nested.html",
+                "pxla-mlir explore examples/nested_reduction.py:two_level_sum --compare '?pieces=on'"],
+    "gen-checks": ["pxla-mlir emit examples/train_step.py:train_step | pxla-mlir gen-checks -",
+                   "pxla-mlir gen-checks out.mlir --check-prefix MHLO"],
+    "update-checks": ["pxla-mlir update-checks test/lit/",
+                      "pxla-mlir update-checks test/lit/ --check"],
+    "example": ["pxla-mlir example --list",
+                "pxla-mlir example train_step -o my_examples/",
+                "pxla-mlir example pmap_demo --run"],
+}
 
 
 def _cmd_passes(args) -> int:
@@ -67,12 +97,25 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_sharding.add_parser(sub)
     cmd_explore.add_parser(sub)
     cmd_checks.add_parsers(sub)
+    cmd_example.add_parser(sub)
+    for name, command in sub.choices.items():
+        _end_help_with_examples(command, HELP_EXAMPLES[name])
     for command in sub.choices.values():  # before or after the command name alike
         command.add_argument("--cpu-devices", type=positive_int, metavar="N", default=argparse.SUPPRESS,
                              help=_CPU_DEVICES_HELP)
         command.add_argument("--backend", type=_platform, metavar="NAME", default=argparse.SUPPRESS,
                              help=_BACKEND_HELP)
     return parser
+
+
+def _end_help_with_examples(command: argparse.ArgumentParser, examples: list[str]) -> None:
+    """``command --help`` ends with an "examples:" block, after the epilog it had (wrapped here, as the
+    examples keep their lines)."""
+    if command.description:
+        command.description = textwrap.fill(command.description, width=100)
+    before = textwrap.fill(command.epilog, width=100) + "\n\n" if command.epilog else ""
+    command.epilog = before + "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    command.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def _platform(text: str) -> str:
