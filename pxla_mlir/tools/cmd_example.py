@@ -15,6 +15,7 @@ import argparse
 import ast
 import dataclasses
 import filecmp
+import importlib
 import os
 import pathlib
 import shutil
@@ -75,11 +76,13 @@ class Example:
 
 def examples() -> dict[str, Example]:
     """The installed examples, by name."""
-    try:
-        import pxla_mlir.examples as package
+    try:  # by name: the package is the repository's examples/ folder, mapped in (pyproject's package-dir)
+        package = importlib.import_module("pxla_mlir.examples")
     except ImportError:
+        package = None
+    if package is None or package.__file__ is None:
         raise CliError("the examples are not installed with this pxla_mlir (no pxla_mlir.examples); reinstall it, "
-                       "e.g. pip install --force-reinstall pxla-mlir") from None
+                       "e.g. pip install --force-reinstall pxla-mlir")
     folder = pathlib.Path(package.__file__).parent
     return {name: Example(name, folder / file, function) for name, (file, function) in package.EXAMPLES.items()}
 
