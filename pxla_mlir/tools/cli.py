@@ -5,7 +5,7 @@
     pxla-mlir diff A B [--ignore ATTR]    MLIR-aware diff of two modules or emit specs
     pxla-mlir run TARGET [...]            compile, run, time (TARGET may be FILE.mlir: run a module, compare results)
     pxla-mlir explore TARGET [-o page]    one HTML page: every stage, pass diffs, collectives, shardings
-    pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
+    pxla-mlir show-sharding SHARDING|FILE draw which piece of an array each device holds (HLO, Shardy, P(...), a module)
     pxla-mlir gen-checks [FILE|-]         FileCheck lines that check a printed module
     pxla-mlir update-checks TEST... [--check]  rewrite lit tests' generated CHECK blocks from their RUN lines
     pxla-mlir example [NAME] [--run]      list the installed examples, copy one out, or run it
@@ -50,7 +50,8 @@ HELP_EXAMPLES = {
              "?pieces=on'",
              "pxla-mlir diff before.mlir after.mlir --ignore mhlo.sharding"],
     "show-sharding": ["pxla-mlir show-sharding --shape 8,12 --hlo '{devices=[2,4]<=[8]}'",
-                      "pxla-mlir show-sharding --shape 8,12 --mesh x=2,y=4 --dims x,y"],
+                      "pxla-mlir show-sharding --shape 8,12 '#sdy.sharding<@mesh, [{\"x\"}, {}]>' --mesh x=2,y=4",
+                      "pxla-mlir show-sharding examples/goldens/xmap_2d.mlir"],
     "explore": ["pxla-mlir explore examples/nested_reduction.py:two_level_sum -o nested.html",
                 "pxla-mlir explore examples/nested_reduction.py:two_level_sum --compare '?pieces=on'"],
     "gen-checks": ["pxla-mlir emit examples/train_step.py:train_step | pxla-mlir gen-checks -",
