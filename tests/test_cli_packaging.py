@@ -132,3 +132,15 @@ def test_example_runs_a_map_on_its_example_inputs(capsys):
     captured = capsys.readouterr()
     assert "$ pxla-mlir run " in captured.err and "nested_reduction.py:two_level_sum" in captured.err
     assert "output[0]" in captured.out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["emitt", "x.py:f"], "invalid choice: 'emitt' (choose from 'passes', "),
+    (["emit", "x.py:f", "--dump-d", "x"], "unrecognized arguments: --dump-d x (see pxla-mlir emit --help); "),
+    (["show-sharding", "--shap=8"], "unrecognized arguments: --shap=8 (see pxla-mlir show-sharding --help); "),
+])
+def test_misspelled_commands_and_flags_get_a_suggestion(capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pxla-mlir: error: ") and message in err and err.count("\n") == 1
+    assert err.rstrip().endswith(("did you mean 'emit'?", "did you mean '--dump-dir'?", "did you mean '--shape'?"))

@@ -19,8 +19,10 @@ kept for ``diff``'s "the modules differ", as diff(1) does.
 from __future__ import annotations
 
 import argparse
+import difflib
 import inspect
 import os
+import re
 import sys
 import textwrap
 
@@ -80,7 +82,10 @@ def _cmd_passes(args) -> int:
 
 class _Parser(ExactArgumentParser):
     def error(self, message):  # one line (argparse: a usage dump)
-        raise CliError(f"{message} (see {self.prog} --help)")
+        wrong = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        close = wrong and difflib.get_close_matches(wrong[1], re.findall(r"'([^']*)'", wrong[2]), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise CliError(f"{message} (see {self.prog} --help){hint}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +122,20 @@ def _end_help_with_examples(command: argparse.ArgumentParser, examples: list[str
     before = textwrap.fill(command.epilog, width=100) + "\n\n" if command.epilog else ""
     command.epilog = before + "examples:\n" + "\n".join(f"  {line}" for line in examples)
     command.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args, unknown: list[str]) -> str:
+    """argparse's message, with the command's flag spelled most like the first unknown one."""
+    command = getattr(args, "command", None)
+    prog = f"{PROG} {command}" if command else PROG
+    message = f"unrecognized arguments: {' '.join(unknown)} (see {prog} --help)"
+    flag = unknown[0].split("=", 1)[0]
+    if not flag.startswith("--"):
+        return message
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = (sub.choices[command] if command else parser)._option_string_actions
+    close = difflib.get_close_matches(flag, [o for o in options if o.startswith("--")], n=1)
+    return f"{message}; did you mean '{close[0]}'?" if close else message
 
 
 def _platform(text: str) -> str:
@@ -163,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = None
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            raise CliError(_unrecognized(parser, args, unknown))
         args.argv = list(sys.argv[1:] if argv is None else argv)  # run --processes starts copies of this command
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
