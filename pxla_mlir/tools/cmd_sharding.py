@@ -20,6 +20,7 @@ NO_COLOR is set, FORCE_COLOR forces them, and --color overrides both.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import os
 import re
@@ -283,6 +284,15 @@ def _stdin() -> bytes:
     return sys.stdin.buffer.read()
 
 
+@dataclasses.dataclass(frozen=True)
+class _ModuleMeshes:
+    """What a module's shardings are over: its ``sdy.mesh`` symbols, its ``pxla.mesh``, its device count."""
+
+    sdy: dict[str, Axes]
+    pxla: Axes | None
+    devices: int | None
+
+
 def module_shardings(module):
     """(where, global shape, the attribute as written, its HloSharding or None, devices) for every argument
     and result of every function: ``mhlo.sharding``, ``sdy.sharding`` (over the module's ``sdy.mesh``
@@ -290,16 +300,14 @@ def module_shardings(module):
     from jaxlib.mlir import ir
 
     from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
-    from pxla_mlir.mlir.sharding import parse_hlo_sharding
 
-    meshes = {n: list(m.axes) for n, m in shardy.meshes(module).items()}
     attrs = module.attributes
+    counts = [ir.IntegerAttr(attrs[k]).value for k in ("mhlo.num_replicas", "mhlo.num_partitions") if k in attrs]
     pxla_mesh = None
     if pxla_attrs.MESH in attrs:
         pxla_mesh = _mesh_axes(ir.StringAttr(attrs[pxla_attrs.MESH]).value, pxla_attrs.MESH)
-    replicas = ir.IntegerAttr(attrs["mhlo.num_replicas"]).value if "mhlo.num_replicas" in attrs else None
-    partitions = ir.IntegerAttr(attrs["mhlo.num_partitions"]).value if "mhlo.num_partitions" in attrs else None
-    devices = max(replicas or 1, partitions or 1) if replicas or partitions else None
+    meshes = _ModuleMeshes({n: list(m.axes) for n, m in shardy.meshes(module).items()}, pxla_mesh,
+                           max(counts) if counts else None)
     for fn in ir_utils.functions(module):
         fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
         symbol = ir_utils.symbol_name(fn)
@@ -307,37 +315,39 @@ def module_shardings(module):
             dicts = list(ir.ArrayAttr(fn.attributes[key])) if key in fn.attributes else [None] * len(types)
             for i, (t, d) in enumerate(zip(types, dicts)):
                 where = f"@{symbol} {kind} {i}: {t}"
-                d = ir.DictAttr(d) if d is not None else None
-                found = [k for k in ("sdy.sharding", "mhlo.sharding", pxla_attrs.TILE_DIMS) if d is not None and k in d]
-                if not found:
-                    yield where, None, "no sharding", None, None
-                    continue
-                attr = d[found[0]]
-                text = ir.StringAttr(attr).value if found[0] == "mhlo.sharding" else str(attr)
-                shape = _static_shape(t)
-                if shape is None:
-                    yield where, None, f"{found[0]} = {text} (not drawn: not a tensor of static shape)", None, None
-                    continue
-                try:
-                    if found[0] == "mhlo.sharding":
-                        sharding = parse_hlo_sharding(text)
-                        yield where, shape, f'mhlo.sharding = "{text}"', sharding, devices
-                    elif found[0] == "sdy.sharding":
-                        mesh, dims = parse_sdy(text, None, meshes)
-                        sharding = tiled(mesh, dims, text)
-                        yield where, shape, f"sdy.sharding = {text}", sharding, math.prod(s for _, s in mesh)
-                    else:
-                        if pxla_mesh is None:
-                            raise CliError(f"{where}: {pxla_attrs.TILE_DIMS} without a {pxla_attrs.MESH} on the "
-                                           f"module")
-                        dims = [list(axes) for axes in ast.literal_eval(text)]
-                        sizes = dict(pxla_mesh)
-                        shape = tuple(n * math.prod(sizes.get(a, 1) for a in axes) for n, axes in zip(shape, dims))
-                        yield (where, shape, f"{pxla_attrs.TILE_DIMS} = {text} (of the global {_shape_text(shape)}, "
-                               f"over {pxla_attrs.MESH} {', '.join(f'{n}={s}' for n, s in pxla_mesh)})",
-                               tiled(pxla_mesh, dims, text), math.prod(sizes.values()))
-                except (ValueError, SyntaxError) as e:
-                    raise CliError(f"{where}: {found[0]} {text}: {e}") from None
+                yield (where, *_value_sharding(where, t, {} if d is None else ir.DictAttr(d), meshes))
+
+
+def _value_sharding(where: str, t, attrs, meshes: _ModuleMeshes) -> tuple:
+    """(global shape, the attribute as written, its HloSharding or None, devices) of one value."""
+    from jaxlib.mlir import ir
+
+    from pxla_mlir.mlir.ir.pxla_attrs import MESH, TILE_DIMS
+    from pxla_mlir.mlir.sharding import parse_hlo_sharding
+
+    key = next((k for k in ("sdy.sharding", "mhlo.sharding", TILE_DIMS) if k in attrs), None)
+    if key is None:
+        return None, "no sharding", None, None
+    text = ir.StringAttr(attrs[key]).value if key == "mhlo.sharding" else str(attrs[key])
+    shape = _static_shape(t)
+    if shape is None:
+        return None, f"{key} = {text} (not drawn: not a tensor of static shape)", None, None
+    try:
+        if key == "mhlo.sharding":
+            return shape, f'mhlo.sharding = "{text}"', parse_hlo_sharding(text), meshes.devices
+        if key == "sdy.sharding":
+            mesh, dims = parse_sdy(text, None, meshes.sdy)
+            return shape, f"sdy.sharding = {text}", tiled(mesh, dims, text), math.prod(s for _, s in mesh)
+        if meshes.pxla is None:
+            raise CliError(f"{where}: {TILE_DIMS} without a {MESH} on the module to say the mesh axes' sizes")
+        dims = [list(axes) for axes in ast.literal_eval(text)]
+        sizes = dict(meshes.pxla)
+        shape = tuple(n * math.prod(sizes.get(a, 1) for a in axes) for n, axes in zip(shape, dims))
+        label = (f"{TILE_DIMS} = {text} (of the global {_shape_text(shape)}, over {MESH} "
+                 f"{', '.join(f'{n}={s}' for n, s in meshes.pxla)})")
+        return shape, label, tiled(meshes.pxla, dims, text), math.prod(sizes.values())
+    except (ValueError, SyntaxError) as e:
+        raise CliError(f"{where}: {key} {text}: {e}") from None
 
 
 def _static_shape(t) -> tuple[int, ...] | None:
