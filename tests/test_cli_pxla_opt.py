@@ -49,13 +49,18 @@ def test_each_pass_is_a_flag_run_in_the_order_given(capsys):
     assert reordered.index("canonicalize") < reordered.index("pxla-convert-to-replica-mode")
 
 
-def test_a_pass_on_func_nests_and_flag_values_are_not_passes(capsys, tmp_path):
+def test_a_pass_on_func_nests_and_flag_values_are_not_passes(capsys, tmp_path, monkeypatch):
     func_pass = jaxlib_passes.FUNC_PASSES[0]
     assert f"func.func({func_pass}" in _pipeline_of(capsys, f"-{func_pass}")
     # -o's value is a file name, even one spelled like a pass.
     rc, _, err = _opt(capsys, PARTITION_MODE, "-o", tmp_path / "-cse", "-canonicalize")
     assert rc == 0, err
     assert (tmp_path / "-cse").read_text().startswith("module")
+    # ... and so is one joined on, as is -p's pipeline.
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = _opt(capsys, PARTITION_MODE, "-ojoined.mlir", "-pbuiltin.module(canonicalize)")
+    assert rc == 0, err
+    assert (tmp_path / "joined.mlir").read_text().startswith("module")
 
 
 def test_pass_flags_and_a_pipeline_do_not_mix(capsys):

@@ -39,7 +39,8 @@ BYTECODE_MAGIC = b"ML\xefR"
 _BUFFER_LOC = re.compile(r'loc\("-":(?=\d+:\d+\))')
 _SPLIT_FLAGS = ("-split-input-file", "--split-input-file")
 _BOOL_FLAGS = ("-verify-each", "--verify-each")
-_FLAG_LIKE = re.compile(r"--?[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+(?:=.*)?", re.S)
+#: A word that reads as a flag (-verify-diag, -pxla-expand-shards), not as -o or -p with its value joined on.
+_FLAG_LIKE = re.compile(r"--?[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:=.*)?", re.S)
 EXAMPLES = """examples:
   pxla-opt in.mlir -p 'builtin.module(pxla-verify-handoff)'
   pxla-opt in.mlir -pxla-expand-unshard='mode=all-reduce' -canonicalize -o out.mlir
