@@ -77,7 +77,13 @@ def test_every_commands_help_ends_with_examples(name):
     assert all(line.startswith("  pxla-mlir ") and (f" {name}" in line) for line in lines), lines
 
 
-def test_the_help_examples_parse(monkeypatch):
+def test_the_top_level_help_ends_with_examples_too():
+    assert cli.build_parser().format_help().endswith("examples:\n  pxla-mlir example --list\n"
+                                                     "  pxla-mlir emit examples/train_step.py:train_step\n"
+                                                     "  pxla-mlir emit --help\n")
+
+
+def test_the_help_examples_parse():
     """Each example is a command line the parser takes (shell quoting and pipes aside)."""
     import shlex
 

@@ -89,7 +89,10 @@ class _Parser(ExactArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="pxla_mlir command line")
+    parser = _Parser(prog=PROG, description="pxla_mlir command line (also python -m pxla_mlir)",
+                     epilog="examples:\n  pxla-mlir example --list\n  pxla-mlir emit examples/train_step.py:train_step\n"
+                            "  pxla-mlir emit --help",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--cpu-devices", type=positive_int, metavar="N", help=_CPU_DEVICES_HELP)
     parser.add_argument("--backend", type=_platform, metavar="NAME", help=_BACKEND_HELP)
