@@ -1,7 +1,7 @@
 """pxla-mlir: the user-facing command line.
 
     pxla-mlir passes [NAME...]            list passes/pipelines, or show one's documentation
-    pxla-mlir emit TARGET [...]           print the MHLO (or another stage) of a pmap/xmap
+    pxla-mlir emit TARGET [...]           print the MHLO (or another stage, XLA's HLO) of a pmap/xmap or FILE.mlir
     pxla-mlir diff A B [--ignore ATTR]    MLIR-aware diff of two modules or emit specs
     pxla-mlir run TARGET [...]            compile, run, time (TARGET may be FILE.mlir: run a module, compare results)
     pxla-mlir explore TARGET [-o page]    one HTML page: every stage, pass diffs, collectives, shardings

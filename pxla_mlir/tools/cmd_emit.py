@@ -21,7 +21,7 @@ from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
 
 
 def add_parser(sub) -> None:
-    e = sub.add_parser("emit", help="print the MHLO (or another stage) of a pmap/xmap")
+    e = sub.add_parser("emit", help="print the MHLO (or another stage) of a pmap/xmap, or of a module file")
     add_map_arguments(e)
     e.add_argument("--stage", default="mhlo",
                    help="pxla (imported), after:<pass>, mhlo (final, the default), hlo (XLA's HLO before its "
