@@ -37,7 +37,7 @@ FLOORS: list[tuple[str, int]] = [
     ("pxla_mlir.maps", 9),
     # floor 10: each map kind's package (KINDS, from pxla_mlir/maps/registry.py)
     ("pxla_mlir.jit", 11),
-    ("pxla_mlir.tools", 12), ("pxla_mlir.testing", 12), ("pxla_mlir.pytest_plugin", 12),
+    ("pxla_mlir.tools", 12), ("pxla_mlir.testing", 12), ("pxla_mlir.pytest_plugin", 12), ("pxla_mlir.__main__", 12),
     ("pxla_mlir", 0),  # the package's __init__: lazy, imports nothing of ours when loaded
 ]
 JAX_FREE = 4

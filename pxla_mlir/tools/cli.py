@@ -1,13 +1,16 @@
 """pxla-mlir: the user-facing command line.
 
     pxla-mlir passes [NAME...]            list passes/pipelines, or show one's documentation
-    pxla-mlir emit TARGET [...]           print the MHLO (or another stage) of a pmap/xmap
+    pxla-mlir emit TARGET [...]           print the MHLO (or another stage, XLA's HLO) of a pmap/xmap or FILE.mlir
     pxla-mlir diff A B [--ignore ATTR]    MLIR-aware diff of two modules or emit specs
     pxla-mlir run TARGET [...]            compile, run, time (TARGET may be FILE.mlir: run a module, compare results)
     pxla-mlir explore TARGET [-o page]    one HTML page: every stage, pass diffs, collectives, shardings
-    pxla-mlir show-sharding --shape ...   draw which piece of an array each device holds
+    pxla-mlir show-sharding SHARDING|FILE draw which piece of an array each device holds (HLO, Shardy, P(...), a module)
     pxla-mlir gen-checks [FILE|-]         FileCheck lines that check a printed module
     pxla-mlir update-checks TEST... [--check]  rewrite lit tests' generated CHECK blocks from their RUN lines
+    pxla-mlir example [NAME] [--run]      list the installed examples, copy one out, or run it
+
+``python -m pxla_mlir`` is the same command line.
 
 Mistakes print one line (``pxla-mlir: error: ...``) and exit 2; exit 1 is
 kept for ``diff``'s "the modules differ", as diff(1) does.
@@ -16,21 +19,51 @@ kept for ``diff``'s "the modules differ", as diff(1) does.
 from __future__ import annotations
 
 import argparse
+import difflib
 import inspect
 import os
+import re
 import sys
+import textwrap
 
 from pxla_mlir import __version__
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
 from pxla_mlir.mlir.pass_infra import registry
-from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_explore, cmd_run, cmd_sharding
+from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_example, cmd_explore, cmd_run, cmd_sharding
 from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, positive_int
 
 PROG = "pxla-mlir"
 _CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or JAX_NUM_CPU_DEVICES sets)"
 _BACKEND_HELP = ("the jax platform to run on: cpu, tpu, cuda or rocm (sets JAX_PLATFORMS before jax starts; "
                  "default: JAX_PLATFORMS, else jax's choice)")
+
+#: The end of each command's --help: commands to copy (run from a checkout, or after pxla-mlir example NAME).
+HELP_EXAMPLES = {
+    "passes": ["pxla-mlir passes",
+               "pxla-mlir passes pxla-expand-shard"],
+    "emit": ["pxla-mlir emit examples/train_step.py:train_step",
+             "pxla-mlir emit examples/nested_reduction.py:two_level_sum --stage after:pxla-expand-shard",
+             "pxla-mlir emit examples/per_device_psum.mlir --stage xla"],
+    "run": ["pxla-mlir run examples/nested_reduction.py:two_level_sum --calls 100",
+            "pxla-mlir run examples/per_device_psum.mlir -o results/",
+            "pxla-mlir run examples/train_step.py:train_step --seed 1 --calls 50"],
+    "diff": ["pxla-mlir diff examples/nested_reduction.py:two_level_sum 'examples/nested_reduction.py:two_level_sum"
+             "?pieces=on'",
+             "pxla-mlir diff before.mlir after.mlir --ignore mhlo.sharding"],
+    "show-sharding": ["pxla-mlir show-sharding --shape 8,12 --hlo '{devices=[2,4]<=[8]}'",
+                      "pxla-mlir show-sharding --shape 8,12 '#sdy.sharding<@mesh, [{\"x\"}, {}]>' --mesh x=2,y=4",
+                      "pxla-mlir show-sharding examples/goldens/xmap_2d.mlir"],
+    "explore": ["pxla-mlir explore examples/nested_reduction.py:two_level_sum -o nested.html",
+                "pxla-mlir explore examples/nested_reduction.py:two_level_sum --compare '?pieces=on'"],
+    "gen-checks": ["pxla-mlir emit examples/train_step.py:train_step | pxla-mlir gen-checks -",
+                   "pxla-mlir gen-checks out.mlir --check-prefix MHLO"],
+    "update-checks": ["pxla-mlir update-checks test/lit/",
+                      "pxla-mlir update-checks test/lit/ --check"],
+    "example": ["pxla-mlir example --list",
+                "pxla-mlir example train_step -o my_examples/",
+                "pxla-mlir example pmap_demo --run"],
+}
 
 
 def _cmd_passes(args) -> int:
@@ -49,11 +82,17 @@ def _cmd_passes(args) -> int:
 
 class _Parser(ExactArgumentParser):
     def error(self, message):  # one line (argparse: a usage dump)
-        raise CliError(f"{message} (see {self.prog} --help)")
+        wrong = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        close = wrong and difflib.get_close_matches(wrong[1], re.findall(r"'([^']*)'", wrong[2]), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise CliError(f"{message} (see {self.prog} --help){hint}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="pxla_mlir command line")
+    parser = _Parser(prog=PROG, description="pxla_mlir command line (also python -m pxla_mlir)",
+                     epilog="examples:\n  pxla-mlir example --list\n  pxla-mlir emit examples/train_step.py:train_step\n"
+                            "  pxla-mlir emit --help",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--cpu-devices", type=positive_int, metavar="N", help=_CPU_DEVICES_HELP)
     parser.add_argument("--backend", type=_platform, metavar="NAME", help=_BACKEND_HELP)
@@ -67,12 +106,39 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_sharding.add_parser(sub)
     cmd_explore.add_parser(sub)
     cmd_checks.add_parsers(sub)
+    cmd_example.add_parser(sub)
+    for name, command in sub.choices.items():
+        _end_help_with_examples(command, HELP_EXAMPLES[name])
     for command in sub.choices.values():  # before or after the command name alike
         command.add_argument("--cpu-devices", type=positive_int, metavar="N", default=argparse.SUPPRESS,
                              help=_CPU_DEVICES_HELP)
         command.add_argument("--backend", type=_platform, metavar="NAME", default=argparse.SUPPRESS,
                              help=_BACKEND_HELP)
     return parser
+
+
+def _end_help_with_examples(command: argparse.ArgumentParser, examples: list[str]) -> None:
+    """``command --help`` ends with an "examples:" block, after the epilog it had (wrapped here, as the
+    examples keep their lines)."""
+    if command.description:
+        command.description = textwrap.fill(command.description, width=100)
+    before = textwrap.fill(command.epilog, width=100) + "\n\n" if command.epilog else ""
+    command.epilog = before + "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    command.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args, unknown: list[str]) -> str:
+    """argparse's message, with the command's flag spelled most like the first unknown one."""
+    command = getattr(args, "command", None)
+    prog = f"{PROG} {command}" if command else PROG
+    message = f"unrecognized arguments: {' '.join(unknown)} (see {prog} --help)"
+    flag = unknown[0].split("=", 1)[0]
+    if not flag.startswith("--"):
+        return message
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = (sub.choices[command] if command else parser)._option_string_actions
+    close = difflib.get_close_matches(flag, [o for o in options if o.startswith("--")], n=1)
+    return f"{message}; did you mean '{close[0]}'?" if close else message
 
 
 def _platform(text: str) -> str:
@@ -119,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = None
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            raise CliError(_unrecognized(parser, args, unknown))
         args.argv = list(sys.argv[1:] if argv is None else argv)  # run --processes starts copies of this command
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)

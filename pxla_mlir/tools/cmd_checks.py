@@ -84,8 +84,11 @@ def _tests(paths: list[str]) -> list[str]:
 
 def run_update(args) -> int:
     """Exit 1 only for stale tests (--check), so that CI tells them from broken ones (2)."""
+    from pxla_mlir.tools.lit_runs import INSTALL_HINT, have_lit
     from pxla_mlir.tools.update_checks import UpdateError, update, write
 
+    if not have_lit():  # once, not once per test
+        raise CliError(f"update-checks runs lit tests' RUN lines and needs lit, which is not installed: {INSTALL_HINT}")
     failed = stale = 0
     for test in _tests(args.tests):
         try:

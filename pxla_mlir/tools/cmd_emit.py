@@ -3,6 +3,12 @@
     pxla-mlir emit examples/train_step.py:train_step                 # declared example inputs
     pxla-mlir emit pkg.mod:f --map pmap --axis-name i --arg f32[8,128] --stage pxla
     pxla-mlir emit file.py:f --stage after:pxla-expand-unshard --dump-dir dumps/
+    pxla-mlir emit step.mlir --stage xla                                # a module file: XLA's HLO of it
+
+A module file (``FILE.mlir``, or ``-`` for stdin) goes through what it needs
+before XLA, as ``pxla-mlir run`` takes it (:mod:`pxla_mlir.maps.text_modules`):
+``--stage mhlo`` prints the module XLA gets, ``hlo`` jaxlib's conversion of it
+to HLO, ``xla`` the HLO XLA optimized for the devices.
 """
 
 from __future__ import annotations
@@ -15,10 +21,11 @@ from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
 
 
 def add_parser(sub) -> None:
-    e = sub.add_parser("emit", help="print the MHLO (or another stage) of a pmap/xmap")
+    e = sub.add_parser("emit", help="print the MHLO (or another stage) of a pmap/xmap, or of a module file")
     add_map_arguments(e)
     e.add_argument("--stage", default="mhlo",
-                   help="pxla (imported), after:<pass>, mhlo (final, the default) or xla (optimized HLO)")
+                   help="pxla (imported), after:<pass>, mhlo (final, the default), hlo (XLA's HLO before its "
+                        "optimizations) or xla (optimized HLO); a FILE.mlir target: mhlo, hlo or xla")
     e.add_argument("--pipeline", help="run this pipeline instead of the map's own")
     e.add_argument("--dump-dir", help="write the module after every pass to DIR/NN_<pass>.mlir")
     e.add_argument("--dialect", choices=("mhlo", "stablehlo"), default="mhlo", help="export the result as")
@@ -51,7 +58,39 @@ def _check_dump_dir(path: str) -> None:
         raise CliError(f"cannot make --dump-dir {path!r}: {e.strerror}") from None
 
 
+#: The stages of a module read from a file (what it was before is not known).
+MODULE_STAGES = ("mhlo", "hlo", "xla")
+
+
+def emit_module(args) -> str:
+    """The text of a module file (or stdin) at ``args.stage``, after what it needs before XLA."""
+    from pxla_mlir.tools.cmd_run_module import load_target
+
+    mapping = [f for f in MAP_FLAGS if getattr(args, f, None) is not None]
+    if mapping or args.arg:
+        flag = "--arg" if not mapping else "--" + mapping[0].replace("_", "-")
+        raise CliError(f"{flag} says how to map a Python function; {args.target} is a module, which needs no "
+                       f"mapping (run another pipeline on it with --pipeline)")
+    if args.dump_dir is not None:
+        raise CliError(f"--dump-dir writes a map's stages; for a module, run its passes with pxla-opt "
+                       f"{args.target} -p PIPELINE --mlir-print-ir-after-all")
+    if args.stage not in MODULE_STAGES:
+        raise CliError(f"--stage {args.stage}: a module file has the stages {', '.join(MODULE_STAGES)} (what it "
+                       f"was before is not in it); emit the stages of its Python program instead")
+    if args.dialect != "mhlo" and args.stage != "mhlo":
+        raise CliError(f"--dialect applies to --stage mhlo; --stage {args.stage} prints HLO")
+    lowered = load_target(args.target, pipeline=args.pipeline)
+    if args.stage == "xla":
+        return lowered.compile().as_text()
+    return lowered.as_text("hlo" if args.stage == "hlo" else args.dialect)
+
+
 def run_emit(args) -> int:
+    from pxla_mlir.tools.cmd_run_module import is_module_target
+
+    if is_module_target(args.target):
+        write_output(args.output, emit_module(args))
+        return 0
     if args.dump_dir is not None:
         _check_dump_dir(args.dump_dir)
     prepared = prepare(args.target, map_options(args))

@@ -26,7 +26,7 @@ from pxla_mlir.mlir.pass_infra.stepwise import UnknownStepError, run_stepwise
 from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.tools.targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
 
-STAGES = ("pxla", "mhlo", "xla")  # plus "after:<pass>"
+STAGES = ("pxla", "mhlo", "hlo", "xla")  # plus "after:<pass>"
 
 
 def pipeline_options(kind: str) -> list[str]:
@@ -219,13 +219,13 @@ def stage_text(lowered, stage: str = "mhlo", *, pipeline: str | None = None, dum
     if dialect not in ("mhlo", "stablehlo"):
         raise TargetError(f"--dialect must be mhlo or stablehlo, got {dialect!r}")
     if stage not in STAGES and not stage.startswith("after:"):
-        raise TargetError(f"unknown stage {stage!r}: use pxla, mhlo, xla or after:<pass>")
+        raise TargetError(f"unknown stage {stage!r}: use pxla, mhlo, hlo, xla or after:<pass>")
     if stage == "pxla":
         return lowered.pxla_text()
-    if stage == "xla":
+    if stage in ("hlo", "xla"):
         if pipeline is not None:
-            raise TargetError("--stage xla compiles the map's own pipeline; drop --pipeline")
-        return lowered.compile().as_text()
+            raise TargetError(f"--stage {stage} converts the map's own pipeline's result; drop --pipeline")
+        return lowered.as_text("hlo") if stage == "hlo" else lowered.compile().as_text()
     stop = stage.split(":", 1)[1] if stage.startswith("after:") else None
     if pipeline is None and stop is None and dump_dir is None:
         return lowered.as_text(dialect)

@@ -75,6 +75,16 @@ class Capture:
         return check_file is not None and os.path.realpath(os.path.join(self.cwd, check_file)) == os.path.realpath(path)
 
 
+#: How to get what update-checks runs: lit, and the PyPI filecheck its RUN lines pipe into.
+INSTALL_HINT = "pip install 'pxla-mlir[lit]' (brings lit and filecheck)"
+
+
+def have_lit() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("lit") is not None
+
+
 def _lit():
     try:
         import lit.discovery
@@ -84,7 +94,7 @@ def _lit():
         import lit.TestingConfig
         import lit.TestRunner
     except ImportError:
-        raise RunError("update-checks needs lit (pip install lit)") from None
+        raise RunError(f"update-checks needs lit, which is not installed: {INSTALL_HINT}") from None
     return lit
 
 

@@ -166,7 +166,8 @@ def _verify(path: str, new: str, captures: list[lit_runs.Capture], hand: set[str
         for c in captures:
             command = lit_runs.filecheck_command(c)
             if command is None:
-                raise UpdateError(f"RUN line {c.run.line}: FileCheck '{c.filecheck}' is not on PATH", c.run.line)
+                hint = f"; {lit_runs.INSTALL_HINT}" if c.filecheck == "filecheck" else ""
+                raise UpdateError(f"RUN line {c.run.line}: FileCheck '{c.filecheck}' is not on PATH{hint}", c.run.line)
             parsed = c.parsed
             done = _filecheck(c, command, checks)
             if done.returncode == 0:

@@ -1,6 +1,9 @@
 """pxla-opt: mlir-opt for pxla passes (and jaxlib's), with mlir-opt's flag names.
 
     pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-handoff-pipeline)' -o out.mlir
+    pxla-opt in.mlir -p 'builtin.module(pxla-expand-shard,canonicalize)'
+    pxla-opt in.mlir -pxla-expand-unshard='mode=all-reduce' -canonicalize    # a flag per pass, run in order
+    pxla-opt --run-reproducer /tmp/pxla_repro_abc.mlir                         # a failed pipeline, again
 
 jax-free on purpose: it loads jaxlib's MLIR bindings only, so it starts fast.
 User mistakes print ``file:line:col: error: ...`` (with the source line and a
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import gc
 import io
 import os
@@ -26,7 +30,7 @@ from pxla_mlir.mlir.ir.context import make_context
 from pxla_mlir.mlir.ir.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
 from pxla_mlir.mlir.ir.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.ir.verify_diagnostics import parse_expectations, verify
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry, reproducer
 from pxla_mlir.mlir.pass_infra.pipeline import ROOT_ANCHOR, describe_options
 
 PROG = "pxla-opt"
@@ -35,6 +39,12 @@ BYTECODE_MAGIC = b"ML\xefR"
 _BUFFER_LOC = re.compile(r'loc\("-":(?=\d+:\d+\))')
 _SPLIT_FLAGS = ("-split-input-file", "--split-input-file")
 _BOOL_FLAGS = ("-verify-each", "--verify-each")
+#: A word that reads as a flag (-verify-diag, -pxla-expand-shards), not as -o or -p with its value joined on.
+_FLAG_LIKE = re.compile(r"--?[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:=.*)?", re.S)
+EXAMPLES = """examples:
+  pxla-opt in.mlir -p 'builtin.module(pxla-verify-handoff)'
+  pxla-opt in.mlir -pxla-expand-unshard='mode=all-reduce' -canonicalize -o out.mlir
+  pxla-opt --run-reproducer ~/.cache/pxla_mlir/reproducers/pxla_repro_1a2b3c.mlir"""
 
 
 def _quote(path: str) -> str:
@@ -67,12 +77,17 @@ def _non_negative_int(text: str) -> int:
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
-    p = _ArgParser(prog=PROG, description="Run pxla and jaxlib MLIR passes over MHLO (mlir-opt flags).",
-                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _ArgParser(prog=PROG, description="Run pxla and jaxlib MLIR passes over MHLO (mlir-opt flags).\n\n"
+                                          "Each pass and pipeline listed below is also a flag of its own, run in "
+                                          "the order given:\n  -NAME, or -NAME='OPTION=VALUE ...' for its options",
+                   epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", nargs="?", default="-", help="input file, MLIR text or bytecode ('-' for stdin, the default)")
     p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout, the default)")
-    _flag(p, "pass-pipeline", "textual pipeline, e.g. 'builtin.module(pxla-verify-handoff,canonicalize)'",
-          dest="pass_pipeline", default="builtin.module()")
+    p.add_argument("-p", "-pass-pipeline", "--pass-pipeline", dest="pass_pipeline", metavar="PIPELINE",
+                   help="textual pipeline, e.g. 'builtin.module(pxla-verify-handoff,canonicalize)' (default: none)")
+    _flag(p, "run-reproducer", "run the pipeline the input records in its trailer, {-# external_resources: "
+                               "{mlir_reproducer: {pipeline: ...}} #-} (a reproducer that a failing pipeline saved)",
+          action="store_true")
     _flag(p, "split-input-file", f"process each chunk separately; a line starting with MARKER ends a chunk "
                                  f"(--split-input-file alone: '{DEFAULT_SPLIT_MARKER}')", metavar="[=MARKER]",
           dest="split_input_file", default=None)
@@ -193,6 +208,63 @@ def _bool_flags_argv(argv: list[str]) -> list[str]:
     return out
 
 
+def _pass_names() -> dict[str, str]:
+    """Every registered pass and pipeline, with where it runs: "module", or "func" (jaxlib's passes on func.func)."""
+    names = dict.fromkeys([*registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES,
+                           *jaxlib_passes.PIPELINES], "module")
+    names.update(dict.fromkeys(jaxlib_passes.FUNC_PASSES, "func"))
+    return names
+
+
+def _flags_of(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]:
+    """The parser's option strings, and those of them that take a value in the next argument."""
+    flags = set(parser._option_string_actions)
+    valued = {f for f, action in parser._option_string_actions.items() if action.nargs != 0}
+    return flags, valued
+
+
+def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """mlir-opt's flag per pass: ``-pxla-expand-shard -canonicalize`` runs those passes in that order, and
+    ``-NAME='OPTION=VALUE ...'`` gives one its options. Returns the other arguments, and the pipeline elements
+    the pass flags make (a pass on func.func nested in it)."""
+    flags, valued = _flags_of(parser)
+    names = _pass_names()
+    rest, elements = [], []
+    taken = False  # this argument is the value of the flag before it
+    for a in argv:
+        if taken or a == "-" or not a.startswith("-") or a.split("=", 1)[0] in flags:
+            rest.append(a)
+            taken = not taken and a in valued
+            continue
+        name, eq, options = a.lstrip("-").partition("=")
+        if name not in names:
+            if _FLAG_LIKE.fullmatch(a):  # not '-oFILE' or '-pPIPELINE' but a misspelled flag or pass
+                raise UsageError(_unknown_flag([a], parser))
+            rest.append(a)
+            continue
+        if eq and not options.strip():
+            raise UsageError(f"{a}: give the pass options after '=', e.g. -{name}='OPTION=VALUE', or none")
+        element = f"{name}{{{options.strip()}}}" if eq else name
+        elements.append(f"func.func({element})" if names[name] == "func" else element)
+    return rest, elements
+
+
+def _unknown_flag(unknown: list[str], parser: argparse.ArgumentParser) -> str:
+    """The message for the arguments argparse did not take, with the flag or pass spelled most like the first
+    (mlir-opt's "did you mean" on a line of its own)."""
+    message = f"unrecognized arguments: {' '.join(unknown)} (see {PROG} --help)"
+    arg = unknown[0]
+    if not arg.startswith("-") or arg == "-":
+        return message
+    name = arg.lstrip("-").split("=", 1)[0]
+    flags = {f.lstrip("-"): f for f in _flags_of(parser)[0] if len(f) > 2}
+    close = difflib.get_close_matches(name, [*flags, *_pass_names()], n=1)
+    if not close:
+        return message
+    dashes = "--" if arg.startswith("--") else "-"
+    return f"{message}\n{PROG}: did you mean '{dashes}{close[0]}'?"
+
+
 class Driver:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -214,7 +286,7 @@ class Driver:
 
     def pipeline(self, ctx: ir.Context) -> Pipeline:
         try:
-            return Pipeline.parse(self.args.pass_pipeline, ctx)
+            return Pipeline.parse(self.args.pass_pipeline or f"{ROOT_ANCHOR}()", ctx)
         except PipelineSyntaxError as e:
             raise UsageError(e.format()) from None
 
@@ -348,6 +420,24 @@ class Driver:
                     raise UsageError(f"--mlir-print-ir-{flag}: '{name}' is a pipeline; name one of its passes "
                                      f"(--dump-pass-pipeline shows them)")
 
+    def recorded_pipeline(self, data: bytes) -> bytes:
+        """--run-reproducer: takes the pipeline (and --verify-each) from the input's trailer; returns the module."""
+        a = self.args
+        if a.pass_pipeline is not None:
+            raise UsageError("--run-reproducer runs the pipeline the reproducer records; drop -p/--pass-pipeline "
+                             "and the pass flags (or drop --run-reproducer to run another pipeline on it)")
+        if a.split_input_file is not None:
+            raise UsageError("--run-reproducer reads one module; it cannot be combined with --split-input-file")
+        module, recorded = reproducer.split(data)
+        if recorded is None:
+            raise UsageError(f"{self.buffer_name} records no pipeline: a reproducer ends with "
+                             f"{{-# external_resources: {{mlir_reproducer: {{pipeline: \"...\"}}}} #-}}; "
+                             f"give the pipeline with -p PIPELINE instead of --run-reproducer")
+        a.pass_pipeline = recorded.pipeline
+        a.verify_each = a.verify_each or recorded.verify_each
+        a.mlir_disable_threading = a.mlir_disable_threading or recorded.disable_threading
+        return module
+
     def run(self) -> int:
         a = self.args
         if a.emit_bytecode and a.split_input_file is not None:
@@ -357,6 +447,9 @@ class Driver:
                              "the output")
         if a.split_input_file == "":
             raise UsageError(f"--split-input-file= needs a marker, e.g. --split-input-file='{DEFAULT_SPLIT_MARKER}'")
+        data = None
+        if a.run_reproducer:
+            data = self.recorded_pipeline(_read_input(a.input))
         ctx = self.context()
         pipeline = self.pipeline(ctx)
         self.check_print_names(ctx)
@@ -364,7 +457,8 @@ class Driver:
             print(f"Pass pipeline: {pipeline}", file=sys.stderr)
         canonical = str(pipeline)
         del ctx
-        data = _read_input(a.input)
+        if data is None:
+            data = reproducer.split(_read_input(a.input))[0]  # a reproducer's trailer is pxla-opt's, not MLIR's
         if data.startswith(BYTECODE_MAGIC) and a.split_input_file is not None:
             raise UsageError(f"{self.buffer_name} is MLIR bytecode; --split-input-file needs MLIR text")
         outputs = []
@@ -426,7 +520,16 @@ def _write_output(path: str, out: str | bytes) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         argv = _bool_flags_argv(_split_marker_argv(sys.argv[1:] if argv is None else list(argv)))
-        args = build_arg_parser().parse_args(argv)
+        parser = build_arg_parser()
+        argv, pass_flags = pass_flags_argv(argv, parser)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            raise UsageError(_unknown_flag(unknown, parser))
+        if pass_flags:
+            if args.pass_pipeline is not None:
+                raise UsageError(f"give the passes either as flags ({' '.join('-' + e for e in pass_flags[:2])} ...) "
+                                 f"or as -p/--pass-pipeline, not both")
+            args.pass_pipeline = f"{ROOT_ANCHOR}({','.join(pass_flags)})"
         if args.version:
             print(_version_text())
             return 0

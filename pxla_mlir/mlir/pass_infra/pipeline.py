@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import os
 import re
 import sys
@@ -166,13 +167,23 @@ def _stderr_captured():
             said.append(f.read().decode("utf-8", "replace"))
 
 
+def did_you_mean(name: str) -> str:
+    """``"; did you mean 'NAME'?"`` for the registered pass or pipeline spelled most like ``name``, or ``""``."""
+    from pxla_mlir.mlir.pass_infra import jaxlib_passes
+
+    known = [*registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES, *jaxlib_passes.FUNC_PASSES,
+             *jaxlib_passes.PIPELINES]
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def _jaxlib_error(err: str, el: _Element, ctx: ir.Context, llvm_said: str = "") -> str:
     m = re.search(r"for the --([\w-]+) option: (.+)", llvm_said)
     if m:  # an option value LLVM's command-line parser rejected
         reason = m.group(2).strip()
         return f"{el.name}: option '{m.group(1)}': {reason if len(reason) < 200 else reason[:200] + '...'}"
     if "does not refer to a registered pass" in err:
-        return f"unknown pass or pipeline '{el.name}' (pxla-opt --list-passes shows pxla's own)"
+        return f"unknown pass or pipeline '{el.name}'{did_you_mean(el.name)} (pxla-opt --list-passes lists them)"
     m = re.search(r"no such option (\S+)", err)
     if m:
         valid = _jaxlib_option_names(el.name, ctx)
@@ -373,7 +384,8 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
         except ir.MLIRError as e:
             diags.add_error(e)
             failure = diags.diagnostics
-    raise PipelineFailure(pipeline, failure, None if before is None else reproducer_file.save(before))
+    recorded = reproducer_file.Recorded(str(pipeline), verify_each=verify_each)
+    raise PipelineFailure(pipeline, failure, None if before is None else reproducer_file.save(before, recorded))
 
 
 def describe_options(cls) -> list[str]:

@@ -17,7 +17,7 @@
 // --help lists them too, after the flags, as mlir-opt's does.
 // RUN: pxla-opt --help | filecheck %s --check-prefix=HELP
 // HELP: usage: pxla-opt
-// HELP: --pass-pipeline PASS_PIPELINE
+// HELP: --pass-pipeline PIPELINE
 // HELP: Passes:
 // HELP: pxla-expand-unshard {{ *}}Expand pxla.unshard into an all_gather
 // HELP-NEXT: strategy=<all-gather|all-reduce>

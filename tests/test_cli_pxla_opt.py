@@ -1,0 +1,141 @@
+"""pxla-opt's mlir-opt conventions: ``-p``, a flag per pass (in the order
+given, with options), "did you mean" for misspelled passes and flags, and
+``--run-reproducer`` replaying what a failing pipeline saved."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from conftest import REPO
+
+from pxla_mlir.mlir.cli import pxla_opt
+from pxla_mlir.mlir.pass_infra import PipelineFailure, jaxlib_passes, reproducer, run_pipeline
+
+PARTITION_MODE = REPO / "test" / "lit" / "Inputs" / "partition_mode.mlir"
+FAILING = "builtin.module(pxla-verify-handoff{num-replicas=2})"
+
+
+def _opt(capsys, *argv) -> tuple[int, str, str]:
+    rc = pxla_opt.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def _pipeline_of(capsys, *argv) -> str:
+    rc, _, err = _opt(capsys, PARTITION_MODE, "--dump-pass-pipeline", "-o", "/dev/null", *argv)
+    assert rc == 0, err
+    (line,) = [l for l in err.splitlines() if l.startswith("Pass pipeline: ")]
+    return line.removeprefix("Pass pipeline: ")
+
+
+def test_p_is_pass_pipeline(capsys):
+    pipeline = "builtin.module(pxla-convert-to-replica-mode,canonicalize)"
+    short = _opt(capsys, PARTITION_MODE, "-p", pipeline)
+    joined = _opt(capsys, PARTITION_MODE, f"-p{pipeline}")
+    long = _opt(capsys, PARTITION_MODE, f"--pass-pipeline={pipeline}")
+    assert short == joined == long and short[0] == 0 and "mhlo.num_replicas = 4" in short[1]
+
+
+def test_each_pass_is_a_flag_run_in_the_order_given(capsys):
+    as_flags = _pipeline_of(capsys, "-pxla-convert-to-replica-mode", "--canonicalize=max-iterations=3",
+                            "-pxla-verify-handoff=num-replicas=4 sharding-dialect=gspmd")
+    as_pipeline = _pipeline_of(capsys, "-p", "builtin.module(pxla-convert-to-replica-mode,canonicalize{max-iterations=3},"
+                                             "pxla-verify-handoff{num-replicas=4 sharding-dialect=gspmd})")
+    assert as_flags == as_pipeline
+    assert as_flags.index("pxla-convert-to-replica-mode") < as_flags.index("canonicalize") < as_flags.index(
+        "pxla-verify-handoff")
+    reordered = _pipeline_of(capsys, "-canonicalize", "-pxla-convert-to-replica-mode")
+    assert reordered.index("canonicalize") < reordered.index("pxla-convert-to-replica-mode")
+
+
+def test_a_pass_on_func_nests_and_flag_values_are_not_passes(capsys, tmp_path, monkeypatch):
+    func_pass = jaxlib_passes.FUNC_PASSES[0]
+    assert f"func.func({func_pass}" in _pipeline_of(capsys, f"-{func_pass}")
+    # -o's value is a file name, even one spelled like a pass.
+    rc, _, err = _opt(capsys, PARTITION_MODE, "-o", tmp_path / "-cse", "-canonicalize")
+    assert rc == 0, err
+    assert (tmp_path / "-cse").read_text().startswith("module")
+    # ... and so is one joined on, as is -p's pipeline.
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = _opt(capsys, PARTITION_MODE, "-ojoined.mlir", "-pbuiltin.module(canonicalize)")
+    assert rc == 0, err
+    assert (tmp_path / "joined.mlir").read_text().startswith("module")
+
+
+def test_pass_flags_and_a_pipeline_do_not_mix(capsys):
+    rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize", "-p", "builtin.module(cse)")
+    assert rc == 1 and err == "pxla-opt: error: give the passes either as flags (-canonicalize ...) or as " \
+                              "-p/--pass-pipeline, not both\n"
+    rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize=")
+    assert rc == 1 and "-canonicalize=: give the pass options after '='" in err
+
+
+@pytest.mark.parametrize(("argv", "wrong", "meant"), [
+    (["-p", "builtin.module(expand-shard)"], "unknown pass or pipeline 'expand-shard'", "'pxla-expand-shard'"),
+    (["-p", "builtin.module(canonicalise)"], "unknown pass or pipeline 'canonicalise'", "'canonicalize'"),
+    (["-canonicalise"], "unrecognized arguments: -canonicalise (see pxla-opt --help)", "'-canonicalize'"),
+    (["-pxla-expand-shards"], "unrecognized arguments: -pxla-expand-shards", "'-pxla-expand-shard'"),
+    (["--verify-diag"], "unrecognized arguments: --verify-diag (see pxla-opt --help)", "'--verify-diagnostics'"),
+    (["--split-input"], "unrecognized arguments: --split-input", "'--split-input-file'"),
+])
+def test_misspelled_passes_and_flags_get_a_suggestion(capsys, argv, wrong, meant):
+    rc, out, err = _opt(capsys, PARTITION_MODE, *argv)
+    assert rc == 1 and not out
+    assert wrong in err and f"did you mean {meant}?" in err
+    assert "Traceback" not in err
+
+
+def test_nothing_close_gets_no_suggestion(capsys):
+    rc, _, err = _opt(capsys, PARTITION_MODE, "--no-such-flag-at-all-zzz")
+    assert rc == 1 and err == "pxla-opt: error: unrecognized arguments: --no-such-flag-at-all-zzz (see pxla-opt " \
+                              "--help)\n"
+
+
+def test_help_ends_its_options_with_examples():
+    text = pxla_opt.build_arg_parser().format_help()
+    assert "\nexamples:\n  pxla-opt in.mlir -p " in text
+    assert "-p PIPELINE, -pass-pipeline PIPELINE, --pass-pipeline PIPELINE" in text
+
+
+@pytest.fixture
+def saved_reproducer(parse, tmp_path, monkeypatch) -> PipelineFailure:
+    monkeypatch.setenv("PXLA_REPRO_DIR", str(tmp_path / "repro"))
+    with pytest.raises(PipelineFailure) as e:
+        run_pipeline(parse(PARTITION_MODE.read_text()), FAILING)
+    return e.value
+
+
+def test_a_reproducer_records_its_pipeline_as_mlir_does(saved_reproducer):
+    text = pathlib.Path(saved_reproducer.reproducer).read_text(encoding="utf-8")
+    assert text.rstrip().endswith("#-}") and "  external_resources: {\n    mlir_reproducer: {\n" in text
+    module, recorded = reproducer.split(text.encode())
+    assert recorded == reproducer.Recorded(str(saved_reproducer.pipeline), verify_each=True)
+    assert b"{-#" not in module and b"\nmodule @spmd " in module
+
+
+def test_run_reproducer_replays_to_the_same_error(saved_reproducer, capsys):
+    [diag] = saved_reproducer.diagnostics
+    rc, out, err = _opt(capsys, "--run-reproducer", saved_reproducer.reproducer)
+    assert rc == 1 and not out
+    first = err.splitlines()[0]
+    assert first == f"{saved_reproducer.reproducer}:{diag.loc.line}:{diag.loc.col}: error: {diag.message}"
+    # The command the failure message gives runs the same, and neither warns about the trailer.
+    assert _opt(capsys, saved_reproducer.reproducer, f"--pass-pipeline={saved_reproducer.pipeline}") == (rc, out, err)
+    assert "external resources" not in err
+
+
+def test_run_reproducer_mistakes(saved_reproducer, capsys):
+    rc, _, err = _opt(capsys, "--run-reproducer", saved_reproducer.reproducer, "-p", "builtin.module(cse)")
+    assert rc == 1 and "--run-reproducer runs the pipeline the reproducer records; drop -p" in err
+    rc, _, err = _opt(capsys, "--run-reproducer", PARTITION_MODE)
+    assert rc == 1 and f"pxla-opt: error: {PARTITION_MODE} records no pipeline: a reproducer ends with {{-# " in err
+    assert "give the pipeline with -p PIPELINE instead" in err
+
+
+def test_trailer_round_trips_quotes_and_backslashes():
+    recorded = reproducer.Recorded('builtin.module(p{s="a\\\\b" t={x}})', verify_each=False, disable_threading=True)
+    module, found = reproducer.split(b"module {}\n\n" + reproducer.trailer(recorded).encode())
+    assert (module, found) == (b"module {}\n\n", recorded)
+    assert reproducer.split(b"module {}\n{-# dialect_resources: {} #-}\n") == (
+        b"module {}\n{-# dialect_resources: {} #-}\n", None)
