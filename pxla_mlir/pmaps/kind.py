@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pxla_mlir.maps.checkify_rules import register as register_checkify
-from pxla_mlir.maps.kind import MapKind
+from pxla_mlir.maps.kind import JitBody, MapKind
 from pxla_mlir.maps.rules import register as register_rules
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.pmaps import mlir_rule, stage
@@ -38,12 +38,13 @@ class PmapKind(MapKind):
                            f"that dimension a positive size")
         return None
 
-    def lower_jit(self, jaxpr, eqns, *, name, global_avals, donated, signature, devices, backend, options):
+    def lower_jit(self, jaxpr, eqns, jit: JitBody):
         # One replica-mode program over the pmaps' devices: the body is a pmap of size 1, every value broadcast.
-        return stage.lower_traced(jaxpr, axis_name=JIT_AXIS, axis_size=1, in_axes=(None,) * len(global_avals),
-                                  out_axes=(None,) * len(jaxpr.out_avals), name=name, global_avals=global_avals,
-                                  donated=donated, devices=devices, backend=backend,
-                                  options=configure(PmapPipeline, **options), signature=signature, kind="jit")
+        return stage.lower_traced(jaxpr, axis_name=JIT_AXIS, axis_size=1, in_axes=(None,) * len(jit.global_avals),
+                                  out_axes=(None,) * len(jaxpr.out_avals), name=jit.name,
+                                  global_avals=jit.global_avals, donated=jit.donated, devices=jit.devices,
+                                  backend=jit.backend, options=configure(PmapPipeline, **jit.options),
+                                  signature=jit.signature, kind="jit")
 
     def register(self) -> None:
         register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
