@@ -8,7 +8,7 @@ from pxla_mlir.maps.rules import register as register_rules
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.pmaps import mlir_rule, stage
 from pxla_mlir.pmaps.api import PmapFunction, pmap
-from pxla_mlir.pmaps.primitive import pxla_pmap_p
+from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p
 from pxla_mlir.pmaps.rules import PMAP_RULES
 
 __all__ = ["PMAP"]
@@ -40,11 +40,9 @@ class PmapKind(MapKind):
 
     def lower_jit(self, jaxpr, eqns, jit: JitBody):
         # One replica-mode program over the pmaps' devices: the body is a pmap of size 1, every value broadcast.
-        return stage.lower_traced(jaxpr, axis_name=JIT_AXIS, axis_size=1, in_axes=(None,) * len(jit.global_avals),
-                                  out_axes=(None,) * len(jaxpr.out_avals), name=jit.name,
-                                  global_avals=jit.global_avals, donated=jit.donated, devices=jit.devices,
-                                  backend=jit.backend, options=configure(PmapPipeline, **jit.options),
-                                  signature=jit.signature, kind="jit")
+        params = PmapParams(JIT_AXIS, 1, (None,) * len(jit.global_avals), (None,) * len(jaxpr.out_avals), jit.name,
+                            jit.devices, jit.backend, jit.donated, configure(PmapPipeline, **jit.options))
+        return stage.lower_traced(jaxpr, params, jit.global_avals, signature=jit.signature, kind="jit")
 
     def register(self) -> None:
         register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
