@@ -39,6 +39,7 @@ from pxla_mlir.maps.arguments import (
     keystr,
 )
 from pxla_mlir.maps.function import MapFunction, Traced
+from pxla_mlir.maps.kind import JitBody
 from pxla_mlir.maps.stages import Lowered
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
@@ -123,9 +124,9 @@ class JitFunction(MapFunction):
                            f"program (a pmap lays its devices out by its axis, an xmap by its mesh: each kind its "
                            f"own way); jit them separately")
         kind, eqns = next(iter(found.items())) if found else (registry.kinds()[0], [])
-        return kind.lower_jit(traced.jaxpr, eqns, name=self.name, global_avals=call.global_avals,
-                              donated=call.donated(self.donate_argnums), signature=call.signature(traced.out_tree),
-                              devices=self.devices, backend=self.backend, options=self.options)
+        return kind.lower_jit(traced.jaxpr, eqns, JitBody(
+            self.name, call.global_avals, call.donated(self.donate_argnums), call.signature(traced.out_tree),
+            self.devices, self.backend, self.options))
 
 
     def _deoptimized(self, traced: _Traced, call: Call, env):

@@ -30,7 +30,7 @@ def test_shared_and_exclusive_holders_never_overlap():
             with count:
                 inside[kind] -= 1
 
-        def inline_shared():  # what MapFunction.__call__ does, inline
+        def inline_shared():  # what runtime.dispatch.launch_cached does, inline
             local = lock.local
             took = local.mode is None
             if took:

@@ -52,18 +52,12 @@ from pxla_mlir.maps.unjitted import same_trace
 from pxla_mlir.mlir.sharding.devices import backend_error
 from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime.callbacks import RUNNING_CALLBACK, refuse_inside_callback
-from pxla_mlir.runtime.dispatch import FastDispatch, first_array
-from pxla_mlir.runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, wait_for_oldest
-from pxla_mlir.runtime.launches import LAUNCHES
+from pxla_mlir.runtime.dispatch import NOT_LAUNCHED, FastDispatch, launch_cached
 
 __all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE", "PRIVATE"]
 
 #: ``options`` of a map whose caches are its own (not shared with other objects).
 PRIVATE = object()
-
-
-_is_deleted = ArrayImpl.is_deleted
-_HOLDERS, _CLOSED, _HELD = LAUNCHES.holders, LAUNCHES.closed, LAUNCHES.local
 
 
 class _Calling(threading.local):
@@ -143,8 +137,8 @@ class MapFunction:
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        # The cached call of a loop runs in this one frame, and every step that it takes is inline: each
-        # Python call costs it several microseconds (right after a launch XLA's device threads share the cores).
+        # The cached call of a loop is this frame and one call of runtime's launch_cached: keep every other
+        # step inline (right after a launch XLA's device threads share the cores, and Python calls add up).
         env = () if self._no_environment else self._environment()
         if debug_nans_flag.value or debug_infs_flag.value:  # debug_checks.active(): outputs checked in Python
             return self._resolve(env, args, kwargs)[0]
@@ -159,35 +153,8 @@ class MapFunction:
             arrays = dispatch.arrays
             # (a cheap first guess; while a cache miss is in flight calls take the checked path: FastDispatch)
             if arrays is not None and not dispatch.missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
-                # Every argument a jax.Array (else is_deleted raises TypeError), none deleted: checked under the
-                # launch lock, so no deletion comes between the check and the launch. LAUNCHES.acquire() and
-                # release(), inline (see LaunchLock): a shared hold is two list operations.
-                took = _HELD.mode is None
-                if took:
-                    _HOLDERS.append(True)
-                    if _CLOSED:  # an exclusive taker is waiting or holding: wait for it the slow way
-                        _HOLDERS.pop()
-                        LAUNCHES.acquire()
-                    else:
-                        _HELD.mode = False
-                try:
-                    try:
-                        dead = any(map(_is_deleted, args))
-                    except TypeError:
-                        dead = None
-                    if dead is False:
-                        out = arrays(*args)
-                finally:
-                    if took and _HELD.mode is not None:  # (None: an interrupt in LAUNCHES.released() let go of it)
-                        _HELD.mode = None
-                        _HOLDERS.pop()
-                if dead is False:
-                    if dispatch.windowed:
-                        fence = out if type(out) is ArrayImpl else first_array(out)
-                        if fence is not None:  # None: the Python path ran it (and remembered its launch)
-                            INFLIGHT.append(fence)  # remember_launch(fence), inline
-                            if len(INFLIGHT) > INFLIGHT_WINDOW:
-                                wait_for_oldest()
+                out = launch_cached(arrays, args, dispatch.windowed)
+                if out is not NOT_LAUNCHED:
                     return out
             return dispatch.call(args, kwargs)
         except (AssertionError, RuntimeError) as e:  # looked into only when raised: nothing on the way to a launch

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["MapKind", "CliFlag"]
+__all__ = ["MapKind", "CliFlag", "JitBody"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +28,21 @@ class CliFlag:
     help: str
     literal: bool = True  # its value is a Python literal (else a plain string)
     required: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class JitBody:
+    """A ``pxla_mlir.jit`` call for a kind to lower: the function's name, its
+    flat arguments' global avals and donation, its call signature, and the
+    jit's ``devices``, ``backend`` and pipeline ``options`` (by api name)."""
+
+    name: str
+    global_avals: tuple
+    donated: tuple
+    signature: Any
+    devices: Any = None
+    backend: Any = None
+    options: Any = dataclasses.field(default_factory=dict)
 
 
 class MapKind:
@@ -52,11 +67,9 @@ class MapKind:
         """(argument index, what is wrong) if example argument ``shapes`` cannot work for ``fn``; None if fine."""
         return None
 
-    def lower_jit(self, jaxpr, eqns: list, *, name: str, global_avals, donated, signature, devices, backend,
-                  options):
-        """The ``Lowered`` of a ``pxla_mlir.jit`` function whose body (``jaxpr``) holds ``eqns``, this
-        kind's maps (none, for the first kind of the registry, which lowers jit bodies without maps).
-        ``options`` are the jit's pipeline options by api name."""
+    def lower_jit(self, jaxpr, eqns: list, jit: JitBody):
+        """The ``Lowered`` of a ``pxla_mlir.jit`` call whose body (``jaxpr``) holds ``eqns``, this
+        kind's maps (none, for the first kind of the registry, which lowers jit bodies without maps)."""
         raise NotImplementedError
 
     def environment(self) -> Hashable:

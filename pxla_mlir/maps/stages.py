@@ -5,9 +5,10 @@ pmap, xmap and ``pxla_mlir.jit`` import a module in "pxla form" and call
 shardings of the flat inputs and outputs, donation, hoisted constants) and
 its :class:`Signature` (how arguments flatten, how outputs unflatten).
 ``lower`` runs the pass pipeline (saving a reproducer when it fails) and
-returns the ``Lowered``, a value: it holds the results and does no work
-itself, as jax's ``Lowered`` over its ``Lowering``. ``compile()`` hands the
-module to XLA and wraps the executable for calls.
+returns the ``Lowered``: a thin stage over its :class:`Lowering`, which
+holds the results and does the work, as jax's ``Lowered`` over its
+``Lowering``. ``Lowering.compile()`` hands the module to XLA and wraps the
+executable for launches; ``Compiled`` wraps that for calls.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pxla_mlir.runtime.compile import compile_module, to_xla_computation
 from pxla_mlir.runtime.debug_flags import compiling, dump_stage
 from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
 
-__all__ = ["Signature", "Layout", "lower", "Lowered", "Compiled", "ArgumentTypeError", "narrowed_without_x64",
+__all__ = ["Signature", "Layout", "lower", "Lowering", "Lowered", "Compiled", "ArgumentTypeError", "narrowed_without_x64",
            "X64_FIX"]
 
 #: How to pass 64-bit values (jax narrows them to 32 bits while its 64-bit types are off).
@@ -210,38 +211,98 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
             run_pipeline(module, Pipeline.cached(pipeline, module.context), reproducer=False, verify_each=False)
     except PipelineFailure as e:
         raise PipelineFailure(e.pipeline, e.diagnostics, _save(pxla.get_asm(enable_debug_info=True))) from None
-    return Lowered(module, pxla, pipeline=pipeline, layout=layout, signature=signature,
-                   keepalive=imported.keepalive, host_callbacks=tuple(imported.host_callbacks),
-                   jaxpr_text=jaxpr_text, plan=plan)
+    lowering = Lowering(module, pxla, pipeline=pipeline, layout=layout, keepalive=imported.keepalive,
+                        host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
+    return Lowered(lowering, signature)
+
+
+class Lowering:
+    """What a map lowered to, and the work of compiling it: the final module,
+    the pxla form from import, the pipeline that ran between them, the
+    :class:`Layout` of its flat inputs and outputs, jax's keepalive and the
+    Python callables its host callbacks call (by index, handed to XLA at
+    compile time). ``plan`` is an xmap's plan (named axes, sizes,
+    resources); None for pmap. The stage objects wrap it (jax's ``Lowered``
+    over its ``Lowering``)."""
+
+    def __init__(self, module: ir.Module, pxla: ir.Operation, *, pipeline: str, layout: Layout,
+                 keepalive: Any = None, host_callbacks: Sequence = (), jaxpr_text: Callable[[], str] | None = None,
+                 plan: Any = None):
+        self.module, self.pxla = module, pxla
+        self.pipeline = pipeline
+        self.layout = layout
+        self.keepalive = keepalive
+        self.host_callbacks = tuple(host_callbacks)
+        self.jaxpr_text = jaxpr_text  # printed only if asked for
+        self.plan = plan
+
+    devices = property(lambda self: self.layout.devices)
+    in_avals = property(lambda self: self.layout.in_avals)
+    out_avals = property(lambda self: self.layout.out_avals)
+
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        if _dialect(dialect) == "hlo":
+            return hlo_text(self.compiler_ir("hlo"), debug_info=debug_info)
+        return self.compiler_ir(dialect).operation.get_asm(enable_debug_info=debug_info)
+
+    def compiler_ir(self, dialect: str | None = None):
+        dialect = _dialect(dialect)
+        if dialect == "mhlo":
+            return self.module
+        if dialect == "stablehlo":
+            return to_stablehlo(self.module)
+        return to_xla_computation(self.module)
+
+    def mhlo(self) -> ir.Module:
+        return self.module
+
+    def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
+        """The module compiled by XLA, wrapped for launches."""
+        STATS["compiles"] += 1
+        module, layout = self.module, self.layout
+        what = map_description(module)
+        callbacks = None
+        if self.host_callbacks:  # none may raise into XLA (runtime/callbacks.py)
+            with LOWERING_LOCK:
+                callbacks = GuardedCallbacks(self.host_callbacks, callback_results(module), what)
+        expected = (device_shapes(layout.in_avals, layout.in_shardings),
+                    device_shapes(layout.out_avals, layout.out_shardings))
+        with timed("compile"), compiling(module, layout.in_avals, layout.in_shardings):  # jax_log_compiles
+            xla = compile_module(module, layout.devices, compiler_options=compiler_options,
+                                 host_callbacks=callbacks.callables if callbacks else (), expected=expected)
+        in_shardings, out_shardings = self.executable_shardings(xla)
+        placed = dataclasses.replace(layout, in_shardings=in_shardings, out_shardings=out_shardings)
+        # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
+        return ShardedExecutable(xla, placed, keepalive=(self.keepalive, callbacks), callbacks=callbacks,
+                                 agreement=check_before_launch(self), what=what,
+                                 replicas=device_counts(module.operation)[0] > 1)
+
+    def executable_shardings(self, xla) -> tuple[Sequence, Sequence]:
+        """How the executable's inputs and outputs are laid out: the layout's
+        (a module read from text asks XLA, see :mod:`pxla_mlir.maps.text_modules`)."""
+        return self.layout.in_shardings, self.layout.out_shardings
 
 
 class Lowered(_ArgumentTrees):
-    """A map lowered to MHLO: the pxla form from import, the final module, the
-    :class:`Layout` of its flat inputs and outputs, and its call signature.
-
-    ``plan`` is an xmap's plan (named axes, sizes, resources); None for pmap.
-    ``host_callbacks`` are the Python callables the module's host callbacks
-    call (by index), handed to XLA at compile time. Made by :func:`lower`.
+    """A map lowered to MHLO: its :class:`Lowering` (the modules, the
+    :class:`Layout` of its flat inputs and outputs, the pipeline) and its
+    call signature. Made by :func:`lower`.
 
     jax's AOT API: ``as_text(dialect=)``, ``compiler_ir(dialect=)``,
     ``cost_analysis()``, ``args_info``, ``in_tree``/``out_tree``,
     ``compile(compiler_options=)``.
     """
 
-    def __init__(self, module: ir.Module, pxla: ir.Operation, *, pipeline: str, layout: Layout,
-                 signature: Signature, keepalive: Any = None, host_callbacks: Sequence = (),
-                 jaxpr_text: Callable[[], str] | None = None, plan: Any = None):
-        self._module, self._imported = module, pxla
-        self.pipeline = pipeline
-        self.layout = layout
+    def __init__(self, lowering: Lowering, signature: Signature):
+        self._lowering = lowering
         self.signature = signature
-        self.host_callbacks = tuple(host_callbacks)
-        self._keepalive = keepalive
-        self._jaxpr_text = jaxpr_text  # printed only if asked for
-        self.plan = plan
         self._compiled: Compiled | None = None
 
-    # The layout's parts, as the rest of the AOT API and jax's Lowered name them.
+    # The lowering's parts, as the rest of the AOT API and jax's Lowered name them.
+    pipeline = property(lambda self: self._lowering.pipeline)
+    layout = property(lambda self: self._lowering.layout)
+    host_callbacks = property(lambda self: self._lowering.host_callbacks)
+    plan = property(lambda self: self._lowering.plan)
     devices = property(lambda self: self.layout.devices)
     in_avals = property(lambda self: self.layout.in_avals)
     out_avals = property(lambda self: self.layout.out_avals)
@@ -255,20 +316,13 @@ class Lowered(_ArgumentTrees):
         deterministic, no locations unless ``debug_info``), "stablehlo", or
         XLA's "hlo" (before XLA's optimizations; ``Compiled.as_text()`` gives
         the optimized HLO)."""
-        if _dialect(dialect) == "hlo":
-            return hlo_text(self.compiler_ir("hlo"), debug_info=debug_info)
-        return self.compiler_ir(dialect).operation.get_asm(enable_debug_info=debug_info)
+        return self._lowering.as_text(dialect, debug_info=debug_info)
 
     def compiler_ir(self, dialect: str | None = None):
         """The final module: an ``ir.Module`` for "mhlo" (the default; the
         module itself) and "stablehlo" (a converted copy), XLA's
         ``XlaComputation`` for "hlo"."""
-        dialect = _dialect(dialect)
-        if dialect == "mhlo":
-            return self._module
-        if dialect == "stablehlo":
-            return to_stablehlo(self._module)
-        return to_xla_computation(self._module)
+        return self._lowering.compiler_ir(dialect)
 
     def cost_analysis(self) -> dict:
         """XLA's cost estimate of the module before optimization (``Compiled.cost_analysis()``: after)."""
@@ -279,14 +333,15 @@ class Lowered(_ArgumentTrees):
 
     def pxla_text(self, *, debug_info: bool = False) -> str:
         """The imported pxla form, before the pipeline ran."""
-        return self._imported.get_asm(enable_debug_info=debug_info)
+        return self._lowering.pxla.get_asm(enable_debug_info=debug_info)
 
     def jaxpr_text(self) -> str | None:
         """The traced jaxpr, when the map recorded it."""
-        return self._jaxpr_text() if self._jaxpr_text is not None else None
+        text = self._lowering.jaxpr_text
+        return text() if text is not None else None
 
     def mhlo(self) -> ir.Module:
-        return self._module
+        return self._lowering.module
 
     def explore(self, path: str | None = None, **options) -> str:
         """Writes the explore page (every stage, collectives, shardings) to
@@ -310,32 +365,10 @@ class Lowered(_ArgumentTrees):
         options by name such as ``{"xla_cpu_enable_fast_math": True}``, anew)."""
         if compiler_options is None and self._compiled is not None:
             return self._compiled
-        STATS["compiles"] += 1
-        what = map_description(self._module)
-        callbacks = None
-        if self.host_callbacks:  # none may raise into XLA (runtime/callbacks.py)
-            with LOWERING_LOCK:
-                callbacks = GuardedCallbacks(self.host_callbacks, callback_results(self._module), what)
-        expected = (device_shapes(self.in_avals, self.in_shardings), device_shapes(self.out_avals, self.out_shardings))
-        with timed("compile"), compiling(self._module, self.in_avals, self.in_shardings):  # jax_log_compiles
-            xla = compile_module(self._module, self.devices, compiler_options=compiler_options,
-                                 host_callbacks=callbacks.callables if callbacks else (), expected=expected)
-        in_shardings, out_shardings = self._executable_shardings(xla)
-        # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
-        exe = ShardedExecutable(xla, self.devices, in_shardings=in_shardings,
-                                out_shardings=out_shardings, in_avals=self.in_avals,
-                                out_avals=self.out_avals, keepalive=(self._keepalive, callbacks),
-                                donated=self.donated, callbacks=callbacks, agreement=check_before_launch(self),
-                                what=what, replicas=device_counts(self._module.operation)[0] > 1)
-        compiled = Compiled(exe, self.consts, self.signature)
+        compiled = Compiled(self._lowering.compile(compiler_options), self.consts, self.signature)
         if compiler_options is None:
             self._compiled = compiled
         return compiled
-
-    def _executable_shardings(self, xla) -> tuple[Sequence, Sequence]:
-        """How the executable's inputs and outputs are laid out: the layout's
-        (a module read from text asks XLA, see :mod:`pxla_mlir.maps.text_modules`)."""
-        return self.in_shardings, self.out_shardings
 
 
 _DIALECTS = ("mhlo", "stablehlo", "hlo")

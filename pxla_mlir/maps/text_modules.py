@@ -40,7 +40,7 @@ from jaxlib.mlir import ir
 from pxla_mlir import distributed
 from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
 from pxla_mlir.maps.arguments import check_devices
-from pxla_mlir.maps.stages import Layout, Lowered, Signature
+from pxla_mlir.maps.stages import Layout, Lowered, Lowering, Signature
 from pxla_mlir.mlir.ir import pxla_attrs
 from pxla_mlir.mlir.ir.context import make_context
 from pxla_mlir.mlir.ir.diagnostics import PassError
@@ -90,8 +90,9 @@ def _load(data, name: str, pipeline: str | None, devices: Sequence | None) -> Lo
     except PassError as e:  # a checked attribute reader's complaint
         raise ModuleError(f"{name}: {e.message}") from None
     n_in, n_out = len(layout.in_avals), len(layout.out_avals)
-    return LoadedModule(module, parse(data, name, make_context()).operation, pipeline=ran, layout=layout,
-                        signature=Signature.flat(n_in, n_out), name=name, layout_note=note)
+    lowering = TextLowering(module, parse(data, name, make_context()).operation, pipeline=ran, layout=layout,
+                            source=name)
+    return LoadedModule(lowering, Signature.flat(n_in, n_out), layout_note=note)
 
 
 class LoadedModule(Lowered):
@@ -104,10 +105,18 @@ class LoadedModule(Lowered):
     returns a list, one per result.
     """
 
-    def __init__(self, module, imported, *, name: str, layout_note: str, **kwargs):
-        super().__init__(module, imported, **kwargs)
-        self.source = name
+    def __init__(self, lowering: TextLowering, signature: Signature, *, layout_note: str):
+        super().__init__(lowering, signature)
+        self.source = lowering.source
         self.layout_note = layout_note
+
+
+class TextLowering(Lowering):
+    """The lowering of a module from text: XLA says how its inputs and outputs are laid out."""
+
+    def __init__(self, module, pxla, *, source: str, **kwargs):
+        super().__init__(module, pxla, **kwargs)
+        self.source = source
 
     def compile(self, compiler_options: dict | None = None):
         try:
@@ -115,7 +124,7 @@ class LoadedModule(Lowered):
         except JaxRuntimeError as e:
             raise ModuleError(f"{self.source}: XLA rejected the module: {_first_line(e)}") from None
 
-    def _executable_shardings(self, xla) -> tuple[list, list]:
+    def executable_shardings(self, xla) -> tuple[list, list]:
         """XLA's layout of the inputs and outputs (partition mode; the
         layout's in replica mode), checked against the executable's
         per-device shapes so no launch can hand it buffers of another size."""
@@ -188,7 +197,7 @@ def _layout(module: ir.Module, main: ir.Operation, devices: list, name: str, sta
     args = pxla_attrs.boundary_attrs(main, "arg_attrs")
     results = pxla_attrs.boundary_attrs(main, "res_attrs")
     donated = [any(k in e for k in _DONATION) for e in args]
-    if partitions > 1:  # global types; XLA says where the pieces go (LoadedModule._executable_shardings)
+    if partitions > 1:  # global types; XLA says where the pieces go (TextLowering.executable_shardings)
         in_avals, out_avals = [_aval(t) for t in ftype.inputs], [_aval(t) for t in ftype.results]
         return Layout(devices, in_avals, out_avals, [None] * len(in_avals), [None] * len(out_avals), donated), \
             f"global values, laid out by the module's shardings on {partitions} partitions"

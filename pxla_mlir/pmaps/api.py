@@ -21,9 +21,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from jax import tree_util
-from jax.sharding import PartitionSpec
 
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
 from pxla_mlir.maps.arguments import argnums, check_backend, check_devices, check_donation
@@ -42,7 +40,7 @@ from pxla_mlir.pmaps.arguments import (
     examine_call,
     flatten_out_axes,
 )
-from pxla_mlir.pmaps.primitive import bind
+from pxla_mlir.pmaps.primitive import PmapParams, bind
 from pxla_mlir.pmaps.stage import deoptimized, lower_traced
 
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
@@ -118,9 +116,9 @@ class PmapFunction(MapFunction):
         self.partitioning = partitions_mod.make(partitions, in_partitions, out_partitions, axis_name=self.axis_name,
                                                 mode=options.mode)
         shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
-                  self.axis_size, options, _partitioning_key(self.partitioning))
+                  self.axis_size, options, self.partitioning.key())
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
-        self._no_environment = not self.partitioning  # see _environment
+        self._no_environment = not self.partitioning.axes  # see _environment
 
     @property
     def axis_name(self):
@@ -130,7 +128,7 @@ class PmapFunction(MapFunction):
     # -- the front end's hooks (see maps.function) ----------------------------------------------
     def _environment(self):
         # a partitioned body traced inside other pmaps names their axes in its mesh
-        return partitions_mod.enclosing_axes() if self.partitioning else ()
+        return self.partitioning.environment()
 
     def _examine(self, args, kwargs) -> Call:
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
@@ -140,10 +138,8 @@ class PmapFunction(MapFunction):
         flat_fun, store = call.flat_function(self.fun, self.name)
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
         parts, specs = self.partitioning, {}
-        if parts is not None:  # a partitioned body: its argument and result layouts are constraints in it too
-            flat_fun = _partitioned_body(flat_fun, parts, call, store, specs)
-        with timed("trace"), parts.tracing(self.axis_name, call.axis_size, self.backend, self.name) if parts else \
-                partitions_mod.enclosing(self.axis_name, call.axis_size):
+        flat_fun = parts.body(flat_fun, call, store, specs)  # a partitioned body: its layouts are constraints in it
+        with timed("trace"), parts.tracing(self.axis_name, call.axis_size, self.backend, self.name):
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name,
@@ -152,25 +148,23 @@ class PmapFunction(MapFunction):
         check_out_axes_none(traced, [a is not None for a in call.in_axes], self.axis_name)
         return traced
 
+    def _params(self, traced: Traced, call: Call) -> PmapParams:
+        """This pmap as bound, lowered or run for ``call``."""
+        return PmapParams(self.axis_name, call.axis_size, call.in_axes, traced.out_axes, self.name, self.devices,
+                          self.backend, call.donated(self.donate_argnums), self.options, self.partitioning.axes)
+
     def _bind(self, traced: Traced, call: Call):
-        outs = bind(traced.jaxpr, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
-                    in_axes=call.in_axes, out_axes=traced.out_axes, name=self.name, devices=self.devices,
-                    backend=self.backend, donated=call.donated(self.donate_argnums), options=self.options,
-                    partitions=self.partitioning.axes if self.partitioning else ())
+        outs = bind(traced.jaxpr, call.flat_args, self._params(traced, call))
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
     def _lower_traced(self, traced: Traced, call: Call, env) -> Lowered:
-        return lower_traced(traced.jaxpr, axis_name=self.axis_name, axis_size=call.axis_size, in_axes=call.in_axes,
-                            out_axes=traced.out_axes, name=self.name, global_avals=call.global_avals,
-                            donated=call.donated(self.donate_argnums), devices=self.devices, backend=self.backend,
-                            options=self.options, signature=call.signature(traced.out_tree),
-                            partitions=self.partitioning.axes if self.partitioning else (),
-                            in_specs=traced.in_specs, out_specs=traced.out_specs)
+        return lower_traced(traced.jaxpr, self._params(traced, call), call.global_avals,
+                            signature=call.signature(traced.out_tree), in_specs=traced.in_specs,
+                            out_specs=traced.out_specs)
 
     def _deoptimized(self, traced: Traced, call: Call, env):
         body, _ = call.flat_function(self.fun, self.name)  # the user's function again, as jax.jit does
-        return deoptimized(body, call.flat_args, axis_name=self.axis_name, axis_size=call.axis_size,
-                           in_axes=call.in_axes, out_axes=traced.out_axes)
+        return deoptimized(body, call.flat_args, self._params(traced, call))
 
     def with_options(self, **options) -> PmapFunction:
         """The same pmap with other options (e.g. ``mode``, ``unshard``, ``shardings``), fresh caches."""
@@ -187,34 +181,6 @@ def _axes_key(axes):
     """in_axes/out_axes as a hashable value (lists and dicts are prefixes too)."""
     leaves, tree = tree_util.tree_flatten(axes, is_leaf=lambda x: x is None)
     return tree, tuple(leaves)
-
-
-def _partitioning_key(parts) -> tuple | None:
-    """A partitioned body's layouts as a hashable value (pytree prefixes of PartitionSpecs)."""
-    if parts is None:
-        return None
-    flat = [tree_util.tree_flatten(t, is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
-            for t in (parts.in_partitions, parts.out_partitions)]
-    return parts.axes, tuple((tree, tuple(leaves)) for leaves, tree in flat)
-
-
-def _partitioned_body(flat_fun, parts, call: Call, store: dict, specs: dict):
-    """``flat_fun`` with its inputs and outputs under the pmap's in/out_partitions."""
-    in_specs, w = parts.flat_in(call.in_tree, call.static_args, call.nargs), parts.words
-    for i, (spec, aval) in enumerate(zip(in_specs, call.shard_avals)):
-        if spec is not None and len(spec) <= aval.ndim:
-            partitions_mod.check_divisible(aval.shape, spec, parts, f"{w.in_option} for argument {i}")
-    specs["in"] = in_specs
-
-    def body(*leaves):
-        outs = flat_fun(*partitions_mod.constrain(leaves, in_specs, f"{w.in_option} for argument", w))
-        specs["out"] = out_specs = parts.flat_out(store["tree"])
-        for i, (spec, v) in enumerate(zip(out_specs, outs)):
-            if spec is not None and len(spec) <= np.ndim(v):
-                partitions_mod.check_divisible(np.shape(v), spec, parts, f"{w.out_option} for output {i}")
-        return partitions_mod.constrain(outs, out_specs, f"{w.out_option} for output", w)
-
-    return body
 
 
 #: pmap's pipeline options, by their API names (mode, unshard, shardings).

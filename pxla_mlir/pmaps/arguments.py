@@ -54,15 +54,17 @@ def check_axes_spec(axes, what: str) -> None:
 
 # -- a call ---------------------------------------------------------------------------------------
 
+_KWARGS_AXIS = 0  # as jax.pmap, an argument passed by keyword is mapped over its leading axis
+
 _KWARGS_NOTE = ("\n\nWhen some arguments are passed by keyword to the pmapped function, they are not included in "
                 "the comparison to `in_axes`. Instead, each argument passed by keyword is mapped over its leading "
                 "axis.")
 
 
 def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple, axis_size: int | None,
-                 fn_name: str, kwargs_axis: int | None = 0, devices=None, words: Words = PMAP_WORDS) -> Call:
+                 fn_name: str, devices=None, words: Words = PMAP_WORDS) -> Call:
     """As jax.pmap: ``in_axes`` is a prefix of the positional arguments; every
-    leaf passed by keyword is mapped over ``kwargs_axis`` (0; None for jit)."""
+    leaf passed by keyword is mapped over its axis 0."""
     static = static_args(args, static_argnums, fn_name, words)
     static_set = {i for i, _ in static}
     dyn_args = tuple(a for i, a in enumerate(args) if i not in static_set)
@@ -72,7 +74,7 @@ def examine_call(args: Sequence, kwargs: dict, *, in_axes, static_argnums: tuple
         in_axes = tuple(in_axes)
     paths_and_leaves, in_tree = tree_util.tree_flatten_with_path((dyn_args, dict(kwargs)))
     positional_tree, kwargs_tree = in_tree.children()
-    axes = _flat_in_axes(in_tree, in_axes, kwargs_axis, bool(kwargs))
+    axes = _flat_in_axes(in_tree, in_axes, _KWARGS_AXIS, bool(kwargs))
     norm_axes, avals = [], []
     for (path, x), a in zip(paths_and_leaves, axes):
         check_array_like(x, keystr(path), words)

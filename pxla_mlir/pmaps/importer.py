@@ -31,11 +31,9 @@ from pxla_mlir.maps import importing
 from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
 from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
-from pxla_mlir.pmaps import partition_import
-from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.nested_pmaps import PartitionedNest
-from pxla_mlir.pmaps.partitions import tile_dims as partition_tile_dims
-from pxla_mlir.pmaps.primitive import replicas_needed
+from pxla_mlir.pmaps.partitions import strategy, tile_dims as partition_tile_dims
+from pxla_mlir.pmaps.primitive import PmapParams, replicas_needed
 
 
 def mesh_axis_label(axis_name) -> str:
@@ -49,63 +47,41 @@ def nest_labels(axis_name, levels) -> list[str]:
     return [importing.mesh_label(n, k + 1, reserved=(REP_AXIS, label)) for k, (n, _) in enumerate(levels)]
 
 
-#: Host callbacks with results: jax's lowering of a partially manual program refuses them before
-#: any lowered module would show them.
-_CALLBACKS = frozenset({"io_callback", "pure_callback"})
-
-
-def _calls_back(jaxpr) -> bool:
-    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
-    return any(e.primitive.name in _CALLBACKS or any(_calls_back(s) for s in core.jaxprs_in_params(e.params))
-               for e in jaxpr.eqns)
-
-
-def _refuse_callbacks(name: str):
-    raise PmapUsageError(f"pmap {name!r} has partitions= and host callbacks in its body (jax.debug.print, "
-                         f"pure_callback, io_callback): a partitioned body cannot call back to the host yet; call "
-                         f"back outside the pmap, from its results")
-
-
-def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
-                donated, platform: str, kind: str = "pmap", partitions: tuple = (), in_specs=None,
-                out_specs=None, by_piece: bool = True, nest: PartitionedNest | None = None) -> importing.Imported:
-    """``partitions`` ((name, size) pairs): the body is partitioned over those
-    automatic axes (:mod:`.partitions`); ``in_specs``/``out_specs``, a
-    PartitionSpec or None per flat argument/result, lay the per-index values
-    out over them. ``by_piece``: nested pmaps' values may enter and leave @main
-    by piece (pxla-place-pieces). ``nest``: the body holds partitioned pmaps
+def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, kind: str = "pmap",
+                specs: tuple = (None, None), by_piece: bool = True,
+                nest: PartitionedNest | None = None) -> importing.Imported:
+    """``params.partitions`` ((name, size) pairs): the body is partitioned over
+    those automatic axes (:mod:`.partitions`); ``specs``, a PartitionSpec or
+    None per flat argument and per result, lay the per-index values out over
+    them. ``by_piece``: nested pmaps' values may enter and leave @main by piece
+    (pxla-place-pieces). ``nest``: the body holds partitioned pmaps
     (:mod:`.nested_pmaps`); the program is manual over every pmap axis of the nest."""
+    axis_name, axis_size, name = params.axis_name, params.axis_size, params.name
+    in_axes, out_axes = params.in_axes, params.out_axes
+    in_specs, out_specs = specs
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
     levels = nest.chain if nest else ()
     # pxla_mlir.jit's axis (size 1) is no axis of the mesh its pmaps were traced under
     top = 0 if nest and kind == "jit" else 1
+    parts = strategy(nest.partitions if nest else params.partitions)
     if nest:
-        partitions = nest.partitions
         names, sizes = names[:top] + tuple(n for n, _ in levels), sizes[:top] + tuple(s for _, s in levels)
     elif inner > 1:
-        if partitions:
-            raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
-                                 f"cannot hold nested pmaps; nest the partitioned pmap in the others instead "
-                                 f"(pmap(pmap(body, 'inner', partitions=...), 'outer', mode='partition'))")
+        parts.refuse_nested_pmaps(name)
         names, sizes = names + (REP_AXIS,), sizes + (inner,)
-    names, sizes = names + tuple(n for n, _ in partitions), sizes + tuple(s for _, s in partitions)
-    if partitions and _calls_back(jaxpr):
-        _refuse_callbacks(name)
-    manual = names[:top + len(levels)]
+    names, sizes = names + parts.names, sizes + parts.sizes
+    parts.check_body(jaxpr, name)
     with core.extend_axis_env_nd([(axis_name, axis_size), *levels]):
         lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=importing.module_name(kind, name),
-                                   donated=donated, manual_axes=manual if partitions else None)
-    if partitions:
-        if lowered.host_callbacks:
-            _refuse_callbacks(name)
-        partition_import.convert_constraints(lowered.module)
+                                   donated=params.donated, manual_axes=parts.manual_axes(names[:top + len(levels)]))
+    parts.convert(lowered, name)
     result = importing.imported(lowered)
     module = result.module
     label = mesh_axis_label(axis_name)
     level_labels = nest_labels(axis_name, levels)
     mesh = {**({label: axis_size} if top else {}), **({REP_AXIS: inner} if inner > 1 and not nest else {}),
-            **dict(zip(level_labels, (s for _, s in levels))), **dict(partitions)}
+            **dict(zip(level_labels, (s for _, s in levels))), **dict(parts.axes)}
     with module.context, module.operation.location:
         in_types, out_types = _tile_signature(importing.main_function(module), in_axes, out_axes)
 
@@ -116,9 +92,7 @@ def import_pmap(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, 
 
     importing.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types, in_specs),
                        tile_dims(out_axes, out_types, out_specs))
-    if partitions:
-        with module.context:
-            pxla_attrs.set_manual_axes(module.operation, [label][:top] + level_labels)
+    parts.mark_manual(module, [label][:top] + level_labels)
     # nested pmaps' values in and out of @main by piece (not jit's: 2022's jit of pmaps keeps its arguments and
     # results whole; nor a partitioned nest's, whose pmaps slice and gather); the layout is read from the result
     if inner > 1 and kind == "pmap" and by_piece and not nest:

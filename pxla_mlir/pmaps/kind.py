@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pxla_mlir.maps.checkify_rules import register as register_checkify
-from pxla_mlir.maps.kind import MapKind
+from pxla_mlir.maps.kind import JitBody, MapKind
 from pxla_mlir.maps.rules import register as register_rules
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.pmaps import mlir_rule, stage
 from pxla_mlir.pmaps.api import PmapFunction, pmap
-from pxla_mlir.pmaps.primitive import pxla_pmap_p
+from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p
 from pxla_mlir.pmaps.rules import PMAP_RULES
 
 __all__ = ["PMAP"]
@@ -38,12 +38,11 @@ class PmapKind(MapKind):
                            f"that dimension a positive size")
         return None
 
-    def lower_jit(self, jaxpr, eqns, *, name, global_avals, donated, signature, devices, backend, options):
+    def lower_jit(self, jaxpr, eqns, jit: JitBody):
         # One replica-mode program over the pmaps' devices: the body is a pmap of size 1, every value broadcast.
-        return stage.lower_traced(jaxpr, axis_name=JIT_AXIS, axis_size=1, in_axes=(None,) * len(global_avals),
-                                  out_axes=(None,) * len(jaxpr.out_avals), name=name, global_avals=global_avals,
-                                  donated=donated, devices=devices, backend=backend,
-                                  options=configure(PmapPipeline, **options), signature=signature, kind="jit")
+        params = PmapParams(JIT_AXIS, 1, (None,) * len(jit.global_avals), (None,) * len(jaxpr.out_avals), jit.name,
+                            jit.devices, jit.backend, jit.donated, configure(PmapPipeline, **jit.options))
+        return stage.lower_traced(jaxpr, params, jit.global_avals, signature=jit.signature, kind="jit")
 
     def register(self) -> None:
         register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,6 +13,25 @@ from pxla_mlir.maps.stages import Layout
 from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
 from pxla_mlir.mlir.ir.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
 from pxla_mlir.runtime.results import physical
+
+__all__ = ["Boundary", "DeviceLayout", "from_module"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Boundary:
+    """A pmap's flat inputs and outputs: mapped axes (None: broadcast) and
+    global avals, donation, the hoisted constants (the first inputs) and, for
+    a partitioned body, a PartitionSpec or None (replicated over a group) per
+    input and output."""
+
+    in_axes: tuple
+    in_avals: tuple
+    out_axes: tuple
+    out_avals: tuple
+    donated: tuple = ()
+    consts: tuple = ()
+    in_specs: tuple | None = None
+    out_specs: tuple | None = None
 
 
 class DeviceLayout:
@@ -40,18 +60,17 @@ class DeviceLayout:
             return self._replicated
         return NamedSharding(self.mesh, PartitionSpec(*[None] * axis, self.label))
 
-    def layout(self, in_axes: Sequence, in_avals: Sequence, out_axes: Sequence, out_avals: Sequence, *,
-               donated: Sequence[bool] = (), consts: Sequence = (), module: ir.Module | None = None) -> Layout:
-        """The Layout of flat inputs and outputs mapped on ``in_axes``/``out_axes`` (None: broadcast);
-        with the imported ``module``, as its @main says where it placed values by piece."""
+    def layout(self, b: Boundary, module: ir.Module | None = None) -> Layout:
+        """The Layout of the flat inputs and outputs; with the imported ``module``,
+        as its @main says where it placed values by piece."""
         pieces = from_module(module, self.devices) if module is not None and self.replication > 1 else None
         if pieces is not None:
-            layout = Layout(self.devices, in_avals, out_avals, *pieces, donated, consts)
+            layout = Layout(self.devices, b.in_avals, b.out_avals, *pieces, b.donated, b.consts)
             _check_tiles(layout, module)
             return layout
-        return Layout(self.devices, in_avals, out_avals,
-                      [self.sharding(a, av.ndim) for a, av in zip(in_axes, in_avals)],
-                      [self.sharding(a, av.ndim) for a, av in zip(out_axes, out_avals)], donated, consts)
+        return Layout(self.devices, b.in_avals, b.out_avals,
+                      [self.sharding(a, av.ndim) for a, av in zip(b.in_axes, b.in_avals)],
+                      [self.sharding(a, av.ndim) for a, av in zip(b.out_axes, b.out_avals)], b.donated, b.consts)
 
 
 def from_module(module: ir.Module, devices: Sequence) -> tuple[list, list] | None:

@@ -19,8 +19,8 @@ from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.jaxbridge.stablehlo_lowering import sharding_impls_mesh, spmd_axis_context
 from pxla_mlir.mlir.ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
 from pxla_mlir.pmaps import under_jit
-from pxla_mlir.pmaps.partitions import device_kind, refuse_nested_partitions
-from pxla_mlir.pmaps.primitive import extend_mesh, pxla_pmap_p
+from pxla_mlir.pmaps.partitions import device_kind
+from pxla_mlir.pmaps.primitive import PmapParams, extend_mesh, pxla_pmap_p
 from pxla_mlir.pmaps.under_jit import PmapInsideJitWarning
 
 __all__ = ["PmapInsideJitWarning", "register"]
@@ -32,41 +32,38 @@ def _placeholder(target: str, x, out_aval, mctx, **attrs):
     return op.result
 
 
-def _lowering(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend,
-              donated, options, partitions=()):
+def _lowering(ctx, *in_nodes, jaxpr, **eqn_params):
+    p = PmapParams.of(eqn_params)
     mctx = ctx.module_context
     mesh = sharding_impls_mesh(mctx.axis_context)
     # A level of a nest lowered as one manual computation over all its pmap axes (a partitioned pmap nested in
     # pmaps, :mod:`.nested_pmaps`): the mesh has this pmap's axis already.
-    level = (mesh is not None and axis_name in mesh.axis_names
+    level = (mesh is not None and p.axis_name in mesh.axis_names
              and set(mctx.axis_context.manual_axes) != set(mesh.axis_names))
-    if partitions and not level and (mesh is not None or under_jit.inside()):
-        refuse_nested_partitions(name, partitions)
+    if not level and (mesh is not None or under_jit.inside()):
+        p.partitioning.refuse_nesting(p.name)
     if under_jit.inside() or level:  # nested in a pmap lowering inside jax.jit, or a level of such a nest
         # jax lowers axis_index in a partially manual program under the mesh it is manual over
         with use_abstract_mesh(_manual_mesh(mctx)) if level else contextlib.nullcontext():
-            return under_jit.lower_inside(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
-                                          in_axes=in_axes, out_axes=out_axes, name=name)
+            return under_jit.lower_inside(ctx, in_nodes, jaxpr, p)
     if mesh is None:  # inside jax.jit
-        return under_jit.lower(ctx, *in_nodes, jaxpr=jaxpr, axis_name=axis_name, axis_size=axis_size,
-                               in_axes=in_axes, out_axes=out_axes, name=name, devices=devices, backend=backend,
-                               partitions=partitions)
-    if devices is not None:
-        raise ValueError(f"nested pmap {name!r} was given devices=; only the outermost pmap chooses devices")
-    names, sizes, stride = extend_mesh(tuple(mesh.axis_names), tuple(mesh.axis_sizes), axis_name, axis_size)
+        return under_jit.lower(ctx, in_nodes, jaxpr, p)
+    if p.devices is not None:
+        raise ValueError(f"nested pmap {p.name!r} was given devices=; only the outermost pmap chooses devices")
+    names, sizes, stride = extend_mesh(tuple(mesh.axis_names), tuple(mesh.axis_sizes), p.axis_name, p.axis_size)
     # A fresh lowering cache: jax's cache key ignores the axis context.
     sub_ctx = mctx.replace(axis_context=spmd_axis_context(names, sizes), lowering_cache={})
-    kw = dict(axis_size=axis_size, axis_name=axis_name, stride=stride)
+    kw = dict(axis_size=p.axis_size, axis_name=p.axis_name, stride=stride)
     body_in = [x if a is None else _placeholder(SHARD, x, bav, mctx, axis=a, **kw)
-               for x, a, bav in zip(in_nodes, in_axes, jaxpr.in_avals)]
-    with core.extend_axis_env_nd([(axis_name, axis_size)]):
+               for x, a, bav in zip(in_nodes, p.in_axes, jaxpr.in_avals)]
+    with core.extend_axis_env_nd([(p.axis_name, p.axis_size)]):
         outs, tokens_out = jax_mlir.jaxpr_subcomp(
-            sub_ctx, jaxpr.jaxpr, ctx.name_stack.extend(f"pmap({name})"), ctx.tokens_in, (), *body_in,
+            sub_ctx, jaxpr.jaxpr, ctx.name_stack.extend(f"pmap({p.name})"), ctx.tokens_in, (), *body_in,
             dim_var_values=ctx.dim_var_values, const_lowering=ctx.const_lowering,
             outer_traceback=ctx.traceback)
     ctx.set_tokens_out(tokens_out)
     return [y if a is None else _placeholder(UNSHARD, y, oav, mctx, axis=a, **kw)
-            for y, a, oav in zip(outs, out_axes, ctx.avals_out)]
+            for y, a, oav in zip(outs, p.out_axes, ctx.avals_out)]
 
 
 def _manual_mesh(mctx):

@@ -24,12 +24,34 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from pxla_mlir.jaxbridge.jax_internals import jax_mlir
+from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.mlir.ir import ir_utils, shardy
 from pxla_mlir.mlir.ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
 from pxla_mlir.pmaps.arguments import PmapUsageError
 
-__all__ = ["convert_constraints", "check_dialect"]
+__all__ = ["convert_constraints", "check_dialect", "check_callbacks", "refuse_callbacks"]
+
+#: Host callbacks with results: jax's lowering of a partially manual program refuses them before
+#: any lowered module would show them.
+_CALLBACKS = frozenset({"io_callback", "pure_callback"})
+
+
+def _calls_back(jaxpr) -> bool:
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+    return any(e.primitive.name in _CALLBACKS or any(_calls_back(s) for s in core.jaxprs_in_params(e.params))
+               for e in jaxpr.eqns)
+
+
+def check_callbacks(jaxpr, name: str) -> None:
+    """Refuses a partitioned body that calls back to the host with results, before jax lowers it."""
+    if _calls_back(jaxpr):
+        refuse_callbacks(name)
+
+
+def refuse_callbacks(name: str):
+    raise PmapUsageError(f"pmap {name!r} has partitions= and host callbacks in its body (jax.debug.print, "
+                         f"pure_callback, io_callback): a partitioned body cannot call back to the host yet; call "
+                         f"back outside the pmap, from its results")
 
 
 def convert_constraints(module: ir.Module) -> None:

@@ -18,7 +18,9 @@ mesh names their axes first, manual too (:mod:`.nested_pmaps`).
 
 Here: checking the options when the pmap is made, flattening the specs
 against a call, the mesh the body is traced under, and the layout of the
-global arguments and results.
+global arguments and results. A :class:`Partitioning` is the strategy a
+pmap asks all of that of; a plain pmap's is :data:`UNPARTITIONED`, which
+answers for a body that is not split (:func:`strategy` picks one).
 """
 
 from __future__ import annotations
@@ -33,16 +35,22 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+from jax import tree_util
 from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 
-from pxla_mlir.jaxbridge.jax_internals import api_util
+from pxla_mlir.jaxbridge.jax_internals import api_util, core
+from pxla_mlir.maps.arguments import Call
 from pxla_mlir.maps.stages import Layout
+from pxla_mlir.mlir.ir import pxla_attrs
 from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.sharding.devices import too_few_devices
+from pxla_mlir.pmaps import partition_import
 from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.layout import Boundary, DeviceLayout
 
-__all__ = ["Partitioning", "PartitionWords", "PMAP_PARTITION_WORDS", "ShardedBody", "make", "PartitionedLayout",
-           "partitioned_devices", "constrain", "check_divisible", "tile_dims"]
+__all__ = ["Partitioning", "Unpartitioned", "UNPARTITIONED", "strategy", "PartitionWords", "PMAP_PARTITION_WORDS",
+           "ShardedBody", "make", "PartitionedLayout", "partitioned_devices", "constrain", "check_divisible",
+           "tile_dims"]
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
@@ -122,6 +130,156 @@ class Partitioning:
         with jax.sharding.use_abstract_mesh(mesh):
             yield
 
+    # -- what a pmap asks of its partitioning (Unpartitioned answers for a plain pmap) -----------
+    def environment(self) -> tuple:
+        """What a call's program depends on besides the pmap's options: the pmaps it is traced inside,
+        whose axes its mesh names."""
+        return enclosing_axes()
+
+    def key(self) -> tuple:
+        """The layouts as a hashable value (pytree prefixes of PartitionSpecs)."""
+        flat = [tree_util.tree_flatten(t, is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
+                for t in (self.in_partitions, self.out_partitions)]
+        return self.axes, tuple((tree, tuple(leaves)) for leaves, tree in flat)
+
+    def body(self, flat_fun: Callable, call: Call, store: dict, specs: dict) -> Callable:
+        """``flat_fun`` with its inputs and outputs under in/out_partitions (constraints in the body, so
+        transformations carry them); the flat specs go to ``specs["in"]`` and, once traced, ``specs["out"]``."""
+        in_specs, w = self.flat_in(call.in_tree, call.static_args, call.nargs), self.words
+        for i, (spec, aval) in enumerate(zip(in_specs, call.shard_avals)):
+            if spec is not None and len(spec) <= aval.ndim:
+                check_divisible(aval.shape, spec, self, f"{w.in_option} for argument {i}")
+        specs["in"] = in_specs
+
+        def constrained(*leaves):
+            outs = flat_fun(*constrain(leaves, in_specs, f"{w.in_option} for argument", w))
+            specs["out"] = out_specs = self.flat_out(store["tree"])
+            for i, (spec, v) in enumerate(zip(out_specs, outs)):
+                if spec is not None and len(spec) <= np.ndim(v):
+                    check_divisible(np.shape(v), spec, self, f"{w.out_option} for output {i}")
+            return constrain(outs, out_specs, f"{w.out_option} for output", w)
+
+        return constrained
+
+    def devices(self, axis_size: int, devices, backend, what: str, nested: int = 1):
+        """``devices`` once checked to be enough for every index's group (see :func:`partitioned_devices`)."""
+        return partitioned_devices(axis_size, self.axes, devices, backend, what, nested)
+
+    def layout(self, devices: Sequence, axis_size: int, label: str, nested: tuple, boundary: Boundary,
+               module=None) -> Layout:
+        """The Layout of a pmap's boundary on ``devices`` (see :class:`PartitionedLayout`)."""
+        return PartitionedLayout(devices, axis_size, label, self, nested).layout(boundary)
+
+    def check_module(self, module, dialect: str, what: str) -> None:
+        """Refuses an imported program the sharding ``dialect`` cannot state."""
+        partition_import.check_dialect(module, dialect, what)
+
+    def global_results(self, avals: list) -> list:
+        """A partitioned body's values carry its mesh; outside, the results are plain arrays."""
+        return [core.ShapedArray(av.shape, av.dtype, weak_type=av.weak_type) for av in avals]
+
+    def refuse_nesting(self, name: str) -> None:
+        """Where no mesh names the partition axes (inside jax.pmap, jax.shard_map, a vmapped pmap)."""
+        refuse_nested_partitions(name, self.axes)
+
+    # -- import (.importer) -----------------------------------------------------------------
+    def refuse_nested_pmaps(self, name: str) -> None:
+        """A body with nested pmaps (and no partitioned pmap among them, :mod:`.nested_pmaps`)."""
+        raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
+                             f"cannot hold nested pmaps; nest the partitioned pmap in the others instead "
+                             f"(pmap(pmap(body, 'inner', partitions=...), 'outer', mode='partition'))")
+
+    def check_body(self, jaxpr, name: str) -> None:
+        """Refuses what jax cannot lower in a partially manual program, before it tries."""
+        partition_import.check_callbacks(jaxpr, name)
+
+    def manual_axes(self, pmap_axes: tuple) -> tuple | None:
+        """The mesh axes the program is manual over (None: all of them)."""
+        return pmap_axes
+
+    def convert(self, lowered, name: str) -> None:
+        """jax's lowering of the body in pxla form: its sharding constraints become placeholders."""
+        if lowered.host_callbacks:
+            partition_import.refuse_callbacks(name)
+        partition_import.convert_constraints(lowered.module)
+
+    def mark_manual(self, module, labels: list) -> None:
+        """States on the module which of its mesh axes (``labels``) the program is manual over."""
+        with module.context:
+            pxla_attrs.set_manual_axes(module.operation, labels)
+
+
+class Unpartitioned:
+    """The partitioning of a plain pmap: no partition axes, so every question
+    has the answer of a body that is not split."""
+
+    axes: tuple = ()
+    names: tuple = ()
+    sizes: tuple = ()
+    size = 1
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNPARTITIONED"
+
+    def describe(self) -> str:
+        return "{}"
+
+    def tracing(self, axis_name, axis_size: int, backend=None, name=None):
+        """A partitioned pmap traced in the body nests in this pmap's axis."""
+        return enclosing(axis_name, axis_size)
+
+    def environment(self) -> tuple:
+        return ()
+
+    def key(self) -> None:
+        return None
+
+    def body(self, flat_fun: Callable, call: Call, store: dict, specs: dict) -> Callable:
+        return flat_fun
+
+    def devices(self, axis_size: int, devices, backend, what: str, nested: int = 1):
+        return devices
+
+    def layout(self, devices: Sequence, axis_size: int, label: str, nested: tuple, boundary: Boundary,
+               module=None) -> Layout:
+        return DeviceLayout(devices, axis_size, label).layout(boundary, module=module)
+
+    def check_module(self, module, dialect: str, what: str) -> None:
+        pass
+
+    def global_results(self, avals: list) -> list:
+        return avals
+
+    def refuse_nesting(self, name: str) -> None:
+        pass
+
+    def refuse_nested_pmaps(self, name: str) -> None:
+        pass
+
+    def check_body(self, jaxpr, name: str) -> None:
+        pass
+
+    def manual_axes(self, pmap_axes: tuple) -> None:
+        return None
+
+    def convert(self, lowered, name: str) -> None:
+        pass
+
+    def mark_manual(self, module, labels: list) -> None:
+        pass
+
+
+#: The partitioning of every plain pmap.
+UNPARTITIONED = Unpartitioned()
+
+
+def strategy(axes: tuple) -> Partitioning | Unpartitioned:
+    """The partitioning over ``axes`` ((name, size) pairs, as a pxla_pmap equation holds them)."""
+    return Partitioning(axes) if axes else UNPARTITIONED
+
 
 def device_kind(backend=None):
     """The abstract device of ``backend``'s devices, as jax's meshes over them name it."""
@@ -194,14 +352,14 @@ def check_divisible(shape: Sequence[int], spec: PartitionSpec | None, partitioni
                                  f"{parts} or split another dimension")
 
 
-def make(partitions, in_partitions, out_partitions, *, axis_name, mode: str) -> Partitioning | None:
+def make(partitions, in_partitions, out_partitions, *, axis_name, mode: str) -> Partitioning | Unpartitioned:
     """Checks pmap's ``partitions``/``in_partitions``/``out_partitions`` when the pmap is made."""
     if partitions is None or (isinstance(partitions, Mapping) and not partitions):
         given = [n for n, v in (("in_partitions", in_partitions), ("out_partitions", out_partitions)) if v is not None]
         if given:
             raise TypeError(f"pmap {given[0]}= lays values out over partition axes, but the pmap has none: add "
                             f"partitions={{'model': 4}} (names and sizes of the body's partition axes)")
-        return None
+        return UNPARTITIONED
     if not isinstance(partitions, Mapping):
         raise TypeError(f"pmap partitions must be a dict of axis names to sizes, e.g. {{'model': 4}}, got "
                         f"{partitions!r}")
@@ -288,19 +446,18 @@ class PartitionedLayout:
             entries.insert(axis, self.label)
         return NamedSharding(self.mesh, PartitionSpec(*entries))
 
-    def layout(self, in_axes, in_avals, in_specs, out_axes, out_avals, out_specs, *, donated=(),
-               consts=()) -> Layout:
-        if self.axis_size == 1 and not self.nested and all(a is None for a in (*in_axes, *out_axes)):
+    def layout(self, b: Boundary) -> Layout:
+        if self.axis_size == 1 and not self.nested and all(a is None for a in (*b.in_axes, *b.out_axes)):
             group = jax.sharding.Mesh(np.array(self.devices, dtype=object).reshape(self.partitioning.sizes),
                                       self.partitioning.names)
-            return Layout(self.devices, in_avals, out_avals,
-                          [NamedSharding(group, s if s is not None else PartitionSpec()) for s in in_specs],
-                          [NamedSharding(group, s if s is not None else PartitionSpec()) for s in out_specs],
-                          donated, consts)
-        return Layout(self.devices, in_avals, out_avals,
-                      [self.sharding(a, av.ndim, s) for a, av, s in zip(in_axes, in_avals, in_specs)],
-                      [self.sharding(a, av.ndim, s) for a, av, s in zip(out_axes, out_avals, out_specs)],
-                      donated, consts)
+            return Layout(self.devices, b.in_avals, b.out_avals,
+                          [NamedSharding(group, s if s is not None else PartitionSpec()) for s in b.in_specs],
+                          [NamedSharding(group, s if s is not None else PartitionSpec()) for s in b.out_specs],
+                          b.donated, b.consts)
+        return Layout(self.devices, b.in_avals, b.out_avals,
+                      [self.sharding(a, av.ndim, s) for a, av, s in zip(b.in_axes, b.in_avals, b.in_specs)],
+                      [self.sharding(a, av.ndim, s) for a, av, s in zip(b.out_axes, b.out_avals, b.out_specs)],
+                      b.donated, b.consts)
 
 
 def tile_dims(spec: PartitionSpec | None, axis: int | None, rank: int, label: str) -> list[list[str]]:

@@ -8,53 +8,103 @@ outer pmap's module (2022 semantics: one program over the product of the
 axis sizes). Transformation rules live in :mod:`.rules`; :mod:`.kind`
 wires all of them.
 
-Params: ``jaxpr`` (the per-shard body, a ClosedJaxpr without consts),
-``axis_name``, ``axis_size``, ``in_axes``/``out_axes`` (tuples of int or
-None), ``name``, and the top-level-only ``devices``, ``backend``,
-``donated`` (tuple of bool) and ``options`` (a ``PmapPipeline``: mode and
-unshard strategy), and ``partitions`` ((name, size) pairs: the partition axes
-a partitioned body is split over, :mod:`.partitions`; empty for others).
+Params: ``jaxpr`` (the per-shard body, a ClosedJaxpr without consts) and
+the fields of a :class:`PmapParams`, the value the front end makes once per
+call and bind, the impl, the lowering rules and import each take whole. The
+equation keeps its params flat (jax prints them, and the transformation
+rules shared with xmap edit them by name); :meth:`PmapParams.of` and
+:meth:`PmapParams.eqn_params` go between the two.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Hashable, Mapping
 
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pipelines import PmapPipeline
+from pxla_mlir.pmaps.partitions import Partitioning, Unpartitioned, strategy
 
-__all__ = ["pxla_pmap_p", "bind", "abstract_eval", "REP_AXIS", "replicas_needed", "extend_mesh"]
+__all__ = ["pxla_pmap_p", "PmapParams", "bind", "abstract_eval", "REP_AXIS", "replicas_needed", "extend_mesh"]
 
 pxla_pmap_p = core.Primitive("pxla_pmap")
 pxla_pmap_p.multiple_results = True
 
 
-def bind(closed: core.ClosedJaxpr, args, *, axis_name, axis_size: int, in_axes, out_axes, name: str,
-         devices=None, backend=None, donated=None, options: PmapPipeline | None = None, partitions: tuple = ()):
+@dataclasses.dataclass(frozen=True, slots=True)
+class PmapParams:
+    """A pmap's axis, how its operands and results map onto it, where it runs
+    and how it lowers. Hashable, as jax's params must be."""
+
+    axis_name: Hashable
+    axis_size: int
+    in_axes: tuple  # per operand: an int or None (broadcast)
+    out_axes: tuple  # per result
+    name: str
+    devices: tuple | None = None  # top level only; None: the first local devices
+    backend: str | None = None
+    donated: tuple | None = None  # per operand; None: none donated (filled in by bind)
+    options: PmapPipeline = PmapPipeline()  # mode and unshard strategy
+    partitions: tuple = ()  # (name, size) partition axes of a partitioned body (.partitions); () for others
+
+    def __post_init__(self):
+        for field in ("in_axes", "out_axes", "partitions"):
+            object.__setattr__(self, field, tuple(getattr(self, field)))
+        if self.donated is not None:
+            object.__setattr__(self, "donated", tuple(self.donated))
+        if self.options is None:
+            object.__setattr__(self, "options", PmapPipeline())
+
+    @classmethod
+    def of(cls, params: Mapping) -> PmapParams:
+        """From a ``pxla_pmap`` equation's params (its ``jaxpr`` left out)."""
+        return cls(**{name: params[name] for name in _FIELDS if name in params})
+
+    def eqn_params(self) -> dict:
+        """The equation's params, less ``jaxpr``."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    @property
+    def partitioning(self) -> Partitioning | Unpartitioned:
+        """How the body is split over more devices per index: a null strategy for a plain pmap."""
+        return strategy(self.partitions)
+
+    def replace(self, **changes) -> PmapParams:
+        return dataclasses.replace(self, **changes)
+
+    def broadcasting(self, n: int) -> PmapParams:
+        """With ``n`` more leading operands, broadcast and not donated (a body's hoisted constants)."""
+        if not n:
+            return self
+        donated = None if self.donated is None else (False,) * n + self.donated
+        return self.replace(in_axes=(None,) * n + self.in_axes, donated=donated)
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(PmapParams))
+
+
+def bind(closed: core.ClosedJaxpr, args, params: PmapParams):
     """Binds pxla_pmap_p; consts of ``closed`` become broadcast operands, so the
     lowering never sees constvars and closures over outer tracers are legal."""
-    args, in_axes = list(args), tuple(in_axes)
-    donated = tuple(donated) if donated is not None else (False,) * len(args)
+    args = list(args)
+    if params.donated is None:
+        params = params.replace(donated=(False,) * len(args))
     if closed.consts:
-        with core.extend_axis_env_nd([(axis_name, axis_size)]):
+        with core.extend_axis_env_nd([(params.axis_name, params.axis_size)]):
             jaxpr = pe.convert_constvars_jaxpr(closed.jaxpr)
         args = list(closed.consts) + args
-        in_axes = (None,) * len(closed.consts) + in_axes
-        donated = (False,) * len(closed.consts) + donated
+        params = params.broadcasting(len(closed.consts))
         closed = core.ClosedJaxpr(jaxpr, ())
-    return pxla_pmap_p.bind(*args, jaxpr=closed, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                            out_axes=tuple(out_axes), name=name, devices=devices, backend=backend,
-                            donated=donated, options=options or PmapPipeline(), partitions=tuple(partitions))
+    return pxla_pmap_p.bind(*args, jaxpr=closed, **params.eqn_params())
 
 
 def abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, partitions=(), **_):
     outs = [core.unmapped_aval(axis_size, a, av) if a is not None else av
             for av, a in zip(jaxpr.out_avals, out_axes)]
-    if partitions:  # a partitioned body's values carry its mesh; outside, the results are plain arrays
-        outs = [core.ShapedArray(av.shape, av.dtype, weak_type=av.weak_type) for av in outs]
     # The pmap binds its own axis; outer axis names used inside stay visible.
-    return outs, core.filter_named_axis_effects(jaxpr.effects, {axis_name})
+    return strategy(partitions).global_results(outs), core.filter_named_axis_effects(jaxpr.effects, {axis_name})
 
 
 pxla_pmap_p.def_effectful_abstract_eval(abstract_eval)

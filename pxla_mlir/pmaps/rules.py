@@ -20,8 +20,8 @@ from jax.lax import psum
 
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.maps import rules
-from pxla_mlir.pmaps.partitions import Partitioning, enclosing
-from pxla_mlir.pmaps.primitive import abstract_eval, bind, pxla_pmap_p
+from pxla_mlir.pmaps.partitions import strategy
+from pxla_mlir.pmaps.primitive import PmapParams, abstract_eval, bind, pxla_pmap_p
 
 __all__ = ["PMAP_RULES"]
 
@@ -31,7 +31,7 @@ class PmapRules(rules.MapRules):
     name = "pmap"
 
     def bind(self, jaxpr, args, params):
-        return bind(jaxpr, args, **params)
+        return bind(jaxpr, args, PmapParams.of(params))
 
     def abstract_eval(self, params):
         return abstract_eval(**params)
@@ -40,9 +40,7 @@ class PmapRules(rules.MapRules):
         return [(p["axis_name"], p["axis_size"])]
 
     def mesh_context(self, p):
-        if not p.get("partitions"):  # a partitioned pmap in the body nests in this pmap's axis
-            return enclosing(p["axis_name"], p["axis_size"])
-        return Partitioning(p["partitions"]).tracing(p["axis_name"], p["axis_size"], p.get("backend"), p["name"])
+        return strategy(p.get("partitions", ())).tracing(p["axis_name"], p["axis_size"], p.get("backend"), p["name"])
 
     def residual_specs(self, p, jaxpr, in_specs, n_res):
         return (0,) * n_res

@@ -4,7 +4,6 @@ pmap bound with concrete arguments: lower, compile once, run)."""
 from __future__ import annotations
 
 import functools
-import math
 
 import jax
 
@@ -16,13 +15,12 @@ from pxla_mlir.maps.stages import Lowered, Signature, lower
 from pxla_mlir.mlir.pipelines import PmapPipeline
 from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.mlir.support.stats import timed
-from pxla_mlir.pmaps import partition_import
 from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.importer import import_pmap, mesh_axis_label, nest_labels
-from pxla_mlir.pmaps.layout import DeviceLayout
+from pxla_mlir.pmaps.layout import Boundary
 from pxla_mlir.pmaps.nested_pmaps import PartitionedNest, partitioned_nest
-from pxla_mlir.pmaps.partitions import PartitionedLayout, Partitioning, describe, partitioned_devices
-from pxla_mlir.pmaps.primitive import pxla_pmap_p, replicas_needed
+from pxla_mlir.pmaps.partitions import describe, strategy
+from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
 
 __all__ = ["lower_traced", "register_impl", "deoptimized"]
 
@@ -56,55 +54,47 @@ def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") ->
     return available[:n]
 
 
-def lower_traced(jaxpr: core.ClosedJaxpr, *, axis_name, axis_size: int, in_axes, out_axes, name, global_avals,
-                 donated, devices, backend, options: PmapPipeline, signature: Signature | None = None,
-                 kind: str = "pmap", partitions: tuple = (), in_specs=None, out_specs=None) -> Lowered:
+def lower_traced(jaxpr: core.ClosedJaxpr, params: PmapParams, global_avals, *, signature: Signature | None = None,
+                 kind: str = "pmap", in_specs=None, out_specs=None) -> Lowered:
     """Imports a traced pmap body and runs the pmap pipeline on it.
 
     Closed-over constants become leading broadcast inputs that the
-    ``Compiled`` supplies itself. ``partitions`` ((name, size) pairs) make
-    the body partitioned over that many more devices per index
-    (:mod:`.partitions`); ``in_specs``/``out_specs`` (a PartitionSpec or
-    None per flat argument/result; None: all replicated) lay the values out.
+    ``Compiled`` supplies itself. A partitioned body (``params.partitions``,
+    :mod:`.partitions`) runs on that many more devices per index;
+    ``in_specs``/``out_specs`` (a PartitionSpec or None per flat
+    argument/result; None: all replicated) lay its values out.
     """
     consts = tuple(jaxpr.consts)
-    n_in = len(in_axes)
+    n_in = len(params.in_axes)
     if consts:
-        n = len(consts)
-        with core.extend_axis_env_nd([(axis_name, axis_size)]):  # jax_enable_checks re-checks the body here
+        with core.extend_axis_env_nd([(params.axis_name, params.axis_size)]):  # jax_enable_checks re-checks it
             jaxpr = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
-        in_axes = (None,) * n + tuple(in_axes)
+        params = params.broadcasting(len(consts))
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
-        donated = (False,) * n + tuple(donated)
-    nest = PartitionedNest((), ()) if partitions else partitioned_nest(jaxpr, axis_name, name, kind)
+    name, what = params.name, f"{kind} {params.name!r}"
+    own = params.partitioning
+    nest = PartitionedNest((), ()) if own else partitioned_nest(jaxpr, params.axis_name, name, kind)
     if nest:
-        _check_partition_mode(options, nest, name, kind)
-    parts = partitions or nest.partitions
-    group = math.prod(s for _, s in parts)
-    if parts:
-        in_specs = (None,) * len(consts) + tuple(in_specs or (None,) * n_in)
-        out_specs = tuple(out_specs or (None,) * len(out_axes))
-        devices = partitioned_devices(axis_size, parts, devices, backend, f"{kind} {name!r}",
-                                      nested=replicas_needed(jaxpr))
-    devs = devices_for(axis_size * replicas_needed(jaxpr) * group, axis_size, devices, backend,
-                       what=f"{kind} {name!r}")
+        _check_partition_mode(params.options, nest, name, kind)
+    parts = strategy(own.axes or nest.partitions)  # a nest holding partitioned pmaps is partitioned as a whole
+    in_specs = (None,) * len(consts) + tuple(in_specs or (None,) * n_in)
+    out_specs = tuple(out_specs or (None,) * len(params.out_axes))
+    nested = replicas_needed(jaxpr)
+    devices = parts.devices(params.axis_size, params.devices, params.backend, what, nested=nested)
+    devs = devices_for(params.axis_size * nested * parts.size, params.axis_size, devices, params.backend, what=what)
     with timed("import"):
-        imported = import_pmap(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes,
-                               out_axes=out_axes, name=name, donated=donated, platform=devs[0].platform, kind=kind,
-                               partitions=partitions, in_specs=in_specs, out_specs=out_specs, nest=nest,
-                               by_piece=options.pieces == "on" and _blocks_within_processes(devs, axis_size))
-    if parts:
-        partition_import.check_dialect(imported.module, options.sharding_dialect, f"{kind} {name!r}")
-    out_avals = [core.unmapped_aval(axis_size, a, av) if a is not None else av
-                 for av, a in zip(jaxpr.out_avals, out_axes)]
-    if parts:
-        layout = PartitionedLayout(devs, axis_size, mesh_axis_label(axis_name), Partitioning(parts),
-                                   nested=tuple(zip(nest_labels(axis_name, nest.chain), (s for _, s in nest.chain)))).layout(
-            in_axes, global_avals, in_specs, out_axes, out_avals, out_specs, donated=donated, consts=consts)
-    else:
-        layout = DeviceLayout(devs, axis_size, mesh_axis_label(axis_name)).layout(
-            in_axes, global_avals, out_axes, out_avals, donated=donated, consts=consts, module=imported.module)
-    return lower(imported, pipeline=options.anchored(), layout=layout,
+        imported = import_pmap(jaxpr, params, platform=devs[0].platform, kind=kind, specs=(in_specs, out_specs),
+                               nest=nest, by_piece=params.options.pieces == "on" and
+                               _blocks_within_processes(devs, params.axis_size))
+    parts.check_module(imported.module, params.options.sharding_dialect, what)
+    out_avals = [core.unmapped_aval(params.axis_size, a, av) if a is not None else av
+                 for av, a in zip(jaxpr.out_avals, params.out_axes)]
+    boundary = Boundary(params.in_axes, tuple(global_avals), params.out_axes, tuple(out_avals), params.donated,
+                        consts, in_specs, out_specs)
+    levels = tuple(zip(nest_labels(params.axis_name, nest.chain), (s for _, s in nest.chain)))
+    layout = parts.layout(devs, params.axis_size, mesh_axis_label(params.axis_name), levels, boundary,
+                          module=imported.module)
+    return lower(imported, pipeline=params.options.anchored(), layout=layout,
                  signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
                  jaxpr_text=jaxpr.pretty_print)
 
@@ -133,34 +123,31 @@ def _blocks_within_processes(devices, axis_size: int) -> bool:
 _impl_cache = ImplCache(256)  # compiled programs of bound (transformed) pmaps
 
 
-def _impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, donated, options,
-          partitions=()):
-    avals = distributed.bound_avals(args, in_axes, axis_size)  # multi-process: a host value may be a share
+def _impl(*args, jaxpr, **eqn_params):
+    params = PmapParams.of(eqn_params)
+    avals = distributed.bound_avals(args, params.in_axes, params.axis_size)  # multi-process: a host value, a share
+    if not debug_checks.donation_allowed():
+        params = params.replace(donated=(False,) * len(params.donated))
 
     def build():
-        return lower_traced(jaxpr, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes,
-                            name=name, global_avals=avals, donated=donated, devices=devices, backend=backend,
-                            options=options, partitions=partitions).compile()
+        return lower_traced(jaxpr, params, avals).compile()
 
-    if not debug_checks.donation_allowed():
-        donated = (False,) * len(donated)
     # The name is part of the key, as for an xmap: a transformed body that prints like another one
     # (a transpose like its forward pass) is a program of its own, named for what it computes in
     # profiles, dumps and errors, and compiled as jax.pmap compiles it.
-    params = (name, axis_name, axis_size, in_axes, out_axes, devices, backend, donated, options, avals, partitions)
-    compiled = _impl_cache.compiled(jaxpr, params, build)
+    compiled = _impl_cache.compiled(jaxpr, (params, avals), build)
     outs = compiled.call_flat(args)
     if debug_checks.active():
         body = functools.partial(core.eval_jaxpr, jaxpr.jaxpr, jaxpr.consts)
-        debug_checks.check_outputs(outs, what=f"pmap {name!r}", devices=compiled.executable.devices, rerun=lambda: (
-            deoptimized(body, args, axis_name=axis_name, axis_size=axis_size, in_axes=in_axes, out_axes=out_axes)))
+        debug_checks.check_outputs(outs, what=f"pmap {params.name!r}", devices=compiled.executable.devices,
+                                   rerun=lambda: deoptimized(body, args, params))
     return outs
 
 
-def deoptimized(body, args, *, axis_name, axis_size: int, in_axes, out_axes):
+def deoptimized(body, args, params: PmapParams):
     """A pmap's body run un-jitted, as jax.vmap over its axis (jax_debug_nans)."""
-    return jax.vmap(lambda *xs: tuple(body(*xs)), in_axes=tuple(in_axes), out_axes=tuple(out_axes),
-                    axis_name=axis_name, axis_size=axis_size)(*args)
+    return jax.vmap(lambda *xs: tuple(body(*xs)), in_axes=params.in_axes, out_axes=params.out_axes,
+                    axis_name=params.axis_name, axis_size=params.axis_size)(*args)
 
 
 def register_impl() -> None:

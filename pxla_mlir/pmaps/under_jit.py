@@ -32,7 +32,6 @@ on this process's devices.
 
 from __future__ import annotations
 
-import math
 import threading
 import warnings
 
@@ -46,8 +45,8 @@ from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.maps.jit_devices import register_jit_devices
 from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.nested_pmaps import nest_chain, partitioned_nest
-from pxla_mlir.pmaps.partitions import partitioned_devices
-from pxla_mlir.pmaps.primitive import pxla_pmap_p, replicas_needed
+from pxla_mlir.pmaps.partitions import strategy
+from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
 from pxla_mlir.pmaps.stage import devices_for
 
 __all__ = ["PmapInsideJitWarning", "lower", "lower_inside", "inside", "register"]
@@ -84,30 +83,27 @@ def jit_devices(jaxpr, axis_size: int, devices, backend, name: str, group: int =
     return devices_for(n, axis_size, devices, backend, what=f"pmap {name!r}")
 
 
-def jit_mesh(jaxpr, axis_name, axis_size: int, devices, backend, name: str, chain: list,
-             partitions: tuple = ()) -> Mesh:
+def jit_mesh(jaxpr, p: PmapParams, chain: list, partitions: tuple = ()) -> Mesh:
     """The mesh of a pmap inside jax.jit: its axis, then one per level of nested
     pmaps (``chain``), then the partition axes ((name, size) pairs) of it or
     of the partitioned pmap nested in it."""
-    chain = [*chain, *partitions]
-    group = math.prod(s for _, s in partitions)
-    if partitions:
-        devices = partitioned_devices(axis_size, partitions, devices, backend, f"pmap {name!r}",
-                                      nested=replicas_needed(jaxpr))
-    devs = jit_devices(jaxpr, axis_size, devices, backend, name, group)
-    names, sizes = (axis_name, *(n for n, _ in chain)), (axis_size, *(s for _, s in chain))
+    parts = strategy(partitions)
+    chain = [*chain, *parts.axes]
+    devices = parts.devices(p.axis_size, p.devices, p.backend, f"pmap {p.name!r}", nested=replicas_needed(jaxpr))
+    devs = jit_devices(jaxpr, p.axis_size, devices, p.backend, p.name, parts.size)
+    names, sizes = (p.axis_name, *(n for n, _ in chain)), (p.axis_size, *(s for _, s in chain))
     return Mesh(np.array(devs, dtype=object).reshape(sizes), names)
 
 
 def _jit_shardings(eqn) -> list:
     """jax.jit's device assignment (and the mesh it names its outputs' shardings by) from a pmap equation."""
-    p = eqn.params
-    chain = nest_chain(p["jaxpr"])
+    p = PmapParams.of(eqn.params)
+    jaxpr = eqn.params["jaxpr"]
+    chain = nest_chain(jaxpr)
     if chain is None:  # runs as vmap on jit's devices: nothing to add
         return []
-    parts = p.get("partitions") or partitioned_nest(p["jaxpr"], p["axis_name"], p["name"]).partitions
-    return [NamedSharding(jit_mesh(p["jaxpr"], p["axis_name"], p["axis_size"], p["devices"], p["backend"], p["name"],
-                                   chain, parts), PartitionSpec())]
+    parts = p.partitions or partitioned_nest(jaxpr, p.axis_name, p.name).partitions
+    return [NamedSharding(jit_mesh(jaxpr, p, chain, parts), PartitionSpec())]
 
 
 # -- the lowerings ---------------------------------------------------------------------------------
@@ -116,29 +112,30 @@ def _spec(axis: int | None, name) -> PartitionSpec:
     return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, name)
 
 
-def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend, partitions=(),
-          **_):
+def lower(ctx, in_nodes, jaxpr, p: PmapParams):
     """The pmap as a manual computation over its devices (see the module docs)."""
     chain = nest_chain(jaxpr)
-    nest = partitioned_nest(jaxpr, axis_name, name)  # refuses a partitioned pmap among siblings over other axes
+    nest = partitioned_nest(jaxpr, p.axis_name, p.name)  # refuses a partitioned pmap among siblings over other axes
     if chain is None:
-        return _as_vmap(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, why=(
+        return _as_vmap(ctx, in_nodes, jaxpr, p, why=(
             "its nested pmaps at one level map different axes, and one mesh inside jax.jit cannot name them all"))
-    if partitions and chain:
-        raise PmapUsageError(f"pmap {name!r} has partitions= and a nested pmap in its body: a partitioned body "
+    if p.partitions and chain:
+        raise PmapUsageError(f"pmap {p.name!r} has partitions= and a nested pmap in its body: a partitioned body "
                              f"cannot hold nested pmaps")
     # a partitioned pmap nested in this one: manual over every pmap axis of the nest (.nesting)
-    parts = partitions or nest.partitions
-    mesh = jit_mesh(jaxpr, axis_name, axis_size, devices, backend, name, chain, parts)
+    parts = strategy(p.partitions or nest.partitions)
+    mesh = jit_mesh(jaxpr, p, chain, parts.axes)
+    in_axes, out_axes = p.in_axes, p.out_axes
 
     def body(*xs):
         xs = [x if a is None else lax.squeeze(x, [a]) for x, a in zip(xs, in_axes)]
         ys = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
         return tuple(y if a is None else lax.expand_dims(y, [a]) for y, a in zip(ys, out_axes))
 
-    mapped = jax.shard_map(body, mesh=mesh, in_specs=tuple(_spec(a, axis_name) for a in in_axes),
-                           out_specs=tuple(_spec(a, axis_name) for a in out_axes), check_vma=False,
-                           **({"axis_names": {axis_name, *(n for n, _ in chain)}} if parts else {}))
+    # a partitioned body: manual over the pmap axes only, XLA's partitioner splits the partition axes
+    manual = {"axis_names": {p.axis_name, *(n for n, _ in chain)}} if parts else {}
+    mapped = jax.shard_map(body, mesh=mesh, in_specs=tuple(_spec(a, p.axis_name) for a in in_axes),
+                           out_specs=tuple(_spec(a, p.axis_name) for a in out_axes), check_vma=False, **manual)
     _lowering.manual += 1
     try:
         return jax_mlir.lower_fun(lambda *xs: list(mapped(*xs)), multiple_results=True)(ctx, *in_nodes)
@@ -146,18 +143,19 @@ def lower(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, 
         _lowering.manual -= 1
 
 
-def lower_inside(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, **_):
+def lower_inside(ctx, in_nodes, jaxpr, p: PmapParams):
     """A pmap nested in one being lowered inside jax.jit: as jax.vmap inside a
     vmapped one; inside a manual computation its axis is a mesh axis of it,
     each device takes its slice along it and the results are all-gathered over it."""
     if _lowering.vmapped:
-        return _vmapped(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes)
+        return _vmapped(ctx, in_nodes, jaxpr, p)
 
     def body(*xs):
-        index = lax.axis_index(axis_name)
-        xs = [x if a is None else lax.dynamic_index_in_dim(x, index, a, keepdims=False) for x, a in zip(xs, in_axes)]
+        index = lax.axis_index(p.axis_name)
+        xs = [x if a is None else lax.dynamic_index_in_dim(x, index, a, keepdims=False)
+              for x, a in zip(xs, p.in_axes)]
         ys = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
-        return [y if a is None else lax.all_gather(y, axis_name, axis=a) for y, a in zip(ys, out_axes)]
+        return [y if a is None else lax.all_gather(y, p.axis_name, axis=a) for y, a in zip(ys, p.out_axes)]
 
     return jax_mlir.lower_fun(body, multiple_results=True)(ctx, *in_nodes)
 
@@ -165,18 +163,19 @@ def lower_inside(ctx, *in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes,
 _warned: set = set()
 
 
-def _as_vmap(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes, name, *, why: str):
-    if name not in _warned:
-        _warned.add(name)
+def _as_vmap(ctx, in_nodes, jaxpr, p: PmapParams, *, why: str):
+    if p.name not in _warned:
+        _warned.add(p.name)
         warnings.warn(PmapInsideJitWarning(
-            f"pxla_mlir.pmap {name!r} inside jax.jit runs as jax.vmap over its axis on jit's device(s): {why}. Same "
-            f"results, but the work is not spread over {axis_size} devices; pxla_mlir.jit keeps them."), stacklevel=2)
-    return _vmapped(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes)
+            f"pxla_mlir.pmap {p.name!r} inside jax.jit runs as jax.vmap over its axis on jit's device(s): {why}. "
+            f"Same results, but the work is not spread over {p.axis_size} devices; pxla_mlir.jit keeps them."),
+            stacklevel=2)
+    return _vmapped(ctx, in_nodes, jaxpr, p)
 
 
-def _vmapped(ctx, in_nodes, jaxpr, axis_name, axis_size, in_axes, out_axes):
-    fn = jax.vmap(lambda *xs: tuple(core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)), in_axes=in_axes,
-                  out_axes=out_axes, axis_name=axis_name, axis_size=axis_size)
+def _vmapped(ctx, in_nodes, jaxpr, p: PmapParams):
+    fn = jax.vmap(lambda *xs: tuple(core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)), in_axes=p.in_axes,
+                  out_axes=p.out_axes, axis_name=p.axis_name, axis_size=p.axis_size)
     _lowering.vmapped += 1
     try:
         return jax_mlir.lower_fun(lambda *xs: fn(*xs), multiple_results=True)(ctx, *in_nodes)

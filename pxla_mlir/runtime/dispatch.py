@@ -18,10 +18,11 @@ array and, for donating maps, that no array is donated twice, O(leaves):
 jaxlib 0.10.2 segfaults on either in a program spanning several devices (in
 jax.pmap and jax.jit too; see :mod:`.launches`). On one device jaxlib
 refuses them with an error, so those launches are not checked first: the
-checks run after such an error, to name the argument in jax's words. A call with positional jax.Arrays alone
-(the cached call of a loop) is not flattened at all: the map's ``__call__``
-does all of it inline, in its one frame, and hands the arrays to a C++
-dispatcher keyed by the arrays themselves (:attr:`FastDispatch.arrays`).
+checks run after such an error, to name the argument in jax's words. A call
+with positional jax.Arrays alone (the cached call of a loop) is not
+flattened at all: :func:`launch_cached` does all of it in one frame and
+hands the arrays to a C++ dispatcher keyed by the arrays themselves
+(:attr:`FastDispatch.arrays`).
 Other calls go through :meth:`FastDispatch.call`: a map without static
 arguments flattens its arguments once, for the checks, and hands C++ the
 leaves with their treedef as its one static argument, so a pytree is not
@@ -50,10 +51,61 @@ from pxla_mlir.jaxbridge.pytree_depth import too_deep
 from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime.donation import check_donations, clear_to_donate
 from pxla_mlir.runtime.fastpath import fastpath_data
-from pxla_mlir.runtime.inflight import remember_launch
+from pxla_mlir.runtime.inflight import INFLIGHT, INFLIGHT_WINDOW, remember_launch, wait_for_oldest
 from pxla_mlir.runtime.launches import LAUNCHES, check_live
 
-__all__ = ["FastDispatch", "first_array"]
+__all__ = ["FastDispatch", "first_array", "launch_cached", "NOT_LAUNCHED"]
+
+
+#: What :func:`launch_cached` returns when it launched nothing (the caller takes the checked path).
+NOT_LAUNCHED = object()
+
+_is_deleted = ArrayImpl.is_deleted
+_HOLDERS, _CLOSED, _HELD = LAUNCHES.holders, LAUNCHES.closed, LAUNCHES.local
+
+
+def launch_cached(arrays, args: tuple, windowed: bool):
+    """The cached call of a loop: positional ``args`` launched by a map's C++
+    dispatcher ``arrays`` (:attr:`FastDispatch.arrays`); NOT_LAUNCHED if one
+    of them is not a jax.Array, or is deleted. ``windowed``: the dispatcher's
+    :attr:`FastDispatch.windowed`.
+
+    It holds the launch lock shared while it checks that no argument is
+    deleted and launches (no deletion comes between the check and the
+    launch), then remembers the launch (:mod:`.inflight`). Every step is
+    inline, in this one frame: LAUNCHES.acquire() and release() (a shared
+    hold is two list operations, see :class:`.launches.LaunchLock`) and
+    remember_launch(), so the map's ``__call__`` pays for this one Python
+    call and no other.
+    """
+    took = _HELD.mode is None
+    if took:
+        _HOLDERS.append(True)
+        if _CLOSED:  # an exclusive taker is waiting or holding: wait for it the slow way
+            _HOLDERS.pop()
+            LAUNCHES.acquire()
+        else:
+            _HELD.mode = False
+    try:
+        try:
+            dead = any(map(_is_deleted, args))  # TypeError: an argument is no jax.Array
+        except TypeError:
+            dead = None
+        if dead is False:
+            out = arrays(*args)
+    finally:
+        if took and _HELD.mode is not None:  # (None: an interrupt in LAUNCHES.released() let go of it)
+            _HELD.mode = None
+            _HOLDERS.pop()
+    if dead is not False:
+        return NOT_LAUNCHED
+    if windowed:
+        fence = out if type(out) is ArrayImpl else first_array(out)
+        if fence is not None:  # None: the Python path ran it (and remembered its launch)
+            INFLIGHT.append(fence)
+            if len(INFLIGHT) > INFLIGHT_WINDOW:
+                wait_for_oldest()
+    return out
 
 
 #: resolve(args, kwargs) -> (output pytree, the Compiled that ran, its flat dynamic arguments);
@@ -66,12 +118,7 @@ class FastDispatch:
     path of its calls (:meth:`call`).
 
     The cached call of a loop (positional jax.Arrays alone, no donation) is
-    launched by the map's own ``__call__`` without entering this class: it
-    holds the launch lock shared, checks no argument is deleted, calls
-    :attr:`arrays` and remembers the launch, all inline
-    (:meth:`pxla_mlir.maps.function.MapFunction.__call__`). Each Python call
-    costs a cached call several microseconds there: right after a launch
-    XLA's device threads share the cores.
+    launched by :func:`launch_cached` without entering this class.
     """
 
     def __init__(self, name: str, resolve: Resolve, *, static_argnums: Sequence[int] = (),

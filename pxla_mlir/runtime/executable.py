@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Protocol
 
 import jax
 import numpy as np
@@ -37,19 +38,31 @@ from pxla_mlir.runtime.memory import ResourceExhaustedError, shortfall
 from pxla_mlir.runtime.results import needs_assembly, physical, result_handler, typed_aval
 
 
+class ExecutableLayout(Protocol):
+    """Where an executable's flat inputs and outputs live (a :class:`pxla_mlir.maps.stages.Layout`)."""
+
+    devices: Sequence
+    in_avals: Sequence
+    out_avals: Sequence
+    in_shardings: Sequence
+    out_shardings: Sequence
+    donated: Sequence[bool]
+
+
 class ShardedExecutable:
     """An XLA executable and everything needed to call it with global arrays
-    laid out by ``in_shardings`` (shardings over ``devices``, in the
-    executable's device order). ``donated`` flags the inputs whose buffers
-    the executable consumes; ``callbacks`` are the program's guarded host
+    laid out by ``layout`` (shardings over its devices, in the executable's
+    device order; ``layout.donated`` flags the inputs whose buffers the
+    executable consumes). ``callbacks`` are the program's guarded host
     callbacks (its launches are then registered with jax's runtime tokens);
     ``agreement`` runs each launch once every process launches the same
     program (multi-process runs); ``what`` names the map in messages;
     ``replicas``: the program runs in replica mode."""
 
-    def __init__(self, xla, devices: Sequence, *, in_shardings, out_shardings, in_avals, out_avals,
-                 keepalive=None, donated: Sequence[bool] = (), callbacks: GuardedCallbacks | None = None,
+    def __init__(self, xla, layout: ExecutableLayout, *, keepalive=None, callbacks: GuardedCallbacks | None = None,
                  agreement=None, what: str = "the map", replicas: bool = False):
+        devices, in_shardings, out_shardings = layout.devices, layout.in_shardings, layout.out_shardings
+        in_avals, out_avals, donated = layout.in_avals, layout.out_avals, layout.donated
         self.xla = xla
         self.what = what
         self.devices = list(devices)

@@ -51,7 +51,7 @@ class LaunchLock:
     a moment (:meth:`_let_shared_in`).
 
     Taking it shared is a few C-level list operations and no mutex, so the
-    cached call does it inline (``MapFunction.__call__``): append to
+    cached call does it inline (:func:`.dispatch.launch_cached`): append to
     :attr:`holders`, then look at :attr:`closed` (an exclusive taker appends
     to ``closed``, then waits until ``holders`` is empty). Under the GIL the
     two orders cannot both miss each other: either the shared taker sees

@@ -252,7 +252,7 @@ class XmapFunction(MapFunction):
         return has_checks(self._traced(call, env, self._key(call, env)).call.jaxpr)
 
     def _bind(self, traced: _Traced, call: _Call):
-        outs = bind(traced.call.jaxpr, [*traced.consts, *call.flat_args], **traced.call.params())
+        outs = bind(traced.call.jaxpr, [*traced.consts, *call.flat_args], traced.call.params())
         return tree_util.tree_unflatten(traced.out_tree, outs)
 
     def _lower_traced(self, traced: _Traced, call: _Call, env) -> Lowered:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pxla_mlir.maps import invariance
 from pxla_mlir.maps.checkify_rules import register as register_checkify
-from pxla_mlir.maps.kind import MapKind
+from pxla_mlir.maps.kind import JitBody, MapKind
 from pxla_mlir.maps.rules import register as register_rules
 from pxla_mlir.xmaps import checks, mlir_rule, stage
 from pxla_mlir.xmaps.api import XmapFunction, xmap
@@ -25,9 +25,8 @@ class XmapKind(MapKind):
         return xmap(fn, flags["in_axes"], flags["out_axes"], axis_resources=flags.get("axis_resources", {}),
                     axis_sizes=flags.get("axis_sizes", {}), **options)
 
-    def lower_jit(self, jaxpr, eqns, *, name, global_avals, donated, signature, devices, backend, options):
-        return stage.lower_jit_body(jaxpr, eqns, name=name, global_avals=global_avals, donated=donated,
-                                    signature=signature, devices=devices, backend=backend)
+    def lower_jit(self, jaxpr, eqns, jit: JitBody):
+        return stage.lower_jit_body(jaxpr, eqns, jit)
 
     def environment(self):
         return active_mesh(), tuple(active_loops().items())

@@ -19,13 +19,15 @@ intermediate).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
+from typing import Any
 
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.xmaps.plan import Plan
 
-__all__ = ["pxla_xmap_p", "bind", "abstract_eval", "plan_of", "spec_of", "mapping_of", "insert_axes"]
+__all__ = ["pxla_xmap_p", "XmapParams", "bind", "abstract_eval", "plan_of", "spec_of", "mapping_of", "insert_axes"]
 
 pxla_xmap_p = core.Primitive("pxla_xmap")
 pxla_xmap_p.multiple_results = True
@@ -70,23 +72,58 @@ def delete_axes(aval, spec) -> core.ShapedArray:
                             weak_type=aval.weak_type)
 
 
-def bind(closed: core.ClosedJaxpr, args, *, in_axes, out_axes, axis_sizes, axis_resources, loops, mesh, options,
-         name: str, donated=None, backend=None, fixed_sharding: bool = False):
+@dataclasses.dataclass(frozen=True, slots=True)
+class XmapParams:
+    """An xmap besides its body: the ``pxla_xmap`` equation's params less
+    ``jaxpr`` (see the module docs), as bind takes them. Hashable, as jax's
+    params must be."""
+
+    in_axes: tuple
+    out_axes: tuple
+    axis_sizes: tuple
+    axis_resources: tuple
+    loops: tuple
+    mesh: Any
+    options: Any  # an XmapPipeline
+    name: str
+    donated: tuple | None = None  # None: none donated (filled in by bind)
+    backend: Any = None
+    fixed_sharding: bool = False
+
+    def __post_init__(self):
+        for field in ("in_axes", "out_axes", "axis_sizes", "axis_resources", "loops"):
+            object.__setattr__(self, field, tuple(getattr(self, field)))
+        if self.donated is not None:
+            object.__setattr__(self, "donated", tuple(self.donated))
+        object.__setattr__(self, "fixed_sharding", bool(self.fixed_sharding))
+
+    @classmethod
+    def of(cls, params: Mapping) -> XmapParams:
+        """From a ``pxla_xmap`` equation's params (its ``jaxpr`` left out)."""
+        return cls(**{name: params[name] for name in _FIELDS if name in params})
+
+    def eqn_params(self) -> dict:
+        """The equation's params, less ``jaxpr``."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(XmapParams))
+
+
+def bind(closed: core.ClosedJaxpr, args, params: XmapParams):
     """Binds pxla_xmap_p; consts of ``closed`` become broadcast operands, so
     no lowering sees constvars and closures over outer tracers are legal."""
-    args, in_axes = list(args), tuple(in_axes)
-    donated = tuple(donated) if donated is not None else (False,) * len(args)
+    args = list(args)
+    donated = params.donated if params.donated is not None else (False,) * len(args)
     if closed.consts:
-        with core.extend_axis_env_nd(list(axis_sizes)):
+        with core.extend_axis_env_nd(list(params.axis_sizes)):
             jaxpr = pe.convert_constvars_jaxpr(closed.jaxpr)
+        n = len(closed.consts)
         args = list(closed.consts) + args
-        in_axes = ((),) * len(closed.consts) + in_axes
-        donated = (False,) * len(closed.consts) + donated
+        params = dataclasses.replace(params, in_axes=((),) * n + params.in_axes)
+        donated = (False,) * n + donated
         closed = core.ClosedJaxpr(jaxpr, ())
-    return pxla_xmap_p.bind(*args, jaxpr=closed, in_axes=in_axes, out_axes=tuple(out_axes),
-                            axis_sizes=tuple(axis_sizes), axis_resources=tuple(axis_resources), loops=tuple(loops),
-                            mesh=mesh, options=options, name=name, donated=donated, backend=backend,
-                            fixed_sharding=bool(fixed_sharding))
+    return pxla_xmap_p.bind(*args, jaxpr=closed, **dataclasses.replace(params, donated=donated).eqn_params())
 
 
 def abstract_eval(*avals, jaxpr, out_axes, axis_sizes, **_):

@@ -18,7 +18,7 @@ from jax.dtypes import float0
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.maps.invariance import named_shapes
 from pxla_mlir.maps.rules import MapRules
-from pxla_mlir.xmaps.primitive import abstract_eval, bind, insert_axes, names_of, pxla_xmap_p
+from pxla_mlir.xmaps.primitive import XmapParams, abstract_eval, bind, insert_axes, names_of, pxla_xmap_p
 
 __all__ = ["XMAP_RULES"]
 
@@ -29,7 +29,7 @@ class XmapRules(MapRules):
     broadcast_spec = ()
 
     def bind(self, jaxpr, args, params):
-        return bind(jaxpr, args, **params)
+        return bind(jaxpr, args, XmapParams.of(params))
 
     def abstract_eval(self, params):
         return abstract_eval(**params)

@@ -21,6 +21,7 @@ from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import check_backend
 from pxla_mlir.maps.impl import ImplCache, plain_avals
+from pxla_mlir.maps.kind import JitBody
 from pxla_mlir.maps.stages import Layout, Lowered, Signature, lower as lower_imported
 from pxla_mlir.mlir.pipelines import XmapPipeline
 from pxla_mlir.mlir.sharding.mesh import Mesh
@@ -28,7 +29,7 @@ from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.xmaps.body_programs import global_function
 from pxla_mlir.xmaps.importer import import_xmap, mesh_labels
 from pxla_mlir.xmaps.plan import Plan, XmapError
-from pxla_mlir.xmaps.primitive import abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
+from pxla_mlir.xmaps.primitive import XmapParams, abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
 from pxla_mlir.xmaps.tiles import place_tiles
 
 __all__ = ["XmapCall", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
@@ -52,13 +53,14 @@ class XmapCall:
     backend: Any = None
     fixed_sharding: bool = False  # ensure_fixed_sharding (vectorize): every intermediate constrained
 
-    def params(self) -> dict:
+    def params(self) -> XmapParams:
         plan = self.plan
-        return dict(in_axes=tuple(spec_of(m) for m in self.in_maps), out_axes=tuple(spec_of(m) for m in self.out_maps),
-                    axis_sizes=tuple((n, plan.sizes[n]) for n in plan.names),
-                    axis_resources=tuple((n, tuple(plan.resources[n])) for n in plan.names),
-                    loops=tuple(plan.loops.items()), mesh=self.mesh, options=self.options, name=self.name,
-                    donated=tuple(self.donated), backend=self.backend, fixed_sharding=self.fixed_sharding)
+        return XmapParams(in_axes=tuple(spec_of(m) for m in self.in_maps),
+                          out_axes=tuple(spec_of(m) for m in self.out_maps),
+                          axis_sizes=tuple((n, plan.sizes[n]) for n in plan.names),
+                          axis_resources=tuple((n, tuple(plan.resources[n])) for n in plan.names),
+                          loops=tuple(plan.loops.items()), mesh=self.mesh, options=self.options, name=self.name,
+                          donated=tuple(self.donated), backend=self.backend, fixed_sharding=self.fixed_sharding)
 
     @classmethod
     def from_params(cls, jaxpr: core.ClosedJaxpr, params: dict, avals) -> XmapCall:
@@ -134,15 +136,15 @@ def value_sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedShard
     return NamedSharding(jmesh, PartitionSpec(*spec))
 
 
-def lower_jit_body(jaxpr: core.ClosedJaxpr, xmaps: list, *, name: str, global_avals, donated,
-                   signature: Signature, devices, backend) -> Lowered:
+def lower_jit_body(jaxpr: core.ClosedJaxpr, xmaps: list, jit: JitBody) -> Lowered:
     """The Lowered of a pxla_mlir.jit whose body holds ``xmaps`` (equations):
     the body as an xmap without named axes (every argument and result
     broadcast) on the mesh its xmaps use, so code outside the xmaps runs
     replicated on every mesh device and each xmap tiles its operands over
     its mesh axes and gathers its results back, in the same module (as
     2022's jit of xmap did). All xmaps share one mesh and one lowering."""
-    if devices is not None:
+    name, global_avals, donated, backend = jit.name, jit.global_avals, jit.donated, jit.backend
+    if jit.devices is not None:
         raise XmapError(f"pxla_mlir.jit function {name!r} holds xmaps, whose devices are their mesh's; drop devices=")
     meshes = {e.params["mesh"] for e in xmaps if plan_of(e.params).uses_mesh} or {xmaps[0].params["mesh"]}
     lowerings = {(e.params["options"], e.params["fixed_sharding"]) for e in xmaps}
@@ -161,7 +163,7 @@ def lower_jit_body(jaxpr: core.ClosedJaxpr, xmaps: list, *, name: str, global_av
     call = XmapCall(plan, body, ({},) * len(in_avals), ({},) * len(jaxpr.out_avals), in_avals,
                     tuple(jaxpr.out_avals), (False,) * len(consts) + tuple(donated), mesh, options, name, backend,
                     fixed)
-    return lower(call, signature=signature, consts=consts, by_tile=True)
+    return lower(call, signature=jit.signature, consts=consts, by_tile=True)
 
 
 # -- the primitive's impl: an xmap bound with concrete arguments --------------------------------
