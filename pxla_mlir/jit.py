@@ -22,7 +22,9 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
+import jax
 from jax import tree_util
+from jax.stages import ArgInfo
 
 from pxla_mlir.distributed import jit_shares
 from pxla_mlir.distributed.processes import is_multi_process
@@ -114,6 +116,21 @@ class JitFunction(MapFunction):
                             f"transformation inside it (pxla_mlir.jit(jax.grad(f)))")
         return _Traced(jaxpr, store["tree"])
 
+    def trace(self, *args, **kwargs) -> JitTraced:
+        """The traced program for these arguments (jax's ``jit(f).trace``):
+        its ``jaxpr``, ``args_info``, ``out_info``, and ``lower()``."""
+        call = self._examine(args, kwargs)
+        env = self._environment()
+        key = self._key(call, env)
+        with self._cache.lock:
+            traced = self._traced(call, env, key)
+        return JitTraced(self, args, kwargs, call, traced)
+
+    def eval_shape(self, *args, **kwargs):
+        """The outputs' pytree of ``jax.ShapeDtypeStruct``, traced, never run
+        (jax's ``jit(f).eval_shape``)."""
+        return self.trace(*args, **kwargs).out_info
+
     def _lower_traced(self, traced: _Traced, call: Call, env) -> Lowered:
         found: dict = {}
         for eqn in _map_eqns(traced.jaxpr):
@@ -132,6 +149,42 @@ class JitFunction(MapFunction):
     def _deoptimized(self, traced: _Traced, call: Call, env):
         body, _ = call.flat_function(self.fun, self.name)  # un-jitted: each map inside checks its own outputs
         return body(*call.flat_args)
+
+
+class JitTraced(jax.stages.Traced):
+    """A ``pxla_mlir.jit`` function traced for some arguments (a
+    ``jax.stages.Traced``): the jaxpr it lowers, with the maps in it as
+    primitives."""
+
+    def __init__(self, jitted: JitFunction, args: tuple, kwargs: dict, call: Call, traced: _Traced):
+        self._jitted, self._args, self._kwargs = jitted, args, kwargs
+        self._call, self._body = call, traced
+
+    jaxpr = property(lambda self: self._body.jaxpr)
+    fun_name = property(lambda self: self._jitted.name)
+    out_avals = property(lambda self: tree_util.tree_unflatten(self._body.out_tree, self._body.jaxpr.out_avals))
+
+    @property
+    def args_info(self):  # pyright: ignore[reportIncompatibleVariableOverride]
+        """The (args, kwargs) pytree of ``jax.stages.ArgInfo``."""
+        donated = self._call.donated(self._jitted.donate_argnums)
+        return self._call.in_tree.unflatten([ArgInfo(av, d) for av, d in zip(self._call.global_avals, donated)])
+
+    @property
+    def out_info(self):  # pyright: ignore[reportIncompatibleVariableOverride]
+        """The outputs' pytree of ``jax.ShapeDtypeStruct``."""
+        return tree_util.tree_unflatten(self._body.out_tree, [
+            jax.ShapeDtypeStruct(av.shape, av.dtype) for av in self._body.jaxpr.out_avals])
+
+    def lower(self, *, lowering_platforms=None, _private_parameters=None) -> Lowered:  # pyright: ignore
+        """Its ``Lowered`` (from the same cache as ``pxla_mlir.jit(f).lower``)."""
+        if lowering_platforms is not None:
+            raise NotImplementedError("pxla_mlir.jit lowers for its devices' platform only: leave "
+                                      "lowering_platforms out")
+        return self._jitted.lower(*self._args, **self._kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self._jitted(*args, **kwargs)
 
 
 def _arg_name(call: Call, i: int) -> str:

@@ -81,7 +81,7 @@ def test_jax_stablehlo_gives_exactly_what_jax_gives(make):
         text = f.lower(*args).as_text()
     lowered = pxla_mlir.load(text)
     assert lowered.pipeline.startswith("builtin.module(pxla-handoff-pipeline{mode=partition}")
-    assert [a.shape for a in lowered.in_avals] == [a.shape for a in args]
+    assert [a.shape for a in lowered.layout.in_avals] == [a.shape for a in args]
     assert_exact(lowered.compile()(*args), f(*args))
 
 
@@ -156,7 +156,7 @@ def test_emitted_module_takes_the_maps_inputs_and_gives_its_outputs(name):
     loaded = pxla_mlir.load(lowered.as_text())
     assert loaded.pipeline == "builtin.module(pxla-verify-handoff)"
     assert "global values" in loaded.layout_note
-    assert [(a.shape, a.dtype) for a in loaded.in_avals] == [(a.shape, a.dtype) for a in lowered.in_avals]
+    assert [(a.shape, a.dtype) for a in loaded.layout.in_avals] == [(a.shape, a.dtype) for a in lowered.layout.in_avals]
     assert loaded.donated == lowered.donated
     assert_exact(loaded.compile()(*args), want)
 

@@ -76,7 +76,7 @@ class LaunchAgreement:
             "name": _name(lowered.mhlo().operation),
             "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "devices": [d.id for d in lowered.devices],
-            "inputs": [av.str_short() for av in lowered.in_avals],
+            "inputs": [av.str_short() for av in lowered.layout.in_avals],
             "text": text if len(text) <= _TEXT_LIMIT else None,
         }
         devices = hashlib.sha256(json.dumps(self.record["devices"]).encode()).hexdigest()

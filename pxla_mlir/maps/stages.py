@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 from jax import dtypes, tree_util
 from jax.stages import ArgInfo
@@ -149,9 +150,10 @@ def _arg_path(args_tree, index: int) -> str:
 
 
 class _ArgumentTrees:
-    """jax's ``in_tree``/``out_tree``/``args_info``, shared by Lowered and Compiled
-    (both hold ``signature``, ``consts`` and ``_inputs()``: the flat input
-    avals and donation flags, hoisted constants first)."""
+    """jax's ``in_tree``/``out_tree``/``args_info``/``in_avals``/``out_info``,
+    shared by Lowered and Compiled (both hold ``signature``, ``consts``,
+    ``_inputs()``: the flat input avals and donation flags, hoisted constants
+    first, and ``_outputs()``: the flat output avals and shardings)."""
 
     @property
     def in_tree(self):
@@ -168,6 +170,21 @@ class _ArgumentTrees:
         avals, donated = self._inputs()
         n = len(self.consts)
         return self.in_tree.unflatten([ArgInfo(av, d) for av, d in zip(avals[n:], donated[n:])])
+
+    @property
+    def in_avals(self):
+        """The (args, kwargs) pytree of the arguments' avals, as jax's stages
+        give it (``layout.in_avals``: the flat ones, hoisted constants first)."""
+        avals, _ = self._inputs()
+        return self.in_tree.unflatten(list(avals[len(self.consts):]))
+
+    @property
+    def out_info(self):
+        """The outputs' pytree of ``jax.ShapeDtypeStruct`` (shape, dtype, sharding)."""
+        avals, shardings = self._outputs()
+        return self.out_tree.unflatten([
+            jax.ShapeDtypeStruct(av.shape, av.dtype, sharding=s if isinstance(s, jax.sharding.Sharding) else None)
+            for av, s in zip(avals, shardings)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,14 +300,16 @@ class Lowering:
         return self.layout.in_shardings, self.layout.out_shardings
 
 
-class Lowered(_ArgumentTrees):
+class Lowered(_ArgumentTrees, jax.stages.Lowered):
     """A map lowered to MHLO: its :class:`Lowering` (the modules, the
     :class:`Layout` of its flat inputs and outputs, the pipeline) and its
     call signature. Made by :func:`lower`.
 
-    jax's AOT API: ``as_text(dialect=)``, ``compiler_ir(dialect=)``,
-    ``cost_analysis()``, ``args_info``, ``in_tree``/``out_tree``,
-    ``compile(compiler_options=)``.
+    jax's AOT API (a ``jax.stages.Lowered``): ``as_text(dialect=)``,
+    ``compiler_ir(dialect=)``, ``cost_analysis()``, ``args_info``,
+    ``in_avals``, ``out_info``, ``in_tree``/``out_tree``,
+    ``compile(compiler_options=)``; ``layout`` holds the flat avals and
+    shardings, hoisted constants first.
     """
 
     def __init__(self, lowering: Lowering, signature: Signature):
@@ -304,12 +323,13 @@ class Lowered(_ArgumentTrees):
     host_callbacks = property(lambda self: self._lowering.host_callbacks)
     plan = property(lambda self: self._lowering.plan)
     devices = property(lambda self: self.layout.devices)
-    in_avals = property(lambda self: self.layout.in_avals)
-    out_avals = property(lambda self: self.layout.out_avals)
     in_shardings = property(lambda self: self.layout.in_shardings)
     out_shardings = property(lambda self: self.layout.out_shardings)
     donated = property(lambda self: self.layout.donated)
     consts = property(lambda self: self.layout.consts)
+
+    def _outputs(self):
+        return self.layout.out_avals, self.layout.out_shardings
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The final module as text: MHLO (``dialect`` None or "mhlo";
@@ -329,7 +349,7 @@ class Lowered(_ArgumentTrees):
         return hlo_cost_analysis(self.devices[0].platform, self.compiler_ir("hlo"))
 
     def _inputs(self):
-        return self.in_avals, self.donated
+        return self.layout.in_avals, self.donated
 
     def pxla_text(self, *, debug_info: bool = False) -> str:
         """The imported pxla form, before the pipeline ran."""
@@ -383,13 +403,14 @@ def _dialect(dialect: str | None) -> str:
     return dialect
 
 
-class Compiled(_ArgumentTrees):
+class Compiled(_ArgumentTrees, jax.stages.Compiled):
     """A compiled map; call it with arguments like those it was lowered for
     (static arguments may be left out, as for jax's ``Compiled``).
 
-    jax's AOT API: ``as_text()``, ``cost_analysis()``, ``memory_analysis()``,
-    ``runtime_executable()``, ``input_shardings``/``output_shardings``,
-    ``args_info``, ``in_tree``/``out_tree``.
+    jax's AOT API (a ``jax.stages.Compiled``): ``as_text()``,
+    ``cost_analysis()``, ``memory_analysis()``, ``runtime_executable()``,
+    ``input_shardings``/``output_shardings``, ``args_info``, ``in_avals``,
+    ``out_info``, ``in_tree``/``out_tree``, ``call()``.
     """
 
     def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
@@ -402,6 +423,10 @@ class Compiled(_ArgumentTrees):
         leaves = self.signature.flatten(args, kwargs)
         check_avals(self.executable.in_avals[len(self.consts):], leaves, self.in_tree)
         return self.signature.unflatten(self.call_flat(leaves))
+
+    def call(self, *args, **kwargs):
+        """Runs it, as calling it does (jax's ``Compiled.call``)."""
+        return self(*args, **kwargs)
 
     def call_flat(self, leaves: Sequence) -> list:
         """Runs on flat dynamic inputs (without the hoisted constants)."""
@@ -430,6 +455,9 @@ class Compiled(_ArgumentTrees):
 
     def _inputs(self):
         return self.executable.in_avals, self.executable.donated
+
+    def _outputs(self):
+        return self.executable.out_avals, self.executable.out_shardings
 
     @property
     def input_shardings(self):

@@ -116,7 +116,7 @@ def run(args) -> int:
     # Everything that can be wrong is found before anything runs: both
     # modules, the inputs, the saved results, the output directory.
     lowered = load_target(args.target, args.pipeline)
-    values = module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
+    values = module_inputs(lowered.layout.in_avals, args.input, args.arg, args.seed, lowered.source)
     lowered.compile()  # kept by the Lowered
     steps = {name: TIMINGS[name] for name in ("passes", "compile")}  # this module's, not the other's
     other, expected, what = _other(args, lowered)
@@ -155,14 +155,14 @@ def _other(args, lowered) -> tuple:
     """What the results are compared with: (another module to run, or None;
     saved results, or None; what they are, for the table's title)."""
     if args.expect is not None:
-        return None, _saved(args.expect, lowered.out_avals), args.expect
+        return None, _saved(args.expect, lowered.layout.out_avals), args.expect
     if args.compare is None and args.compare_pipeline is None:
         return None, None, ""
     if args.compare is not None:
         other = load_target(args.compare)
     else:
         other = load_target(args.target, args.compare_pipeline)
-    mine, theirs = lowered.in_avals, other.in_avals
+    mine, theirs = lowered.layout.in_avals, other.layout.in_avals
     described = other.source if args.compare is not None else f"{other.source} after {other.pipeline}"
     if len(mine) != len(theirs):
         raise CliError(f"{described} takes {len(theirs)} arguments where {lowered.source} takes {len(mine)}: the two "

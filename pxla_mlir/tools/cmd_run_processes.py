@@ -118,7 +118,7 @@ def _check_module(args, per: int) -> None:
     """The module and its inputs checked here, on as many local devices as the
     processes have together: a mistake is one line, not one per process."""
     lowered = load_target(args.target, args.pipeline)
-    module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
+    module_inputs(lowered.layout.in_avals, args.input, args.arg, args.seed, lowered.source)
     lowered.compile()  # the module's own mistakes first
     _check_shares(lowered.source, len(lowered.devices), args.processes, per)
 
@@ -171,7 +171,7 @@ def _worker(args) -> int:
     if is_module_target(args.target):  # the module's global inputs, laid out as its executable wants them
         TIMINGS.clear()
         lowered = load_target(args.target, args.pipeline)
-        values = module_inputs(lowered.in_avals, args.input, args.arg, args.seed, lowered.source)
+        values = module_inputs(lowered.layout.in_avals, args.input, args.arg, args.seed, lowered.source)
         outs, timings = time_calls(lowered, None, args.calls, steps=("passes", "compile"),
                                    prepare_args=lambda compiled: _global_inputs(compiled, values))
         gathered = multihost_utils.process_allgather(outs, tiled=True)
