@@ -88,6 +88,7 @@ def test_replica_mode_outputs_are_assembled_in_python_where_jaxlib_cannot_wrap_t
         np.testing.assert_array_equal(np.asarray(plus), x + 1)
 
 
+@pytest.mark.slow  # about 3 s of CPU with jax warm: 500-leaf pytrees traced and flattened
 def test_many_arguments_and_pytrees_of_500_leaves():
     f = pxla_mlir.pmap(lambda *xs: [lax.psum(x, "i") + k for k, x in enumerate(xs)], "i", mode=CPP_MODE)
     xs = [np.full((8, 2), k, np.float32) for k in range(100)]
