@@ -30,9 +30,9 @@ nox.options.sessions = []  # nothing by default: name a session or a tag
 PYTHONS = {"0.10.2": "3.11", "0.11.2": "3.12", "0.12.0.1": "3.12"}
 
 #: The smoke subset: flat and nested pmap, xmap, jit, run, emit (and the lit suite).
-SMOKE = ["tests/test_pmap_api.py", "tests/test_pmap_numerics.py", "tests/test_nested_pieces.py",
-         "tests/test_xmap_api.py", "tests/test_xmap_numerics.py", "tests/test_pmap_under_jit.py",
-         "tests/test_run_module.py", "tests/test_cli_emit.py", "tests/test_jax_versions.py"]
+SMOKE = ["tests/pmaps/test_pmap_api.py", "tests/pmaps/test_pmap_numerics.py", "tests/pmaps/test_nested_pieces.py",
+         "tests/xmaps/test_xmap_api.py", "tests/xmaps/test_xmap_numerics.py", "tests/pmaps/test_pmap_under_jit.py",
+         "tests/tools/test_run_module.py", "tests/tools/test_cli_emit.py", "tests/jaxbridge/test_jax_versions.py"]
 
 
 def find_python(version: str) -> str | None:

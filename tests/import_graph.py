@@ -7,7 +7,7 @@ imports between sibling map kinds, and jax in the jax-free floor.
 Every import of a pxla_mlir module counts, at module level or inside a
 function (a function-local import is still a dependency). Modules are
 assigned to floors by :data:`FLOORS` (first matching prefix); a module may
-import its own floor or lower ones. ``tests/test_layout.py`` runs the rules.
+import its own floor or lower ones. ``tests/project/test_layout.py`` runs the rules.
 """
 
 from __future__ import annotations

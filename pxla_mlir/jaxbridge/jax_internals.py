@@ -10,7 +10,7 @@ this file:
   the names it uses, one by one (``core.Jaxpr``, ``pe.dce_jaxpr``, ...);
   every listed name was checked on the releases in :data:`CHECKED_ON`.
   A name the installed jax lacks fails where it is used, naming itself
-  (``tests/test_jax_versions.py`` lists any on the installed jax);
+  (``tests/jaxbridge/test_jax_versions.py`` lists any on the installed jax);
 * names and protocols that differ between releases are bridged below
   their tables by small adapters, each saying which releases take which
   branch (``register_linearization``, ``lower_jaxpr_to_module``, ...).
@@ -159,7 +159,7 @@ parallel_primitives = PrivateNames(_parallel, "psum_p")
 #: ``test_event``: the events jax's test utilities count (``jtu.count_compilation_after_persistent_cache_miss``).
 util = PrivateNames(_util, "test_event")
 
-#: Every table above, for tests/test_jax_versions.py.
+#: Every table above, for tests/jaxbridge/test_jax_versions.py.
 TABLES = (core, pe, ad, batching, api_util, jax_mlir, xc, pxla, source_info_util, sharding_impls, dispatch, config,
           effects, dtypes, lu, compiler, parallel_primitives, util)
 

@@ -1,4 +1,4 @@
-"""One process of a run that cannot start (started by tests/test_multiprocess.py).
+"""One process of a run that cannot start (started by tests/distributed/test_multiprocess.py).
 
     MP_SCENARIO=<scenario> python tests/multiprocess/join_worker.py
 

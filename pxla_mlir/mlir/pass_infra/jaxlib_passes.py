@@ -9,7 +9,7 @@ newest older one. Add the list of a new jaxlib with::
 
     python -m pxla_mlir.mlir.pass_infra.jaxlib_passes --write
 
-``tests/test_jaxlib_passes.py`` checks that the installed jaxlib's list
+``tests/mlir/pass_infra/test_jaxlib_passes.py`` checks that the installed jaxlib's list
 exists and is current, and that every entry runs through pxla-opt.
 """
 

@@ -1,7 +1,7 @@
 """Every pxla pass and named pipeline, by argument.
 
 Keep both tables alphabetical. Entries are "module:Class" strings imported on
-first use, so listing passes stays fast; ``tests/test_registry.py`` checks
+first use, so listing passes stays fast; ``tests/mlir/pass_infra/test_registry.py`` checks
 that every entry imports, has a matching ``argument``, a docstring and a lit
 test.
 """

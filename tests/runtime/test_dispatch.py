@@ -88,6 +88,7 @@ def test_replica_mode_outputs_are_assembled_in_python_where_jaxlib_cannot_wrap_t
         np.testing.assert_array_equal(np.asarray(plus), x + 1)
 
 
+@pytest.mark.slow  # about 3 s of CPU with jax warm: 500-leaf pytrees traced and flattened
 def test_many_arguments_and_pytrees_of_500_leaves():
     f = pxla_mlir.pmap(lambda *xs: [lax.psum(x, "i") + k for k, x in enumerate(xs)], "i", mode=CPP_MODE)
     xs = [np.full((8, 2), k, np.float32) for k in range(100)]
@@ -445,3 +446,68 @@ def test_a_donating_step_that_returns_its_state_first_never_waits_for_every_laun
     np.testing.assert_array_equal(np.asarray(state[0]), w0 - steps * 1.0)
     np.testing.assert_array_equal(np.asarray(state[1]), np.full(8, float(steps), np.float32))
     np.testing.assert_array_equal(np.asarray(loss), np.full(8, 4 * 2.0 * (1.0 - (steps - 1)), np.float32))
+
+
+# -- call storms plain jax.pmap does not survive, each in its own process with a hard timeout
+# (tests/isolation.py): a crash fails one test, never the run --------------------------------------------
+
+
+@pytest.mark.subprocess
+def test_thousand_unblocked_calls_do_not_hang():
+    """Plain jax.pmap aborts the process here after ~40 un-blocked calls
+    (XLA:CPU collective rendezvous); the in-flight window prevents it."""
+    from isolation import run_isolated
+
+    out = run_isolated("""
+        import numpy as np, pxla_mlir
+        from jax import lax
+        f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") / 8, "i")
+        y = np.ones((8, 16), np.float32)
+        for _ in range(1000):
+            y = f(y)
+        np.testing.assert_allclose(np.asarray(y), 1.0)
+        print("done", y.shape)
+    """)
+    assert out.strip() == "done (8, 16)"
+
+
+@pytest.mark.subprocess
+def test_threads_racing_one_pmap_get_their_own_results():
+    from isolation import run_isolated
+
+    out = run_isolated("""
+        import threading
+        import numpy as np, pxla_mlir
+        from jax import lax
+        f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") + lax.axis_index("i"), "i")
+        results, errors = {}, []
+        def worker(t):
+            try:
+                x = np.full((8, 4), float(t), np.float32)
+                for _ in range(100):
+                    y = f(x)
+                results[t] = np.asarray(y)
+            except Exception as e:
+                errors.append(repr(e))
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+        for th in threads: th.start()
+        for th in threads: th.join()
+        assert not errors, errors
+        for t, y in results.items():
+            np.testing.assert_array_equal(y, np.broadcast_to(8.0 * t + np.arange(8.0)[:, None], (8, 4)))
+        print(sorted(results))
+    """)
+    assert out.strip() == "[0, 1, 2, 3]"
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("code, kind", [
+    ("import os; os.abort()", "killed by SIGABRT"),
+    ("import ctypes; ctypes.string_at(0)", "killed by SIGSEGV"),
+    pytest.param("import time; time.sleep(60)", "no result after 2 s", marks=pytest.mark.slow),  # waits out 2 s
+])
+def test_a_crash_fails_one_test_and_the_run_goes_on(code, kind):
+    from isolation import IsolatedFailure, run_isolated
+
+    with pytest.raises(IsolatedFailure, match=kind):
+        run_isolated(code, timeout=2)

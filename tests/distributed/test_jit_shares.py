@@ -2,7 +2,7 @@
 (pxla_mlir/distributed/jit_shares.py), in one process: a stand-in map
 reports its operand as a real pmap or xmap does in a multi-process run. The
 real maps, the global values and the launches are tested in
-tests/test_multiprocess.py."""
+tests/distributed/test_multiprocess.py."""
 
 import jax
 import jax.numpy as jnp

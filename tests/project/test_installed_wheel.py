@@ -74,7 +74,7 @@ def test_sdist_holds_what_its_tests_need(dists):
     with tarfile.open(dists["sdist"]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for needed in ("LICENSE", "Makefile", "README.md", "setup.py", "pyproject.toml", "tests/conftest.py",
-                   "tests/test_installed_wheel.py", "test/lit/lit.cfg.py", "examples/nested_reduction.py",
+                   "tests/project/test_installed_wheel.py", "test/lit/lit.cfg.py", "examples/nested_reduction.py",
                    "passes/expand_shard.py", "pxla_mlir/py.typed"):
         assert needed in names, f"the sdist lacks {needed}"
     assert not any("__pycache__" in n for n in names)

@@ -149,3 +149,17 @@ def test_loop_mistakes():
             pass
     with pytest.raises(XmapError, match=r"SerialLoop needs a positive number of iterations"):
         pxla_mlir.SerialLoop(0)
+
+
+def test_jit_of_an_xmap_follows_the_loops_in_scope():
+    """Nor by the serial loops: after a call inside serial_loop, one outside
+    ran the loop's program instead of saying the resource is missing."""
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    f = pxla_mlir.jit(pxla_mlir.xmap(lambda a: a + lax.axis_index("b"), (["b", ...],), ["b", ...],
+                                     axis_resources={"b": "l"}))
+    with pxla_mlir.serial_loop("l", 4):
+        np.testing.assert_array_equal(np.asarray(f(x)), x + np.arange(8, dtype=np.float32)[:, None])
+    from pxla_mlir.errors import PxlaUserError
+
+    with pytest.raises(PxlaUserError, match=r"missing resources are: \{'l'\}"):
+        f(x)

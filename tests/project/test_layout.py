@@ -1,10 +1,12 @@
 """The package's floors hold (tests/import_graph.py: no import cycle, no
 import up a floor, no import between map kinds), and the jax-free floor
 really is: each of its modules, imported alone in a fresh interpreter, loads
-no jax; nor do ``pxla-mlir --version`` and ``pxla-mlir passes``."""
+no jax; nor do ``pxla-mlir --version`` and ``pxla-mlir passes``. The tests'
+folders mirror the package's."""
 
 import concurrent.futures
 import os
+import pathlib
 import subprocess
 import sys
 import tomllib
@@ -86,3 +88,47 @@ def test_docstring_module_references_resolve():
             if target not in found and not target.startswith(("jax", "jaxlib")):
                 bad.append(f"{path.relative_to(REPO)}: :mod:`{ref}` ({target})")
     assert not bad, "\n".join(bad)
+
+
+# -- tests/ mirrors the package -----------------------------------------------------------------------------
+
+TESTS = REPO / "tests"
+
+
+def _test_files():
+    return sorted(p for p in TESTS.rglob("test_*.py") if "__pycache__" not in p.parts)
+
+
+def _mirrored(rel: pathlib.PurePath) -> pathlib.Path | None:
+    """The package folder tests/``rel`` mirrors: pxla_mlir/``rel``, the top-level passes/ (pxla_mlir.passes) for
+    tests/passes; None for tests/project, the tests of the repository as a whole (layout, packaging, benchmarks,
+    fuzzing)."""
+    if rel.parts[0] == "project":
+        return None
+    if rel.parts[0] == "passes":
+        return REPO.joinpath(*rel.parts)
+    return REPO / "pxla_mlir" / rel
+
+
+def test_test_folders_mirror_the_package_folders():
+    """A test of pxla_mlir/X/Y/... lives in tests/X/Y/ (tests/mlir/sharding/ for pxla_mlir/mlir/sharding/)."""
+    bad = []
+    for folder in sorted({p.parent for p in _test_files()} - {TESTS}):
+        rel = folder.relative_to(TESTS)
+        mirrored = _mirrored(rel)
+        if mirrored is not None and not mirrored.is_dir():
+            bad.append(f"tests/{rel.as_posix()}/ mirrors no package folder ({mirrored.relative_to(REPO)}/)")
+    assert not bad, "\n".join(bad)
+
+
+def test_test_file_names_are_unique():
+    """pytest imports test files by their basename (the default import mode, no __init__.py in the test
+    folders, tests/ on sys.path for the shared helpers): two files of one name in two folders would clash."""
+    seen = {}
+    for path in _test_files():
+        seen.setdefault(path.name, []).append(path.relative_to(REPO).as_posix())
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, clashes
+    packages = sorted(p.parent.relative_to(REPO).as_posix() for p in TESTS.rglob("__init__.py")
+                      if any(q.name.startswith("test_") for q in p.parent.glob("*.py")))
+    assert not packages, f"test folders are not packages: {packages}"

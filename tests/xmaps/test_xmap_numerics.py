@@ -285,6 +285,33 @@ def test_collectives_needing_constant_tables_inside_control_flow(lowering, resou
     check(got, control_flow_reference(x), tol=1e-4)
 
 
+@pytest.mark.parametrize("lowering", ["replica", "manual", "vectorize"])
+def test_an_xmap_donating_a_split_argument_to_a_replicated_result_of_its_type(lowering):
+    """The argument split over the mesh and the result whole on every device have one type but other
+    buffers per device: it is donated, not aliased (XLA refused the alias at compile time)."""
+    x = np.arange(8 * 8, dtype=np.int32).reshape(8, 8)
+    with pxla_mlir.Mesh.create({"x": 8}):
+        f = pxla_mlir.xmap(lambda a: jnp.broadcast_to(lax.psum(a, "batch"), (8, 8)), (["batch", ...],), [...],
+                           lowering=lowering, axis_resources={"batch": "x"}, donate_argnums=0)
+        got = f(jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(got), np.broadcast_to(x.sum(0), (8, 8)))
+
+
+@pytest.mark.parametrize("lowering", ["replica", "vectorize"])
+def test_psum_of_complex_outer_products(lowering):
+    """pxla-contract-batch-sums read the complex zero it starts from and
+    stopped the pipeline with an internal error; it now leaves the sum."""
+    rng = np.random.default_rng(0)
+    u = (rng.standard_normal((16, 3)) + 1j * rng.standard_normal((16, 3))).astype(np.complex64)
+    v = (rng.standard_normal((16, 4)) - 2j).astype(np.complex64)
+    outer = lambda a, b: lax.psum(jnp.einsum("i,j->ij", a, b), "batch")  # noqa: E731
+    with pxla_mlir.Mesh.create({"x": 8}):
+        got = pxla_mlir.xmap(outer, (["batch", ...], ["batch", ...]), {}, axis_resources={"batch": "x"},
+                             lowering=lowering)(u, v)
+    want = jax.vmap(outer, axis_name="batch", out_axes=None)(u, v)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
 # -- zero-size axes -----------------------------------------------------------------------------
 
 def _empty_collectives(v):

@@ -254,3 +254,20 @@ def test_xmap_inside_a_pmap_body_is_vectorized_and_mesh_axes_are_refused():
         g = pxla_mlir.xmap(lambda v: v * 2, ["i", ...], ["i", ...], axis_resources={"i": "x"})
         with pytest.raises(ValueError, match=r"uses mesh axes inside a pmap body, which is not supported"):
             pxla_mlir.pmap(lambda v: g(v), "p")(x)
+
+
+def test_jit_of_an_xmap_follows_the_mesh_in_scope():
+    """pxla_mlir.jit's caches were not keyed by the mesh: called under an
+    8-device mesh, then under a 4-device one, it kept running (and lowering)
+    on the 8 devices of the first."""
+    x = jnp.asarray(np.arange(16, dtype=np.float32).reshape(8, 2))
+    f = pxla_mlir.jit(pxla_mlir.xmap(lambda a: a + lax.axis_index("b"), (["b", ...],), ["b", ...],
+                                     axis_resources={"b": "x"}))
+    want = np.asarray(x) + np.arange(8, dtype=np.float32)[:, None]
+    for devices in (jax.devices()[:8], jax.devices()[4:8], jax.devices()[:8]):
+        with pxla_mlir.Mesh(np.array(devices), ("x",)):
+            for _ in range(2):  # the first call and the cached one
+                out = f(x)
+                np.testing.assert_array_equal(np.asarray(out), want)
+                assert out.sharding.device_set == set(devices)
+            assert f'pxla.mesh = "x={len(devices)}"' in f.lower(x).as_text()

@@ -60,6 +60,7 @@ def test_keys_in_pytrees_broadcast_and_rbg():
                                   jax.pmap(lambda k: jax.random.bits(k, (2,)))(rbg))
 
 
+@pytest.mark.slow  # about 2.5 s of CPU with jax warm: several nested pmaps compiled
 def test_keys_through_nested_pmaps_and_in_axes_1():
     keys = jax.random.split(jax.random.key(2), 8).reshape(2, 4)
     draw = lambda k: jax.random.normal(k, (3,))  # noqa: E731

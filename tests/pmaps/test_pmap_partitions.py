@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 from jax.sharding import Mesh, PartitionSpec as P
 
 import pxla_mlir
@@ -157,3 +158,35 @@ except ReplicaShardingError as e:
 ''', timeout=120)
     assert "refused: cannot compile the module: mhlo.custom_call has mhlo.sharding" in out
     assert 'lower it in partition mode (mode="partition"' in out
+
+
+def test_donating_an_argument_laid_out_unlike_its_result_of_the_same_type():
+    """b (split over m) and psum(b) (whole on every device of a group) have
+    one per-index type but other buffers per device: b is donated, not
+    aliased to that result (XLA refused the alias at compile time)."""
+    f = pxla_mlir.pmap(lambda a, b: (a * 2, lax.psum(b, "d")), "d", partitions={"m": 4},
+                       in_partitions=(P(None, "m"), P("m")), out_partitions=(P("m", None), P()), mode="partition",
+                       donate_argnums=(0, 1))
+    x = np.arange(2 * 4 * 8, dtype=np.int32).reshape(2, 4, 8)
+    a, b = jnp.asarray(x), jnp.asarray(x + 1)
+    for step in range(1, 3):
+        a, b = f(a, b)
+        np.testing.assert_array_equal(np.asarray(a), x * 2 ** step)
+    np.testing.assert_array_equal(np.asarray(b), np.broadcast_to(2 * (x + 1).sum(0), x.shape))
+
+
+def test_uneven_constraint_in_a_partitioned_pmap_says_how_to_fix():
+    """with_sharding_constraint over 'model' of a dimension it does not divide
+    (jax pads it; pxla_mlir refuses): the error now says what to change."""
+    from jax.sharding import PartitionSpec as P
+
+    from pxla_mlir.errors import PxlaUserError
+
+    def body(x, w):
+        return lax.psum(lax.with_sharding_constraint(x @ w, P(None, "model")), "inner")
+
+    f = pxla_mlir.pmap(body, "inner", in_axes=(0, None), partitions={"model": 2}, mode="partition")
+    x, w = np.ones((2, 4, 16), np.float32), np.ones((16, 31), np.float32)
+    with pytest.raises(PxlaUserError,
+                       match=r"has size 31, which mesh axes 'model' \(size 2\) do not divide: pad that dimension"):
+        f(x, w)

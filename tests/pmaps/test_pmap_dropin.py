@@ -3,6 +3,8 @@ jax.checkpoint policies of a pmap, vmap of a pmap on batched tracers, pmap
 bodies closing over outer tracers, jax's wording for unbound axes, in_axes
 prefixes and device counts, and out_axes=None on values that vary."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -225,3 +227,25 @@ def test_shape_polymorphic_code_in_a_body_is_refined():
         xm = pxla_mlir.xmap(exported.call, in_axes=["m", ...], out_axes=["m", ...], axis_resources={"m": "x"},
                             lowering="manual")
         np.testing.assert_array_equal(xm(x), jax.pmap(exported.call)(x))
+
+
+# -- errors as jax's own tests (jax's tests/pmap_test.py) expect jax.pmap's to read -------------------
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: pxla_mlir.pmap(lambda x: 2 * x), (9,)),
+    (lambda: pxla_mlir.pmap(lambda x: 2 * x), (9, 10)),
+    (lambda: pxla_mlir.pmap(lambda x: pxla_mlir.pmap(lambda y: 2 * y)(x)), (8, 2, 10)),
+    (lambda: pxla_mlir.pmap(lambda x: 3), (9,)),
+    (lambda: pxla_mlir.pmap(pxla_mlir.pmap(lambda x: 3)), (2, 5, 3)),
+], ids=["flat", "rank-2", "nested", "constant", "nested-constant"])
+def test_too_few_devices_matches_both_of_pmap_tests_patterns(make, shape):
+    """testDeviceCountError and testPmapConstantError / testNestedPmapConstantError."""
+    x = jnp.arange(math.prod(shape)).reshape(shape)
+    assert jax.device_count() == 8
+    for pattern in (r".*requires.*replicas", r"compiling computation that requires \d+ logical devices, "
+                                              r"but only \d+ XLA devices are available .*"):
+        with pytest.raises(ValueError, match=pattern):
+            make()(x)
+    with pytest.raises(ValueError, match=r"set XLA_FLAGS=--xla_force_host_platform_device_count=\d+ before"):
+        make()(x)
