@@ -62,7 +62,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pyright --pythonpath $(BIN)/python
 
-# The generated pages of docs/ (tests/test_docs.py checks they are current): passes.md from the passes'
+# The generated pages of docs/ (tests/project/test_docs.py checks they are current): passes.md from the passes'
 # docstrings and options, pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py, cli.md from the commands' parsers.
 docs-gen: $(STAMP)
 	$(BIN)/python -m pxla_mlir.mlir.cli.docs --passes-md > docs/passes.md

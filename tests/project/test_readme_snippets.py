@@ -1,4 +1,4 @@
-"""The README's quick starts run as shown (tests/test_docs_blocks.py runs
+"""The README's quick starts run as shown (tests/project/test_docs_blocks.py runs
 them, with every page of docs/): here, that they show everything they use:
 no hidden preamble, the devices set up before jax is imported, and every file
 a command reads made by an earlier block."""

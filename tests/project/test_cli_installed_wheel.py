@@ -2,7 +2,7 @@
 directory outside the repository: ``python -m pxla_mlir``, the metadata the
 wheel carries, and the examples it ships (listed, copied out and run).
 
-The fixtures follow tests/test_installed_wheel.py: the wheel is built from a
+The fixtures follow tests/project/test_installed_wheel.py: the wheel is built from a
 clean copy of the checkout without network, and the fresh venv takes jax and
 the other dependencies from the test environment's site-packages.
 """
