@@ -1,7 +1,8 @@
 # Two entry points that work on a fresh machine (they create .venv themselves):
 #   make demo   set up, then run the main job
 #   make test   set up, then run every test (pytest + lit) on the newest jax python3 allows
-#   make test-fast   the inner loop: lint, the tests marked none of slow, multiprocess, subprocess, browser, and lit
+#   make test-fast   the inner loop: ruff, the tests marked none of slow, multiprocess, subprocess, browser, and the
+#                    lit tests that run no XLA program
 # and the matrix beside it:
 #   make test-versions   the suite on the other jax releases (noxfile.py; what CI adds to make test)
 
@@ -44,10 +45,14 @@ test: lint
 	$(BIN)/lit -sv test/lit
 	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
 
-# The inner loop: lint, the tests with none of the cost marks on every core, the lit suite once (PyPI filecheck).
-test-fast: lint
+# The inner loop: ruff, the tests with none of the cost marks on every core, and the lit tests that run no
+# XLA program (PyPI filecheck; run/ and goldens/ compile and run modules, a minute of the lit suite's two).
+# pyright and the rest run in make test (and pre-commit runs both linters on a commit).
+LIT_FAST := --filter-out '^pxla_mlir :: (run|goldens)/'
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST)" tests
-	$(BIN)/lit -s test/lit
+	$(BIN)/lit -s $(LIT_FAST) test/lit
 
 # The suite on jax 0.12.0.1 and 0.11.2 (Python 3.12) and a smoke subset on 0.12.0.1 (Python 3.13), each
 # in a fresh environment; interpreters are found on PATH or under pyenv, a missing one is a skip line.
