@@ -26,6 +26,10 @@ from conftest import REPO
 pytestmark = [pytest.mark.subprocess, pytest.mark.xdist_group("installed_wheel")]
 
 
+#: The examples the wheel ships as pxla_mlir.examples (pxla-mlir example).
+EXAMPLE_FILES = ("pmap_demo.py", "train_step.py", "nested_reduction.py", "xmap_2d.py", "per_device_psum.mlir")
+
+
 def _run(argv, *, cwd, env=None, timeout=300) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(map(str, argv))} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n" \
@@ -149,3 +153,46 @@ def test_installed_cli_emits_and_opt_runs(installed, tmp_path):
     proc = _run([str(installed / "pxla-mlir"), "run", "per_device.mlir", "-o", "out"], cwd=tmp_path, env=_user_env())
     assert "stacked on a leading device axis" in proc.stdout, proc.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["0.npy", "1.npy"]
+
+
+# -- the command line the wheel installs: python -m pxla_mlir, its metadata, the examples it ships --------
+
+def test_the_wheel_ships_the_examples_and_the_metadata(dists):
+    archive = zipfile.ZipFile(dists["wheel"])
+    names = set(archive.namelist())
+    for file in ("__init__.py", *EXAMPLE_FILES):
+        assert f"pxla_mlir/examples/{file}" in names
+    assert "pxla_mlir/__main__.py" in names
+    assert not any(n.startswith("pxla_mlir/examples/goldens/") for n in names)  # the test suite's, not users'
+    meta = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    for line in ("Project-URL: Source, https://github.com/pxla-mlir/pxla-mlir", "Author: pxla_mlir developers",
+                 "Classifier: Topic :: Software Development :: Compilers", "Classifier: Typing :: Typed",
+                 "Provides-Extra: lit", "Summary: A compiler that lowers JAX parallel maps"):
+        assert line in meta, line
+
+
+def test_python_dash_m_pxla_mlir_from_the_wheel(installed, tmp_path):
+    proc = _run([str(installed / "python"), "-m", "pxla_mlir", "--version"], cwd=tmp_path, env=_user_env())
+    assert proc.stdout.startswith("pxla-mlir ")
+
+
+def test_examples_from_the_wheel_list_copy_and_run(installed, tmp_path):
+    env = _user_env()
+    pxla_mlir = str(installed / "pxla-mlir")
+    listed = _run([pxla_mlir, "example", "--list"], cwd=tmp_path, env=env).stdout
+    assert "train_step" in listed and "run: pxla-mlir run train_step.py:train_step" in listed
+    where = _run([pxla_mlir, "example", "per_device_psum", "--path"], cwd=tmp_path, env=env).stdout.strip()
+    assert "site-packages" in where and str(REPO) not in where
+    # Copied out, the example runs as the copy says.
+    wrote = _run([pxla_mlir, "example", "nested_reduction"], cwd=tmp_path, env=env).stdout
+    assert wrote.splitlines()[-1] == "run it with: pxla-mlir run nested_reduction.py:two_level_sum"
+    ran = _run([pxla_mlir, "run", "nested_reduction.py:two_level_sum", "--calls", "1"], cwd=tmp_path, env=env)
+    assert ran.stdout.startswith("ran on 8 CPU devices")
+    # --run runs the installed copy: a map on its declared inputs, a module file, and a script.
+    ran = _run([pxla_mlir, "example", "xmap_2d", "--run"], cwd=tmp_path, env=env)
+    assert "site-packages" in ran.stderr and "xmap_2d.py:normalise_2d" in ran.stderr
+    assert ran.stdout.startswith("ran on 8 CPU devices")
+    ran = _run([pxla_mlir, "example", "per_device_psum", "--run"], cwd=tmp_path, env=env)
+    assert "stacked on a leading device axis" in ran.stdout
+    ran = _run([pxla_mlir, "example", "pmap_demo", "--run"], cwd=tmp_path, env=env)
+    assert "$ python " in ran.stderr and ran.stdout.strip()
