@@ -12,6 +12,11 @@ import textwrap
 
 from conftest import REPO
 
+#: tests/ and every folder under it that holds test modules: a child process imports a test module by its name,
+#: as pytest does (test file names are unique across tests/: tests/project/test_layout.py checks it).
+TEST_PATH = os.pathsep.join(str(d) for d in dict.fromkeys(
+    [REPO / "tests", *sorted(f.parent for f in (REPO / "tests").rglob("test_*.py"))]))
+
 
 class IsolatedFailure(AssertionError):
     """The isolated code crashed, hung or failed; the message says which."""
@@ -21,7 +26,7 @@ def run_isolated(code: str, *, timeout: float = 300) -> str:
     """Runs ``code`` (8 virtual CPU devices) and returns its stdout; raises
     :class:`IsolatedFailure` on a signal, a timeout or a non-zero exit."""
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([TEST_PATH, os.environ.get("PYTHONPATH", "")])}
     try:
         proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                               timeout=timeout, env=env, cwd=REPO)

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import REPO
+from isolation import TEST_PATH
 from jax import lax
 
 import pxla_mlir
@@ -53,8 +54,9 @@ def lower(fn, args, mesh):
 # -- stderr of the compiles ----------------------------------------------------------------
 
 CHILD = """
+import os
 import sys
-sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
+sys.path[:0] = [sys.argv[1], *sys.argv[3].split(os.pathsep)]
 import jax
 from test_shardy_form import lowerings, lower
 for name, (fn, args, mesh) in lowerings(sys.argv[2]).items():
@@ -68,7 +70,7 @@ print("@@ end", file=sys.stderr, flush=True)
 def compile_in_a_fresh_process(shardings: str) -> dict[str, str]:
     """stderr of compiling and running each lowering once, by lowering."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # pxla_mlir's own default
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(REPO), shardings], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(REPO), shardings, TEST_PATH], capture_output=True, text=True,
                           env=env, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     chunks = re.split(r"^@@ (\S+)\n", proc.stderr, flags=re.M)
