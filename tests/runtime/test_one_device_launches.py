@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import CPP_MODE
 from jax import lax
 
 import pxla_mlir
@@ -78,8 +79,9 @@ def _dispatcher(mapped):
 
 def test_a_one_device_map_leaves_the_checks_to_jaxlib_until_it_spans_several():
     """After a one-device signature is handed to C++, calls skip the Python-side argument checks; the same
-    map called with an eight-device signature checks every call again (jaxlib crashes there)."""
-    f = pxla_mlir.pmap(lambda s, b: (s + b, jnp.sum(b)), "i", donate_argnums=0)
+    map called with an eight-device signature checks every call again (jaxlib crashes there). (CPP_MODE: the
+    mode whose eight-device programs C++ launches on this jaxlib; the others always take the checked path.)"""
+    f = pxla_mlir.pmap(lambda s, b: (s + b, jnp.sum(b)), "i", donate_argnums=0, mode=CPP_MODE)
     s1 = f(jnp.zeros((1, 2)), jnp.ones((1, 2)))[0]
     s1 = f(s1, jnp.ones((1, 2)))[0]
     assert _dispatcher(f).checks is False
