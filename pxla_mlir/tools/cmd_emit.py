@@ -43,11 +43,7 @@ def emit_text(target: str, options: dict) -> str:
     if unknown:
         raise CliError(f"unknown emit option {unknown[0]!r} in {target!r}; known: {', '.join(sorted(known))}"
                        f"{did_you_mean(unknown[0], known)}")
-    choices = _choices()
-    for key, values in options.items():  # what emit's flags would refuse, with the same message
-        wrong = [v for v in values if key in choices and v not in choices[key]]
-        if wrong:
-            raise CliError(f"{key}={wrong[0]} in {target!r}: {invalid_choice(wrong[0], choices[key])}")
+    check_choices(options, repr(target))
     one = {k: v[-1] for k, v in options.items()}
     opts = MapOptions(**{k: one[k] for k in MAP_FLAGS if k in one}, args=tuple(options.get("arg", ())))
     prepared = prepare(target, opts)
@@ -55,6 +51,15 @@ def emit_text(target: str, options: dict) -> str:
         lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
         return stage_text(lowered, one.get("stage", "mhlo"), pipeline=one.get("pipeline"),
                           dialect=one.get("dialect", "mhlo"))
+
+
+def check_choices(options: dict, where: str) -> None:
+    """An emit spec's values ({field: [values]}) refused as emit's own flags refuse them, with the same message."""
+    choices = _choices()
+    for key, values in options.items():
+        wrong = [v for v in values if key in choices and v not in choices[key]]
+        if wrong:
+            raise CliError(f"{key}={wrong[0]} in {where}: {invalid_choice(wrong[0], choices[key])}")
 
 
 def _choices() -> dict:

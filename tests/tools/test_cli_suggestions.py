@@ -92,3 +92,15 @@ def test_a_misspelled_backend_names_the_platform(capsys):
 def test_a_misspelled_pass_name_names_the_pass(capsys):
     err = _error(capsys, "passes", "pxla-expand-shrd")
     assert err.endswith("(run 'pxla-mlir passes'); did you mean 'pxla-expand-shard'?")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("?pieces=onn", "pieces=onn in --compare '?pieces=onn': invalid choice: 'onn' (choose from 'on', 'off'); did "
+                    "you mean 'on'?"),
+    ("?uhshard=all-gather", "unknown option 'uhshard' in --compare '?uhshard=all-gather'; known: "),
+])
+def test_explore_compare_specs_check_choices_and_keys_as_diffs_do(capsys, tmp_path, spec, message):
+    err = _error(capsys, "explore", MAP, "--compare", spec, "-o", str(tmp_path / "page.html"))
+    assert err.startswith("pxla-mlir: error: " + message)
+    assert err.endswith(("did you mean 'on'?", "did you mean 'unshard'?"))
+    assert not (tmp_path / "page.html").exists()
