@@ -19,10 +19,8 @@ kept for ``diff``'s "the modules differ", as diff(1) does.
 from __future__ import annotations
 
 import argparse
-import difflib
 import inspect
 import os
-import re
 import sys
 import textwrap
 
@@ -30,8 +28,9 @@ from pxla_mlir import __version__
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
 from pxla_mlir.mlir.pass_infra import registry
+from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_example, cmd_explore, cmd_run, cmd_sharding
-from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, positive_int
+from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, invalid_choice, positive_int
 
 PROG = "pxla-mlir"
 _CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or JAX_NUM_CPU_DEVICES sets)"
@@ -71,7 +70,8 @@ def _cmd_passes(args) -> int:
     for name in names:
         cls = registry.load(name)
         if cls is None:
-            raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes')")
+            known = [*registry.PASSES, *registry.PIPELINES]
+            raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes'){did_you_mean(name, known)}")
         if args.names:
             is_pass = name in registry.PASSES
             print(inspect.getdoc(sys.modules[cls.__module__] if is_pass else cls) or cls.summary)
@@ -81,11 +81,15 @@ def _cmd_passes(args) -> int:
 
 
 class _Parser(ExactArgumentParser):
-    def error(self, message):  # one line (argparse: a usage dump)
-        wrong = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
-        close = wrong and difflib.get_close_matches(wrong[1], re.findall(r"'([^']*)'", wrong[2]), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise CliError(f"{message} (see {self.prog} --help){hint}")
+    def _check_value(self, action, value):
+        # argparse's check, the hint taken from the action's choices themselves: every flag declared with
+        # choices (open ones too, tools.errors.Choices) gets it, whatever argparse's message looks like
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, invalid_choice(value, action.choices))
+
+    def error(self, message):  # one line (argparse: a usage dump), the hint after where to read more
+        message, sep, hint = message.partition("; did you mean ")
+        raise CliError(f"{message} (see {self.prog} --help){sep}{hint}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,14 +141,20 @@ def _unrecognized(parser: argparse.ArgumentParser, args, unknown: list[str]) -> 
         return message
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     options = (sub.choices[command] if command else parser)._option_string_actions
-    close = difflib.get_close_matches(flag, [o for o in options if o.startswith("--")], n=1)
-    return f"{message}; did you mean '{close[0]}'?" if close else message
+    return message + did_you_mean(flag, [o for o in options if o.startswith("--")])
+
+
+#: jax's platforms by name; --backend passes others on (a plugin's) unless one of these is spelled like them.
+PLATFORMS = ("cpu", "tpu", "cuda", "rocm", "gpu")
 
 
 def _platform(text: str) -> str:
     name = text.strip().lower()
     if not name or "," in name:
         raise argparse.ArgumentTypeError(f"expected one platform name (cpu, tpu, cuda, rocm), got {text!r}")
+    hint = "" if name in PLATFORMS else did_you_mean(name, PLATFORMS)
+    if hint:
+        raise argparse.ArgumentTypeError(f"unknown platform {text!r} (jax's: {', '.join(PLATFORMS)}){hint}")
     return name
 
 

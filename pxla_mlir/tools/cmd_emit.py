@@ -13,17 +13,19 @@ to HLO, ``xla`` the HLO XLA optimized for the devices.
 
 from __future__ import annotations
 
+import argparse
 import os
 
-from pxla_mlir.tools.emit import MapOptions, prepare, stage_text
-from pxla_mlir.tools.errors import CliError, write_output
+from pxla_mlir.mlir.support.suggest import did_you_mean
+from pxla_mlir.tools.emit import STAGE_CHOICES, MapOptions, prepare, stage_text
+from pxla_mlir.tools.errors import CliError, invalid_choice, write_output
 from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
 
 
-def add_parser(sub) -> None:
+def add_parser(sub) -> argparse.ArgumentParser:
     e = sub.add_parser("emit", help="print the MHLO (or another stage) of a pmap/xmap, or of a module file")
     add_map_arguments(e)
-    e.add_argument("--stage", default="mhlo",
+    e.add_argument("--stage", default="mhlo", choices=STAGE_CHOICES, metavar="STAGE",
                    help="pxla (imported), after:<pass>, mhlo (final, the default), hlo (XLA's HLO before its "
                         "optimizations) or xla (optimized HLO); a FILE.mlir target: mhlo, hlo or xla")
     e.add_argument("--pipeline", help="run this pipeline instead of the map's own")
@@ -31,6 +33,7 @@ def add_parser(sub) -> None:
     e.add_argument("--dialect", choices=("mhlo", "stablehlo"), default="mhlo", help="export the result as")
     e.add_argument("-o", dest="output", default="-", help="output file ('-': stdout)")
     e.set_defaults(func=run_emit)
+    return e
 
 
 def emit_text(target: str, options: dict) -> str:
@@ -38,7 +41,9 @@ def emit_text(target: str, options: dict) -> str:
     known = set(MAP_FLAGS) | {"arg", "stage", "dialect", "pipeline"}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise CliError(f"unknown emit option {unknown[0]!r} in {target!r}; known: {', '.join(sorted(known))}")
+        raise CliError(f"unknown emit option {unknown[0]!r} in {target!r}; known: {', '.join(sorted(known))}"
+                       f"{did_you_mean(unknown[0], known)}")
+    check_choices(options, repr(target))
     one = {k: v[-1] for k, v in options.items()}
     opts = MapOptions(**{k: one[k] for k in MAP_FLAGS if k in one}, args=tuple(options.get("arg", ())))
     prepared = prepare(target, opts)
@@ -46,6 +51,21 @@ def emit_text(target: str, options: dict) -> str:
         lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
         return stage_text(lowered, one.get("stage", "mhlo"), pipeline=one.get("pipeline"),
                           dialect=one.get("dialect", "mhlo"))
+
+
+def check_choices(options: dict, where: str) -> None:
+    """An emit spec's values ({field: [values]}) refused as emit's own flags refuse them, with the same message."""
+    choices = _choices()
+    for key, values in options.items():
+        wrong = [v for v in values if key in choices and v not in choices[key]]
+        if wrong:
+            raise CliError(f"{key}={wrong[0]} in {where}: {invalid_choice(wrong[0], choices[key])}")
+
+
+def _choices() -> dict:
+    """The choices of emit's choice-valued flags, by field, from the flags themselves."""
+    emit = add_parser(argparse.ArgumentParser().add_subparsers())
+    return {a.dest: a.choices for a in emit._actions if a.choices is not None}
 
 
 def _check_dump_dir(path: str) -> None:

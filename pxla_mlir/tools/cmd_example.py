@@ -110,17 +110,37 @@ def _list() -> int:
 
 
 def _copy(example: Example, directory: str, force: bool) -> pathlib.Path:
-    target = pathlib.Path(directory) / example.path.name
-    if target.exists() and not force and not filecmp.cmp(target, example.path, shallow=False):
-        raise CliError(f"{target} exists and differs from the example; give --force to overwrite it, or -o DIR to "
-                       f"copy the example elsewhere")
+    folder = pathlib.Path(directory)
+    target = folder / example.path.name
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _check_target(example, folder, target)
+        if target.exists() and not force and not filecmp.cmp(target, example.path, shallow=False):
+            raise CliError(f"{target} exists and differs from the example; give --force to overwrite it, or -o DIR "
+                           f"to copy the example elsewhere")
+        folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(example.path, target)
     except OSError as e:
-        raise CliError(f"cannot copy the example to {target}: {e.strerror}; give a writable directory with -o DIR") \
+        raise CliError(f"cannot copy the example to {target}: {_reason(e)}; give a writable directory with -o DIR") \
             from None
     return target
+
+
+def _check_target(example: Example, folder: pathlib.Path, target: pathlib.Path) -> None:
+    """-o names a directory other than the installed examples' own, and no directory has the example's name."""
+    if folder.exists() and not folder.is_dir():
+        itself = " (the installed example itself)" if os.path.samefile(folder, example.path) else ""
+        raise CliError(f"-o {folder} is a file{itself}, not a directory; give the directory to copy the example "
+                       f"into (made if missing)")
+    if target.exists() and os.path.samefile(target, example.path):
+        raise CliError(f"-o {folder} is where the example is installed: {target} is the example itself; give "
+                       f"another directory with -o DIR (pxla-mlir example {example.name} --path prints where it is)")
+    if target.is_dir():
+        raise CliError(f"cannot copy the example to {target}: it is a directory; give another directory with -o DIR")
+
+
+def _reason(error: OSError) -> str:
+    """What the system said (shutil's own errors have no strerror, only their message)."""
+    return error.strerror or str(error) or type(error).__name__
 
 
 def _run(example: Example, args) -> int:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import sys
 import urllib.parse
 
+from pxla_mlir.mlir.support.suggest import did_you_mean
+from pxla_mlir.tools.cmd_emit import check_choices
 from pxla_mlir.tools.emit import MapOptions, prepare
 from pxla_mlir.tools.errors import CliError
 from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
@@ -45,7 +47,9 @@ def compare_options(spec: str, target: str, base: MapOptions) -> tuple[str, MapO
     known = set(MAP_FLAGS) | {"arg"}
     unknown = sorted(set(options) - known)
     if unknown:
-        raise CliError(f"unknown option {unknown[0]!r} in --compare {spec!r}; known: {', '.join(sorted(known))}")
+        raise CliError(f"unknown option {unknown[0]!r} in --compare {spec!r}; known: {', '.join(sorted(known))}"
+                       f"{did_you_mean(unknown[0], known)}")
+    check_choices(options, f"--compare {spec!r}")
     if not other and not options:
         raise CliError(f"--compare {spec!r} names no target and no option to change")
     start = base if not other else MapOptions()

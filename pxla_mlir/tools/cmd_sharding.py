@@ -7,8 +7,9 @@
 
 A sharding comes as a flag (``--hlo``, ``--spec``, ``--sdy``, ``--pspec``, or
 ``--mesh`` with ``--dims``) or as the one argument, whose form is told by its
-start: ``{`` an HLO sharding, ``#sdy.sharding`` Shardy, ``P(``/``PartitionSpec(``
-jax's PartitionSpec, ``ShardingSpec(``, or a module file. Shardy and
+start: ``{`` an HLO sharding, ``#sdy.sharding`` Shardy, ``P(``/``PartitionSpec(``/``(``
+jax's PartitionSpec (``--pspec`` takes plain ``x,y`` too; see
+:mod:`pxla_mlir.mlir.sharding.pspec_text`), ``ShardingSpec(``, or a module file. Shardy and
 PartitionSpec name mesh axes: ``--mesh x=2,y=4`` gives their sizes (a Shardy
 ``mesh<[...]>`` written inline, or a module's ``sdy.mesh``, does too).
 
@@ -19,17 +20,20 @@ NO_COLOR is set, FORCE_COLOR forces them, and --color overrides both.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import dataclasses
 import math
 import os
 import re
+import sys
 
 from pxla_mlir.tools.errors import CliError, positive_int
 
-#: The argument's forms, by how each starts.
-_FORMS = (("{", "hlo"), ("#sdy.sharding", "sdy"), ("P(", "pspec"), ("PartitionSpec(", "pspec"),
-          ("jax.sharding.PartitionSpec(", "pspec"), ("ShardingSpec(", "spec"))
+#: The argument's forms, by how each starts (a PartitionSpec: P(, PartitionSpec(, jax.sharding.PartitionSpec(,
+#: jax.P(, or a bare tuple as tuple(spec) prints).
+_FORMS = ((re.compile(r"\{"), "hlo"), (re.compile(r"#sdy\.sharding"), "sdy"),
+          (re.compile(r"([\w.]*\.)?(P|PartitionSpec)\(|\("), "pspec"), (re.compile(r"ShardingSpec\("), "spec"))
 
 
 def add_parser(sub) -> None:
@@ -37,15 +41,16 @@ def add_parser(sub) -> None:
                        description="Draw which piece of an array each device holds, for a sharding in any of the "
                                    "forms jax, XLA and Shardy write, or for every argument and result of a module.")
     s.add_argument("sharding", nargs="?", metavar="SHARDING|FILE.mlir",
-                   help="a sharding, its form told by its start ({...: HLO, #sdy.sharding<...>: Shardy, P(...): "
-                        "PartitionSpec, ShardingSpec(...)), or a module file: each function's argument and result "
+                   help="a sharding, its form told by its start ({...: HLO, #sdy.sharding<...>: Shardy, P(...) or "
+                        "(...): PartitionSpec, ShardingSpec(...)), or a module file: each function's argument and result "
                         "shardings (mhlo.sharding, sdy.sharding, pxla.tile_dims)")
-    s.add_argument("--shape", help="array shape, e.g. 8,12 (not for a module file: its types give them)")
+    s.add_argument("--shape", type=array_shape, help="array shape, e.g. 8,12 or 8x12 (not for a module file: its types give them)")
     s.add_argument("--hlo", help="an HLO sharding string (mhlo.sharding)")
     s.add_argument("--spec", help="a ShardingSpec(...) as printed by repr()")
     s.add_argument("--sdy", metavar="SHARDING", help="a Shardy sharding: #sdy.sharding<@mesh, [{\"x\"}, {}]> "
                                                      "(with --mesh, unless it writes its mesh inline)")
-    s.add_argument("--pspec", metavar="SPEC", help="a jax PartitionSpec: P('x', None), P(('x', 'y'),) (with --mesh)")
+    s.add_argument("--pspec", metavar="SPEC", help="a jax PartitionSpec: P('x', None), P(('x', 'y'),), "
+                                                   "('x', None), or plain x,y (with --mesh)")
     s.add_argument("--mesh", help="mesh axes and sizes, e.g. x=2,y=4 (with --dims, --sdy or --pspec)")
     s.add_argument("--dims", help="mesh axes per array dimension: ',' between dims, '*' between axes, '-' none")
     s.add_argument("--devices", type=positive_int,
@@ -56,14 +61,25 @@ def add_parser(sub) -> None:
     s.set_defaults(func=run)
 
 
-def _ints(text: str, what: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
-    except ValueError:
-        raise CliError(f"{what} must be comma-separated integers, got {text!r}") from None
-    if not values or any(v < 0 for v in values):
-        raise CliError(f"{what} must be non-negative integers, got {text!r}")
-    return values
+def array_shape(text: str) -> tuple[int, ...]:
+    """--shape: the array's sizes, ',' between them (8,12; 8x12 too), each an integer >= 0."""
+    def bad(why: str) -> argparse.ArgumentTypeError:
+        return argparse.ArgumentTypeError(f"{text!r}: {why}; give the array's sizes, e.g. 8,12")
+
+    if not text.strip():
+        raise bad("no sizes")
+    sizes = text.split("x") if re.fullmatch(r"\s*\d+(\s*x\s*\d+)+\s*", text) else text.split(",")
+    shape = []
+    for dim, size in enumerate(s.strip() for s in sizes):
+        if not size:
+            end = " (it ends in a comma)" if dim == len(sizes) - 1 else ""
+            raise bad(f"dimension {dim}'s size is empty{end}")
+        if not re.fullmatch(r"[+-]?\d+", size):
+            raise bad(f"dimension {dim}'s size {size!r} is not an integer")
+        if int(size) < 0:
+            raise bad(f"dimension {dim}'s size {size} is negative")
+        shape.append(int(size))
+    return tuple(shape)
 
 
 def _parse_mesh(text: str):
@@ -151,33 +167,36 @@ def parse_sdy(text: str, mesh_flag: str | None, meshes: dict[str, Axes] | None =
     return mesh, dims
 
 
-_PSPEC = re.compile(r"\s*(?:jax\.sharding\.)?(?:P|PartitionSpec)\((?P<entries>.*)\)\s*", re.S)
+def parse_pspec(text: str, mesh: Axes) -> list[list[str]]:
+    """The mesh axes per dimension of a PartitionSpec in any of its forms
+    (:mod:`pxla_mlir.mlir.sharding.pspec_text`), checked against the mesh."""
+    from pxla_mlir.mlir.sharding.pspec_text import UNCONSTRAINED, PartitionSpecSyntaxError, parse
 
-
-def parse_pspec(text: str) -> list[list[str]]:
-    """The mesh axes per dimension of ``P(...)`` / ``PartitionSpec(...)`` (its entries: None, a name, a tuple)."""
-    m = _PSPEC.fullmatch(text)
     try:
-        entries = ast.literal_eval(f"({m['entries']},)") if m and m["entries"].strip() else ()
-    except (ValueError, SyntaxError):
-        m = None
-    if m is None:
-        raise CliError(f"not a PartitionSpec: {text!r}; expected P('x', None) or P(('x', 'y'), None): one entry per "
-                       f"dimension, each None, a mesh axis name or a tuple of names")
-    dims = []
-    for entry in entries:
-        axes = [] if entry is None else [entry] if isinstance(entry, str) else entry
-        if not isinstance(axes, tuple | list) or not all(isinstance(a, str) for a in axes):
-            raise CliError(f"{text}: entry {entry!r} is not None, a mesh axis name or a tuple of names")
-        dims.append(list(axes))
-    return dims
+        spec = parse(text)
+    except PartitionSpecSyntaxError as e:
+        raise CliError(str(e)) from None
+    if UNCONSTRAINED in spec.entries:
+        raise CliError(f"{text}: dimension {spec.entries.index(UNCONSTRAINED)} is UNCONSTRAINED, which leaves its "
+                       f"layout to XLA's partitioner: there is nothing to draw; give None or mesh axes instead")
+    names = [n for n, _ in mesh]
+    for kind, axes in (("unreduced", spec.unreduced), ("reduced", spec.reduced)):
+        for axis in sorted(axes):
+            if axis not in names:
+                raise CliError(f"{text}: {kind} mesh axis '{axis}' is not in the mesh "
+                               f"({', '.join(f'{n}={s}' for n, s in mesh)})")
+        if axes:  # the pieces are laid out as without them; what the devices along them hold differs
+            print(f"pxla-mlir: note: {kind}={{{', '.join(map(repr, sorted(axes)))}}}: the devices along "
+                  f"{', '.join(sorted(axes))} hold {'partial sums of' if kind == 'unreduced' else 'copies of'} "
+                  f"their piece; the picture shows the layout", file=sys.stderr)
+    return spec.dims()
 
 
 def _form(text: str) -> str:
     if text.endswith(".mlir") or text == "-" or os.path.isfile(text):
         return "module"
     for start, form in _FORMS:
-        if text.lstrip().startswith(start):
+        if start.match(text.lstrip()):
             return form
     raise CliError(f"cannot tell what {text!r} is: give an HLO sharding ({{...}}), a Shardy sharding "
                    f"(#sdy.sharding<...>), a PartitionSpec (P(...)), a ShardingSpec(...) or a FILE.mlir")
@@ -201,7 +220,7 @@ def run(args) -> int:
     if args.shape is None:
         raise CliError("--shape is needed for one sharding, e.g. --shape 8,12 (a module file's types give its "
                        "shapes)")
-    shape = _ints(args.shape, "--shape")
+    shape = args.shape
     (flag, text), = given.items()
     sharding, devices = _sharding(flag, text, shape, args), args.devices
     if flag in ("--sdy", "--pspec") and devices is None and sharding.num_devices is None:
@@ -230,7 +249,8 @@ def _sharding(flag: str, text: str, shape: tuple[int, ...], args):
         if flag == "--sdy":
             mesh, dims = parse_sdy(text, args.mesh)
         else:
-            mesh, dims = _mesh_axes(args.mesh, text), parse_pspec(text)
+            mesh = _mesh_axes(args.mesh, text)
+            dims = parse_pspec(text, mesh)
         if len(dims) > len(shape):
             raise CliError(f"{text} shards {len(dims)} dimensions of a {len(shape)}-d shape {shape}")
         return tiled(mesh, dims + [[] for _ in range(len(shape) - len(dims))], text)

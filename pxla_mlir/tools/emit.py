@@ -24,9 +24,13 @@ from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError
 from pxla_mlir.mlir.pass_infra.options import option_fields
 from pxla_mlir.mlir.pass_infra.stepwise import UnknownStepError, run_stepwise
 from pxla_mlir.mlir.pipelines import to_stablehlo
+from pxla_mlir.mlir.support.suggest import closest, did_you_mean
+from pxla_mlir.tools.errors import Choices
 from pxla_mlir.tools.targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
 
 STAGES = ("pxla", "mhlo", "hlo", "xla")  # plus "after:<pass>"
+#: --stage's choices, as argparse checks them (after:<pass> is any pass of the pipeline).
+STAGE_CHOICES = Choices(STAGES, open_prefixes=("after:",))
 
 
 def pipeline_options(kind: str) -> list[str]:
@@ -102,7 +106,7 @@ def _mapped(fn: Callable, opts: MapOptions) -> Any:
                           f"{' or '.join(f'--map {n}' for n in names)} (or decorate it with "
                           f"pxla_mlir.{'/'.join(names)})")
     if opts.map not in names:
-        raise TargetError(f"--map must be {' or '.join(names)}, got {opts.map!r}")
+        raise TargetError(f"--map must be {' or '.join(names)}, got {opts.map!r}{did_you_mean(opts.map, names)}")
     kind = registry.get(opts.map)
     _check_flags(kind, given, True, "")
     flag_specs = registry.cli_flags(kind.name)
@@ -199,7 +203,9 @@ def replay(module_text: str, pipeline_text: str, *, stop_after: str | None = Non
     try:
         return run_stepwise(module, pipeline, stop_after=stop_after, on_step=on_step)
     except UnknownStepError as e:
-        raise TargetError(f"unknown stage 'after:{e.name}': the pipeline runs {', '.join(e.names)}") from None
+        close = closest(e.name, e.names)
+        hint = f"; did you mean 'after:{close}'?" if close else ""
+        raise TargetError(f"unknown stage 'after:{e.name}': the pipeline runs {', '.join(e.names)}{hint}") from None
 
 
 def _dump(directory: str, index: int, name: str, text: str) -> None:
@@ -217,9 +223,11 @@ def stage_text(lowered, stage: str = "mhlo", *, pipeline: str | None = None, dum
                dialect: str = "mhlo") -> str:
     """The text of one stage of a lowering (see the module docs)."""
     if dialect not in ("mhlo", "stablehlo"):
-        raise TargetError(f"--dialect must be mhlo or stablehlo, got {dialect!r}")
-    if stage not in STAGES and not stage.startswith("after:"):
-        raise TargetError(f"unknown stage {stage!r}: use pxla, mhlo, hlo, xla or after:<pass>")
+        raise TargetError(f"--dialect must be mhlo or stablehlo, got {dialect!r}"
+                          f"{did_you_mean(dialect, ('mhlo', 'stablehlo'))}")
+    if stage not in STAGE_CHOICES:
+        raise TargetError(f"unknown stage {stage!r}: use pxla, mhlo, hlo, xla or after:<pass>"
+                          f"{did_you_mean(stage, STAGE_CHOICES)}")
     if stage == "pxla":
         return lowered.pxla_text()
     if stage in ("hlo", "xla"):

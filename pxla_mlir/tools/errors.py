@@ -9,8 +9,10 @@ import argparse
 import os
 import sys
 import traceback
+from collections.abc import Iterable
 
 from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.mlir.support.suggest import did_you_mean
 
 #: pxla-mlir's exit status for every error (1 means "differ" for diff, as for diff(1)).
 ERROR_EXIT = 2
@@ -30,6 +32,34 @@ def write_output(path: str, text: str) -> None:
             f.write(text)
     except OSError as e:
         raise CliError(f"cannot write {path!r}: {e.strerror}") from None
+
+
+class Choices(tuple):
+    """argparse choices that also take any value starting with one of ``open_prefixes`` (``after:<pass>``):
+    declared to argparse, a flag gets its invalid-choice error and did-you-mean as closed choices do."""
+
+    open_prefixes: tuple[str, ...]
+
+    def __new__(cls, names: Iterable[str], open_prefixes: tuple[str, ...] = ()):
+        self = super().__new__(cls, (*names, *(f"{p}<{_what(p)}>" for p in open_prefixes)))
+        self.open_prefixes = open_prefixes
+        return self
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, str) and any(value.startswith(p) and value != p for p in self.open_prefixes):
+            return True
+        return super().__contains__(value)
+
+
+def _what(prefix: str) -> str:
+    return {"after:": "pass"}.get(prefix, "name")
+
+
+def invalid_choice(value: str, choices: Iterable[str]) -> str:
+    """argparse's "invalid choice: ... (choose from ...)", and the choice spelled most like ``value``."""
+    names = list(choices)
+    return (f"invalid choice: {value!r} (choose from {', '.join(map(repr, names))})"
+            f"{did_you_mean(value, names)}")
 
 
 def _int_from(low: int, what: str):

@@ -348,7 +348,9 @@ def test_cli_compare_with_the_other_unshard_strategy(tmp_path):
     (("explore", NESTED, "--compare", "?colour=red"), "unknown option 'colour' in --compare '?colour=red'"),
     (("explore", NESTED, "--compare", "?"), "names no target and no option to change"),
     (("explore", NESTED, "--compare", "?unshard"), "bad --compare '?unshard'"),
-    (("explore", NESTED, "--compare", "?unshard=sideways"), "unshard must be 'all-gather' or 'all-reduce'"),
+    (("explore", NESTED, "--compare", "?unshard=sideways"),
+     "unshard=sideways in --compare '?unshard=sideways': invalid choice: 'sideways' (choose from 'all-gather', "
+     "'all-reduce')"),
     (("explore", NESTED, "--compare", "missing/file.py:f"), "no such file 'missing/file.py'"),
     (("explore", NESTED, "--no-compile", "-o", "/nonexistent-dir/page.html"), "cannot write '/nonexistent-dir/page.html'"),
 ])

@@ -15,6 +15,7 @@ import typing
 from typing import Any, Literal
 
 from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.mlir.support.suggest import did_you_mean
 
 __all__ = ["OptionError", "option", "option_fields", "parse_options", "format_options", "split_top_level",
            "choices", "configure"]
@@ -204,6 +205,6 @@ def configure(cls, **values):
     for name, value in values.items():
         allowed = choices(cls, name)
         if value not in allowed:
-            raise OptionError(f"{name} must be {_one_of(allowed)}, got {value!r}")
+            raise OptionError(f"{name} must be {_one_of(allowed)}, got {value!r}{did_you_mean(str(value), allowed)}")
         fields[_info(cls, name).field] = value
     return cls(**fields)

@@ -72,3 +72,12 @@ def test_snake_case_hint():
 def test_split_top_level_respects_nesting():
     assert split_top_level("a{b=1,2},c(d,e),f", ",") == ["a{b=1,2}", "c(d,e)", "f"]
     assert split_top_level("x=1  y='a b' z={p q}", " ") == ["x=1", "y='a b'", "z={p q}"]
+
+
+def test_configure_names_the_choice_spelled_like_a_misspelled_value():
+    from pxla_mlir.mlir.pass_infra.options import configure
+
+    with pytest.raises(OptionError, match=r"^mode must be 'fast' or 'slow', got 'slwo'; did you mean 'slow'\?$"):
+        configure(Demo, mode="slwo")
+    with pytest.raises(OptionError, match=r"^mode must be 'fast' or 'slow', got 'quick'$"):
+        configure(Demo, mode="quick")

@@ -65,7 +65,7 @@ def test_cli():
     (("--shape", "8", "--mesh", "x=4", "--dims", "z"), "mesh axis 'z'"),
     (("--shape", "8", "--hlo", "{devices=[3]0,1}"), "lists 2 devices for tile [3]"),
     (("--shape", "8", "--spec", "ShardingSpec((Chunked([8]),), ())"), "sharded axis 0 is never placed"),
-    (("--shape", "a,b", "--hlo", "{replicated}"), "--shape must be comma-separated integers"),
+    (("--shape", "a,b", "--hlo", "{replicated}"), "argument --shape: 'a,b': dimension 0's size 'a' is not an integer"),
     (("--shape", "8",), "give exactly one of --hlo, --spec, or --mesh"),
     (("--shape", "8", "--mesh", "x=2"), "--mesh needs --dims"),
     (("--shape", "8", "--mesh", "x:2", "--dims", "x"), "--mesh must look like x=2,y=4"),
