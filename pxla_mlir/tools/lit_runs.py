@@ -108,9 +108,13 @@ def _lit_config():
         def fatal(self, message):
             raise RunError(f"lit: {message}")
 
-    return Config(progname="pxla-mlir update-checks", path=[], diagnostic_level="error", useValgrind=False,
-                  valgrindLeakCheck=False, valgrindArgs=[], noExecute=False, debug=False, isWindows=False,
-                  order="lexical", params={})
+    # lit 23 replaced the flag quiet with diagnostic_level (lit 17 and 18 take quiet).
+    import inspect
+
+    quiet = {"diagnostic_level": "error"} if "diagnostic_level" in inspect.signature(Config).parameters \
+        else {"quiet": True}
+    return Config(progname="pxla-mlir update-checks", path=[], useValgrind=False, valgrindLeakCheck=False,
+                  valgrindArgs=[], noExecute=False, debug=False, isWindows=False, order="lexical", params={}, **quiet)
 
 
 def _fallback_suite(lit, lit_config, path: str):
