@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from pxla_mlir.tools.check_capture import FileCheckArgs, parse_args
 
@@ -108,11 +109,11 @@ def _lit_config():
         def fatal(self, message):
             raise RunError(f"lit: {message}")
 
-    # lit 23 replaced the flag quiet with diagnostic_level (lit 17 and 18 take quiet).
+    # lit 23 replaced the flag quiet with diagnostic_level (lit 18 takes quiet; the lit extra's floor is 18.1.1).
     import inspect
 
-    quiet = {"diagnostic_level": "error"} if "diagnostic_level" in inspect.signature(Config).parameters \
-        else {"quiet": True}
+    quiet: dict[str, Any] = {"diagnostic_level": "error"} \
+        if "diagnostic_level" in inspect.signature(Config).parameters else {"quiet": True}
     return Config(progname="pxla-mlir update-checks", path=[], useValgrind=False, valgrindLeakCheck=False,
                   valgrindArgs=[], noExecute=False, debug=False, isWindows=False, order="lexical", params={}, **quiet)
 
