@@ -85,14 +85,17 @@ lint: $(STAMP)
 	$(BIN)/pyright --pythonpath $(BIN)/python
 
 # The generated pages of docs/ (tests/project/test_docs.py checks they are current): passes.md from the passes'
-# docstrings and options, pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py, cli.md from the commands' parsers.
+# docstrings and options, pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py, cli.md from the commands' parsers,
+# quickstart.md from the README's quick starts (their one source).
 docs-gen: $(STAMP)
+	$(BIN)/python -m pxla_mlir.tools.quickstart_page README.md > docs/quickstart.md
 	$(BIN)/python -m pxla_mlir.mlir.cli.docs --passes-md > docs/passes.md
 	$(BIN)/python -m pxla_mlir.mlir.cli.docs --pxla-form-md > docs/pxla-form.md
 	$(BIN)/python -m pxla_mlir.tools.cli_reference > docs/cli.md
 
-# The documentation site (mkdocs.yml): the generated pages, then site/ built offline, warnings as errors.
-# The docs extra (mkdocs, mkdocs-material) is installed into .venv the first time.
+# The documentation site (mkdocs.yml): the generated pages, then site/ built offline, warnings as errors; it opens
+# from file:// with search (Material's offline plugin). The docs extra (mkdocs, mkdocs-material, mkdocstrings for
+# the API page) is installed into .venv the first time.
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): $(STAMP) pyproject.toml
 	@echo "make: installing the docs extra (mkdocs, mkdocs-material, mkdocstrings) into $(VENV)"

@@ -44,7 +44,9 @@ FENCE = re.compile(r"^```(?P<lang>[^\n`]*)\n(?P<code>.*?)^```$", re.S | re.M)
 
 PAGES = ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))]
 #: Generated pages: their console blocks are the passes' pxla-opt lines, which the lit tests of test/lit/passes/ run.
-GENERATED = {"docs/passes.md", "docs/cli.md", "docs/pxla-form.md"}
+GENERATED = {"docs/passes.md", "docs/cli.md", "docs/pxla-form.md", "docs/quickstart.md"}
+#: The README's quick starts, cut out for the site: the README's walk-through runs them (one shell session).
+README_COPIES = {"docs/quickstart.md"}
 #: Pages whose blocks start several jax processes: run with the multiprocess tests, serially.
 MULTIPROCESS_PAGES = {"docs/multiprocess.md"}
 #: Every command of the README's console blocks: "run" by the newcomer's walk-through, or why it is left out.
@@ -127,7 +129,7 @@ def test_the_pages_set_up_their_devices_before_jax():
 
 @pytest.mark.subprocess
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [p for p in PAGES if p not in MULTIPROCESS_PAGES and p != "README.md"])
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in MULTIPROCESS_PAGES | README_COPIES | {"README.md"}])
 def test_page_blocks_run(page, tmp_path):
     run_page(page, tmp_path)
 
