@@ -52,6 +52,23 @@ def as_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
+def test_the_floor_is_the_one_update_checks_checks():
+    from pxla_mlir.tools.lit_runs import LIT_FLOOR
+
+    assert as_tuple(lit_floor()) == LIT_FLOOR
+
+
+def test_an_older_lit_is_refused_in_one_line_that_says_how_to_upgrade(monkeypatch):
+    import lit
+
+    from pxla_mlir.tools.lit_runs import RunError, load_test
+
+    monkeypatch.setattr(lit, "__version__", "17.0.6")
+    with pytest.raises(RunError, match=r"^update-checks needs lit 18\.1\.1 or later .*found lit 17\.0\.6 at .*: "
+                                       r"pip install --upgrade 'pxla-mlir\[lit\]'$"):
+        load_test(str(REPO / "test" / "lit" / "goldens" / "handoff_pipeline.mlir"))
+
+
 def test_the_test_extra_pins_a_lit_above_the_floor():
     (pin,) = [s for s in extras()["test"] if s.startswith("lit==")]
     assert as_tuple(pin.removeprefix("lit==")) >= as_tuple(lit_floor())
