@@ -9,22 +9,39 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Two installs, two stamps: make demo brings only what the package runs on; make test (and every target after it
+# here) the test toolchain as well, so a make test after a make demo still installs it.
+VENV_STAMP    := $(VENV)/.created
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+STAMP         := $(VENV)/.installed
 
 .PHONY: demo test test-fast test-versions lint docs docs-gen pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
 
-$(STAMP): pyproject.toml
+$(VENV_STAMP):
 	$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), "pxla-mlir needs Python 3.11 to 3.13, got " + sys.version'
+	@echo "make: creating the virtual environment $(VENV) (with $(PYTHON))"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(VENV_STAMP)
 
-demo: $(STAMP)
+# The package and what it runs on (jax, jaxlib, numpy, rich): all that make demo needs.
+$(RUNTIME_STAMP): $(VENV_STAMP) pyproject.toml
+	@echo "make: installing pxla_mlir (editable) and its runtime dependencies jax, jaxlib, numpy, rich into $(VENV)"
+	$(BIN)/pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
+
+# The test extra: lit, filecheck, pytest, ruff, pyright (with node), nox, mkdocs, ... (about 1 GB).
+$(STAMP): $(VENV_STAMP) pyproject.toml
+	@echo "make: installing pxla_mlir (editable) with the test extra (pytest, lit, pyright, nox, mkdocs...; about 1 GB) into $(VENV)"
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(RUNTIME_STAMP) $(STAMP)
+
+demo: $(RUNTIME_STAMP)
 	$(BIN)/python examples/pmap_demo.py
+	@echo "make: done. To use pxla_mlir, python, pxla-mlir and pxla-opt from $(VENV) in this shell: source $(BIN)/activate"
 
 # pytest-xdist spreads the tests over the cores (a worker per core, at most 8: each holds a jax with 8 virtual
 # devices). --dist loadgroup keeps a file marked xdist_group on one worker, so that its module fixture builds or
@@ -68,16 +85,20 @@ lint: $(STAMP)
 	$(BIN)/pyright --pythonpath $(BIN)/python
 
 # The generated pages of docs/ (tests/project/test_docs.py checks they are current): passes.md from the passes'
-# docstrings and options, pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py, cli.md from the commands' parsers.
+# docstrings and options, pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py, cli.md from the commands' parsers,
+# quickstart.md from the README's quick starts (their one source).
 docs-gen: $(STAMP)
+	$(BIN)/python -m pxla_mlir.tools.quickstart_page README.md > docs/quickstart.md
 	$(BIN)/python -m pxla_mlir.mlir.cli.docs --passes-md > docs/passes.md
 	$(BIN)/python -m pxla_mlir.mlir.cli.docs --pxla-form-md > docs/pxla-form.md
 	$(BIN)/python -m pxla_mlir.tools.cli_reference > docs/cli.md
 
-# The documentation site (mkdocs.yml): the generated pages, then site/ built offline, warnings as errors.
-# The docs extra (mkdocs, mkdocs-material) is installed into .venv the first time.
+# The documentation site (mkdocs.yml): the generated pages, then site/ built offline, warnings as errors; it opens
+# from file:// with search (Material's offline plugin). The docs extra (mkdocs, mkdocs-material, mkdocstrings for
+# the API page) is installed into .venv the first time.
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): $(STAMP) pyproject.toml
+	@echo "make: installing the docs extra (mkdocs, mkdocs-material, mkdocstrings) into $(VENV)"
 	$(BIN)/pip install --quiet -e '.[test,docs]'
 	touch $(DOCS_STAMP)
 

@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from pxla_mlir.tools.check_capture import FileCheckArgs, parse_args
 
@@ -77,6 +78,8 @@ class Capture:
 
 #: How to get what update-checks runs: lit, and the PyPI filecheck its RUN lines pipe into.
 INSTALL_HINT = "pip install 'pxla-mlir[lit]' (brings lit and filecheck)"
+#: The oldest lit update-checks works with: the lit extra's floor (tests/tools/test_lit_floor.py runs it there).
+LIT_FLOOR = (18, 1, 1)
 
 
 def have_lit() -> bool:
@@ -95,6 +98,11 @@ def _lit():
         import lit.TestRunner
     except ImportError:
         raise RunError(f"update-checks needs lit, which is not installed: {INSTALL_HINT}") from None
+    found = tuple(int(part) for part in re.findall(r"\d+", str(getattr(lit, "__version__", "0")))[:3])
+    if found < LIT_FLOOR:
+        raise RunError(f"update-checks needs lit {'.'.join(map(str, LIT_FLOOR))} or later (it drives lit's "
+                       f"internals, which older releases spell otherwise), found lit {lit.__version__} at "
+                       f"{os.path.dirname(lit.__file__ or '')}: pip install --upgrade 'pxla-mlir[lit]'")
     return lit
 
 
@@ -108,9 +116,13 @@ def _lit_config():
         def fatal(self, message):
             raise RunError(f"lit: {message}")
 
-    return Config(progname="pxla-mlir update-checks", path=[], diagnostic_level="error", useValgrind=False,
-                  valgrindLeakCheck=False, valgrindArgs=[], noExecute=False, debug=False, isWindows=False,
-                  order="lexical", params={})
+    # lit 23 replaced the flag quiet with diagnostic_level (lit 18 takes quiet; the lit extra's floor is 18.1.1).
+    import inspect
+
+    quiet: dict[str, Any] = {"diagnostic_level": "error"} \
+        if "diagnostic_level" in inspect.signature(Config).parameters else {"quiet": True}
+    return Config(progname="pxla-mlir update-checks", path=[], useValgrind=False, valgrindLeakCheck=False,
+                  valgrindArgs=[], noExecute=False, debug=False, isWindows=False, order="lexical", params={}, **quiet)
 
 
 def _fallback_suite(lit, lit_config, path: str):

@@ -37,7 +37,7 @@ from pxla_mlir.tools.lit_runs import pxla_substitutions  # noqa: E402
 config.substitutions += pxla_substitutions(python)
 
 # %{golden:NAME}: examples/goldens/NAME.mlir, or its override for the installed jax release where jax's own
-# lowering changed (examples/goldens/jax-0.12/NAME.mlir), as the pytest plugin's golden fixture reads them.
+# lowering changed (examples/goldens/jax-0.12/NAME.mlir), as the pytest plugin's pxla_golden fixture reads them.
 from pxla_mlir.pytest_plugin import Golden  # noqa: E402
 
 _goldens = Golden(os.path.join(repo_root, "examples", "goldens"), update=False)

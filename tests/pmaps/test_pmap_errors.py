@@ -37,7 +37,7 @@ def test_too_few_devices_names_the_backend_and_every_way_to_get_more():
     assert " and 8 CPU devices exist on jax's default backend" in str(e.value)
     assert str(e.value).endswith("(on CPU: Python: set XLA_FLAGS=--xla_force_host_platform_device_count=16 before "
                                  "importing jax, or jax.config.update('jax_num_cpu_devices', 16) before jax starts; "
-                                 "pxla-mlir: --cpu-devices 16; pytest: --cpu-devices 16)")
+                                 "pxla-mlir: --cpu-devices 16; pytest: --pxla-cpu-devices 16)")
     raises(ValueError, r"8 CPU devices exist on backend='cpu' \(on CPU: Python: set XLA_FLAGS=",
            pxla_mlir.pmap(lambda x: x, backend="cpu"), np.zeros((16, 2)))
     raises(ValueError, r"it needs 2 × 8 = 16 devices, but only 8 CPU devices are available on jax's default backend",
@@ -57,7 +57,7 @@ def test_too_few_accelerator_devices_point_to_the_cpu(monkeypatch):
         " on jax's default backend (to use 8 CPU devices instead: Python: set XLA_FLAGS="
         "--xla_force_host_platform_device_count=8 before importing jax and pass backend='cpu' or set JAX_PLATFORMS=cpu;"
         " pxla-mlir: --backend cpu --cpu-devices 8; "
-        "pytest: JAX_PLATFORMS=cpu pytest --cpu-devices 8)")
+        "pytest: JAX_PLATFORMS=cpu pytest --pxla-cpu-devices 8)")
     assert too_few_devices(8, [Chip()], "tpu").startswith(" on backend='tpu' (to use 8 CPU devices instead")
     monkeypatch.setenv("JAX_PLATFORMS", "tpu")
     assert too_few_devices(8, [Chip()]).startswith(" on jax's default backend (JAX_PLATFORMS=tpu) (to use 8 CPU")

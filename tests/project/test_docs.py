@@ -1,7 +1,11 @@
 """The generated pages of docs/ are current (``make docs-gen``): docs/passes.md
 from the passes' docstrings and options, docs/cli.md from the command-line
-parsers, docs/pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py; and every
-pass documents its IR."""
+parsers, docs/pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py,
+docs/quickstart.md from the README; every pass documents its IR, and the API
+page names every export."""
+
+import importlib
+import re
 
 from conftest import REPO
 
@@ -10,6 +14,7 @@ from pxla_mlir.mlir.ir import pxla_attrs
 from pxla_mlir.mlir.pass_infra import registry
 from pxla_mlir.tools.cli import build_parser
 from pxla_mlir.tools.cli_reference import cli_markdown
+from pxla_mlir.tools.quickstart_page import quickstart_markdown
 
 
 def test_passes_md_is_current():
@@ -25,6 +30,24 @@ def test_cli_md_is_current():
 def test_pxla_form_md_is_current():
     current = (REPO / "docs" / "pxla-form.md").read_text()
     assert current == pxla_form_markdown(), "docs/pxla-form.md is stale: run `make docs-gen`"
+
+
+def test_quickstart_md_is_current():
+    current = (REPO / "docs" / "quickstart.md").read_text()
+    assert current == quickstart_markdown((REPO / "README.md").read_text()), \
+        "docs/quickstart.md is stale: run `make docs-gen`"
+
+
+def test_api_md_names_every_export():
+    import pxla_mlir
+
+    text = (REPO / "docs" / "api.md").read_text()
+    for name in pxla_mlir.__all__:
+        if name not in ("__version__", "distributed"):
+            assert f'heading: "pxla_mlir.{name}"' in text, f"docs/api.md does not document pxla_mlir.{name}"
+    for target in re.findall(r"^::: (\S+)$", text, re.M):
+        module, _, attr = target.rpartition(".")
+        assert hasattr(importlib.import_module(module), attr), f"docs/api.md: no {target}"
 
 
 def test_cli_md_documents_every_subcommand_and_flag():

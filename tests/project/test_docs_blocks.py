@@ -15,15 +15,25 @@ The convention (docs/contributing.md, "The docs' code blocks"):
 * ```console blocks are shown, not run: commands that cannot run here
   (building the wheel, several hosts, an accelerator). ```text and ```mlir
   blocks are output or excerpts, never commands.
+
+The README runs as a newcomer follows it on a fresh clone, top to bottom in one
+bash session whose ``PATH`` has no virtual environment on it: its console steps
+(``make demo`` on a copy of the checkout whose ``.venv`` is this environment,
+installed already) and its sh blocks in order, the python blocks that follow one
+another as one file run by ``python``. So a step that works only in an activated
+environment fails unless the README activates it first.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from conftest import REPO
@@ -34,9 +44,20 @@ FENCE = re.compile(r"^```(?P<lang>[^\n`]*)\n(?P<code>.*?)^```$", re.S | re.M)
 
 PAGES = ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))]
 #: Generated pages: their console blocks are the passes' pxla-opt lines, which the lit tests of test/lit/passes/ run.
-GENERATED = {"docs/passes.md", "docs/cli.md", "docs/pxla-form.md"}
+GENERATED = {"docs/passes.md", "docs/cli.md", "docs/pxla-form.md", "docs/quickstart.md"}
+#: The README's quick starts, cut out for the site: the README's walk-through runs them (one shell session).
+README_COPIES = {"docs/quickstart.md"}
 #: Pages whose blocks start several jax processes: run with the multiprocess tests, serially.
 MULTIPROCESS_PAGES = {"docs/multiprocess.md"}
+#: Every command of the README's console blocks: "run" by the newcomer's walk-through, or why it is left out.
+WHEEL = "tests/project/test_installed_wheel.py builds the wheel and sdist and installs them"
+README_CONSOLE = {
+    "make demo": "run",
+    "make test": "the whole suite, which runs this test",
+    "pip install build": WHEEL,
+    "python -m build": WHEEL,
+    "pip install dist/pxla_mlir-*.whl": WHEEL,
+}
 
 
 def blocks(page: str) -> list[tuple[str, int, str]]:
@@ -108,9 +129,89 @@ def test_the_pages_set_up_their_devices_before_jax():
 
 @pytest.mark.subprocess
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [p for p in PAGES if p not in MULTIPROCESS_PAGES])
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in MULTIPROCESS_PAGES | README_COPIES | {"README.md"}])
 def test_page_blocks_run(page, tmp_path):
     run_page(page, tmp_path)
+
+
+def newcomer_session(page: str = "README.md") -> tuple[str, dict[str, str]]:
+    """``page`` as one bash script, as a newcomer types it, and the python files it runs (name: code)."""
+    script, files, python = ["set -e -o pipefail"], {}, []
+
+    def run_python():
+        if python:
+            name = f"readme_python_{len(files) + 1}.py"
+            files[name] = "".join(python)
+            script.append(f"python {name}")
+            python.clear()
+
+    for lang, line, code in blocks(page):
+        if lang == "python":
+            python.append("\n" * (line - 1 - sum(c.count("\n") for c in python)) + code)
+            continue
+        run_python()
+        if lang == "sh":
+            script += [f"echo '=== {page}:{line} (sh)'", code]
+        elif lang == "console":
+            for command in (l.split("#")[0].strip() for l in code.splitlines()):
+                assert not command or command in README_CONSOLE, \
+                    f"{page}:{line}: {command!r}: add it to README_CONSOLE (run, or why the walk-through leaves it out)"
+                if command and README_CONSOLE[command] == "run":
+                    script += [f"echo '=== {page}:{line} (console) {command}'", command]
+    run_python()
+    return "\n".join(script) + "\n", files
+
+
+def fresh_clone(tmp_path) -> pathlib.Path:
+    """What ``make demo`` needs of a clone, with this environment as its ``.venv`` (stamped as installed, so make
+    runs the demo without installing; the Makefile's recipes are tests/project/test_makefile.py's)."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy2(REPO / name, clone / name)
+    (clone / "examples").symlink_to(REPO / "examples")
+    venv = clone / ".venv"
+    venv.mkdir()
+    for entry in pathlib.Path(sys.prefix).iterdir():
+        if not entry.name.startswith("."):
+            (venv / entry.name).symlink_to(entry)
+    later = time.time() + 5
+    for stamp in (".created", ".installed-runtime"):
+        (venv / stamp).touch()
+        os.utime(venv / stamp, (later, later))
+    return clone
+
+
+@pytest.mark.subprocess
+@pytest.mark.slow
+def test_readme_runs_as_a_newcomer_follows_it(tmp_path):
+    if sys.prefix == sys.base_prefix or shutil.which("make") is None:
+        pytest.skip("the walk-through lends the clone this virtual environment, and runs make")
+    script, files = newcomer_session()
+    clone = fresh_clone(tmp_path)
+    for name, code in files.items():
+        (clone / name).write_text(code)
+    venv_bins = {os.path.dirname(sys.executable), os.path.join(sys.prefix, "bin")}
+    shell_path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.realpath(d) not in
+                  {os.path.realpath(b) for b in venv_bins}]
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "VIRTUAL_ENV",
+                                                             "PYTHONPATH", "MAKEFLAGS", "MAKELEVEL")}
+    env.update(PATH=os.pathsep.join(shell_path), JAX_PLATFORMS="cpu")
+    done = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, timeout=900)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-6000:]
+    assert "=== match: True" in done.stdout and "Passed: 1" in done.stdout, out[-6000:]
+
+
+def test_the_newcomer_session_fails_without_the_activation():
+    """The walk-through's point: without `source .venv/bin/activate`, the first python or pxla-mlir after make demo
+    is the shell's (no jax, no such command)."""
+    script, _ = newcomer_session()
+    lines = script.splitlines()
+    activation = lines.index("source .venv/bin/activate")
+    demo = lines.index("make demo")
+    first_use = min(i for i, l in enumerate(lines) if l.startswith(("python ", "pxla-mlir ", "pxla-opt ", "lit ")))
+    assert demo < activation < first_use
 
 
 @pytest.mark.multiprocess

@@ -1,7 +1,12 @@
 """The documentation site builds offline with ``mkdocs build --strict`` (as
 ``make docs`` runs it): every page in the navigation, every link and anchor
-found. Skipped where the docs extra (mkdocs, mkdocs-material) is not installed."""
+found; it searches when opened from its files (Material's offline plugin), and
+holds the quick starts, the API reference from the docstrings and the changelog.
+Skipped where the docs extra (mkdocs, mkdocs-material, mkdocstrings) is not installed."""
 
+import html
+import json
+import re
 import subprocess
 import sys
 
@@ -11,12 +16,62 @@ from conftest import REPO
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
 
 
-def test_site_builds_strict(tmp_path):
-    pytest.importorskip("mkdocs", reason="the docs extra is not installed (make docs installs it)")
-    pytest.importorskip("material", reason="the docs extra is not installed (make docs installs it)")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+        pytest.importorskip(module, reason="the docs extra is not installed (make docs installs it)")
+    site = tmp_path_factory.mktemp("docs") / "site"
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    for page in ("index.html", "guide.html", "porting.html", "cli.html", "passes.html", "pxla-form.html",
-                 "architecture.html", "contributing.html", "multiprocess.html"):
-        assert (tmp_path / "site" / page).exists(), page
+    return site
+
+
+def text_of(page) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+
+
+def test_site_builds_strict(site):
+    for page in ("index.html", "quickstart.html", "guide.html", "porting.html", "cli.html", "passes.html",
+                 "pxla-form.html", "api.html", "architecture.html", "contributing.html", "multiprocess.html",
+                 "changelog.html"):
+        assert (site / page).exists(), page
+
+
+def test_search_works_from_the_files(site):
+    """From file:// a browser fetches no JSON and starts no web worker: the offline plugin's script carries the
+    index (Material's bundle loads search/search_index.js there), and the iframe-worker shim, vendored, runs the
+    search worker; no page loads a script from the network."""
+    script = (site / "search" / "search_index.js").read_text()
+    assert script.startswith("var __index = ")
+    index = json.loads(script.removeprefix("var __index = ").rstrip().rstrip(";"))
+    locations = {doc["location"].split("#")[0] for doc in index["docs"]}
+    assert {"index.html", "quickstart.html", "api.html", "changelog.html"} <= locations
+    bundle = next((site / "assets" / "javascripts").glob("bundle.*.min.js")).read_text()
+    assert 'location.protocol==="file:"?' in bundle and "search/search_index.js" in bundle
+    assert (site / "assets" / "iframe-worker" / "shim.js").is_file()
+    for page in (p for p in site.glob("*.html") if p.name != "404.html"):  # 404: a server's page, root-relative
+        text = page.read_text()
+        assert '<script src="assets/iframe-worker/shim.js"' in text, page.name
+        assert not re.search(r"<script[^>]+src=\"(https?:)?//", text), f"{page.name} loads a script from the network"
+
+
+def test_the_api_page_documents_every_export_from_its_docstring(site):
+    import pxla_mlir
+    from pxla_mlir.pmaps.api import pmap
+
+    text = text_of(site / "api.html")
+    for name in pxla_mlir.__all__:
+        if name not in ("__version__", "distributed"):
+            assert f"pxla_mlir.{name}\n" in text, name
+    assert pmap.__doc__.split("\n")[0].replace("``", "") in text  # the docstring, rendered
+    assert "static_broadcasted_argnums=()" in text  # and the signature
+
+
+def test_the_quick_starts_and_the_changelog_are_pages(site):
+    quick = text_of(site / "quickstart.html")
+    for title in ("Quick start a: port a jax.pmap loop", "Quick start c: a lit golden test"):
+        assert title in quick
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    first_entry = re.search(r"^\* (.+)$", changelog, re.M)[1].split("`")[0]
+    assert first_entry in text_of(site / "changelog.html")

@@ -1,5 +1,5 @@
 """The examples run correctly, and their MHLO is pinned by golden files
-(examples/goldens/, refreshed with pytest --update-goldens). `make demo`
+(examples/goldens/, refreshed with pytest --pxla-update-goldens). `make demo`
 runs on 8 CPU devices where jax's default backend has fewer."""
 
 import os
@@ -22,9 +22,9 @@ EXAMPLES = {
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
-def test_golden_mhlo(name, golden):
+def test_golden_mhlo(name, pxla_golden):
     lowered = lower_target(str(REPO / EXAMPLES[name]), MapOptions())
-    golden.at(REPO / "examples" / "goldens").check(f"{name}.mlir", lowered.as_text())
+    pxla_golden.at(REPO / "examples" / "goldens").check(f"{name}.mlir", lowered.as_text())
 
 
 def run_example(name, seed=0):

@@ -77,7 +77,8 @@ def test_wheel_holds_every_module_license_and_marker(dists):
 def test_sdist_holds_what_its_tests_need(dists):
     with tarfile.open(dists["sdist"]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    for needed in ("LICENSE", "Makefile", "README.md", "setup.py", "pyproject.toml", "tests/conftest.py",
+    for needed in ("LICENSE", "Makefile", "README.md", "CHANGELOG.md", "mkdocs.yml", "docs/assets/iframe-worker/shim.js",
+                   "setup.py", "pyproject.toml", "tests/conftest.py",
                    "tests/project/test_installed_wheel.py", "test/lit/lit.cfg.py", "examples/nested_reduction.py",
                    "passes/expand_shard.py", "pxla_mlir/py.typed"):
         assert needed in names, f"the sdist lacks {needed}"

@@ -56,3 +56,15 @@ def test_the_mhlo_excerpt_is_what_quick_start_b_emits():
     assert len(ours) == 3, ours
     for line in ours:
         assert line in text, f"the README's MHLO excerpt is stale: {line!r} is not in\n{text}"
+
+
+def test_the_install_steps_install_build_before_using_it():
+    (install,) = [code for lang, code in BLOCKS if lang == "console" and "python -m build" in code]
+    commands = [line.split("#")[0].strip() for line in install.splitlines()]
+    assert "pip install build" in commands and commands.index("pip install build") < commands.index("python -m build")
+
+
+def test_quick_start_c_installs_lit_before_running_it():
+    """make demo installs the runtime only: lit and filecheck come with the lit extra, before the first lit."""
+    sh = "\n".join(code for lang, code in BLOCKS if lang == "sh")
+    assert "pip install --quiet 'pxla-mlir[lit]'" in sh and sh.index("pxla-mlir[lit]") < sh.index("lit -v")

@@ -154,7 +154,7 @@ def test_backend_picks_the_platform_before_jax_starts():
     assert "but only 4 XLA devices are available" in line and "4 CPU devices exist on jax's default backend " \
         "(JAX_PLATFORMS=cpu) (on CPU: Python: set XLA_FLAGS=--xla_force_host_platform_device_count=8 before " \
         "importing jax" in line
-    assert line.endswith("pxla-mlir: --cpu-devices 8; pytest: --cpu-devices 8)"), line
+    assert line.endswith("pxla-mlir: --cpu-devices 8; pytest: --pxla-cpu-devices 8)"), line
     ok = cli("--backend", "cpu", "emit", NESTED, JAX_PLATFORMS="tpu")
     assert ok.returncode == 0 and ok.stderr == "" and "mhlo.num_replicas = 8" in ok.stdout, ok.stderr
 

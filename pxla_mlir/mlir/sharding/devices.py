@@ -53,11 +53,11 @@ def too_few_devices(n: int, devices, backend: str | None = None) -> str:
     flag = f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before importing jax"
     if platform == "cpu":
         how = (f"on CPU: Python: set {flag}, or jax.config.update('jax_num_cpu_devices', {n}) before jax starts; "
-               f"pxla-mlir: --cpu-devices {n}; pytest: --cpu-devices {n}")
+               f"pxla-mlir: --cpu-devices {n}; pytest: --pxla-cpu-devices {n}")
     else:
         how = (f"to use {n} CPU devices instead: Python: set {flag} and pass backend='cpu' or set "
                f"JAX_PLATFORMS=cpu; pxla-mlir: --backend cpu --cpu-devices {n}; "
-               f"pytest: JAX_PLATFORMS=cpu pytest --cpu-devices {n}")
+               f"pytest: JAX_PLATFORMS=cpu pytest --pxla-cpu-devices {n}")
     return f" {where} ({how})"
 
 

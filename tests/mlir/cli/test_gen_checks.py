@@ -1,5 +1,5 @@
 """pxla-mlir gen-checks: the lines check the text they came from under both FileChecks, and fail
-on a semantic change; the golden fixture's FileCheck goldens."""
+on a semantic change; the pxla_golden fixture's FileCheck goldens."""
 
 import os
 import re
@@ -179,7 +179,7 @@ def test_generator_and_update_checks_do_not_import_jax():
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stdout + run.stderr
 
 
-# -- golden.filecheck -------------------------------------------------------------------------------
+# -- pxla_golden.filecheck ----------------------------------------------------------------------------
 
 @pytest.mark.subprocess
 def test_filecheck_golden_is_written_kept_and_checked(tmp_path, forms):
@@ -188,7 +188,7 @@ def test_filecheck_golden_is_written_kept_and_checked(tmp_path, forms):
     path = tmp_path / "pmap.checks.mlir"
     assert "// CHECK-GEN-BEGIN" in path.read_text()
     Golden(tmp_path, update=False).filecheck("pmap.checks.mlir", text)
-    with pytest.raises(pytest.fail.Exception, match="(?s)does not pass the FileCheck golden.*pytest --update-goldens"):
+    with pytest.raises(pytest.fail.Exception, match="(?s)does not pass the FileCheck golden.*pytest --pxla-update-goldens"):
         Golden(tmp_path, update=False).filecheck("pmap.checks.mlir", _mutate(text, *MUTATIONS["replica_group"][1:]))
     # A hand-written line outside the block survives an update; the new block replaces the old.
     path.write_text("// A note kept by hand.\n// HAND: mhlo.all_reduce\n" + path.read_text())
@@ -196,14 +196,14 @@ def test_filecheck_golden_is_written_kept_and_checked(tmp_path, forms):
     new = path.read_text()
     assert new.startswith("// A note kept by hand.\n// HAND: mhlo.all_reduce\n// CHECK-GEN-BEGIN")
     assert new.count("CHECK-GEN-BEGIN") == 1 and "mhlo.partition_id" in new and "mhlo.replica_id" not in new
-    with pytest.raises(pytest.fail.Exception, match="does not exist; create it with pytest --update-goldens"):
+    with pytest.raises(pytest.fail.Exception, match="does not exist; create it with pytest --pxla-update-goldens"):
         Golden(tmp_path, update=False).filecheck("absent.mlir", text)
 
 
 @pytest.mark.subprocess
-def test_handoff_of_the_example_matches_its_filecheck_golden(golden, parse):
+def test_handoff_of_the_example_matches_its_filecheck_golden(pxla_golden, parse):
     from pxla_mlir.mlir.pass_infra import run_pipeline
 
     module = parse((REPO / "examples" / "per_device_psum.mlir").read_text())
     run_pipeline(module, "builtin.module(pxla-handoff-pipeline{mode=replica})")
-    golden.filecheck("per_device_psum.handoff.mlir", str(module))
+    pxla_golden.filecheck("per_device_psum.handoff.mlir", str(module))
