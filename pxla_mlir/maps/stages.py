@@ -33,7 +33,7 @@ from pxla_mlir.mlir.pass_infra.reproducer import save as _save
 from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.mlir.support.stats import STATS, timed
 from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
-from pxla_mlir.runtime.compile import compile_module, to_xla_computation
+from pxla_mlir.runtime.compile import compile_program, to_xla_computation
 from pxla_mlir.runtime.debug_flags import compiling, dump_stage
 from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
 
@@ -275,7 +275,6 @@ class Lowering:
 
     def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         """The module compiled by XLA, wrapped for launches."""
-        STATS["compiles"] += 1
         module, layout = self.module, self.layout
         what = map_description(module)
         callbacks = None
@@ -284,13 +283,18 @@ class Lowering:
                 callbacks = GuardedCallbacks(self.host_callbacks, callback_results(module), what)
         expected = (device_shapes(layout.in_avals, layout.in_shardings),
                     device_shapes(layout.out_avals, layout.out_shardings))
-        with timed("compile"), compiling(module, layout.in_avals, layout.in_shardings):  # jax_log_compiles
-            xla = compile_module(module, layout.devices, compiler_options=compiler_options,
-                                 host_callbacks=callbacks.callables if callbacks else (), expected=expected)
+        # Closed-over arrays are arguments: closures over other values of their shapes lower to the same
+        # program and share its executable, unless jax's keepalive or host callbacks tie it to this lowering.
+        with timed("compile"):
+            program = compile_program(module, layout.devices, compiler_options=compiler_options,
+                                      host_callbacks=callbacks.callables if callbacks else (), expected=expected,
+                                      share=not (self.keepalive or callbacks),
+                                      logged=lambda: compiling(module, layout.in_avals, layout.in_shardings))
+        xla = program.xla
         in_shardings, out_shardings = self.executable_shardings(xla)
         placed = dataclasses.replace(layout, in_shardings=in_shardings, out_shardings=out_shardings)
         # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
-        return ShardedExecutable(xla, placed, keepalive=(self.keepalive, callbacks), callbacks=callbacks,
+        return ShardedExecutable(xla, placed, keepalive=(self.keepalive, callbacks, program), callbacks=callbacks,
                                  agreement=check_before_launch(self), what=what,
                                  replicas=device_counts(module.operation)[0] > 1)
 
