@@ -3,6 +3,7 @@ built on: cache keys with static argument types and jax's trace context, one
 trace under concurrent first calls, the C++ fast path for xmap that follows
 the mesh in scope, and thread-safe bounded caches."""
 
+import contextlib
 import gc
 import threading
 
@@ -348,6 +349,22 @@ _KINDS = {"pmap": lambda f: pxla_mlir.pmap(f, "i"), "jit": lambda f: pxla_mlir.j
           "xmap": lambda f: pxla_mlir.xmap(f, ["b", ...], ["b", ...])}
 
 
+@contextlib.contextmanager
+def _backend_compiles():
+    """jax's own count of XLA compiles: its backend-compile duration events (ours record them too)."""
+    events = []
+
+    def listener(name, duration, **kwargs):
+        if name == "/jax/core/compile/backend_compile_duration":
+            events.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
 @pytest.mark.parametrize("kind", list(_KINDS))
 def test_closures_over_arrays_of_one_signature_share_one_compiled_program(kind):
     """Closed-over arrays are arguments of the program: closures over other arrays of the same shape and
@@ -356,10 +373,12 @@ def test_closures_over_arrays_of_one_signature_share_one_compiled_program(kind):
     scales = [np.full(3, 2.0 + i, np.float32) for i in range(3)]
     before = STATS["compiles"]
     maps = [_scaled_by(k, _KINDS[kind]) for k in scales]
-    for _ in range(3):  # later calls take the C++ path, with each closure's own constant
-        for mapped, k in zip(maps, scales):
-            np.testing.assert_array_equal(np.asarray(mapped(x)), np.asarray(jax.vmap(lambda v: v * k)(x)))
-    assert STATS["compiles"] - before == 1
+    expected = [np.asarray(jax.vmap(lambda v, k=k: v * k)(x)) for k in scales]  # (jax compiles its own here)
+    with _backend_compiles() as compiles:
+        for _ in range(3):  # later calls take the C++ path, with each closure's own constant
+            for mapped, want in zip(maps, expected):
+                np.testing.assert_array_equal(np.asarray(mapped(x)), want)
+    assert STATS["compiles"] - before == 1 and len(compiles) == 1
     assert len({id(m.lower(x).compile().runtime_executable()) for m in maps}) == 1
     wider = _scaled_by(np.full(3, 2, np.int32), _KINDS[kind])  # another dtype: a program of its own
     np.testing.assert_array_equal(np.asarray(wider(x)), x * 2)
