@@ -118,13 +118,14 @@ class JitFunction(MapFunction):
 
     def trace(self, *args, **kwargs) -> JitTraced:
         """The traced program for these arguments (jax's ``jit(f).trace``):
-        its ``jaxpr``, ``args_info``, ``out_info``, and ``lower()``."""
+        its ``jaxpr``, ``args_info``, ``out_info``, ``out_tree``, ``lower()``
+        and the rest of ``jax.stages.Traced``."""
         call = self._examine(args, kwargs)
         env = self._environment()
         key = self._key(call, env)
         with self._cache.lock:
             traced = self._traced(call, env, key)
-        return JitTraced(self, args, kwargs, call, traced)
+        return JitTraced(self, args, kwargs, call, traced, env)
 
     def eval_shape(self, *args, **kwargs):
         """The outputs' pytree of ``jax.ShapeDtypeStruct``, traced, never run
@@ -156,13 +157,58 @@ class JitTraced(jax.stages.Traced):
     ``jax.stages.Traced``): the jaxpr it lowers, with the maps in it as
     primitives."""
 
-    def __init__(self, jitted: JitFunction, args: tuple, kwargs: dict, call: Call, traced: _Traced):
+    def __init__(self, jitted: JitFunction, args: tuple, kwargs: dict, call: Call, traced: _Traced, env,
+                 retraced: bool = False):
         self._jitted, self._args, self._kwargs = jitted, args, kwargs
-        self._call, self._body = call, traced
+        self._call, self._body, self._env = call, traced, env
+        self._retraced = retraced  # its jaxpr is not the one the function's caches hold (physicalize)
 
     jaxpr = property(lambda self: self._body.jaxpr)
     fun_name = property(lambda self: self._jitted.name)
+    out_tree = property(lambda self: self._body.out_tree)
     out_avals = property(lambda self: tree_util.tree_unflatten(self._body.out_tree, self._body.jaxpr.out_avals))
+
+    @property
+    def lojax(self) -> JitTraced:
+        """jax's view of a trace with its high-level types lowered; a
+        pxla_mlir.jit trace has none, so it is this trace."""
+        return self
+
+    @property
+    def effects(self) -> frozenset:
+        """The jaxpr's effects (an input's effect by its position), as jax's."""
+        return frozenset(core.positional_effects(self.jaxpr))
+
+    def closure_convert(self) -> tuple[list, Callable]:
+        """``(consts, fun)``: the values the trace captured, and a function
+        with ``fun(consts, *args, **kwargs)`` computing what the traced one
+        computes on ``args`` (jax's ``Traced.closure_convert``; the static
+        arguments stay as traced)."""
+        consts, closed, in_tree, out_tree = list(self.jaxpr.consts), self.jaxpr.jaxpr, self._call.in_tree, self.out_tree
+
+        def converted(env, *args, **kwargs):
+            leaves, tree = tree_util.tree_flatten((args, kwargs))
+            if tree != in_tree:
+                raise TypeError(f"{self.fun_name!r} (closure-converted) was traced for arguments {in_tree}, "
+                                f"called with {tree}: pass arguments of the traced structure")
+            return tree_util.tree_unflatten(out_tree, core.eval_jaxpr(closed, list(env), *leaves))
+
+        converted.__name__ = converted.__qualname__ = self.fun_name
+        return consts, converted
+
+    def with_consts_as_arg(self) -> tuple[list, JitTraced]:
+        """``(consts, traced)``: the captured values and this trace taking
+        them as one leading argument (jax's ``Traced.with_consts_as_arg``)."""
+        consts, fun = self.closure_convert()
+        jitted = JitFunction(fun, devices=self._jitted.devices, backend=self._jitted.backend,
+                             options=self._jitted.options)
+        args, kwargs = self._call.in_tree.unflatten(self._call.flat_args)
+        return consts, jitted.trace(consts, *args, **kwargs)
+
+    def physicalize(self, ctx) -> JitTraced:
+        """This trace with its jaxpr physicalized by jax's ``ctx`` (jax's ``Traced.physicalize``)."""
+        body = dataclasses.replace(self._body, jaxpr=ctx.physicalize_closed_jaxpr(self.jaxpr))
+        return JitTraced(self._jitted, self._args, self._kwargs, self._call, body, self._env, retraced=True)
 
     @property
     def args_info(self):  # pyright: ignore[reportIncompatibleVariableOverride]
@@ -181,6 +227,8 @@ class JitTraced(jax.stages.Traced):
         if lowering_platforms is not None:
             raise NotImplementedError("pxla_mlir.jit lowers for its devices' platform only: leave "
                                       "lowering_platforms out")
+        if self._retraced:
+            return self._jitted._lower_traced(self._body, self._call, self._env)
         return self._jitted.lower(*self._args, **self._kwargs)
 
     def __call__(self, *args, **kwargs):

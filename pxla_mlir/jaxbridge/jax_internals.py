@@ -118,8 +118,8 @@ core = PrivateNames(
     _core,
     "Jaxpr JaxprTypeError Literal Primitive ShapedArray Tracer Var axis_env_state check_jaxpr custom_typechecks "
     "eval_jaxpr eval_trace extend_axis_env_nd filter_named_axis_effects gensym get_axis_env jaxprs_in_params "
-    "mapped_aval physical_aval shaped_abstractify top_axis_env trace_state_clean trace_state_strong_ref typecompat "
-    "unmapped_aval valid_jaxtype",
+    "mapped_aval physical_aval positional_effects shaped_abstractify top_axis_env trace_state_clean "
+    "trace_state_strong_ref typecompat unmapped_aval valid_jaxtype",
     # jax 0.11 merged ClosedJaxpr into Jaxpr (a Jaxpr carries its consts; ClosedJaxpr(jaxpr, consts) still
     # builds one, and .jaxpr gives the Jaxpr itself); jax.extend.core names the class on every release.
     ClosedJaxpr=jex_core.ClosedJaxpr)

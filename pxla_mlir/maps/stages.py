@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax import dtypes, tree_util
+from jax.experimental.layout import Format, Layout as XlaLayout
 from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
@@ -33,7 +34,7 @@ from pxla_mlir.mlir.pass_infra.reproducer import save as _save
 from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.mlir.support.stats import STATS, timed
 from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
-from pxla_mlir.runtime.compile import compile_module, to_xla_computation
+from pxla_mlir.runtime.compile import compile_program, to_xla_computation
 from pxla_mlir.runtime.debug_flags import compiling, dump_stage
 from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
 
@@ -275,7 +276,6 @@ class Lowering:
 
     def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         """The module compiled by XLA, wrapped for launches."""
-        STATS["compiles"] += 1
         module, layout = self.module, self.layout
         what = map_description(module)
         callbacks = None
@@ -284,13 +284,18 @@ class Lowering:
                 callbacks = GuardedCallbacks(self.host_callbacks, callback_results(module), what)
         expected = (device_shapes(layout.in_avals, layout.in_shardings),
                     device_shapes(layout.out_avals, layout.out_shardings))
-        with timed("compile"), compiling(module, layout.in_avals, layout.in_shardings):  # jax_log_compiles
-            xla = compile_module(module, layout.devices, compiler_options=compiler_options,
-                                 host_callbacks=callbacks.callables if callbacks else (), expected=expected)
+        # Closed-over arrays are arguments: closures over other values of their shapes lower to the same
+        # program and share its executable, unless jax's keepalive or host callbacks tie it to this lowering.
+        with timed("compile"):
+            program = compile_program(module, layout.devices, compiler_options=compiler_options,
+                                      host_callbacks=callbacks.callables if callbacks else (), expected=expected,
+                                      share=not (self.keepalive or callbacks),
+                                      logged=lambda: compiling(module, layout.in_avals, layout.in_shardings))
+        xla = program.xla
         in_shardings, out_shardings = self.executable_shardings(xla)
         placed = dataclasses.replace(layout, in_shardings=in_shardings, out_shardings=out_shardings)
         # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
-        return ShardedExecutable(xla, placed, keepalive=(self.keepalive, callbacks), callbacks=callbacks,
+        return ShardedExecutable(xla, placed, keepalive=(self.keepalive, callbacks, program), callbacks=callbacks,
                                  agreement=check_before_launch(self), what=what,
                                  replicas=device_counts(module.operation)[0] > 1)
 
@@ -311,6 +316,11 @@ class Lowered(_ArgumentTrees, jax.stages.Lowered):
     ``compile(compiler_options=)``; ``layout`` holds the flat avals and
     shardings, hoisted constants first.
     """
+
+    _no_kwargs = False  # jax.stages.Lowered's field, read by jax code: calls take keyword arguments
+    # jax's (pytree, flat avals) of the arguments (hoisted constants left out) and of the results.
+    _in_types = property(lambda self: (self.in_tree, list(self.layout.in_avals[len(self.consts):])))
+    _out_types = property(lambda self: (self.out_tree, list(self.layout.out_avals)))
 
     def __init__(self, lowering: Lowering, signature: Signature):
         self._lowering = lowering
@@ -380,9 +390,16 @@ class Lowered(_ArgumentTrees, jax.stages.Lowered):
 
         return notebook_html(self)
 
-    def compile(self, compiler_options: dict | None = None) -> Compiled:
+    def compile(self, compiler_options: dict | None = None, *, device_assignment: Sequence | None = None) -> Compiled:
         """Compiles with XLA (once; with ``compiler_options``, XLA debug
-        options by name such as ``{"xla_cpu_enable_fast_math": True}``, anew)."""
+        options by name such as ``{"xla_cpu_enable_fast_math": True}``, anew).
+        ``device_assignment`` (jax's) may only name the devices it was lowered for, in their order."""
+        if device_assignment is not None and tuple(device_assignment) != tuple(self.devices):
+            raise ValueError(f"compile(device_assignment=...): this program was lowered for devices "
+                             f"{[d.id for d in self.devices]} and runs on those only, got "
+                             f"{[getattr(d, 'id', d) for d in device_assignment]}; leave device_assignment out, or "
+                             f"lower the map for the other devices (pmap's devices=, pxla_mlir.jit's devices=, "
+                             f"an xmap's mesh)")
         if compiler_options is None and self._compiled is not None:
             return self._compiled
         compiled = Compiled(self._lowering.compile(compiler_options), self.consts, self.signature)
@@ -409,9 +426,11 @@ class Compiled(_ArgumentTrees, jax.stages.Compiled):
 
     jax's AOT API (a ``jax.stages.Compiled``): ``as_text()``,
     ``cost_analysis()``, ``memory_analysis()``, ``runtime_executable()``,
-    ``input_shardings``/``output_shardings``, ``args_info``, ``in_avals``,
-    ``out_info``, ``in_tree``/``out_tree``, ``call()``.
+    ``input_shardings``/``output_shardings``, ``input_formats``/``output_formats``,
+    ``args_info``, ``in_avals``, ``out_info``, ``in_tree``/``out_tree``, ``call()``.
     """
+
+    _no_kwargs = False  # jax.stages.Compiled's field: calls take keyword arguments
 
     def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
         self.executable = executable
@@ -467,3 +486,33 @@ class Compiled(_ArgumentTrees, jax.stages.Compiled):
     @property
     def output_shardings(self):
         return self.out_tree.unflatten(self.executable.out_shardings)
+
+    @property
+    def input_formats(self):
+        """The (args, kwargs) pytree of ``Format``: each argument's XLA layout and sharding, as jax's."""
+        formats = _formats(self.executable.xla, "get_parameter_layouts", self.executable.in_shardings)
+        return self.in_tree.unflatten(formats[len(self.consts):])
+
+    @property
+    def output_formats(self):
+        """The outputs' pytree of ``Format`` (XLA layout and sharding), as jax's."""
+        return self.out_tree.unflatten(_formats(self.executable.xla, "get_output_layouts",
+                                                self.executable.out_shardings))
+
+    @property
+    def out_info(self):
+        """The outputs' pytree of ``jax.ShapeDtypeStruct`` with their ``Format`` (layout and sharding), as jax's."""
+        formats = jax.tree.leaves(self.output_formats, is_leaf=lambda f: isinstance(f, Format))
+        return self.out_tree.unflatten([jax.ShapeDtypeStruct(av.shape, av.dtype, sharding=f)
+                                        for av, f in zip(self.executable.out_avals, formats)])
+
+
+def _formats(xla, which: str, shardings: Sequence) -> list:
+    """``Format(layout, sharding)`` of each parameter or result, XLA's layouts read as jax reads them (none
+    when XLA cannot tell, or where the sharding is XLA's to choose)."""
+    try:
+        layouts = [XlaLayout.from_pjrt_layout(layout) for layout in getattr(xla, which)()]
+    except Exception:  # as jax: a runtime that cannot give its layouts gives none
+        layouts = [None] * len(shardings)
+    return [Format(layout, s) if isinstance(s, jax.sharding.Sharding) else Format()
+            for layout, s in zip(layouts, shardings)]

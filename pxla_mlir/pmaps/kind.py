@@ -8,13 +8,10 @@ from pxla_mlir.maps.rules import register as register_rules
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.pmaps import mlir_rule, stage
 from pxla_mlir.pmaps.api import PmapFunction, pmap
-from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p
+from pxla_mlir.pmaps.primitive import JIT_AXIS, PmapParams, pxla_pmap_p
 from pxla_mlir.pmaps.rules import PMAP_RULES
 
 __all__ = ["PMAP"]
-
-#: The axis of a pxla_mlir.jit body lowered as a pmap of size 1 (every value broadcast).
-JIT_AXIS = "_pxla_jit"
 
 
 class PmapKind(MapKind):

@@ -17,10 +17,11 @@ from jax.sharding import AbstractMesh, AxisType, use_abstract_mesh
 
 from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.jaxbridge.stablehlo_lowering import sharding_impls_mesh, spmd_axis_context
+from pxla_mlir.maps.arguments import DevicesError
 from pxla_mlir.mlir.ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
 from pxla_mlir.pmaps import under_jit
 from pxla_mlir.pmaps.partitions import device_kind
-from pxla_mlir.pmaps.primitive import PmapParams, extend_mesh, pxla_pmap_p
+from pxla_mlir.pmaps.primitive import JIT_AXIS, PmapParams, extend_mesh, pxla_pmap_p
 from pxla_mlir.pmaps.under_jit import PmapInsideJitWarning
 
 __all__ = ["PmapInsideJitWarning", "register"]
@@ -49,7 +50,7 @@ def _lowering(ctx, *in_nodes, jaxpr, **eqn_params):
     if mesh is None:  # inside jax.jit
         return under_jit.lower(ctx, in_nodes, jaxpr, p)
     if p.devices is not None:
-        raise ValueError(f"nested pmap {p.name!r} was given devices=; only the outermost pmap chooses devices")
+        _refuse_devices(p, mesh)
     names, sizes, stride = extend_mesh(tuple(mesh.axis_names), tuple(mesh.axis_sizes), p.axis_name, p.axis_size)
     # A fresh lowering cache: jax's cache key ignores the axis context.
     sub_ctx = mctx.replace(axis_context=spmd_axis_context(names, sizes), lowering_cache={})
@@ -64,6 +65,18 @@ def _lowering(ctx, *in_nodes, jaxpr, **eqn_params):
     ctx.set_tokens_out(tokens_out)
     return [y if a is None else _placeholder(UNSHARD, y, oav, mctx, axis=a, **kw)
             for y, a, oav in zip(outs, p.out_axes, ctx.avals_out)]
+
+
+def _refuse_devices(p: PmapParams, mesh) -> None:
+    """A pmap lowered into an enclosing program cannot choose its devices: the program's owner does."""
+    listed = [d.id for d in p.devices]
+    if tuple(mesh.axis_names) == (JIT_AXIS,):  # directly in a pxla_mlir.jit body, a pmap of size 1
+        raise DevicesError(f"pmap {p.name!r} inside a pxla_mlir.jit function was given devices={listed}; inside "
+                           f"pxla_mlir.jit the devices come from the jit: pass them as pxla_mlir.jit(f, "
+                           f"devices=...) and leave devices= out of the pmap (or call the pmap outside the jit)")
+    raise DevicesError(f"nested pmap {p.name!r} was given devices={listed}; only the outermost pmap chooses "
+                       f"devices: pass them to the outermost pmap (or to pxla_mlir.jit(devices=...) when it is "
+                       f"inside one) and leave devices= out of the nested pmap")
 
 
 def _manual_mesh(mctx):

@@ -27,7 +27,11 @@ from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pipelines import PmapPipeline
 from pxla_mlir.pmaps.partitions import Partitioning, Unpartitioned, strategy
 
-__all__ = ["pxla_pmap_p", "PmapParams", "bind", "abstract_eval", "REP_AXIS", "replicas_needed", "extend_mesh"]
+__all__ = ["pxla_pmap_p", "PmapParams", "bind", "abstract_eval", "REP_AXIS", "JIT_AXIS", "replicas_needed",
+           "extend_mesh"]
+
+#: The axis of a pxla_mlir.jit body lowered as a pmap of size 1 (every value broadcast).
+JIT_AXIS = "_pxla_jit"
 
 pxla_pmap_p = core.Primitive("pxla_pmap")
 pxla_pmap_p.multiple_results = True

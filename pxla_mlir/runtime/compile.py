@@ -7,13 +7,22 @@ Warm starts: with jax's persistent compilation cache on (jax's
 another process compiled before loads the executable from the cache instead,
 once the entry is shown to hold that very program (:mod:`.persistent_cache`).
 It is off by default, as in jax.
+
+Within a process, lowerings of the same program share its executable while
+any of them holds it (:func:`compile_program`): closed-over arrays are
+arguments of the program, so closures over other arrays of the same shapes
+and dtypes compile once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+import threading
+import weakref
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -23,15 +32,22 @@ from pxla_mlir.jaxbridge import jax_internals
 from pxla_mlir.mlir.ir import replica_shardings
 from pxla_mlir.mlir.ir.pxla_attrs import device_counts
 from pxla_mlir.mlir.ir.shardy import uses_shardy
+from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime.debug_flags import dump_stage
 from pxla_mlir.runtime.persistent_cache import load_or_compile
 
-__all__ = ["compile_module", "enable_compilation_cache", "CacheDirError", "ReplicaShardingError", "CACHE_DIR_ENV",
-           "to_xla_computation", "CompilerOptionsError", "PlatformMismatchError", "device_platform"]
+__all__ = ["compile_module", "compile_program", "Program", "enable_compilation_cache", "CacheDirError",
+           "ReplicaShardingError", "CACHE_DIR_ENV", "to_xla_computation", "CompilerOptionsError", "PlatformMismatchError",
+           "device_platform"]
 
 #: Environment variable that turns the persistent cache on (its value: the directory).
 CACHE_DIR_ENV = "PXLA_MLIR_CACHE_DIR"
 _env_applied = False
+
+#: Live programs by what decides them (see _program_key). Weak: a program shared by nobody is freed, as the
+#: map caches that hold its Compiled drop it.
+_shared: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
 
 
 class CacheDirError(PxlaUserError, ValueError):
@@ -176,9 +192,28 @@ def device_platform(devices: Sequence, platform: str | None = None) -> str:
     return found[0]
 
 
+class Program:
+    """A compiled executable (``xla``, jaxlib's ``LoadedExecutable``), which
+    cannot be referenced weakly; whoever runs it holds this to keep it shared."""
+
+    __slots__ = ("xla", "__weakref__")
+
+    def __init__(self, xla):
+        self.xla = xla
+
+
 def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None = None,
                    compiler_options: dict | None = None, host_callbacks: Sequence = (), expected=None):
-    """A LoadedExecutable of ``module`` on ``devices`` (replica-major order).
+    """A LoadedExecutable of ``module`` on ``devices``, compiled for the caller alone (see :func:`compile_program`)."""
+    return compile_program(module, devices, platform=platform, compiler_options=compiler_options,
+                           host_callbacks=host_callbacks, expected=expected).xla
+
+
+def compile_program(module: ir.Module, devices: Sequence, *, platform: str | None = None,
+                    compiler_options: dict | None = None, host_callbacks: Sequence = (), expected=None,
+                    share: bool = False, logged: Callable[[], contextlib.AbstractContextManager] | None = None
+                    ) -> Program:
+    """The :class:`Program` (a LoadedExecutable) of ``module`` on ``devices`` (replica-major order).
 
     Partition-mode modules compile with XLA's SPMD partitioner (on CPU a
     multi-partition program always needs it); Shardy partitions modules in
@@ -188,6 +223,11 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
     which an executable loaded from the persistent cache must have.
     ``platform`` (optional) must be the devices' own: the devices' client
     compiles (:func:`device_platform`).
+    ``share``: the Program of an equal module (MHLO without locations, XLA's
+    options, devices) compiled before with ``share`` and still held by someone
+    is returned instead of compiling; only for a module whose text alone decides
+    what it computes (no host callbacks, nothing of jax's lowering kept alive
+    for it). ``logged``: a context around the XLA compile itself (jax_log_compiles).
     """
     replicas, partitions = device_counts(module.operation)
     if len(devices) != replicas * partitions:
@@ -212,20 +252,44 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
         # Only the ir.Module overload of compile_and_load takes host callbacks; their programs are never
         # cached (as in jax: the callables' addresses are part of the program).
         if host_callbacks:
-            return jax_internals.compile_and_load(module, devices, opts, host_callbacks=host_callbacks)
+            with logged() if logged else contextlib.nullcontext():
+                STATS["compiles"] += 1
+                return Program(jax_internals.compile_and_load(module, devices, opts, host_callbacks=host_callbacks))
         text = module.operation.get_asm(enable_debug_info=False)
-        if jax_internals.persistent_cache_used(platform):
-            return load_or_compile(module, text, devices, ids, opts, platform, expected=expected,
-                                   compile=lambda: jax_internals.compile_and_load(text, devices, opts))
-        if jax_internals.cache_gate_open(platform):  # jax's gate with no cache: every compile is after a miss
-            jax_internals.util.test_event("compile_after_persistent_compilation_miss")
-        return jax_internals.compile_and_load(text, devices, opts)
+        key = _program_key(text, opts, devices) if share else None
+        with _shared_lock:
+            program = _shared.get(key) if key is not None else None
+        if program is None:
+            with logged() if logged else contextlib.nullcontext():
+                program = Program(_compile_text(module, text, devices, ids, opts, platform, expected))
+            if key is not None:
+                with _shared_lock:
+                    _shared[key] = program
+        return program
     except jax_internals.JaxRuntimeError as e:
         if options and ("compile option" in str(e) or "While setting option" in str(e)):
             raise CompilerOptionsError(f"{str(e).rstrip('.')}. compiler_options keys are XLA debug option names as in "
                                        f"XLA_FLAGS without the leading '--' (e.g. 'xla_cpu_enable_fast_math'), values "
                                        f"bool, int, float or str") from None
         raise
+
+
+def _compile_text(module, text: str, devices: Sequence, ids: np.ndarray, opts, platform: str, expected):
+    """``module`` (whose MHLO without locations is ``text``) compiled, or loaded from the persistent cache."""
+    STATS["compiles"] += 1
+    if jax_internals.persistent_cache_used(platform):
+        return load_or_compile(module, text, devices, ids, opts, platform, expected=expected,
+                               compile=lambda: jax_internals.compile_and_load(text, devices, opts))
+    if jax_internals.cache_gate_open(platform):  # jax's gate with no cache: every compile is after a miss
+        jax_internals.util.test_event("compile_after_persistent_compilation_miss")
+    return jax_internals.compile_and_load(text, devices, opts)
+
+
+def _program_key(text: str, opts, devices: Sequence) -> tuple:
+    """What decides an executable: the program, XLA's options (jax's flags among them) and the devices."""
+    digest = hashlib.sha256(text.encode())
+    digest.update(opts.SerializeAsString())
+    return digest.digest(), tuple(devices)
 
 
 def _checked_options(options) -> dict | None:

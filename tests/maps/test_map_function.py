@@ -3,6 +3,7 @@ built on: cache keys with static argument types and jax's trace context, one
 trace under concurrent first calls, the C++ fast path for xmap that follows
 the mesh in scope, and thread-safe bounded caches."""
 
+import contextlib
 import gc
 import threading
 
@@ -336,3 +337,76 @@ def test_clear_all_makes_an_object_in_use_trace_again(make):
     out = f(x)
     assert STATS["traces"] - before == 1
     np.testing.assert_array_equal(np.asarray(out), 2 * np.arange(8, dtype=np.float32))
+
+
+# -- closures over arrays: one program per shapes and dtypes --------------------------------------------------
+
+def _scaled_by(k, make):
+    return make(lambda v: v * k)
+
+
+_KINDS = {"pmap": lambda f: pxla_mlir.pmap(f, "i"), "jit": lambda f: pxla_mlir.jit(f),
+          "xmap": lambda f: pxla_mlir.xmap(f, ["b", ...], ["b", ...])}
+
+
+@contextlib.contextmanager
+def _backend_compiles():
+    """jax's own count of XLA compiles: its backend-compile duration events (ours record them too)."""
+    events = []
+
+    def listener(name, duration, **kwargs):
+        if name == "/jax/core/compile/backend_compile_duration":
+            events.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@pytest.mark.parametrize("kind", list(_KINDS))
+def test_closures_over_arrays_of_one_signature_share_one_compiled_program(kind):
+    """Closed-over arrays are arguments of the program: closures over other arrays of the same shape and
+    dtype lower to one program, which XLA compiles once (jax.pmap and jax.jit compile each closure)."""
+    x = np.arange(24.0, dtype=np.float32).reshape(8, 3)
+    scales = [np.full(3, 2.0 + i, np.float32) for i in range(3)]
+    before = STATS["compiles"]
+    maps = [_scaled_by(k, _KINDS[kind]) for k in scales]
+    expected = [np.asarray(jax.vmap(lambda v, k=k: v * k)(x)) for k in scales]  # (jax compiles its own here)
+    with _backend_compiles() as compiles:
+        for _ in range(3):  # later calls take the C++ path, with each closure's own constant
+            for mapped, want in zip(maps, expected):
+                np.testing.assert_array_equal(np.asarray(mapped(x)), want)
+    assert STATS["compiles"] - before == 1 and len(compiles) == 1
+    assert len({id(m.lower(x).compile().runtime_executable()) for m in maps}) == 1
+    wider = _scaled_by(np.full(3, 2, np.int32), _KINDS[kind])  # another dtype: a program of its own
+    np.testing.assert_array_equal(np.asarray(wider(x)), x * 2)
+    assert STATS["compiles"] - before == 2
+
+
+def test_programs_are_shared_only_while_a_map_holds_them():
+    """A program nobody holds any more is freed (the map caches bound memory), so a closure made after the
+    others are gone compiles again."""
+    x = np.ones((8, 3), np.float32)
+    _scaled_by(np.ones(3, np.float32), _KINDS["pmap"])(x)
+    gc.collect()
+    before = STATS["compiles"]
+    _scaled_by(np.zeros(3, np.float32), _KINDS["pmap"])(x)
+    assert STATS["compiles"] - before == 1
+
+
+def test_closures_with_host_callbacks_keep_programs_of_their_own():
+    """Host callbacks call the closure's own Python function: such programs are never shared."""
+    seen = []
+
+    def tagged(tag):
+        def body(v):
+            jax.debug.callback(lambda: seen.append(tag))
+            return v + 1
+        return pxla_mlir.pmap(body, "i")
+
+    maps = [tagged(t) for t in ("a", "b")]
+    for mapped in maps:
+        mapped(X).block_until_ready()
+    assert sorted(seen) == ["a"] * 8 + ["b"] * 8

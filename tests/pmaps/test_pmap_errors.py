@@ -6,6 +6,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
+from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.maps.tracing import UnboundAxisError
 
 
@@ -148,8 +149,29 @@ def test_nested_pmap_reusing_an_axis_name():
 
 def test_nested_pmap_with_devices():
     inner = pxla_mlir.pmap(lambda y: y, "j", devices=jax.devices()[:4])
-    raises(ValueError, r"only the outermost pmap chooses devices", pxla_mlir.pmap(lambda x: inner(x), "i"),
-           np.zeros((2, 4)))
+    raises(PxlaUserError, r"nested pmap '<lambda>' was given devices=\[0, 1, 2, 3\]; only the outermost "
+                                    r"pmap chooses devices: pass them to the outermost pmap",
+           pxla_mlir.pmap(lambda x: inner(x), "i"), np.zeros((2, 4)))
+    in_jit = pxla_mlir.jit(lambda x: pxla_mlir.pmap(lambda r: inner(r), "i")(x))  # nested, inside a jit too
+    raises(ValueError, r"nested pmap '<lambda>' was given devices=", in_jit, np.zeros((2, 4)))
+
+
+def test_pmap_with_devices_inside_pxla_mlir_jit_is_not_called_nested():
+    """Inside pxla_mlir.jit a pmap is not nested, but its devices are the jit's: the message says so."""
+    def step(s, b):
+        return pxla_mlir.pmap(lambda x, y: x + y, devices=jax.devices()[:1])(s, b)
+
+    s, b = np.ones((1, 3), np.float32), np.full((1, 3), 2.0, np.float32)
+    with pytest.raises(ValueError, match=r"^pmap '<lambda>' inside a pxla_mlir.jit function was given devices=\[0\]; "
+                                         r"inside pxla_mlir.jit the devices come from the jit: pass them as "
+                                         r"pxla_mlir.jit\(f, devices=...\) and leave devices= out of the pmap") as e:
+        pxla_mlir.jit(step)(s, b)
+    assert isinstance(e.value, PxlaUserError) and "nested" not in str(e.value)
+    # What the message says to do works.
+    fixed = pxla_mlir.jit(lambda s, b: pxla_mlir.pmap(lambda x, y: x + y)(s, b), devices=jax.devices()[:1])
+    out = fixed(s, b)
+    np.testing.assert_array_equal(np.asarray(out), s + b)
+    assert out.sharding.device_set == {jax.devices()[0]}
 
 
 def test_bad_options():

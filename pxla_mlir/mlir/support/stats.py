@@ -9,7 +9,8 @@ import time
 
 __all__ = ["STATS", "TIMINGS", "timed"]
 
-#: Counts of the expensive steps ("traces", "lowerings", "compiles", "python_calls").
+#: Counts of the expensive steps ("traces", "lowerings", "compiles", "python_calls"). "compiles" counts
+#: programs XLA compiled (or loaded from the persistent cache), not those shared with an equal lowering.
 STATS: collections.Counter = collections.Counter()
 #: Seconds spent in each step ("trace", "import", "passes", "compile"), summed
 #: since the last reset.
