@@ -216,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {message}{hint}", file=sys.stderr)
         reproducer = getattr(e, "reproducer", None)
         if reproducer:
-            print(f"{PROG}: reproduce with: pxla-opt {reproducer} --pass-pipeline='{e.pipeline}'", file=sys.stderr)
+            from pxla_mlir.mlir.pass_infra.reproducer import rerun_command
+
+            print(f"{PROG}: reproduce with: {rerun_command(reproducer)}", file=sys.stderr)
         return ERROR_EXIT
 
 

@@ -344,7 +344,7 @@ def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
 
 
 def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path, parse):
-    from pxla_mlir.mlir.pass_infra import run_pipeline
+    from pxla_mlir.mlir.pass_infra import reproducer, run_pipeline
     from pxla_mlir.tools import cli as cli_module, cmd_emit
 
     def failing(*args, **kwargs):
@@ -358,5 +358,7 @@ def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path,
     [saved] = tmp_path.iterdir()
     assert err == ["pxla-mlir: error: -:1:1: error: module has no 'mhlo.num_partitions' attribute; XLA needs "
                    "'mhlo.num_partitions = N : i32' on the module to compile it",
-                   f"pxla-mlir: reproduce with: pxla-opt {saved} --pass-pipeline='builtin.module(pxla-verify-handoff"
-                   "{num-replicas=0 num-partitions=0 sharding-dialect=auto})'"]
+                   f"pxla-mlir: reproduce with: pxla-opt --run-reproducer {saved}"]
+    _, recorded = reproducer.split(saved.read_bytes())
+    assert recorded.pipeline == ("builtin.module(pxla-verify-handoff{num-replicas=0 num-partitions=0 "
+                                 "sharding-dialect=auto})")

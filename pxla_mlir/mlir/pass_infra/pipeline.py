@@ -31,7 +31,7 @@ from pxla_mlir.mlir.pass_infra.base import ModulePass
 from pxla_mlir.mlir.pass_infra.guards import guards_for
 from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields
 
-__all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline"]
+__all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline", "save_reproducer"]
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 ROOT_ANCHOR = "builtin.module"
@@ -356,8 +356,13 @@ class PipelineFailure(PxlaUserError, RuntimeError):
         self.pipeline, self.diagnostics, self.reproducer = pipeline, diagnostics, reproducer
         lines = [d.format() for d in diagnostics] or ["pass pipeline failed"]
         if reproducer:
-            lines.append(f"reproduce with: pxla-opt {reproducer} --pass-pipeline='{pipeline}'")
+            lines.append(f"reproduce with: {reproducer_file.rerun_command(reproducer)}")
         super().__init__("\n".join(lines))
+
+
+def save_reproducer(module_text: str, pipeline: Pipeline, *, verify_each: bool) -> str | None:
+    """Saves the module a pipeline failed on with the trailer naming the pipeline, as it ran; returns the path."""
+    return reproducer_file.save(module_text, reproducer_file.Recorded(str(pipeline), verify_each=verify_each))
 
 
 def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: bool = True,
@@ -384,8 +389,8 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
         except ir.MLIRError as e:
             diags.add_error(e)
             failure = diags.diagnostics
-    recorded = reproducer_file.Recorded(str(pipeline), verify_each=verify_each)
-    raise PipelineFailure(pipeline, failure, None if before is None else reproducer_file.save(before, recorded))
+    saved = None if before is None else save_reproducer(before, pipeline, verify_each=verify_each)
+    raise PipelineFailure(pipeline, failure, saved)
 
 
 def describe_options(cls) -> list[str]:
