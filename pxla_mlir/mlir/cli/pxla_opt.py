@@ -6,8 +6,10 @@
     pxla-opt --run-reproducer /tmp/pxla_repro_abc.mlir                         # a failed pipeline, again
 
 jax-free on purpose: it loads jaxlib's MLIR bindings only, so it starts fast.
-User mistakes print ``file:line:col: error: ...`` (with the source line and a
-caret under the column) and exit 1, never a traceback.
+Errors in the input print ``file:line:col: error: ...`` (with the source line
+and a caret under the column) and exit 1; mistakes on the command line (flags,
+the pipeline) print one ``pxla-opt: error: ...`` and exit 2, as pxla-mlir's
+do; never a traceback.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pxla_mlir.mlir.ir.diagnostics import Diagnostic, DiagnosticCollector, Sourc
 from pxla_mlir.mlir.ir.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.ir.verify_diagnostics import parse_expectations, verify
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry, reproducer
-from pxla_mlir.mlir.pass_infra.pipeline import ROOT_ANCHOR, describe_options
+from pxla_mlir.mlir.pass_infra.pipeline import ROOT_ANCHOR, describe_options, pass_element
 
 PROG = "pxla-opt"
 DEFAULT_SPLIT_MARKER = "// -----"
@@ -51,8 +53,12 @@ def _quote(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+#: The exit status of a mistake on the command line (argparse's and pxla-mlir's); 1 is an error in the input.
+USAGE_EXIT = 2
+
+
 class UsageError(Exception):
-    """A mistake on the command line: printed as ``pxla-opt: error: ...``, exit 1."""
+    """A mistake on the command line: printed as ``pxla-opt: error: ...``, exit :data:`USAGE_EXIT`."""
 
 
 class _ArgParser(ExactArgumentParser):
@@ -244,7 +250,11 @@ def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[l
             continue
         if eq and not options.strip():
             raise UsageError(f"{a}: give the pass options after '=', e.g. -{name}='OPTION=VALUE', or none")
-        element = f"{name}{{{options.strip()}}}" if eq else name
+        try:
+            element = pass_element(name, options.strip()) if eq else name
+        except PipelineSyntaxError as e:
+            raise UsageError(f"{a}: {e.message} (give each pass its own flag, e.g. -cse, or the whole pipeline "
+                             f"with -p)") from None
         elements.append(f"func.func({element})" if names[name] == "func" else element)
     return rest, elements
 
@@ -517,12 +527,22 @@ def _write_output(path: str, out: str | bytes) -> None:
         raise UsageError(f"could not write output file '{path}': {e.strerror}") from None
 
 
+def _end_of_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The arguments before ``--`` and the rest from it on: after ``--`` every argument is a file name, even
+    ``-cse`` (the mlir-opt and argparse convention), so no flag rewriting may look at them."""
+    if "--" not in argv:
+        return argv, []
+    at = argv.index("--")
+    return argv[:at], argv[at:]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        argv = _bool_flags_argv(_split_marker_argv(sys.argv[1:] if argv is None else list(argv)))
+        flags, operands = _end_of_flags(sys.argv[1:] if argv is None else list(argv))
+        flags = _bool_flags_argv(_split_marker_argv(flags))
         parser = build_arg_parser()
-        argv, pass_flags = pass_flags_argv(argv, parser)
-        args, unknown = parser.parse_known_args(argv)
+        flags, pass_flags = pass_flags_argv(flags, parser)
+        args, unknown = parser.parse_known_args(flags + operands)
         if unknown:
             raise UsageError(_unknown_flag(unknown, parser))
         if pass_flags:
@@ -539,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
         return Driver(args).run()
     except UsageError as e:
         print(f"{PROG}: error: {e}" if not str(e).startswith("<pass-pipeline>") else str(e), file=sys.stderr)
-        return 1
+        return USAGE_EXIT
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -65,10 +65,10 @@ def test_a_pass_on_func_nests_and_flag_values_are_not_passes(capsys, tmp_path, m
 
 def test_pass_flags_and_a_pipeline_do_not_mix(capsys):
     rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize", "-p", "builtin.module(cse)")
-    assert rc == 1 and err == "pxla-opt: error: give the passes either as flags (-canonicalize ...) or as " \
+    assert rc == 2 and err == "pxla-opt: error: give the passes either as flags (-canonicalize ...) or as " \
                               "-p/--pass-pipeline, not both\n"
     rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize=")
-    assert rc == 1 and "-canonicalize=: give the pass options after '='" in err
+    assert rc == 2 and "-canonicalize=: give the pass options after '='" in err
 
 
 @pytest.mark.parametrize(("argv", "wrong", "meant"), [
@@ -81,14 +81,14 @@ def test_pass_flags_and_a_pipeline_do_not_mix(capsys):
 ])
 def test_misspelled_passes_and_flags_get_a_suggestion(capsys, argv, wrong, meant):
     rc, out, err = _opt(capsys, PARTITION_MODE, *argv)
-    assert rc == 1 and not out
+    assert rc == 2 and not out
     assert wrong in err and f"did you mean {meant}?" in err
     assert "Traceback" not in err
 
 
 def test_nothing_close_gets_no_suggestion(capsys):
     rc, _, err = _opt(capsys, PARTITION_MODE, "--no-such-flag-at-all-zzz")
-    assert rc == 1 and err == "pxla-opt: error: unrecognized arguments: --no-such-flag-at-all-zzz (see pxla-opt " \
+    assert rc == 2 and err == "pxla-opt: error: unrecognized arguments: --no-such-flag-at-all-zzz (see pxla-opt " \
                               "--help)\n"
 
 
@@ -127,9 +127,9 @@ def test_run_reproducer_replays_to_the_same_error(saved_reproducer, capsys):
 
 def test_run_reproducer_mistakes(saved_reproducer, capsys):
     rc, _, err = _opt(capsys, "--run-reproducer", saved_reproducer.reproducer, "-p", "builtin.module(cse)")
-    assert rc == 1 and "--run-reproducer runs the pipeline the reproducer records; drop -p" in err
+    assert rc == 2 and "--run-reproducer runs the pipeline the reproducer records; drop -p" in err
     rc, _, err = _opt(capsys, "--run-reproducer", PARTITION_MODE)
-    assert rc == 1 and f"pxla-opt: error: {PARTITION_MODE} records no pipeline: a reproducer ends with {{-# " in err
+    assert rc == 2 and f"pxla-opt: error: {PARTITION_MODE} records no pipeline: a reproducer ends with {{-# " in err
     assert "give the pipeline with -p PIPELINE instead" in err
 
 
@@ -139,3 +139,48 @@ def test_trailer_round_trips_quotes_and_backslashes():
     assert (module, found) == (b"module {}\n\n", recorded)
     assert reproducer.split(b"module {}\n{-# dialect_resources: {} #-}\n") == (
         b"module {}\n{-# dialect_resources: {} #-}\n", None)
+
+
+@pytest.mark.parametrize("options", ["max-iterations=3},cse,canonicalize{", "max-iterations=3}", "max-iterations={3"])
+def test_a_pass_flags_options_are_a_value_and_never_add_passes(capsys, options):
+    rc, out, err = _opt(capsys, PARTITION_MODE, f"--canonicalize={options}", "--dump-pass-pipeline")
+    assert rc == 2 and not out and "Pass pipeline:" not in err
+    assert err.startswith(f"pxla-opt: error: --canonicalize={options}: ") and "give each pass its own flag" in err
+
+
+def test_braces_that_balance_stay_in_the_options(capsys):
+    pipeline = _pipeline_of(capsys, "-inline=default-pipeline={canonicalize{max-iterations=3},cse}")
+    assert pipeline.startswith("builtin.module(inline{default-pipeline=canonicalize{max-iterations=3},cse ")
+    assert pipeline.count("inline{") == 1 and ",cse," not in pipeline and not pipeline.endswith(",cse)")
+
+
+def test_double_dash_ends_the_flags(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-cse").write_text("func.func @named_like_a_flag() {\n  return\n}\n")
+    rc, out, err = _opt(capsys, "--", "-cse")
+    assert rc == 0 and "@named_like_a_flag" in out, err
+    rc, out, err = _opt(capsys, "-canonicalize", "--dump-pass-pipeline", "--", "-cse")
+    assert rc == 0 and "@named_like_a_flag" in out and "Pass pipeline: builtin.module(canonicalize{" in err
+    assert ",cse" not in err
+
+
+NESTED_UNKNOWN = [("-inline=default-pipeline=nosuchpass",),
+                  ("-p", "builtin.module(func.func(cse),inline{default-pipeline=canonicalize,nosuchpass})"),
+                  ("-p", "builtin.module(inline{op-pipelines=func.func(nosuchpass)})")]
+
+
+@pytest.mark.parametrize("argv", NESTED_UNKNOWN)
+def test_a_nested_pipeline_naming_an_unknown_pass_is_a_usage_error(capsys, argv):
+    rc, out, err = _opt(capsys, PARTITION_MODE, *argv)
+    assert rc == 2 and not out
+    assert "inline: " in err and "unknown pass or pipeline 'nosuchpass'" in err
+    assert "MLIR Textual PassPipeline Parser" not in err  # jaxlib's own message, printed while the pass ran
+
+
+def test_a_replayed_nested_pipeline_naming_an_unknown_pass_is_a_usage_error(capsys, tmp_path):
+    saved = tmp_path / "repro.mlir"
+    recorded = reproducer.Recorded("builtin.module(inline{default-pipeline=nosuchpass})")
+    saved.write_text(reproducer.with_trailer(PARTITION_MODE.read_text(), recorded))
+    rc, out, err = _opt(capsys, "--run-reproducer", saved)
+    assert rc == 2 and not out
+    assert "inline: option 'default-pipeline': unknown pass or pipeline 'nosuchpass'" in err
