@@ -71,7 +71,9 @@ def _cmd_passes(args) -> int:
     for name in names:
         cls = registry.load(name)
         if cls is None:
-            raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes')")
+            close = difflib.get_close_matches(name.replace("_", "-"), [*registry.PASSES, *registry.PIPELINES], n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise CliError(f"unknown pass or pipeline '{name}'{hint} (run 'pxla-mlir passes')")
         if args.names:
             is_pass = name in registry.PASSES
             print(inspect.getdoc(sys.modules[cls.__module__] if is_pass else cls) or cls.summary)

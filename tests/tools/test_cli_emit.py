@@ -362,3 +362,10 @@ def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path,
     _, recorded = reproducer.split(saved.read_bytes())
     assert recorded.pipeline == ("builtin.module(pxla-verify-handoff{num-replicas=0 num-partitions=0 "
                                  "sharding-dialect=auto})")
+
+
+def test_passes_suggests_the_name_spelled_with_hyphens(capsys):
+    from pxla_mlir.tools import cli as cli_module
+
+    assert cli_module.main(["passes", "pxla_expand_shard"]) == 2
+    assert "unknown pass or pipeline 'pxla_expand_shard'; did you mean 'pxla-expand-shard'?" in capsys.readouterr().err

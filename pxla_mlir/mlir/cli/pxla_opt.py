@@ -244,7 +244,8 @@ def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[l
             continue
         name, eq, options = a.lstrip("-").partition("=")
         if name not in names:
-            if _FLAG_LIKE.fullmatch(a):  # not '-oFILE' or '-pPIPELINE' but a misspelled flag or pass
+            # Not '-oFILE' or '-pPIPELINE' but a misspelled flag or pass; '-pxla_expand_shard' is no '-p' either.
+            if _FLAG_LIKE.fullmatch(a) or _with_underscores(name, names, flags):
                 raise UsageError(_unknown_flag([a], parser))
             rest.append(a)
             continue
@@ -259,6 +260,12 @@ def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[l
     return rest, elements
 
 
+def _with_underscores(name: str, names, flags) -> bool:
+    """Whether ``name`` is a pass or flag spelled with '_' for '-' (MLIR's names use '-')."""
+    hyphenated = name.replace("_", "-")
+    return hyphenated != name and (hyphenated in names or f"-{hyphenated}" in flags or f"--{hyphenated}" in flags)
+
+
 def _unknown_flag(unknown: list[str], parser: argparse.ArgumentParser) -> str:
     """The message for the arguments argparse did not take, with the flag or pass spelled most like the first
     (mlir-opt's "did you mean" on a line of its own)."""
@@ -268,7 +275,9 @@ def _unknown_flag(unknown: list[str], parser: argparse.ArgumentParser) -> str:
         return message
     name = arg.lstrip("-").split("=", 1)[0]
     flags = {f.lstrip("-"): f for f in _flags_of(parser)[0] if len(f) > 2}
-    close = difflib.get_close_matches(name, [*flags, *_pass_names()], n=1)
+    known = [*flags, *_pass_names()]
+    hyphenated = name.replace("_", "-")
+    close = [hyphenated] if hyphenated in known else difflib.get_close_matches(name, known, n=1)
     if not close:
         return message
     dashes = "--" if arg.startswith("--") else "-"

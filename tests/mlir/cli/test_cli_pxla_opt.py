@@ -78,6 +78,8 @@ def test_pass_flags_and_a_pipeline_do_not_mix(capsys):
     (["-pxla-expand-shards"], "unrecognized arguments: -pxla-expand-shards", "'-pxla-expand-shard'"),
     (["--verify-diag"], "unrecognized arguments: --verify-diag (see pxla-opt --help)", "'--verify-diagnostics'"),
     (["--split-input"], "unrecognized arguments: --split-input", "'--split-input-file'"),
+    (["-pxla_expand_shard"], "unrecognized arguments: -pxla_expand_shard", "'-pxla-expand-shard'"),  # not -p
+    (["--verify_each"], "unrecognized arguments: --verify_each", "'--verify-each'"),
 ])
 def test_misspelled_passes_and_flags_get_a_suggestion(capsys, argv, wrong, meant):
     rc, out, err = _opt(capsys, PARTITION_MODE, *argv)
