@@ -2,7 +2,7 @@
 
     pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-handoff-pipeline)' -o out.mlir
     pxla-opt in.mlir -p 'builtin.module(pxla-expand-shard,canonicalize)'
-    pxla-opt in.mlir -pxla-expand-unshard='mode=all-reduce' -canonicalize    # a flag per pass, run in order
+    pxla-opt in.mlir -pxla-expand-unshard='strategy=all-reduce' -canonicalize  # a flag per pass, run in order
     pxla-opt --run-reproducer /tmp/pxla_repro_abc.mlir                         # a failed pipeline, again
 
 jax-free on purpose: it loads jaxlib's MLIR bindings only, so it starts fast.
@@ -43,10 +43,19 @@ _SPLIT_FLAGS = ("-split-input-file", "--split-input-file")
 _BOOL_FLAGS = ("-verify-each", "--verify-each")
 #: A word that reads as a flag (-verify-diag, -pxla-expand-shards), not as -o or -p with its value joined on.
 _FLAG_LIKE = re.compile(r"--?[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:=.*)?", re.S)
-EXAMPLES = """examples:
-  pxla-opt in.mlir -p 'builtin.module(pxla-verify-handoff)'
-  pxla-opt in.mlir -pxla-expand-unshard='mode=all-reduce' -canonicalize -o out.mlir
-  pxla-opt --run-reproducer ~/.cache/pxla_mlir/reproducers/pxla_repro_1a2b3c.mlir"""
+#: Commands that run as written, in this order, in an empty directory ('pxla-mlir example NAME' copies the files
+#: they read); '# exit N' marks a documented failure. tests/tools/test_help_examples.py runs every one.
+EXAMPLES = [
+    "pxla-mlir example per_device_psum",
+    "pxla-opt per_device_psum.mlir -p 'builtin.module(pxla-handoff-pipeline)' -o handoff.mlir",
+    "pxla-opt handoff.mlir -p 'builtin.module(pxla-verify-handoff)'",
+    "pxla-mlir example nested_reduction",
+    "pxla-mlir emit nested_reduction.py:two_level_sum --stage pxla -o nested.mlir",
+    "pxla-opt nested.mlir -stablehlo-legalize-to-hlo -pxla-expand-unshard='strategy=all-reduce' -canonicalize",
+    "PXLA_REPRO_DIR=repro pxla-mlir emit nested_reduction.py:two_level_sum --pipeline "
+    "'builtin.module(pxla-verify-handoff)'   # exit 2; saves a reproducer",
+    "pxla-opt --run-reproducer repro/pxla_repro_*.mlir   # exit 1: the same errors, again",
+]
 
 
 def _quote(path: str) -> str:
@@ -86,7 +95,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p = _ArgParser(prog=PROG, description="Run pxla and jaxlib MLIR passes over MHLO (mlir-opt flags).\n\n"
                                           "Each pass and pipeline listed below is also a flag of its own, run in "
                                           "the order given:\n  -NAME, or -NAME='OPTION=VALUE ...' for its options",
-                   epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                   epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", nargs="?", default="-", help="input file, MLIR text or bytecode ('-' for stdin, the default)")
     p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout, the default)")
     p.add_argument("-p", "-pass-pipeline", "--pass-pipeline", dest="pass_pipeline", metavar="PIPELINE",

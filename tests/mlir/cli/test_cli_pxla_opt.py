@@ -4,7 +4,9 @@ given, with options), "did you mean" for misspelled passes and flags, and
 
 from __future__ import annotations
 
+import os
 import pathlib
+import shlex
 
 import pytest
 from conftest import REPO
@@ -96,8 +98,19 @@ def test_nothing_close_gets_no_suggestion(capsys):
 
 def test_help_ends_its_options_with_examples():
     text = pxla_opt.build_arg_parser().format_help()
-    assert "\nexamples:\n  pxla-opt in.mlir -p " in text
+    assert "\nexamples:\n" + "\n".join(f"  {line}" for line in pxla_opt.EXAMPLES) + "\n" in text
     assert "-p PIPELINE, -pass-pipeline PIPELINE, --pass-pipeline PIPELINE" in text
+
+
+@pytest.mark.parametrize("line", [line for line in pxla_opt.EXAMPLES
+                                  if line.startswith("pxla-opt ") and "--run-reproducer" not in line])
+def test_the_help_examples_passes_and_options_exist(capsys, line):
+    """Each example's pipeline parses, its passes and options spelled right (on another input here;
+    tests/tools/test_help_examples.py runs the examples as written)."""
+    words = shlex.split(line, comments=True)[1:]
+    words[next(i for i, w in enumerate(words) if w.endswith(".mlir"))] = str(PARTITION_MODE)
+    rc, _, err = _opt(capsys, *words, "--dump-pass-pipeline", "-o", os.devnull)
+    assert rc != 2 and "Pass pipeline: builtin.module(" in err, err
 
 
 @pytest.fixture
