@@ -104,6 +104,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
     _flag(p, "run-reproducer", "run the pipeline the input records in its trailer, {-# external_resources: "
                                "{mlir_reproducer: {pipeline: ...}} #-} (a reproducer that a failing pipeline saved)",
           action="store_true")
+    _flag(p, "mlir-pass-pipeline-crash-reproducer", "when the pipeline fails, write the module it got and the "
+                                                    "pipeline to FILE, as mlir-opt does (replay: pxla-opt "
+                                                    "--run-reproducer FILE)", metavar="FILE")
     _flag(p, "split-input-file", f"process each chunk separately; a line starting with MARKER ends a chunk "
                                  f"(--split-input-file alone: '{DEFAULT_SPLIT_MARKER}')", metavar="[=MARKER]",
           dest="split_input_file", default=None)
@@ -345,6 +348,8 @@ class Driver:
         ctx = self.context()
         pipeline = Pipeline.parse(pipeline_text, ctx) if pipeline_text else self.pipeline(ctx)
         out = None
+        pipeline_failed = False
+        reproducer_text = data.decode("utf-8", "replace")  # text keeps its lines, so the errors keep their places
         with DiagnosticCollector(ctx) as diags, ctx:
             try:
                 if not bytecode:  # the nesting limit guards the text parser's stack
@@ -354,9 +359,13 @@ class Driver:
                 pm = pipeline.pass_manager(ctx, verify)
                 self._instrument(pm)
                 if pipeline.steps:
+                    if bytecode and a.mlir_pass_pipeline_crash_reproducer:
+                        reproducer_text = op.get_asm(enable_debug_info=True)
+                    pipeline_failed = True  # until it has run and the module verifies
                     self._run(pm, op)
                     if not pipeline.verified_at_end(verify):
                         op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
+                    pipeline_failed = False
                 out = self._print(op)
             except ir.MLIRError as e:
                 diags.add_error(e)
@@ -380,7 +389,23 @@ class Driver:
         else:
             self.report(found, None if bytecode else data)
             self.ok &= not failed
+        if failed and pipeline_failed and a.mlir_pass_pipeline_crash_reproducer:
+            self._write_reproducer(reproducer_text, pipeline)
         return None if failed else out
+
+    def _write_reproducer(self, text: str, pipeline: Pipeline) -> None:
+        a = self.args
+        path = a.mlir_pass_pipeline_crash_reproducer
+        recorded = reproducer.Recorded(str(pipeline), verify_each=a.verify_each,
+                                       disable_threading=a.mlir_disable_threading)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                reproducer.write(f, text, recorded)
+        except OSError as e:
+            message = f"--mlir-pass-pipeline-crash-reproducer: could not write '{path}': {e.strerror}"
+            raise UsageError(message) from None
+        print(f"{PROG}: wrote a reproducer to {path}; replay it with: {reproducer.rerun_command(path)}",
+              file=sys.stderr)
 
     def _run(self, pm, op) -> None:
         a = self.args

@@ -4,6 +4,7 @@
 it they go to one cache directory, ``$XDG_CACHE_HOME/pxla_mlir/reproducers``
 (``~/.cache/pxla_mlir/reproducers`` by default), which keeps the newest
 :data:`KEEP`. The failure message always names the file.
+``pxla-opt --mlir-pass-pipeline-crash-reproducer=FILE`` writes one to FILE.
 
 A reproducer is the module as the pipeline got it, followed by the trailer
 MLIR's own crash reproducers end with, naming the pipeline::
@@ -32,8 +33,9 @@ import pathlib
 import re
 import shlex
 import tempfile
+from typing import IO
 
-__all__ = ["KEEP", "Recorded", "directory", "rerun_command", "save", "split", "trailer", "with_trailer"]
+__all__ = ["KEEP", "Recorded", "directory", "rerun_command", "save", "split", "trailer", "with_trailer", "write"]
 
 KEEP = 20
 PREFIX = "pxla_repro_"
@@ -201,17 +203,22 @@ def with_trailer(text: str, recorded: Recorded) -> str:
     return text + ("" if text.endswith("\n") else "\n") + "\n" + trailer(recorded)
 
 
-def save(text: str, recorded: Recorded) -> str | None:
-    """Writes the printed module ``text`` with the trailer that records
-    ``recorded`` to a new reproducer file and returns its path (None if the
-    directory cannot be written). Every reproducer is written here, so that
+def write(file: IO[str], text: str, recorded: Recorded) -> None:
+    """Writes the module ``text`` and the trailer that records ``recorded`` to
+    the open text file ``file``: every reproducer is written here, so that
     ``pxla-opt --run-reproducer`` replays each one."""
+    file.write(with_trailer(text, recorded))
+
+
+def save(text: str, recorded: Recorded) -> str | None:
+    """Writes a reproducer (see :func:`write`) to a new file of the reproducer
+    directory and returns its path (None if the directory cannot be written)."""
     where, bounded = directory()
     try:
         where.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix=PREFIX, dir=where, delete=False,
                                          encoding="utf-8") as f:
-            f.write(with_trailer(text, recorded))
+            write(f, text, recorded)
     except OSError:
         return None
     if bounded:

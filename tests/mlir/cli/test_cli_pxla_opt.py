@@ -199,3 +199,29 @@ def test_a_replayed_nested_pipeline_naming_an_unknown_pass_is_a_usage_error(caps
     rc, out, err = _opt(capsys, "--run-reproducer", saved)
     assert rc == 2 and not out
     assert "inline: option 'default-pipeline': unknown pass or pipeline 'nosuchpass'" in err
+
+
+@pytest.mark.parametrize("bytecode", [False, True])
+def test_the_crash_reproducer_flag_writes_what_run_reproducer_replays(capsys, tmp_path, bytecode):
+    source = PARTITION_MODE
+    if bytecode:
+        source = tmp_path / "in.mlirbc"
+        assert _opt(capsys, PARTITION_MODE, "--emit-bytecode", "-o", source)[0] == 0
+    crash = tmp_path / "crash.mlir"
+    rc, out, err = _opt(capsys, source, "-p", FAILING, f"--mlir-pass-pipeline-crash-reproducer={crash}")
+    assert rc == 1 and not out
+    assert err.endswith(f"pxla-opt: wrote a reproducer to {crash}; replay it with: pxla-opt --run-reproducer {crash}\n")
+    _, recorded = reproducer.split(crash.read_bytes())
+    assert recorded is not None and recorded.pipeline.startswith("builtin.module(pxla-verify-handoff{num-replicas=2 ")
+    replay_rc, _, replayed = _opt(capsys, "--run-reproducer", crash)
+    errors = [line.split(" error: ", 1)[1] for line in err.splitlines() if " error: " in line]
+    assert replay_rc == 1 and errors == [line.split(" error: ", 1)[1] for line in replayed.splitlines()
+                                         if " error: " in line]
+    if not bytecode:  # the module as written: the errors keep their lines
+        assert replayed == err.split("pxla-opt: wrote")[0].replace(str(PARTITION_MODE), str(crash))
+
+
+def test_no_crash_reproducer_when_the_pipeline_runs(capsys, tmp_path):
+    crash = tmp_path / "crash.mlir"
+    rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize", f"--mlir-pass-pipeline-crash-reproducer={crash}")
+    assert rc == 0 and not crash.exists() and "reproducer" not in err
