@@ -185,8 +185,8 @@ NESTED_UNKNOWN = [("-inline=default-pipeline=nosuchpass",),
 
 
 @pytest.mark.parametrize("argv", NESTED_UNKNOWN)
-def test_a_nested_pipeline_naming_an_unknown_pass_is_a_usage_error(capsys, argv):
-    rc, out, err = _opt(capsys, PARTITION_MODE, *argv)
+def test_a_nested_pipeline_naming_an_unknown_pass_is_a_usage_error(capfd, argv):
+    rc, out, err = _opt(capfd, PARTITION_MODE, *argv)  # capfd: jaxlib writes to descriptor 2 itself
     assert rc == 2 and not out
     assert "inline: " in err and "unknown pass or pipeline 'nosuchpass'" in err
     assert "MLIR Textual PassPipeline Parser" not in err  # jaxlib's own message, printed while the pass ran
