@@ -370,7 +370,9 @@ _LAZY_PIPELINE_OPTIONS = {"inline": "default-pipeline"}
 
 def _check_lazy_pipeline(el: _Element, text: str, ctx: ir.Context) -> None:
     option = _LAZY_PIPELINE_OPTIONS.get(el.name)
-    values = [item.partition("=")[2] for item in split_top_level(el.options or "", " ")
+    if option is None or not el.options:
+        return
+    values = [item.partition("=")[2] for item in split_top_level(el.options, " ")
               if item.partition("=")[0] == option]
     for value in values:
         if value[:1] + value[-1:] in ("{}", "''", '""'):  # as LLVM's option parser, one level of quotes off
