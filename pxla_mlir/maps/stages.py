@@ -30,7 +30,7 @@ from pxla_mlir.jaxbridge.jax_internals import core, hlo_cost_analysis, hlo_text,
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
 from pxla_mlir.mlir.ir.pxla_attrs import device_counts
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, run_pipeline
-from pxla_mlir.mlir.pass_infra.reproducer import save as _save
+from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.mlir.support.stats import STATS, timed
 from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
@@ -228,7 +228,9 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
         with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
             run_pipeline(module, Pipeline.cached(pipeline, module.context), reproducer=False, verify_each=False)
     except PipelineFailure as e:
-        raise PipelineFailure(e.pipeline, e.diagnostics, _save(pxla.get_asm(enable_debug_info=True))) from None
+        # Printed only now: the copy made before the pipeline ran is what a rerun needs.
+        saved = save_reproducer(pxla.get_asm(enable_debug_info=True), e.pipeline, verify_each=False)
+        raise PipelineFailure(e.pipeline, e.diagnostics, saved) from None
     lowering = Lowering(module, pxla, pipeline=pipeline, layout=layout, keepalive=imported.keepalive,
                         host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
     return Lowered(lowering, signature)

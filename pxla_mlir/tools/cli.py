@@ -37,32 +37,60 @@ _CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or J
 _BACKEND_HELP = ("the jax platform to run on: cpu, tpu, cuda or rocm (sets JAX_PLATFORMS before jax starts; "
                  "default: JAX_PLATFORMS, else jax's choice)")
 
-#: The end of each command's --help: commands to copy (run from a checkout, or after pxla-mlir example NAME).
+#: The end of each --help: commands that run as written, in this order, in an empty directory ('pxla-mlir example
+#: NAME' copies the files they read, as a wheel has no examples/ folder); '# exit N' marks a documented failure.
+#: tests/tools/test_help_examples.py runs every one.
+TOP_EXAMPLES = ["pxla-mlir example --list",
+                "pxla-mlir example train_step",
+                "pxla-mlir emit train_step.py:train_step",
+                "pxla-mlir emit --help"]
 HELP_EXAMPLES = {
     "passes": ["pxla-mlir passes",
                "pxla-mlir passes pxla-expand-shard"],
-    "emit": ["pxla-mlir emit examples/train_step.py:train_step",
-             "pxla-mlir emit examples/nested_reduction.py:two_level_sum --stage after:pxla-expand-shard",
-             "pxla-mlir emit examples/per_device_psum.mlir --stage xla"],
-    "run": ["pxla-mlir run examples/nested_reduction.py:two_level_sum --calls 100",
-            "pxla-mlir run examples/per_device_psum.mlir -o results/",
-            "pxla-mlir run examples/train_step.py:train_step --seed 1 --calls 50"],
-    "diff": ["pxla-mlir diff examples/nested_reduction.py:two_level_sum 'examples/nested_reduction.py:two_level_sum"
-             "?pieces=on'",
-             "pxla-mlir diff before.mlir after.mlir --ignore mhlo.sharding"],
+    "emit": ["pxla-mlir example train_step",
+             "pxla-mlir emit train_step.py:train_step",
+             "pxla-mlir example nested_reduction",
+             "pxla-mlir emit nested_reduction.py:two_level_sum --stage after:pxla-expand-shard",
+             "pxla-mlir example per_device_psum",
+             "pxla-mlir emit per_device_psum.mlir --stage xla"],
+    "run": ["pxla-mlir example nested_reduction",
+            "pxla-mlir run nested_reduction.py:two_level_sum --calls 100",
+            "pxla-mlir example per_device_psum",
+            "pxla-mlir run per_device_psum.mlir -o results/",
+            "pxla-mlir example train_step",
+            "pxla-mlir run train_step.py:train_step --seed 1 --calls 50"],
+    "diff": ["pxla-mlir example nested_reduction",
+             "pxla-mlir diff nested_reduction.py:two_level_sum 'nested_reduction.py:two_level_sum?unshard=all-reduce'"
+             "   # exit 1: they differ",
+             "pxla-mlir emit nested_reduction.py:two_level_sum -o before.mlir",
+             "pxla-mlir emit nested_reduction.py:two_level_sum --mode partition --shardings gspmd -o after.mlir",
+             "pxla-mlir diff before.mlir after.mlir --ignore mhlo.sharding   # exit 1: they differ"],
     "show-sharding": ["pxla-mlir show-sharding --shape 8,12 --hlo '{devices=[2,4]<=[8]}'",
                       "pxla-mlir show-sharding --shape 8,12 '#sdy.sharding<@mesh, [{\"x\"}, {}]>' --mesh x=2,y=4",
-                      "pxla-mlir show-sharding examples/goldens/xmap_2d.mlir"],
-    "explore": ["pxla-mlir explore examples/nested_reduction.py:two_level_sum -o nested.html",
-                "pxla-mlir explore examples/nested_reduction.py:two_level_sum --compare '?pieces=on'"],
-    "gen-checks": ["pxla-mlir emit examples/train_step.py:train_step | pxla-mlir gen-checks -",
+                      "pxla-mlir example xmap_2d",
+                      "pxla-mlir emit xmap_2d.py:normalise_2d -o xmap_2d.mlir",
+                      "pxla-mlir show-sharding xmap_2d.mlir"],
+    "explore": ["pxla-mlir example nested_reduction",
+                "pxla-mlir explore nested_reduction.py:two_level_sum -o nested.html",
+                "pxla-mlir explore nested_reduction.py:two_level_sum --compare '?unshard=all-reduce'"],
+    "gen-checks": ["pxla-mlir example train_step",
+                   "pxla-mlir emit train_step.py:train_step | pxla-mlir gen-checks -",
+                   "pxla-mlir emit train_step.py:train_step -o out.mlir",
                    "pxla-mlir gen-checks out.mlir --check-prefix MHLO"],
-    "update-checks": ["pxla-mlir update-checks test/lit/",
-                      "pxla-mlir update-checks test/lit/ --check"],
+    "update-checks": ["pxla-mlir example per_device_psum",
+                      "(echo '// RUN: pxla-opt %s -p \"builtin.module(pxla-handoff-pipeline)\" | filecheck %s'; "
+                      "cat per_device_psum.mlir) > psum_test.mlir",
+                      "pxla-mlir update-checks psum_test.mlir",
+                      "pxla-mlir update-checks psum_test.mlir --check"],
     "example": ["pxla-mlir example --list",
                 "pxla-mlir example train_step -o my_examples/",
                 "pxla-mlir example pmap_demo --run"],
 }
+
+
+def examples_epilog(examples: list[str]) -> str:
+    """The "examples:" block that ends a --help."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in examples)
 
 
 def _cmd_passes(args) -> int:
@@ -94,8 +122,7 @@ class _Parser(ExactArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="pxla_mlir command line (also python -m pxla_mlir)",
-                     epilog="examples:\n  pxla-mlir example --list\n  pxla-mlir emit examples/train_step.py:train_step\n"
-                            "  pxla-mlir emit --help",
+                     epilog=examples_epilog(TOP_EXAMPLES),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--cpu-devices", type=positive_int, metavar="N", help=_CPU_DEVICES_HELP)
@@ -127,7 +154,7 @@ def _end_help_with_examples(command: argparse.ArgumentParser, examples: list[str
     if command.description:
         command.description = textwrap.fill(command.description, width=100)
     before = textwrap.fill(command.epilog, width=100) + "\n\n" if command.epilog else ""
-    command.epilog = before + "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    command.epilog = before + examples_epilog(examples)
     command.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
@@ -226,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {message}{hint}", file=sys.stderr)
         reproducer = getattr(e, "reproducer", None)
         if reproducer:
-            print(f"{PROG}: reproduce with: pxla-opt {reproducer} --pass-pipeline='{e.pipeline}'", file=sys.stderr)
+            from pxla_mlir.mlir.pass_infra.reproducer import rerun_command
+
+            print(f"{PROG}: reproduce with: {rerun_command(reproducer)}", file=sys.stderr)
         return ERROR_EXIT
 
 

@@ -20,8 +20,9 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.maps import registry
 from pxla_mlir.mlir.ir.context import make_context
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError
 from pxla_mlir.mlir.pass_infra.options import option_fields
+from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.pass_infra.stepwise import UnknownStepError, run_stepwise
 from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.mlir.support.suggest import closest, did_you_mean
@@ -206,6 +207,9 @@ def replay(module_text: str, pipeline_text: str, *, stop_after: str | None = Non
         close = closest(e.name, e.names)
         hint = f"; did you mean 'after:{close}'?" if close else ""
         raise TargetError(f"unknown stage 'after:{e.name}': the pipeline runs {', '.join(e.names)}{hint}") from None
+    except PipelineFailure as e:  # a step failed: the reproducer is the whole pipeline on the module it got
+        saved = save_reproducer(module_text, pipeline, verify_each=True)
+        raise PipelineFailure(pipeline, e.diagnostics, saved) from None
 
 
 def _dump(directory: str, index: int, name: str, text: str) -> None:

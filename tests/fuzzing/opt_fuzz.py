@@ -1,7 +1,7 @@
 """A seeded fuzzer for pxla-opt: mutated .mlir files of this repository and bad pipelines.
 
-Every case must end with exit status 0, or 1 with a located ``error:``
-(``file:line:col: error: ...``): never a signal, a hang, a Python traceback
+Every case must end with exit status 0, or 1 (the input) or 2 (the pipeline)
+with a located ``error:`` (``file:line:col: error: ...``): never a signal, a hang, a Python traceback
 or an "internal error". Cases run in worker processes that call
 ``pxla_opt.main`` in-process, many per process (tests/fuzzing/workers.py); a
 worker that dies is replaced and the case it was running is reported.
@@ -254,13 +254,13 @@ def problem(rc: int, err: str) -> str | None:
     """What is wrong with a finished run of pxla-opt, or None."""
     if rc < 0:
         return f"killed by signal {-rc}"
-    if rc not in (0, 1):
+    if rc not in (0, 1, 2):  # 2: a mistake in the pipeline, a command-line argument
         return f"exit status {rc}"
     for bad in BAD_OUTPUT:
         if bad in err:
             return f"{bad!r} on stderr"
-    if rc == 1 and not LOCATED_ERROR.search(err):
-        return "exit 1 without a located 'file:line:col: error:'"
+    if rc != 0 and not LOCATED_ERROR.search(err):
+        return f"exit {rc} without a located 'file:line:col: error:'"
     if re.search(r":0:0: |\(at line 0\)", err):
         return "a diagnostic at line 0"
     return None

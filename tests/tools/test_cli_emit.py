@@ -346,7 +346,7 @@ def test_diff_refuses_input_nested_too_deep_for_the_parser(tmp_path):
 
 
 def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path, parse):
-    from pxla_mlir.mlir.pass_infra import run_pipeline
+    from pxla_mlir.mlir.pass_infra import reproducer, run_pipeline
     from pxla_mlir.tools import cli as cli_module, cmd_emit
 
     def failing(*args, **kwargs):
@@ -360,5 +360,31 @@ def test_a_pipeline_failure_prints_its_reproducer(monkeypatch, capsys, tmp_path,
     [saved] = tmp_path.iterdir()
     assert err == ["pxla-mlir: error: -:1:1: error: module has no 'mhlo.num_partitions' attribute; XLA needs "
                    "'mhlo.num_partitions = N : i32' on the module to compile it",
-                   f"pxla-mlir: reproduce with: pxla-opt {saved} --pass-pipeline='builtin.module(pxla-verify-handoff"
-                   "{num-replicas=0 num-partitions=0 sharding-dialect=auto})'"]
+                   f"pxla-mlir: reproduce with: pxla-opt --run-reproducer {saved}"]
+    _, recorded = reproducer.split(saved.read_bytes())
+    assert recorded is not None
+    assert recorded.pipeline == ("builtin.module(pxla-verify-handoff{num-replicas=0 num-partitions=0 "
+                                 "sharding-dialect=auto})")
+
+
+def test_passes_suggests_the_name_spelled_with_hyphens(capsys):
+    from pxla_mlir.tools import cli as cli_module
+
+    assert cli_module.main(["passes", "pxla_expand_shard"]) == 2
+    assert "unknown pass or pipeline 'pxla_expand_shard'; did you mean 'pxla-expand-shard'?" in capsys.readouterr().err
+
+
+def test_emit_with_a_failing_pipeline_saves_a_reproducer_pxla_opt_replays(monkeypatch, capsys, tmp_path):
+    from pxla_mlir.mlir.cli import pxla_opt
+    from pxla_mlir.tools import cli as cli_module
+
+    monkeypatch.setenv("PXLA_REPRO_DIR", str(tmp_path))
+    failing = "builtin.module(pxla-verify-handoff{num-replicas=3})"
+    assert cli_module.main(["emit", NESTED, "--pipeline", failing]) == 2
+    error, rerun = capsys.readouterr().err.splitlines()
+    [saved] = tmp_path.iterdir()
+    assert rerun == f"pxla-mlir: reproduce with: pxla-opt --run-reproducer {saved}"
+    assert pxla_opt.main(["--run-reproducer", str(saved)]) == 1
+    replayed = capsys.readouterr().err.splitlines()[0]
+    message = "'mhlo.num_replicas' is 1 but 3 was expected"
+    assert replayed.split(" error: ", 1)[1] == error.split(" error: ", 2)[2] == message

@@ -2,12 +2,14 @@
 
     pxla-opt in.mlir --pass-pipeline='builtin.module(pxla-handoff-pipeline)' -o out.mlir
     pxla-opt in.mlir -p 'builtin.module(pxla-expand-shard,canonicalize)'
-    pxla-opt in.mlir -pxla-expand-unshard='mode=all-reduce' -canonicalize    # a flag per pass, run in order
+    pxla-opt in.mlir -pxla-expand-unshard='strategy=all-reduce' -canonicalize  # a flag per pass, run in order
     pxla-opt --run-reproducer /tmp/pxla_repro_abc.mlir                         # a failed pipeline, again
 
 jax-free on purpose: it loads jaxlib's MLIR bindings only, so it starts fast.
-User mistakes print ``file:line:col: error: ...`` (with the source line and a
-caret under the column) and exit 1, never a traceback.
+Errors in the input print ``file:line:col: error: ...`` (with the source line
+and a caret under the column) and exit 1; mistakes on the command line (flags,
+the pipeline) print one ``pxla-opt: error: ...`` and exit 2, as pxla-mlir's
+do; never a traceback.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pxla_mlir.mlir.ir.diagnostics import Diagnostic, DiagnosticCollector, Sourc
 from pxla_mlir.mlir.ir.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.ir.verify_diagnostics import parse_expectations, verify
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry, reproducer
-from pxla_mlir.mlir.pass_infra.pipeline import ROOT_ANCHOR, describe_options
+from pxla_mlir.mlir.pass_infra.pipeline import ROOT_ANCHOR, describe_options, pass_element
 
 PROG = "pxla-opt"
 DEFAULT_SPLIT_MARKER = "// -----"
@@ -41,18 +43,31 @@ _SPLIT_FLAGS = ("-split-input-file", "--split-input-file")
 _BOOL_FLAGS = ("-verify-each", "--verify-each")
 #: A word that reads as a flag (-verify-diag, -pxla-expand-shards), not as -o or -p with its value joined on.
 _FLAG_LIKE = re.compile(r"--?[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:=.*)?", re.S)
-EXAMPLES = """examples:
-  pxla-opt in.mlir -p 'builtin.module(pxla-verify-handoff)'
-  pxla-opt in.mlir -pxla-expand-unshard='mode=all-reduce' -canonicalize -o out.mlir
-  pxla-opt --run-reproducer ~/.cache/pxla_mlir/reproducers/pxla_repro_1a2b3c.mlir"""
+#: Commands that run as written, in this order, in an empty directory ('pxla-mlir example NAME' copies the files
+#: they read); '# exit N' marks a documented failure. tests/tools/test_help_examples.py runs every one.
+EXAMPLES = [
+    "pxla-mlir example per_device_psum",
+    "pxla-opt per_device_psum.mlir -p 'builtin.module(pxla-handoff-pipeline)' -o handoff.mlir",
+    "pxla-opt handoff.mlir -p 'builtin.module(pxla-verify-handoff)'",
+    "pxla-mlir example nested_reduction",
+    "pxla-mlir emit nested_reduction.py:two_level_sum --stage pxla -o nested.mlir",
+    "pxla-opt nested.mlir -stablehlo-legalize-to-hlo -pxla-expand-unshard='strategy=all-reduce' -canonicalize",
+    "PXLA_REPRO_DIR=repro pxla-mlir emit nested_reduction.py:two_level_sum --pipeline "
+    "'builtin.module(pxla-verify-handoff)'   # exit 2; saves a reproducer",
+    "pxla-opt --run-reproducer repro/pxla_repro_*.mlir   # exit 1: the same errors, again",
+]
 
 
 def _quote(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+#: The exit status of a mistake on the command line (argparse's and pxla-mlir's); 1 is an error in the input.
+USAGE_EXIT = 2
+
+
 class UsageError(Exception):
-    """A mistake on the command line: printed as ``pxla-opt: error: ...``, exit 1."""
+    """A mistake on the command line: printed as ``pxla-opt: error: ...``, exit :data:`USAGE_EXIT`."""
 
 
 class _ArgParser(ExactArgumentParser):
@@ -80,7 +95,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p = _ArgParser(prog=PROG, description="Run pxla and jaxlib MLIR passes over MHLO (mlir-opt flags).\n\n"
                                           "Each pass and pipeline listed below is also a flag of its own, run in "
                                           "the order given:\n  -NAME, or -NAME='OPTION=VALUE ...' for its options",
-                   epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                   epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", nargs="?", default="-", help="input file, MLIR text or bytecode ('-' for stdin, the default)")
     p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout, the default)")
     p.add_argument("-p", "-pass-pipeline", "--pass-pipeline", dest="pass_pipeline", metavar="PIPELINE",
@@ -88,6 +104,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
     _flag(p, "run-reproducer", "run the pipeline the input records in its trailer, {-# external_resources: "
                                "{mlir_reproducer: {pipeline: ...}} #-} (a reproducer that a failing pipeline saved)",
           action="store_true")
+    _flag(p, "mlir-pass-pipeline-crash-reproducer", "when the pipeline fails, write the module it got and the "
+                                                    "pipeline to FILE, as mlir-opt does (replay: pxla-opt "
+                                                    "--run-reproducer FILE)", metavar="FILE")
     _flag(p, "split-input-file", f"process each chunk separately; a line starting with MARKER ends a chunk "
                                  f"(--split-input-file alone: '{DEFAULT_SPLIT_MARKER}')", metavar="[=MARKER]",
           dest="split_input_file", default=None)
@@ -238,15 +257,26 @@ def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[l
             continue
         name, eq, options = a.lstrip("-").partition("=")
         if name not in names:
-            if _FLAG_LIKE.fullmatch(a):  # not '-oFILE' or '-pPIPELINE' but a misspelled flag or pass
+            # Not '-oFILE' or '-pPIPELINE' but a misspelled flag or pass; '-pxla_expand_shard' is no '-p' either.
+            if _FLAG_LIKE.fullmatch(a) or _with_underscores(name, names, flags):
                 raise UsageError(_unknown_flag([a], parser))
             rest.append(a)
             continue
         if eq and not options.strip():
             raise UsageError(f"{a}: give the pass options after '=', e.g. -{name}='OPTION=VALUE', or none")
-        element = f"{name}{{{options.strip()}}}" if eq else name
+        try:
+            element = pass_element(name, options.strip()) if eq else name
+        except PipelineSyntaxError as e:
+            raise UsageError(f"{a}: {e.message} (give each pass its own flag, e.g. -cse, or the whole pipeline "
+                             f"with -p)") from None
         elements.append(f"func.func({element})" if names[name] == "func" else element)
     return rest, elements
+
+
+def _with_underscores(name: str, names, flags) -> bool:
+    """Whether ``name`` is a pass or flag spelled with '_' for '-' (MLIR's names use '-')."""
+    hyphenated = name.replace("_", "-")
+    return hyphenated != name and (hyphenated in names or f"-{hyphenated}" in flags or f"--{hyphenated}" in flags)
 
 
 def _unknown_flag(unknown: list[str], parser: argparse.ArgumentParser) -> str:
@@ -258,7 +288,9 @@ def _unknown_flag(unknown: list[str], parser: argparse.ArgumentParser) -> str:
         return message
     name = arg.lstrip("-").split("=", 1)[0]
     flags = {f.lstrip("-"): f for f in _flags_of(parser)[0] if len(f) > 2}
-    close = difflib.get_close_matches(name, [*flags, *_pass_names()], n=1)
+    known = [*flags, *_pass_names()]
+    hyphenated = name.replace("_", "-")
+    close = [hyphenated] if hyphenated in known else difflib.get_close_matches(name, known, n=1)
     if not close:
         return message
     dashes = "--" if arg.startswith("--") else "-"
@@ -316,6 +348,8 @@ class Driver:
         ctx = self.context()
         pipeline = Pipeline.parse(pipeline_text, ctx) if pipeline_text else self.pipeline(ctx)
         out = None
+        pipeline_failed = False
+        reproducer_text = data.decode("utf-8", "replace")  # text keeps its lines, so the errors keep their places
         with DiagnosticCollector(ctx) as diags, ctx:
             try:
                 if not bytecode:  # the nesting limit guards the text parser's stack
@@ -325,9 +359,13 @@ class Driver:
                 pm = pipeline.pass_manager(ctx, verify)
                 self._instrument(pm)
                 if pipeline.steps:
+                    if bytecode and a.mlir_pass_pipeline_crash_reproducer:
+                        reproducer_text = op.get_asm(enable_debug_info=True)
+                    pipeline_failed = True  # until it has run and the module verifies
                     self._run(pm, op)
                     if not pipeline.verified_at_end(verify):
                         op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
+                    pipeline_failed = False
                 out = self._print(op)
             except ir.MLIRError as e:
                 diags.add_error(e)
@@ -351,7 +389,23 @@ class Driver:
         else:
             self.report(found, None if bytecode else data)
             self.ok &= not failed
+        if failed and pipeline_failed and a.mlir_pass_pipeline_crash_reproducer:
+            self._write_reproducer(reproducer_text, pipeline)
         return None if failed else out
+
+    def _write_reproducer(self, text: str, pipeline: Pipeline) -> None:
+        a = self.args
+        path = a.mlir_pass_pipeline_crash_reproducer
+        recorded = reproducer.Recorded(str(pipeline), verify_each=a.verify_each,
+                                       disable_threading=a.mlir_disable_threading)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                reproducer.write(f, text, recorded)
+        except OSError as e:
+            message = f"--mlir-pass-pipeline-crash-reproducer: could not write '{path}': {e.strerror}"
+            raise UsageError(message) from None
+        print(f"{PROG}: wrote a reproducer to {path}; replay it with: {reproducer.rerun_command(path)}",
+              file=sys.stderr)
 
     def _run(self, pm, op) -> None:
         a = self.args
@@ -517,12 +571,22 @@ def _write_output(path: str, out: str | bytes) -> None:
         raise UsageError(f"could not write output file '{path}': {e.strerror}") from None
 
 
+def _end_of_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The arguments before ``--`` and the rest from it on: after ``--`` every argument is a file name, even
+    ``-cse`` (the mlir-opt and argparse convention), so no flag rewriting may look at them."""
+    if "--" not in argv:
+        return argv, []
+    at = argv.index("--")
+    return argv[:at], argv[at:]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        argv = _bool_flags_argv(_split_marker_argv(sys.argv[1:] if argv is None else list(argv)))
+        flags, operands = _end_of_flags(sys.argv[1:] if argv is None else list(argv))
+        flags = _bool_flags_argv(_split_marker_argv(flags))
         parser = build_arg_parser()
-        argv, pass_flags = pass_flags_argv(argv, parser)
-        args, unknown = parser.parse_known_args(argv)
+        flags, pass_flags = pass_flags_argv(flags, parser)
+        args, unknown = parser.parse_known_args(flags + operands)
         if unknown:
             raise UsageError(_unknown_flag(unknown, parser))
         if pass_flags:
@@ -539,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         return Driver(args).run()
     except UsageError as e:
         print(f"{PROG}: error: {e}" if not str(e).startswith("<pass-pipeline>") else str(e), file=sys.stderr)
-        return 1
+        return USAGE_EXIT
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

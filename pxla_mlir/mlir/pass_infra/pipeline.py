@@ -29,9 +29,9 @@ from pxla_mlir.mlir.ir.diagnostics import DiagnosticCollector
 from pxla_mlir.mlir.pass_infra import registry, reproducer as reproducer_file
 from pxla_mlir.mlir.pass_infra.base import ModulePass
 from pxla_mlir.mlir.pass_infra.guards import guards_for
-from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields
+from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields, split_top_level
 
-__all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "run_pipeline"]
+__all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "run_pipeline", "save_reproducer"]
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 ROOT_ANCHOR = "builtin.module"
@@ -135,6 +135,26 @@ class _Parser:
         return root
 
 
+def pass_element(name: str, options: str) -> str:
+    """``name{options}``, the pipeline element of options given apart from a pipeline (a pass flag's value).
+
+    Option text is a value: a brace in it that would close the element early
+    (``max-iterations=3},cse,canonicalize{``) or leave it open would make the
+    rest of it pipeline text, so it raises :class:`PipelineSyntaxError`."""
+    text = f"{name}{{{options}}}"
+    parser = _Parser(text)
+    try:
+        element = parser.element()
+    except PipelineSyntaxError:
+        raise PipelineSyntaxError(f"the options of '{name}' open a '{{' they do not close", text,
+                                  len(text) - 1) from None
+    if element.options != options or parser.peek():
+        closing = len(name) + 1 + len(element.options or "")
+        raise PipelineSyntaxError(f"this '}}' in the options of '{name}' would end them and make the rest passes; "
+                                  f"an option value cannot hold an unopened '}}'", text, closing)
+    return text
+
+
 # -- resolved pipeline -----------------------------------------------------------
 
 Step = ModulePass | str  # a pxla pass, or canonical text of jaxlib passes
@@ -182,6 +202,9 @@ def _jaxlib_error(err: str, el: _Element, ctx: ir.Context, llvm_said: str = "") 
     if m:  # an option value LLVM's command-line parser rejected
         reason = m.group(2).strip()
         return f"{el.name}: option '{m.group(1)}': {reason if len(reason) < 200 else reason[:200] + '...'}"
+    m = re.search(r"'([^']*)' does not refer to a registered pass", llvm_said)
+    if m:  # a pipeline in an option (inline{op-pipelines=...}) named an unknown pass
+        return f"{el.name}: its options name an unknown pass or pipeline '{m.group(1)}'{did_you_mean(m.group(1))}"
     if "does not refer to a registered pass" in err:
         return f"unknown pass or pipeline '{el.name}'{did_you_mean(el.name)} (pxla-opt --list-passes lists them)"
     m = re.search(r"no such option (\S+)", err)
@@ -330,12 +353,43 @@ def _canonical_text(el: _Element, source: str, text: str, ctx: ir.Context) -> st
             pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({source})", context=ctx)
     except ValueError as e:  # the capture has closed: what LLVM printed is in llvm_said
         raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx, "".join(llvm_said)), text, el.col) from None
+    for node in (el, *_walk(el)):
+        _check_lazy_pipeline(node, text, ctx)
     printed = _clean(str(pm)[len(ROOT_ANCHOR) + 1:-1])
     if not _parses(printed, ctx):
         # Some pipelines print passes that are not registered on their own (sdy's
         # pipelines print sdy-save-module): such an element stays as written.
         return source
     return printed
+
+
+#: Options of jaxlib passes holding a pipeline that the pass parses only when it runs, ignoring one that does not
+#: parse (the inliner prints an error and inlines without it): checked with the pipeline instead.
+_LAZY_PIPELINE_OPTIONS = {"inline": "default-pipeline"}
+
+
+def _check_lazy_pipeline(el: _Element, text: str, ctx: ir.Context) -> None:
+    option = _LAZY_PIPELINE_OPTIONS.get(el.name)
+    if option is None or not el.options:
+        return
+    values = [item.partition("=")[2] for item in split_top_level(el.options, " ")
+              if item.partition("=")[0] == option]
+    for value in values:
+        if value[:1] + value[-1:] in ("{}", "''", '""'):  # as LLVM's option parser, one level of quotes off
+            value = value[1:-1]
+        if not value.strip():
+            continue
+        llvm_said: list[str] = []
+        try:  # the inliner runs it on each callable: func.func here
+            with _stderr_captured() as llvm_said:
+                passmanager.PassManager.parse(f"{ROOT_ANCHOR}(func.func({value}))", context=ctx)
+        except ValueError as e:
+            said = str(e) + "".join(llvm_said)
+            unknown = re.search(r"'([^']*)' does not refer to a registered pass", said)
+            reason = (f"unknown pass or pipeline '{unknown[1]}'{did_you_mean(unknown[1])} "
+                      f"(pxla-opt --list-passes lists them)") if unknown else \
+                _jaxlib_error(str(e), _Element(value, el.col), ctx, "".join(llvm_said))
+            raise PipelineSyntaxError(f"{el.name}: option '{option}': {reason}", text, el.col) from None
 
 
 def _parses(elements: str, ctx: ir.Context) -> bool:
@@ -356,8 +410,13 @@ class PipelineFailure(PxlaUserError, RuntimeError):
         self.pipeline, self.diagnostics, self.reproducer = pipeline, diagnostics, reproducer
         lines = [d.format() for d in diagnostics] or ["pass pipeline failed"]
         if reproducer:
-            lines.append(f"reproduce with: pxla-opt {reproducer} --pass-pipeline='{pipeline}'")
+            lines.append(f"reproduce with: {reproducer_file.rerun_command(reproducer)}")
         super().__init__("\n".join(lines))
+
+
+def save_reproducer(module_text: str, pipeline: Pipeline, *, verify_each: bool) -> str | None:
+    """Saves the module a pipeline failed on with the trailer naming the pipeline, as it ran; returns the path."""
+    return reproducer_file.save(module_text, reproducer_file.Recorded(str(pipeline), verify_each=verify_each))
 
 
 def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: bool = True,
@@ -384,8 +443,8 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
         except ir.MLIRError as e:
             diags.add_error(e)
             failure = diags.diagnostics
-    recorded = reproducer_file.Recorded(str(pipeline), verify_each=verify_each)
-    raise PipelineFailure(pipeline, failure, None if before is None else reproducer_file.save(before, recorded))
+    saved = None if before is None else save_reproducer(before, pipeline, verify_each=verify_each)
+    raise PipelineFailure(pipeline, failure, saved)
 
 
 def describe_options(cls) -> list[str]:

@@ -4,6 +4,7 @@
 it they go to one cache directory, ``$XDG_CACHE_HOME/pxla_mlir/reproducers``
 (``~/.cache/pxla_mlir/reproducers`` by default), which keeps the newest
 :data:`KEEP`. The failure message always names the file.
+``pxla-opt --mlir-pass-pipeline-crash-reproducer=FILE`` writes one to FILE.
 
 A reproducer is the module as the pipeline got it, followed by the trailer
 MLIR's own crash reproducers end with, naming the pipeline::
@@ -18,8 +19,10 @@ MLIR's own crash reproducers end with, naming the pipeline::
       }
     #-}
 
-``pxla-opt --run-reproducer FILE`` (as ``mlir-opt --run-reproducer``) runs that
-pipeline on the module; :func:`split` takes the trailer off for it.
+A module printed with ``dialect_resources`` gets one block holding both, as
+mlir-opt writes its reproducers. ``pxla-opt --run-reproducer FILE`` (as
+``mlir-opt --run-reproducer``) runs that pipeline on the module; :func:`split`
+takes the trailer off for it, and reads mlir-opt's reproducers too.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ import dataclasses
 import os
 import pathlib
 import re
+import shlex
 import tempfile
+from typing import IO
 
-__all__ = ["KEEP", "Recorded", "directory", "save", "split", "trailer"]
+__all__ = ["KEEP", "Recorded", "directory", "rerun_command", "save", "split", "trailer", "with_trailer", "write"]
 
 KEEP = 20
 PREFIX = "pxla_repro_"
@@ -76,46 +81,154 @@ def trailer(recorded: Recorded) -> str:
             "    }\n  }\n#-}\n")
 
 
-_STRING = rb'"(?:[^"\\]|\\.)*"'
-_TRAILER = re.compile(rb"\{-#\s*external_resources:\s*\{\s*mlir_reproducer:\s*"
-                      rb"\{(?P<body>(?:%s|[^{}\"])*)\}\s*\}\s*#-\}\s*\Z" % _STRING)
-_PIPELINE = re.compile(rb'\bpipeline:\s*"(?P<text>(?:[^"\\]|\\.)*)"')
-_BOOL = rb"\b%s:\s*(true|false)\b"
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_KEY = re.compile(rb'\s*([A-Za-z_][\w.$-]*)\s*:\s*')
+_WORD = re.compile(rb'[^\s,{}]*')
+_COMMA = re.compile(rb"\s*(,?)")
+_BLOCK_END = re.compile(rb"#-\}\s*\Z")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """``key: value`` in a ``{-# ... #-}`` block or a dictionary in it; ``start:end`` spans the entry."""
+
+    key: bytes
+    value: bytes
+    start: int
+    end: int
+
+
+def _value_end(data: bytes, pos: int) -> int:
+    """Where the value starting at ``pos`` ends: a ``{...}`` dictionary (strings inside may hold braces), a
+    string, or a bare word (true, 3); -1 if the dictionary or string does not close."""
+    if data.startswith(b'"', pos):
+        m = _STRING.match(data, pos)
+        return m.end() if m else -1
+    if not data.startswith(b"{", pos):
+        word = _WORD.match(data, pos)
+        return word.end() if word else pos
+    depth = 0
+    while pos < len(data):
+        if data[pos:pos + 1] == b'"':
+            m = _STRING.match(data, pos)
+            if m is None:
+                return -1
+            pos = m.end()
+            continue
+        depth += {b"{": 1, b"}": -1}.get(data[pos:pos + 1], 0)
+        pos += 1
+        if depth == 0:
+            return pos
+    return -1
+
+
+def _entries(data: bytes, pos: int) -> list[_Entry] | None:
+    """The ``key: value`` entries, comma separated, from ``pos`` to the end (None: that is not what is there)."""
+    out: list[_Entry] = []
+    while True:
+        key = _KEY.match(data, pos)
+        if key is None:
+            return out if not data[pos:].strip() and not out else None
+        end = _value_end(data, key.end())
+        if end < 0:
+            return None
+        out.append(_Entry(key[1], data[key.end():end], key.start(1), end))
+        comma = _COMMA.match(data, end)
+        pos = comma.end() if comma else end
+        if not (comma and comma[1]):
+            return out if not data[pos:].strip() else None
+
+
+def _trailing_block(data: bytes) -> tuple[int, int, list[_Entry]] | None:
+    """The ``{-# ... #-}`` block ``data`` ends with: where it starts, where its ``#-}`` starts, its entries."""
+    end = _BLOCK_END.search(data)
+    if end is None:
+        return None
+    start = data.rfind(b"{-#", 0, end.start())
+    while start >= 0:  # the text of an entry could hold '{-#': the block starts at the one its entries parse from
+        entries = _entries(data[:end.start()], start + 3)
+        if entries is not None:
+            return start, end.start(), entries
+        start = data.rfind(b"{-#", 0, start)
+    return None
+
+
+def _dictionary(value: bytes) -> dict[bytes, bytes]:
+    entries = _entries(value[:-1], 1) if value.startswith(b"{") and value.endswith(b"}") else None
+    return {e.key: e.value for e in entries or ()}
+
+
+def _recorded(external: bytes) -> Recorded | None:
+    """What an ``external_resources`` value records (None: no ``mlir_reproducer`` naming a pipeline)."""
+    found = _dictionary(_dictionary(external).get(b"mlir_reproducer", b""))
+    pipeline = found.get(b"pipeline", b"")
+    if not (len(pipeline) >= 2 and pipeline.startswith(b'"') and pipeline.endswith(b'"')):
+        return None
+
+    def flag(name: bytes, default: bool) -> bool:
+        return {b"true": True, b"false": False}.get(found.get(name, b""), default)
+
+    return Recorded(_unescaped(pipeline[1:-1].decode("utf-8", "replace")),
+                    verify_each=flag(b"verify_each", True), disable_threading=flag(b"disable_threading", False))
 
 
 def split(data: bytes) -> tuple[bytes, Recorded | None]:
     """The module text of a reproducer and what its trailer records (None:
-    ``data`` ends with no trailer that names a pipeline; it is returned whole)."""
-    found = _TRAILER.search(data)
-    pipeline = found and _PIPELINE.search(found["body"])
-    if found is None or not pipeline:
+    ``data`` ends with no trailer that names a pipeline; it is returned whole).
+
+    The trailer is pxla-opt's own block or mlir-opt's, which holds the module's
+    ``dialect_resources`` too: those stay with the module, whose line numbers
+    do not change."""
+    block = _trailing_block(data)
+    if block is None:
         return data, None
+    start, _, entries = block
+    external = [e for e in entries if e.key == b"external_resources"]
+    recorded = _recorded(external[-1].value) if external else None
+    if recorded is None:
+        return data, None
+    kept = [data[e.start:e.end] for e in entries if e.key != b"external_resources"]
+    module = data[:start] + (b"{-#\n  " + b",\n  ".join(kept) + b"\n#-}\n" if kept else b"")
+    return module, recorded
 
-    def flag(name: bytes, default: bool) -> bool:
-        m = re.search(_BOOL % name, found["body"])
-        return default if m is None else m.group(1) == b"true"
 
-    text = _unescaped(pipeline["text"].decode("utf-8", "replace"))
-    recorded = Recorded(text, verify_each=flag(b"verify_each", True),
-                        disable_threading=flag(b"disable_threading", False))
-    return data[:found.start()], recorded
+def with_trailer(text: str, recorded: Recorded) -> str:
+    """``text`` (a printed module) ending with the block that records ``recorded``: one block, as mlir-opt writes,
+    when the module's printout ends with its own ``dialect_resources``."""
+    data = text.encode("utf-8")
+    block = _trailing_block(data)
+    if block is not None and all(e.key != b"external_resources" for e in block[2]) and block[2]:
+        entries = trailer(recorded).split("\n", 1)[1].rsplit("#-}", 1)[0]
+        return data[:block[1]].decode("utf-8").rstrip() + ",\n" + entries + "#-}\n"
+    return text + ("" if text.endswith("\n") else "\n") + "\n" + trailer(recorded)
 
 
-def save(text: str, recorded: Recorded | None = None) -> str | None:
-    """Writes ``text`` (and the trailer that records ``recorded``) to a new
-    reproducer file and returns its path (None if the directory cannot be written)."""
+def write(file: IO[str], text: str, recorded: Recorded) -> None:
+    """Writes the module ``text`` and the trailer that records ``recorded`` to
+    the open text file ``file``: every reproducer is written here, so that
+    ``pxla-opt --run-reproducer`` replays each one."""
+    file.write(with_trailer(text, recorded))
+
+
+def save(text: str, recorded: Recorded) -> str | None:
+    """Writes a reproducer (see :func:`write`) to a new file of the reproducer
+    directory and returns its path (None if the directory cannot be written)."""
     where, bounded = directory()
     try:
         where.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix=PREFIX, dir=where, delete=False) as f:
-            f.write(text)
-            if recorded is not None:
-                f.write(("" if text.endswith("\n") else "\n") + "\n" + trailer(recorded))
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix=PREFIX, dir=where, delete=False,
+                                         encoding="utf-8") as f:
+            write(f, text, recorded)
     except OSError:
         return None
     if bounded:
         _prune(where, keep=f.name)
     return f.name
+
+
+def rerun_command(path: str) -> str:
+    """The command that replays the reproducer at ``path``."""
+    return f"pxla-opt --run-reproducer {shlex.quote(path)}"
 
 
 def _prune(where: pathlib.Path, keep: str) -> None:

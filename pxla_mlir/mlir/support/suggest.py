@@ -9,8 +9,10 @@ __all__ = ["closest", "did_you_mean"]
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate spelled most like ``word`` (difflib's ratio of at least 0.6), or None."""
-    close = difflib.get_close_matches(word, [str(c) for c in candidates], n=1)
+    """The candidate spelled most like ``word`` (difflib's ratio of at least 0.6), or None. A word spelled with
+    underscores where the names have hyphens (``pxla_expand_shard``) is matched in its hyphenated form too."""
+    names = [str(c) for c in candidates]
+    close = difflib.get_close_matches(word, names, n=1) or difflib.get_close_matches(word.replace("_", "-"), names, n=1)
     return close[0] if close else None
 
 

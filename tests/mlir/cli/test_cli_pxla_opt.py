@@ -4,7 +4,9 @@ given, with options), "did you mean" for misspelled passes and flags, and
 
 from __future__ import annotations
 
+import os
 import pathlib
+import shlex
 
 import pytest
 from conftest import REPO
@@ -65,10 +67,10 @@ def test_a_pass_on_func_nests_and_flag_values_are_not_passes(capsys, tmp_path, m
 
 def test_pass_flags_and_a_pipeline_do_not_mix(capsys):
     rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize", "-p", "builtin.module(cse)")
-    assert rc == 1 and err == "pxla-opt: error: give the passes either as flags (-canonicalize ...) or as " \
+    assert rc == 2 and err == "pxla-opt: error: give the passes either as flags (-canonicalize ...) or as " \
                               "-p/--pass-pipeline, not both\n"
     rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize=")
-    assert rc == 1 and "-canonicalize=: give the pass options after '='" in err
+    assert rc == 2 and "-canonicalize=: give the pass options after '='" in err
 
 
 @pytest.mark.parametrize(("argv", "wrong", "meant"), [
@@ -78,24 +80,37 @@ def test_pass_flags_and_a_pipeline_do_not_mix(capsys):
     (["-pxla-expand-shards"], "unrecognized arguments: -pxla-expand-shards", "'-pxla-expand-shard'"),
     (["--verify-diag"], "unrecognized arguments: --verify-diag (see pxla-opt --help)", "'--verify-diagnostics'"),
     (["--split-input"], "unrecognized arguments: --split-input", "'--split-input-file'"),
+    (["-pxla_expand_shard"], "unrecognized arguments: -pxla_expand_shard", "'-pxla-expand-shard'"),  # not -p
+    (["--verify_each"], "unrecognized arguments: --verify_each", "'--verify-each'"),
 ])
 def test_misspelled_passes_and_flags_get_a_suggestion(capsys, argv, wrong, meant):
     rc, out, err = _opt(capsys, PARTITION_MODE, *argv)
-    assert rc == 1 and not out
+    assert rc == 2 and not out
     assert wrong in err and f"did you mean {meant}?" in err
     assert "Traceback" not in err
 
 
 def test_nothing_close_gets_no_suggestion(capsys):
     rc, _, err = _opt(capsys, PARTITION_MODE, "--no-such-flag-at-all-zzz")
-    assert rc == 1 and err == "pxla-opt: error: unrecognized arguments: --no-such-flag-at-all-zzz (see pxla-opt " \
+    assert rc == 2 and err == "pxla-opt: error: unrecognized arguments: --no-such-flag-at-all-zzz (see pxla-opt " \
                               "--help)\n"
 
 
 def test_help_ends_its_options_with_examples():
     text = pxla_opt.build_arg_parser().format_help()
-    assert "\nexamples:\n  pxla-opt in.mlir -p " in text
+    assert "\nexamples:\n" + "\n".join(f"  {line}" for line in pxla_opt.EXAMPLES) + "\n" in text
     assert "-p PIPELINE, -pass-pipeline PIPELINE, --pass-pipeline PIPELINE" in text
+
+
+@pytest.mark.parametrize("line", [line for line in pxla_opt.EXAMPLES
+                                  if line.startswith("pxla-opt ") and "--run-reproducer" not in line])
+def test_the_help_examples_passes_and_options_exist(capsys, line):
+    """Each example's pipeline parses, its passes and options spelled right (on another input here;
+    tests/tools/test_help_examples.py runs the examples as written)."""
+    words = shlex.split(line, comments=True)[1:]
+    words[next(i for i, w in enumerate(words) if w.endswith(".mlir"))] = str(PARTITION_MODE)
+    rc, _, err = _opt(capsys, *words, "--dump-pass-pipeline", "-o", os.devnull)
+    assert rc != 2 and "Pass pipeline: builtin.module(" in err, err
 
 
 @pytest.fixture
@@ -127,9 +142,9 @@ def test_run_reproducer_replays_to_the_same_error(saved_reproducer, capsys):
 
 def test_run_reproducer_mistakes(saved_reproducer, capsys):
     rc, _, err = _opt(capsys, "--run-reproducer", saved_reproducer.reproducer, "-p", "builtin.module(cse)")
-    assert rc == 1 and "--run-reproducer runs the pipeline the reproducer records; drop -p" in err
+    assert rc == 2 and "--run-reproducer runs the pipeline the reproducer records; drop -p" in err
     rc, _, err = _opt(capsys, "--run-reproducer", PARTITION_MODE)
-    assert rc == 1 and f"pxla-opt: error: {PARTITION_MODE} records no pipeline: a reproducer ends with {{-# " in err
+    assert rc == 2 and f"pxla-opt: error: {PARTITION_MODE} records no pipeline: a reproducer ends with {{-# " in err
     assert "give the pipeline with -p PIPELINE instead" in err
 
 
@@ -139,3 +154,74 @@ def test_trailer_round_trips_quotes_and_backslashes():
     assert (module, found) == (b"module {}\n\n", recorded)
     assert reproducer.split(b"module {}\n{-# dialect_resources: {} #-}\n") == (
         b"module {}\n{-# dialect_resources: {} #-}\n", None)
+
+
+@pytest.mark.parametrize("options", ["max-iterations=3},cse,canonicalize{", "max-iterations=3}", "max-iterations={3"])
+def test_a_pass_flags_options_are_a_value_and_never_add_passes(capsys, options):
+    rc, out, err = _opt(capsys, PARTITION_MODE, f"--canonicalize={options}", "--dump-pass-pipeline")
+    assert rc == 2 and not out and "Pass pipeline:" not in err
+    assert err.startswith(f"pxla-opt: error: --canonicalize={options}: ") and "give each pass its own flag" in err
+
+
+def test_braces_that_balance_stay_in_the_options(capsys):
+    pipeline = _pipeline_of(capsys, "-inline=default-pipeline={canonicalize{max-iterations=3},cse}")
+    assert pipeline.startswith("builtin.module(inline{default-pipeline=canonicalize{max-iterations=3},cse ")
+    assert pipeline.count("inline{") == 1 and ",cse," not in pipeline and not pipeline.endswith(",cse)")
+
+
+def test_double_dash_ends_the_flags(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-cse").write_text("func.func @named_like_a_flag() {\n  return\n}\n")
+    rc, out, err = _opt(capsys, "--", "-cse")
+    assert rc == 0 and "@named_like_a_flag" in out, err
+    rc, out, err = _opt(capsys, "-canonicalize", "--dump-pass-pipeline", "--", "-cse")
+    assert rc == 0 and "@named_like_a_flag" in out and "Pass pipeline: builtin.module(canonicalize{" in err
+    assert ",cse" not in err
+
+
+NESTED_UNKNOWN = [("-inline=default-pipeline=nosuchpass",),
+                  ("-p", "builtin.module(func.func(cse),inline{default-pipeline=canonicalize,nosuchpass})"),
+                  ("-p", "builtin.module(inline{op-pipelines=func.func(nosuchpass)})")]
+
+
+@pytest.mark.parametrize("argv", NESTED_UNKNOWN)
+def test_a_nested_pipeline_naming_an_unknown_pass_is_a_usage_error(capfd, argv):
+    rc, out, err = _opt(capfd, PARTITION_MODE, *argv)  # capfd: jaxlib writes to descriptor 2 itself
+    assert rc == 2 and not out
+    assert "inline: " in err and "unknown pass or pipeline 'nosuchpass'" in err
+    assert "MLIR Textual PassPipeline Parser" not in err  # jaxlib's own message, printed while the pass ran
+
+
+def test_a_replayed_nested_pipeline_naming_an_unknown_pass_is_a_usage_error(capsys, tmp_path):
+    saved = tmp_path / "repro.mlir"
+    recorded = reproducer.Recorded("builtin.module(inline{default-pipeline=nosuchpass})")
+    saved.write_text(reproducer.with_trailer(PARTITION_MODE.read_text(), recorded))
+    rc, out, err = _opt(capsys, "--run-reproducer", saved)
+    assert rc == 2 and not out
+    assert "inline: option 'default-pipeline': unknown pass or pipeline 'nosuchpass'" in err
+
+
+@pytest.mark.parametrize("bytecode", [False, True])
+def test_the_crash_reproducer_flag_writes_what_run_reproducer_replays(capsys, tmp_path, bytecode):
+    source = PARTITION_MODE
+    if bytecode:
+        source = tmp_path / "in.mlirbc"
+        assert _opt(capsys, PARTITION_MODE, "--emit-bytecode", "-o", source)[0] == 0
+    crash = tmp_path / "crash.mlir"
+    rc, out, err = _opt(capsys, source, "-p", FAILING, f"--mlir-pass-pipeline-crash-reproducer={crash}")
+    assert rc == 1 and not out
+    assert err.endswith(f"pxla-opt: wrote a reproducer to {crash}; replay it with: pxla-opt --run-reproducer {crash}\n")
+    _, recorded = reproducer.split(crash.read_bytes())
+    assert recorded is not None and recorded.pipeline.startswith("builtin.module(pxla-verify-handoff{num-replicas=2 ")
+    replay_rc, _, replayed = _opt(capsys, "--run-reproducer", crash)
+    errors = [line.split(" error: ", 1)[1] for line in err.splitlines() if " error: " in line]
+    assert replay_rc == 1 and errors == [line.split(" error: ", 1)[1] for line in replayed.splitlines()
+                                         if " error: " in line]
+    if not bytecode:  # the module as written: the errors keep their lines
+        assert replayed == err.split("pxla-opt: wrote")[0].replace(str(PARTITION_MODE), str(crash))
+
+
+def test_no_crash_reproducer_when_the_pipeline_runs(capsys, tmp_path):
+    crash = tmp_path / "crash.mlir"
+    rc, _, err = _opt(capsys, PARTITION_MODE, "-canonicalize", f"--mlir-pass-pipeline-crash-reproducer={crash}")
+    assert rc == 0 and not crash.exists() and "reproducer" not in err

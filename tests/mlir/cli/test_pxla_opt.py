@@ -24,9 +24,10 @@ def run_cli(*args, stdin=None):
                           input=stdin, capture_output=True, timeout=300)
 
 
-def assert_clean_failure(proc, *fragments):
+def assert_clean_failure(proc, *fragments, status=1):
+    """A failure with an error message and ``status``: 1 for an error in the input, 2 for a command-line mistake."""
     err = proc.stderr.decode()
-    assert proc.returncode == 1, (proc.returncode, err)
+    assert proc.returncode == status, (proc.returncode, err)
     assert "Traceback" not in err
     assert "error: " in err
     for f in fragments:
@@ -34,13 +35,13 @@ def assert_clean_failure(proc, *fragments):
 
 
 def test_in_process_usage_errors(capsys, tmp_path):
-    assert pxla_opt.main([str(tmp_path / "nope.mlir")]) == 1
+    assert pxla_opt.main([str(tmp_path / "nope.mlir")]) == 2
     assert "could not open input file" in capsys.readouterr().err
-    assert pxla_opt.main(["--pass-pipeline=builtin.module(x{)"]) == 1
+    assert pxla_opt.main(["--pass-pipeline=builtin.module(x{)"]) == 2
     assert "unbalanced '{'" in capsys.readouterr().err
     src = tmp_path / "ok.mlir"
     src.write_text(VALID)
-    assert pxla_opt.main([str(src), "-o", str(tmp_path / "no-dir" / "out.mlir")]) == 1
+    assert pxla_opt.main([str(src), "-o", str(tmp_path / "no-dir" / "out.mlir")]) == 2
     assert "could not write output file" in capsys.readouterr().err
 
 
@@ -129,7 +130,7 @@ def test_verify_each_spellings(tmp_path):
     for flag in ("-verify-each", "--verify-each=true", "--verify-each=0"):
         proc = run_cli(src, flag, "--pass-pipeline=builtin.module(pxla-verify-handoff,canonicalize)")
         assert proc.returncode == 0 and b"mhlo.negate" in proc.stdout, flag
-    assert_clean_failure(run_cli(src, "--verify-each=maybe"), "--verify-each: expected true or false")
+    assert_clean_failure(run_cli(src, "--verify-each=maybe"), "--verify-each: expected true or false", status=2)
 
 
 @pytest.mark.subprocess

@@ -80,8 +80,8 @@ def test_failure_carries_diagnostics_and_a_reproducer(parse, tmp_path):
     [diag] = e.value.diagnostics
     assert diag.severity == "error" and "'mhlo.num_replicas' is 1 but 2 was expected" in diag.message
     assert diag.loc.line == 1
-    rerun = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", e.value.reproducer,
-                            f"--pass-pipeline={e.value.pipeline}"], capture_output=True, text=True)
+    rerun = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.cli.pxla_opt", "--run-reproducer",
+                            e.value.reproducer], capture_output=True, text=True)
     assert rerun.returncode == 1 and "is 1 but 2 was expected" in rerun.stderr
 
 
@@ -97,7 +97,7 @@ def test_reproducers_go_where_asked_and_the_cache_is_bounded(parse, tmp_path, mo
     failures = [fail() for _ in range(reproducer.KEEP + 3)]
     saved = sorted((tmp_path / "asked").iterdir())
     assert sorted(f.reproducer for f in failures) == [str(p) for p in saved]  # all kept where the user asked
-    assert f"reproduce with: pxla-opt {failures[-1].reproducer} --pass-pipeline=" in str(failures[-1])
+    assert str(failures[-1]).endswith(f"\nreproduce with: pxla-opt --run-reproducer {failures[-1].reproducer}")
 
     monkeypatch.delenv("PXLA_REPRO_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
