@@ -35,6 +35,11 @@ PATIENCE, OPEN_FOR = 0.02, 0.001
 
 class _Mode(threading.local):
     mode: bool | None = None  # this thread holds the lock: False shared, True exclusive; None not
+    alone: bool = False  # its exclusive hold was taken the quick way (see LaunchLock.acquire)
+
+
+#: The ``closed`` entry of an exclusive holder that took the lock the quick way.
+_ALONE = object()
 
 
 class LaunchLock:
@@ -58,12 +63,20 @@ class LaunchLock:
     ``closed`` and backs off, or the exclusive one sees it in ``holders``.
     Shared holders do not notify anyone when they let go; an exclusive taker
     polls ``holders`` (held for one launch's dispatch, microseconds).
+
+    An exclusive taker that finds the lock free (a training loop's donating
+    step, alone in the process) takes it the same way, without the mutex:
+    it appends to ``holders`` and to ``closed``, and holds the lock if both
+    hold its entry alone; otherwise it backs off and takes its turn. A shared
+    taker that backed off sleeps on the condition, and counts itself in
+    :attr:`sleepers` first, so such a holder wakes it only when someone sleeps.
     """
 
     def __init__(self):
-        self.holders: list = []  # one entry per shared holder
+        self.holders: list = []  # one entry per shared holder, and the quick exclusive holder's
         self.closed: list = []  # the exclusive taker's entry, while it waits for holders to leave or holds
         self.away: list = []  # one entry per thread inside released(), which takes the lock again after it
+        self.sleepers: list = []  # one entry per shared taker waiting on the condition for `closed` to empty
         self.local = _Mode()
         # `with self._mutex` (C-level enter and exit: no interrupt point between taking it and the block)
         self._mutex = threading.Lock()
@@ -76,29 +89,10 @@ class LaunchLock:
         if local.mode is not None:
             return False
         if exclusive:
-            token, mine = object(), False
-            try:
-                with self._mutex:
-                    while self._exclusive:
-                        self._cond.wait()
-                    self._exclusive = mine = True
-                    self.closed.append(token)
-                delay, waited = 1e-6, 0.0
-                while self.holders:
-                    if waited >= PATIENCE and self.away:  # a holder may wait for a thread that is away
-                        self._let_shared_in(token)
-                        waited = 0.0
-                    time.sleep(delay)
-                    waited += delay
-                    delay = min(2 * delay, 1e-3)
-            except BaseException:  # an interrupt while waiting must not leave the lock closed
-                with self._mutex:
-                    if token in self.closed:
-                        self.closed.remove(token)
-                    if mine:
-                        self._exclusive = False
-                    self._cond.notify_all()
-                raise
+            if self._take_alone():
+                local.alone = True
+            else:
+                self._take_turn()
         else:
             while True:
                 self.holders.append(True)
@@ -106,10 +100,71 @@ class LaunchLock:
                     break
                 self.holders.pop()
                 with self._mutex:
-                    while self.closed:
-                        self._cond.wait()
+                    self.sleepers.append(True)  # before looking at `closed`: see _leave_alone
+                    try:
+                        while self.closed:
+                            self._cond.wait()
+                    finally:
+                        self.sleepers.pop()
         local.mode = exclusive
         return True
+
+    def _take_alone(self) -> bool:
+        """Takes the lock exclusively if nobody else holds it or waits for it,
+        with two appends and a look (the cost of a shared hold)."""
+        holders, closed = self.holders, self.closed
+        try:
+            holders.append(True)  # a turn-taking exclusive taker waits for this entry to leave
+            closed.append(_ALONE)  # shared takers back off from now on
+            if len(closed) == 1 and len(holders) == 1:
+                return True
+        except BaseException:  # an interrupt must not leave the lock closed
+            self._leave_alone()
+            raise
+        self._leave_alone()
+        return False
+
+    def _leave_alone(self) -> None:
+        """Takes back what :meth:`_take_alone` appended, and wakes the shared
+        takers that saw its entry in ``closed``."""
+        # (try, not contextlib.suppress, which costs a donating step half a microsecond)
+        try:  # noqa: SIM105
+            self.closed.remove(_ALONE)
+        except ValueError:  # a turn's release cleared `closed`, or an interrupt came before the append
+            pass
+        try:  # noqa: SIM105
+            self.holders.pop()
+        except IndexError:  # an interrupt before the append
+            pass
+        if self.sleepers:  # a sleeper counted itself before it looked at `closed`: it is woken, or saw it open
+            with self._mutex:
+                self._cond.notify_all()
+
+    def _take_turn(self) -> None:
+        """Takes the lock exclusively, in turn with the other exclusive takers."""
+        token, mine = object(), False
+        try:
+            with self._mutex:
+                while self._exclusive:
+                    self._cond.wait()
+                self._exclusive = mine = True
+                self.closed.append(token)
+            delay, waited = 1e-6, 0.0
+            while self.holders:
+                if waited >= PATIENCE and self.away:  # a holder may wait for a thread that is away
+                    self._let_shared_in(token)
+                    waited = 0.0
+                time.sleep(delay)
+                waited += delay
+                delay = min(2 * delay, 1e-3)
+        except BaseException:  # an interrupt while waiting must not leave the lock closed
+            with self._mutex:
+                if token in self.closed:
+                    self.closed.remove(token)
+                if mine:
+                    self._exclusive = False
+                self._cond.notify_all()
+            raise
 
     def _let_shared_in(self, token) -> None:
         """Opens the lock to shared takers for a moment, then closes it again.
@@ -127,10 +182,14 @@ class LaunchLock:
             self.closed.append(token)
 
     def release(self, exclusive: bool = False) -> None:
-        if self.local.mode is None:  # a re-acquire in released() was interrupted: nothing of ours is held
+        local = self.local
+        if local.mode is None:  # a re-acquire in released() was interrupted: nothing of ours is held
             return
-        self.local.mode = None
-        if exclusive:
+        local.mode = None
+        if exclusive and local.alone:
+            local.alone = False
+            self._leave_alone()
+        elif exclusive:
             with self._mutex:
                 self._exclusive = False
                 self.closed.clear()  # only the holder's entry: queued exclusive takers add theirs on their turn
