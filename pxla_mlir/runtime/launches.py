@@ -1,22 +1,35 @@
-"""No launch ever sees a deleted argument: checked inside a lock that deletion takes too.
+"""No launch or read ever sees a deleted buffer: launches run inside a lock that deletion and donation take alone.
 
 jaxlib 0.10.2 crashes the process (SIGSEGV in ``ExecuteLaunch``) when a
 multi-device launch gets an array whose buffers are gone: one donated to an
-earlier call (of any map, or of jax.jit), or deleted by another thread while
-the launch is being prepared. jaxlib's C++ dispatch checks neither. So every
-launch, on the Python and the C++ path, runs inside :data:`LAUNCHES` and
-checks its arguments there (:func:`check_live`); ``jax.Array.delete()`` waits
-for the launches in progress (jaxlib's method is wrapped once, when this
-module is imported), and a launch that donates holds the lock alone. A check
-and the use that follows it therefore see the same arrays.
+earlier call (of any map, or of jax.jit), or deleted or donated by another
+thread while the launch is being prepared. jaxlib's C++ dispatch checks
+neither. So every launch, on the Python and the C++ path, runs inside
+:data:`LAUNCHES`, and one over several devices checks its arguments there
+(:func:`check_live`). A launch on one device is not checked first: jaxlib
+refuses a deleted buffer there with an error, after which its arguments are
+checked to name the one refused (:mod:`.dispatch`).
+
+Whatever deletes buffers holds the lock alone: ``jax.Array.delete()``, and
+every launch that donates, on one device too (it consumes the piece on its
+device of an array that may span several, or an array another thread is
+passing to a multi-device launch or reading). Reads of an array's values
+(``np.asarray`` and everything built on jax's ``_value``, ``jax.device_get``)
+hold it shared. jaxlib's methods are wrapped once, when this module is
+imported. A check and the use that follows it therefore see the same arrays,
+and a read sees its array whole or raises jax's "Array has been deleted".
+A donating launch alone in the process takes the lock as cheaply as a shared
+launch does (:meth:`LaunchLock.acquire`).
 
 What this cannot cover: jax.jit donating an array in another thread while a
-map launches with it (jax's own dispatch, which crashes there by itself).
+map launches with it, or a map donating one that jax's own dispatch is
+launching (jax.jit, jnp operations; it crashes there by itself).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 
@@ -43,7 +56,7 @@ _ALONE = object()
 
 
 class LaunchLock:
-    """Shared by launches; taken alone by deletions and donating launches.
+    """Shared by launches and reads; taken alone by deletions and donating launches.
 
     Re-entrant per thread (a launch's Python path nests inside its C++ call;
     tracing may run other maps). Exclusive takers take turns; the one whose
@@ -239,17 +252,43 @@ def _guard_delete(delete):
     return guarded_delete
 
 
+def _guard_read(read, *, wait_first: bool):
+    """A read of an array's buffers (``np.asarray``, ``.tolist()``, ``float()``, ...) holds the lock shared: a
+    donating launch in another thread then deletes them before the read (jax's "Array has been deleted") or after
+    it, never in the middle (a raw XLA error, or a crash). ``wait_first``: the read waits for the array to be
+    computed, which it does before taking the lock, so that deletions and donations do not wait for the devices."""
+    def guarded_read(self, *args, **kwargs):
+        if inside_callback() is not None:  # its launch holds the lock and waits for this callback
+            return read(self, *args, **kwargs)
+        if wait_first:
+            with contextlib.suppress(RuntimeError):  # XLA's words for a buffer donated meanwhile: the read
+                self.block_until_ready()  # below raises jax's
+        took = LAUNCHES.acquire()
+        try:
+            return read(self, *args, **kwargs)
+        finally:
+            if took:
+                LAUNCHES.release()
+
+    guarded_read.__doc__ = read.__doc__
+    return guarded_read
+
+
 def wrap_array_method(name: str, wrap) -> None:
-    """Replaces jaxlib's ``ArrayImpl.<name>`` with ``wrap(original)``, once per process."""
+    """Replaces jaxlib's ``ArrayImpl.<name>`` (a method or a property) with
+    ``wrap(original)``, once per process."""
     original = getattr(ArrayImpl, name)
-    if getattr(original, "_pxla_wrapped", False):
+    getter = original.fget if isinstance(original, property) else original
+    if getattr(getter, "_pxla_wrapped", False):
         return
-    wrapped = wrap(original)
+    wrapped = wrap(getter)
     wrapped._pxla_wrapped = True
-    setattr(ArrayImpl, name, wrapped)
+    setattr(ArrayImpl, name, property(wrapped, doc=original.__doc__) if isinstance(original, property) else wrapped)
 
 
 wrap_array_method("delete", _guard_delete)
+wrap_array_method("_value", functools.partial(_guard_read, wait_first=True))  # np.asarray, tolist, float, repr, ...
+wrap_array_method("copy_to_host_async", functools.partial(_guard_read, wait_first=False))  # jax.device_get
 
 
 def deleted_message(aval, where: str) -> str:
