@@ -69,7 +69,7 @@ def test_a_one_device_donation_of_a_replicated_array_racing_an_eight_device_laun
             in_threads(lambda: record("donor", lambda: one(x), want_one),
                        lambda: record("eight", lambda: eight(x, b), want_eight))
         print(outcomes)
-    """, timeout=240)
+    """, timeout=150)
     assert set(outcomes) <= {("donor", "ok"), ("eight", "ok"), ("eight", "deleted")}, outcomes
     assert outcomes[("donor", "ok")] == 400
 
@@ -115,7 +115,7 @@ def test_a_one_device_donating_step_racing_a_reader_of_its_latest_state(reader):
         in_threads(stepper, read)
         np.testing.assert_array_equal(np.asarray(latest[0]), np.full((1, 256), 1.0 + steps, np.float32))
         print(outcomes)
-    """, timeout=300)
+    """, timeout=180)
     assert set(outcomes) <= {(reader, "ok"), (reader, "deleted")}, outcomes
     assert outcomes.get((reader, "ok"), 0) > 0
 
@@ -138,6 +138,6 @@ def test_reading_a_replicated_array_while_a_one_device_step_donates_its_piece():
             in_threads(lambda: record("donor", lambda: one(x), want_one),
                        lambda: record("reader", lambda: x, host))
         print(outcomes)
-    """, timeout=240)
+    """, timeout=150)
     assert set(outcomes) <= {("donor", "ok"), ("reader", "ok"), ("reader", "deleted")}, outcomes
     assert outcomes[("donor", "ok")] == 1500
