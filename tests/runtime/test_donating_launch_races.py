@@ -24,12 +24,17 @@ PRELUDE = """
     REPLICATED = NamedSharding(Mesh(np.array(D), ("x",)), P())
     outcomes = {}
 
+    def refusal(e):  # ours (a launch names the argument), jax's (a read), or anything else as it is
+        if str(e).startswith("Array has been deleted with shape="):
+            return "donated" if "was donated to an earlier call" in str(e) else "deleted"
+        return repr(e)[:160]
+
     def record(kind, call, expected):
         try:
             np.testing.assert_array_equal(np.asarray(call()), expected)
             outcome = "ok"
         except RuntimeError as e:
-            outcome = "deleted" if str(e).startswith("Array has been deleted with shape=") else repr(e)[:160]
+            outcome = refusal(e)
         outcomes[kind, outcome] = outcomes.get((kind, outcome), 0) + 1
 
     def in_threads(*calls):
@@ -49,7 +54,8 @@ def _race(code: str, timeout: float) -> dict:
 
 def test_a_one_device_donation_of_a_replicated_array_racing_an_eight_device_launch_of_it():
     """One thread donates an array replicated over 8 devices to a one-device map, another passes it to an
-    8-device map (in_axes=None): before, SIGSEGV ("Invalid buffer passed to Execute()") within 200 trials."""
+    8-device map (in_axes=None): before, SIGSEGV ("Invalid buffer passed to Execute()") within 200 trials on
+    jax 0.10.2, a hang on 0.12; now the 8-device map says the argument was donated to an earlier call."""
     outcomes = _race("""
         def add_one(s):
             return s + 1.0
@@ -70,15 +76,15 @@ def test_a_one_device_donation_of_a_replicated_array_racing_an_eight_device_laun
                        lambda: record("eight", lambda: eight(x, b), want_eight))
         print(outcomes)
     """, timeout=150)
-    assert set(outcomes) <= {("donor", "ok"), ("eight", "ok"), ("eight", "deleted")}, outcomes
+    assert set(outcomes) <= {("donor", "ok"), ("eight", "ok"), ("eight", "donated")}, outcomes
     assert outcomes[("donor", "ok")] == 400
 
 
 @pytest.mark.parametrize("reader", ["eight-device map", "np.asarray"])
 def test_a_one_device_donating_step_racing_a_reader_of_its_latest_state(reader):
     """A training loop donates its one-device state each step while another thread reads the latest state:
-    through an 8-device map (before: SIGSEGV, or XLA's raw "AcquireScopedRawBuffer called on deleted or
-    donated buffer"), or with np.asarray. The reader gets the state's value or jax's clean error."""
+    through an 8-device map (before: SIGSEGV on jax 0.10.2, a hang on 0.12), or with np.asarray (which did not
+    fail before either: it guards the reads). The reader gets one step's whole state or jax's clean error."""
     outcomes = _race(f"""
         reader = {reader!r}
         def step(s):
@@ -109,21 +115,22 @@ def test_a_one_device_donating_step_racing_a_reader_of_its_latest_state(reader):
                     np.testing.assert_array_equal(value, np.full_like(value, n))
                     outcome = "ok"
                 except RuntimeError as e:
-                    outcome = "deleted" if str(e).startswith("Array has been deleted with shape=") else repr(e)[:160]
+                    outcome = refusal(e)
                 outcomes[reader, outcome] = outcomes.get((reader, outcome), 0) + 1
 
         in_threads(stepper, read)
         np.testing.assert_array_equal(np.asarray(latest[0]), np.full((1, 256), 1.0 + steps, np.float32))
         print(outcomes)
     """, timeout=180)
-    assert set(outcomes) <= {(reader, "ok"), (reader, "deleted")}, outcomes
+    refused = "donated" if reader == "eight-device map" else "deleted"  # a launch names the argument
+    assert set(outcomes) <= {(reader, "ok"), (reader, refused)}, outcomes
     assert outcomes.get((reader, "ok"), 0) > 0
 
 
 def test_reading_a_replicated_array_while_a_one_device_step_donates_its_piece():
     """np.asarray of an array replicated over 8 devices while one thread donates it to a one-device map
-    (which consumes its piece on device 0): before, XLA's raw "Buffer has been deleted or donated" in about
-    1 of 150 trials; now the value or jax's "Array has been deleted"."""
+    (which consumes its piece on device 0): before, XLA's raw "Buffer has been deleted or donated" in 4 to 8
+    of 1500 trials; now the value or jax's "Array has been deleted"."""
     outcomes = _race("""
         def add_one(s):
             return s + 1.0
