@@ -18,7 +18,9 @@ array and, for donating maps, that no array is donated twice, O(leaves):
 jaxlib 0.10.2 segfaults on either in a program spanning several devices (in
 jax.pmap and jax.jit too; see :mod:`.launches`). On one device jaxlib
 refuses them with an error, so those launches are not checked first: the
-checks run after such an error, to name the argument in jax's words. A call
+checks run after such an error, to name the argument in jax's words. A
+donating launch holds the lock alone, checked or not: the buffers it consumes
+may be held by another thread's launch or read (see :mod:`.launches`). A call
 with positional jax.Arrays alone (the cached call of a loop) is not
 flattened at all: :func:`launch_cached` does all of it in one frame and
 hands the arrays to a C++ dispatcher keyed by the arrays themselves
@@ -142,8 +144,9 @@ class FastDispatch:
         # can launch that executable itself). jaxlib refuses a deleted or twice-donated buffer with an error
         # on a program of one device, but crashes the process on one spanning several (see .launches): those
         # are checked in Python first, under the launch lock (`checks`); one-device launches leave it to
-        # jaxlib and are checked only to name the argument it refused. Launches of programs over several CPU
-        # devices count against the in-flight window (`windowed`, see .inflight).
+        # jaxlib and are checked only to name the argument it refused (a donating one still holds the launch
+        # lock alone: see `call`). Launches of programs over several CPU devices count against the in-flight
+        # window (`windowed`, see .inflight).
         self.checks = True
         self._several = False  # some fast path handed to C++ spans several devices
         self.windowed = False  # read inline by the map's call
@@ -164,7 +167,9 @@ class FastDispatch:
         arguments, donation; launched under the launch lock, its arguments
         checked first where jaxlib would crash on a deleted one (:attr:`checks`)."""
         checks = self.checks
-        exclusive = checks and bool(self._donate)  # a checked launch that donates: nobody else may launch then
+        # A donating launch deletes buffers that another thread's launch or read may hold (an array's piece on
+        # this launch's device, or its copy there): nobody else may launch or read meanwhile, on one device too.
+        exclusive = bool(self._donate)
         took = LAUNCHES.acquire(exclusive)
         try:
             try:

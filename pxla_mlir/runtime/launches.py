@@ -1,22 +1,35 @@
-"""No launch ever sees a deleted argument: checked inside a lock that deletion takes too.
+"""No launch or read ever sees a deleted buffer: launches run inside a lock that deletion and donation take alone.
 
 jaxlib 0.10.2 crashes the process (SIGSEGV in ``ExecuteLaunch``) when a
 multi-device launch gets an array whose buffers are gone: one donated to an
-earlier call (of any map, or of jax.jit), or deleted by another thread while
-the launch is being prepared. jaxlib's C++ dispatch checks neither. So every
-launch, on the Python and the C++ path, runs inside :data:`LAUNCHES` and
-checks its arguments there (:func:`check_live`); ``jax.Array.delete()`` waits
-for the launches in progress (jaxlib's method is wrapped once, when this
-module is imported), and a launch that donates holds the lock alone. A check
-and the use that follows it therefore see the same arrays.
+earlier call (of any map, or of jax.jit), or deleted or donated by another
+thread while the launch is being prepared. jaxlib's C++ dispatch checks
+neither. So every launch, on the Python and the C++ path, runs inside
+:data:`LAUNCHES`, and one over several devices checks its arguments there
+(:func:`check_live`). A launch on one device is not checked first: jaxlib
+refuses a deleted buffer there with an error, after which its arguments are
+checked to name the one refused (:mod:`.dispatch`).
+
+Whatever deletes buffers holds the lock alone: ``jax.Array.delete()``, and
+every launch that donates, on one device too (it consumes the piece on its
+device of an array that may span several, or an array another thread is
+passing to a multi-device launch or reading). Reads of an array's values
+(``np.asarray`` and everything built on jax's ``_value``, ``jax.device_get``)
+hold it shared. jaxlib's methods are wrapped once, when this module is
+imported. A check and the use that follows it therefore see the same arrays,
+and a read sees its array whole or raises jax's "Array has been deleted".
+A donating launch alone in the process takes the lock as cheaply as a shared
+launch does (:meth:`LaunchLock.acquire`).
 
 What this cannot cover: jax.jit donating an array in another thread while a
-map launches with it (jax's own dispatch, which crashes there by itself).
+map launches with it, or a map donating one that jax's own dispatch is
+launching (jax.jit, jnp operations; it crashes there by itself).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 
@@ -35,10 +48,15 @@ PATIENCE, OPEN_FOR = 0.02, 0.001
 
 class _Mode(threading.local):
     mode: bool | None = None  # this thread holds the lock: False shared, True exclusive; None not
+    alone: bool = False  # its exclusive hold was taken the quick way (see LaunchLock.acquire)
+
+
+#: The ``closed`` entry of an exclusive holder that took the lock the quick way.
+_ALONE = object()
 
 
 class LaunchLock:
-    """Shared by launches; taken alone by deletions and donating launches.
+    """Shared by launches and reads; taken alone by deletions and donating launches.
 
     Re-entrant per thread (a launch's Python path nests inside its C++ call;
     tracing may run other maps). Exclusive takers take turns; the one whose
@@ -58,12 +76,20 @@ class LaunchLock:
     ``closed`` and backs off, or the exclusive one sees it in ``holders``.
     Shared holders do not notify anyone when they let go; an exclusive taker
     polls ``holders`` (held for one launch's dispatch, microseconds).
+
+    An exclusive taker that finds the lock free (a training loop's donating
+    step, alone in the process) takes it the same way, without the mutex:
+    it appends to ``holders`` and to ``closed``, and holds the lock if both
+    hold its entry alone; otherwise it backs off and takes its turn. A shared
+    taker that backed off sleeps on the condition, and counts itself in
+    :attr:`sleepers` first, so such a holder wakes it only when someone sleeps.
     """
 
     def __init__(self):
-        self.holders: list = []  # one entry per shared holder
+        self.holders: list = []  # one entry per shared holder, and the quick exclusive holder's
         self.closed: list = []  # the exclusive taker's entry, while it waits for holders to leave or holds
         self.away: list = []  # one entry per thread inside released(), which takes the lock again after it
+        self.sleepers: list = []  # one entry per shared taker waiting on the condition for `closed` to empty
         self.local = _Mode()
         # `with self._mutex` (C-level enter and exit: no interrupt point between taking it and the block)
         self._mutex = threading.Lock()
@@ -76,29 +102,10 @@ class LaunchLock:
         if local.mode is not None:
             return False
         if exclusive:
-            token, mine = object(), False
-            try:
-                with self._mutex:
-                    while self._exclusive:
-                        self._cond.wait()
-                    self._exclusive = mine = True
-                    self.closed.append(token)
-                delay, waited = 1e-6, 0.0
-                while self.holders:
-                    if waited >= PATIENCE and self.away:  # a holder may wait for a thread that is away
-                        self._let_shared_in(token)
-                        waited = 0.0
-                    time.sleep(delay)
-                    waited += delay
-                    delay = min(2 * delay, 1e-3)
-            except BaseException:  # an interrupt while waiting must not leave the lock closed
-                with self._mutex:
-                    if token in self.closed:
-                        self.closed.remove(token)
-                    if mine:
-                        self._exclusive = False
-                    self._cond.notify_all()
-                raise
+            if self._take_alone():
+                local.alone = True
+            else:
+                self._take_turn()
         else:
             while True:
                 self.holders.append(True)
@@ -106,10 +113,71 @@ class LaunchLock:
                     break
                 self.holders.pop()
                 with self._mutex:
-                    while self.closed:
-                        self._cond.wait()
+                    self.sleepers.append(True)  # before looking at `closed`: see _leave_alone
+                    try:
+                        while self.closed:
+                            self._cond.wait()
+                    finally:
+                        self.sleepers.pop()
         local.mode = exclusive
         return True
+
+    def _take_alone(self) -> bool:
+        """Takes the lock exclusively if nobody else holds it or waits for it,
+        with two appends and a look (the cost of a shared hold)."""
+        holders, closed = self.holders, self.closed
+        try:
+            holders.append(True)  # a turn-taking exclusive taker waits for this entry to leave
+            closed.append(_ALONE)  # shared takers back off from now on
+            if len(closed) == 1 and len(holders) == 1:
+                return True
+        except BaseException:  # an interrupt must not leave the lock closed
+            self._leave_alone()
+            raise
+        self._leave_alone()
+        return False
+
+    def _leave_alone(self) -> None:
+        """Takes back what :meth:`_take_alone` appended, and wakes the shared
+        takers that saw its entry in ``closed``."""
+        # (try, not contextlib.suppress, which costs a donating step half a microsecond)
+        try:  # noqa: SIM105
+            self.closed.remove(_ALONE)
+        except ValueError:  # a turn's release cleared `closed`, or an interrupt came before the append
+            pass
+        try:  # noqa: SIM105
+            self.holders.pop()
+        except IndexError:  # an interrupt before the append
+            pass
+        if self.sleepers:  # a sleeper counted itself before it looked at `closed`: it is woken, or saw it open
+            with self._mutex:
+                self._cond.notify_all()
+
+    def _take_turn(self) -> None:
+        """Takes the lock exclusively, in turn with the other exclusive takers."""
+        token, mine = object(), False
+        try:
+            with self._mutex:
+                while self._exclusive:
+                    self._cond.wait()
+                self._exclusive = mine = True
+                self.closed.append(token)
+            delay, waited = 1e-6, 0.0
+            while self.holders:
+                if waited >= PATIENCE and self.away:  # a holder may wait for a thread that is away
+                    self._let_shared_in(token)
+                    waited = 0.0
+                time.sleep(delay)
+                waited += delay
+                delay = min(2 * delay, 1e-3)
+        except BaseException:  # an interrupt while waiting must not leave the lock closed
+            with self._mutex:
+                if token in self.closed:
+                    self.closed.remove(token)
+                if mine:
+                    self._exclusive = False
+                self._cond.notify_all()
+            raise
 
     def _let_shared_in(self, token) -> None:
         """Opens the lock to shared takers for a moment, then closes it again.
@@ -127,10 +195,14 @@ class LaunchLock:
             self.closed.append(token)
 
     def release(self, exclusive: bool = False) -> None:
-        if self.local.mode is None:  # a re-acquire in released() was interrupted: nothing of ours is held
+        local = self.local
+        if local.mode is None:  # a re-acquire in released() was interrupted: nothing of ours is held
             return
-        self.local.mode = None
-        if exclusive:
+        local.mode = None
+        if exclusive and local.alone:
+            local.alone = False
+            self._leave_alone()
+        elif exclusive:
             with self._mutex:
                 self._exclusive = False
                 self.closed.clear()  # only the holder's entry: queued exclusive takers add theirs on their turn
@@ -180,17 +252,45 @@ def _guard_delete(delete):
     return guarded_delete
 
 
+def _guard_read(read, *, wait_first: bool):
+    """A read of an array's buffers (``np.asarray``, ``.tolist()``, ``float()``, ...) holds the lock shared: a
+    donating launch in another thread then deletes them before the read (jax's "Array has been deleted") or after
+    it, never in the middle (a raw XLA error, or a crash). ``wait_first``: the read waits for the array to be
+    computed, which it does before taking the lock, so that deletions and donations do not wait for the devices."""
+    def guarded_read(self, *args, **kwargs):
+        if inside_callback() is not None:  # its launch holds the lock and waits for this callback
+            return read(self, *args, **kwargs)
+        if wait_first:
+            try:  # noqa: SIM105 (contextlib.suppress would cost every read half a microsecond)
+                self.block_until_ready()
+            except RuntimeError:  # XLA's words for a buffer donated meanwhile: the read below raises jax's
+                pass
+        took = LAUNCHES.acquire()
+        try:
+            return read(self, *args, **kwargs)
+        finally:
+            if took:
+                LAUNCHES.release()
+
+    guarded_read.__doc__ = read.__doc__
+    return guarded_read
+
+
 def wrap_array_method(name: str, wrap) -> None:
-    """Replaces jaxlib's ``ArrayImpl.<name>`` with ``wrap(original)``, once per process."""
+    """Replaces jaxlib's ``ArrayImpl.<name>`` (a method or a property) with
+    ``wrap(original)``, once per process."""
     original = getattr(ArrayImpl, name)
-    if getattr(original, "_pxla_wrapped", False):
+    getter = original.fget if isinstance(original, property) else original
+    if getattr(getter, "_pxla_wrapped", False):
         return
-    wrapped = wrap(original)
+    wrapped = wrap(getter)
     wrapped._pxla_wrapped = True
-    setattr(ArrayImpl, name, wrapped)
+    setattr(ArrayImpl, name, property(wrapped, doc=original.__doc__) if isinstance(original, property) else wrapped)
 
 
 wrap_array_method("delete", _guard_delete)
+wrap_array_method("_value", functools.partial(_guard_read, wait_first=True))  # np.asarray, tolist, float, repr, ...
+wrap_array_method("copy_to_host_async", functools.partial(_guard_read, wait_first=False))  # jax.device_get
 
 
 def deleted_message(aval, where: str) -> str:

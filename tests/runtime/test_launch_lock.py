@@ -71,9 +71,33 @@ def test_shared_and_exclusive_holders_never_overlap():
         for t in threads:
             t.join()
         assert not bad, bad[:3]
-        assert lock.holders == [] and lock.closed == [] and lock.local.mode is None
+        assert lock.holders == [] and lock.closed == [] and lock.sleepers == [] and lock.local.mode is None
         print("ok")
     """, timeout=240)
+    assert out.strip() == "ok"
+
+
+def test_an_exclusive_taker_alone_holds_the_lock_at_once_and_wakes_who_waited_behind_it():
+    """A donating step alone in the process takes the lock without the turn-taking mutex; a shared taker that
+    comes meanwhile sleeps, and is woken when it lets go; an exclusive one waits for it, then takes its turn."""
+    out = run_isolated("""
+        import threading, time
+        from pxla_mlir.runtime.launches import LaunchLock
+
+        lock = LaunchLock()
+        assert lock.acquire(True) and lock.local.alone and lock.holders == [True] and len(lock.closed) == 1
+        got = []
+        shared = threading.Thread(target=lambda: (got.append(lock.acquire()), lock.release()))
+        exclusive = threading.Thread(target=lambda: (got.append(lock.acquire(True)), lock.release(True)))
+        shared.start(); exclusive.start()
+        time.sleep(0.3)
+        assert got == [] and lock.sleepers == [True]  # both kept out; the shared taker asleep on the condition
+        lock.release(True)
+        shared.join(10); exclusive.join(10)
+        assert got == [True, True], got
+        assert lock.holders == [] and lock.closed == [] and lock.sleepers == [] and not lock._exclusive
+        print("ok")
+    """, timeout=120)
     assert out.strip() == "ok"
 
 
@@ -101,7 +125,15 @@ def test_an_interrupted_exclusive_taker_leaves_the_lock_open():
         done = []
         t = threading.Thread(target=lambda: done.append((lock.acquire(), lock.release())))
         t.start(); t.join(10)
-        assert done and lock.acquire(True)
+        assert done
+
+        busy = threading.Event()  # a shared holder makes the next exclusive taker take its turn (not alone)
+        def brief_shared_hold():
+            lock.acquire(); busy.set(); time.sleep(0.2); lock.release()
+        t = threading.Thread(target=brief_shared_hold)
+        t.start(); busy.wait(10)
+        assert lock.acquire(True) and not lock.local.alone
+        t.join(10)
 
         def wait_interrupted(*_):  # a second exclusive taker is interrupted while it waits for the first
             raise KeyboardInterrupt
