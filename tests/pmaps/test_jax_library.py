@@ -1,14 +1,29 @@
-"""Whatever jax.pmap lowers, pxla_mlir.pmap lowers: jax's library binds high-level primitives
-(``call_hi_primitive``: jax 0.12's ``jnp.searchsorted``, hence ``jax.scipy.linalg.expm``), which jax expands
-before it looks up MLIR rules."""
+"""Whatever jax.pmap lowers, pxla_mlir.pmap lowers: jax's library (jax.numpy, jax.scipy, jax.nn, jax.random, lax
+control flow) binds primitives jax lowers in its own ways, such as the high-level primitives of jax 0.12
+(``call_hi_primitive``: ``jnp.searchsorted``, hence ``jax.scipy.linalg.expm``), which jax expands before it looks
+up MLIR rules. The bodies come from tests/fuzzing/library_sweep.py, which runs them all (and ``--auto`` more)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from fuzzing import library_sweep
 from jax.experimental import hijax
 
 import pxla_mlir
+
+
+@pytest.mark.parametrize("name", library_sweep.QUICK)
+def test_a_library_body_gives_what_jax_pmap_gives(name):
+    outcome = library_sweep.run_case(name)
+    assert (outcome.kind, outcome.detail) == ("same", "")
+
+
+@pytest.mark.slow
+def test_every_library_body_of_the_sweep_gives_what_jax_pmap_gives():
+    outcomes = {name: library_sweep.run_case(name) for name in library_sweep.CASES if name not in library_sweep.QUICK}
+    assert {name: (o.kind, o.detail) for name, o in outcomes.items() if o.kind != "same"} == {}
+
 
 # -- a high-level primitive of our own: the mechanism on every supported jax ---------------------------------
 
@@ -63,14 +78,11 @@ def test_a_high_level_primitive_lowers_in_an_xmap_and_a_pxla_jit():
     np.testing.assert_array_equal(jitted(X), 2 * (3.0 * X + 1.0))
 
 
-def test_jax_expm_under_pmap_and_its_gradient():
-    """The case that failed on jax 0.12: expm's Padé degree is chosen by jnp.searchsorted."""
-    xs = jnp.stack([jnp.eye(3) * 0.1 * (k + 1) + 0.01 for k in range(8)])
-    np.testing.assert_allclose(pxla_mlir.pmap(jax.scipy.linalg.expm)(xs), jax.vmap(jax.scipy.linalg.expm)(xs),
-                               rtol=1e-5, atol=1e-6)
-    loss = lambda a: jax.scipy.linalg.expm(a).sum()  # noqa: E731
-    np.testing.assert_allclose(jax.grad(lambda a: pxla_mlir.pmap(jax.scipy.linalg.expm)(a).sum())(xs),
-                               jax.vmap(jax.grad(loss))(xs), rtol=1e-5, atol=1e-6)
+def test_jax_expm_under_pmap_as_the_issue_reported_it():
+    """It failed on jax 0.12: expm's Padé degree is chosen by jnp.searchsorted (its gradient: the sweep)."""
+    x = jnp.eye(3) * 0.2 + 0.05
+    np.testing.assert_allclose(pxla_mlir.pmap(jax.scipy.linalg.expm)(jnp.array([x, x])),
+                               jax.pmap(jax.scipy.linalg.expm)(jnp.array([x, x])), rtol=1e-6, atol=1e-6)
 
 
 def test_a_high_level_type_at_the_boundary_is_refused_with_what_to_pass_instead():
