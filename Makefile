@@ -117,12 +117,14 @@ update-checks: $(STAMP)
 
 # Long seeded fuzzing (the suite runs a bounded sample; FUZZ_SEED=n draws another):
 # pxla-opt on mutated .mlir files and bad pipelines, random pmap programs against jax.vmap, and random
-# placement/donation/deletion/thread scenarios on the fast path and damaged persistent cache entries.
+# placement/donation/deletion/thread scenarios on the fast path and damaged persistent cache entries; then
+# jax's library under pxla_mlir.pmap against jax.pmap (not seeded: every case, and every function found by name).
 FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzzing/opt_fuzz.py --cases 5000 --seed $(FUZZ_SEED)
 	$(BIN)/python tests/fuzzing/program_fuzz.py --programs 2000 --seed $(FUZZ_SEED)
 	$(BIN)/python tests/fuzzing/runtime_fuzz.py --cases 200 --seed $(FUZZ_SEED)
+	$(BIN)/python tests/fuzzing/library_sweep.py --auto
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py

@@ -29,10 +29,12 @@ nox.options.sessions = []  # nothing by default: name a session or a tag
 #: jax release -> the Python it is tested with (jax 0.11 dropped Python 3.11); smoke-jax-0.12-py3.13 adds 3.13.
 PYTHONS = {"0.10.2": "3.11", "0.11.2": "3.12", "0.12.0.1": "3.12"}
 
-#: The smoke subset: flat and nested pmap, xmap, jit, run, emit (and the lit suite).
+#: The smoke subset: flat and nested pmap, xmap, jit, run, emit, jax's library under pmap (what it binds changes
+#: with the release) (and the lit suite).
 SMOKE = ["tests/pmaps/test_pmap_api.py", "tests/pmaps/test_pmap_numerics.py", "tests/pmaps/test_nested_pieces.py",
          "tests/xmaps/test_xmap_api.py", "tests/xmaps/test_xmap_numerics.py", "tests/pmaps/test_pmap_under_jit.py",
-         "tests/tools/test_run_module.py", "tests/tools/test_cli_emit.py", "tests/jaxbridge/test_jax_versions.py"]
+         "tests/tools/test_run_module.py", "tests/tools/test_cli_emit.py", "tests/jaxbridge/test_jax_versions.py",
+         "tests/pmaps/test_jax_library.py"]
 
 
 def find_python(version: str) -> str | None:

@@ -126,7 +126,7 @@ core = PrivateNames(
 pe = PrivateNames(
     _pe,
     "DynamicJaxprTracer JaxprTracer PartialVal convert_constvars_jaxpr custom_partial_eval_rules dce_jaxpr dce_rules "
-    "has_effects merge_lists move_binders_to_front new_eqn_recipe new_jaxpr_eqn partial_eval_jaxpr_custom "
+    "has_effects lower_jaxpr2 merge_lists move_binders_to_front new_eqn_recipe new_jaxpr_eqn partial_eval_jaxpr_custom "
     "partial_eval_jaxpr_custom_rules partial_eval_jaxpr_nounits partition_list trace_to_jaxpr_dynamic")
 ad = PrivateNames(
     _ad,
@@ -186,7 +186,7 @@ __all__ = [
     "device_client", "batched_device_put", "array_result_handler", "assemble_array", "replica_results_need_assembly",
     "cpp_dispatch", "at_top_level", "dispatch_flatten", "jit_disabled", "trace_ref", "eval_trace", "axis_env_ref",
     "top_axis_env", "jit_enabled", "ir_element_dtype", "is_extended", "lowering_flags", "lower_jaxpr_to_module",
-    "register_linearization", "register_dce", "linearize_jaxpr", "scan_counts",
+    "register_linearization", "register_dce", "linearize_jaxpr", "scan_counts", "lojax", "high_level_avals",
     "persistent_cache_enabled", "persistent_cache_used", "cache_gate_open",
     "enable_persistent_cache", "cache_key", "cache_read", "cache_write", "cache_remove", "persistent_cache_thresholds",
     "is_process_zero", "serialize_executable", "deserialize_executable", "backends_are_initialized", "cluster_launch",
@@ -292,6 +292,26 @@ def linearize_jaxpr(jaxpr, nonzeros, *, is_vjp: bool):
         to_move = [True] * len(plain) + [False] * n_tangents + [True] * len(structured)
         tangent = _pe.move_binders_to_front(tangent, to_move)
     return fwd, n_res, nzs_out, tangent
+
+
+def lojax(closed_jaxpr):
+    """``closed_jaxpr`` with jax's high-level primitives expanded to the ones
+    jax has MLIR rules for, as jax expands a jit's jaxpr before lowering it
+    (``Traced.lojax``: ``pe.lower_jaxpr``); ``closed_jaxpr`` itself when it
+    has none. jax's library binds such primitives (``call_hi_primitive``:
+    ``jnp.searchsorted`` from jax 0.12, ``jax.scipy.linalg.expm`` through
+    it); every equation whose primitive says it ``is_high`` is rewritten by
+    its ``to_lojax`` rule. Every supported release has this protocol
+    (``lower_jaxpr2`` takes a ClosedJaxpr on 0.10, the merged Jaxpr on 0.11+)."""
+    if not closed_jaxpr.is_high:
+        return closed_jaxpr
+    return _pe.lower_jaxpr2(closed_jaxpr)
+
+
+def high_level_avals(closed_jaxpr) -> list:
+    """The operand and result types of ``closed_jaxpr`` that are jax's
+    high-level types (a value jax represents by several arrays)."""
+    return [a for a in (*closed_jaxpr.in_avals, *closed_jaxpr.out_avals) if getattr(a, "is_high", False)]
 
 
 def xla_computation(module_text: str):

@@ -15,19 +15,23 @@ from typing import Any
 import numpy as np
 from jax.sharding import AxisType
 
+from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import (
     JaxAbstractMesh,
     backend,
     core,
     effects,
+    high_level_avals,
     jax_mlir,
+    lojax,
     lower_jaxpr_to_module,
     lowering_flags,
     sharding_impls,
 )
 
 __all__ = ["LOWERING_LOCK", "CONTEXT_LOWERINGS", "shared_lowering_context", "spmd_axis_context",
-           "sharding_impls_mesh", "lower_per_device", "lower_global", "refined_module"]
+           "sharding_impls_mesh", "lower_per_device", "lower_global", "refined_module", "low_level",
+           "HighLevelTypeError"]
 
 
 def spmd_axis_context(axis_names: Sequence, axis_sizes: Sequence[int], manual_axes: Sequence | None = None):
@@ -117,7 +121,26 @@ def lower_global(closed_jaxpr: core.ClosedJaxpr, num_devices: int, *, platform: 
     return _lower(closed_jaxpr, sharding_impls.ShardingContext(num_devices), num_devices, platform, name, donated)
 
 
+class HighLevelTypeError(PxlaUserError, TypeError):
+    """A map's operand or result is of one of jax's high-level types."""
+
+
+def low_level(closed_jaxpr: core.ClosedJaxpr, name: str = "pxla_fn") -> core.ClosedJaxpr:
+    """``closed_jaxpr`` as jax lowers it: jax's high-level primitives (jax
+    0.12's ``jnp.searchsorted``, ...) expanded by their ``to_lojax`` rules,
+    which jax runs on a jit's jaxpr before looking up MLIR rules (those
+    primitives have none). Called under the body's axis environment: an
+    expansion may bind collectives over its named axes."""
+    boundary = high_level_avals(closed_jaxpr)
+    if boundary:
+        raise HighLevelTypeError(
+            f"{name}: operands or results of jax's high-level types ({', '.join(map(str, boundary))}) cannot cross "
+            f"a pxla_mlir map's boundary: pass and return the arrays they are made of (jax.Array leaves) instead")
+    return lojax(closed_jaxpr)
+
+
 def _lower(closed_jaxpr, axis_context, num_partitions: int, platform: str, name: str, donated, shardy: bool = False):
+    closed_jaxpr = low_level(closed_jaxpr, name)
     # Ordered effects (io_callback(ordered=True), ...) get token arguments and
     # results on @main (importing makes them internal). With Shardy off, host
     # callbacks carry GSPMD shardings like the rest of our modules.

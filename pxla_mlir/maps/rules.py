@@ -1,5 +1,6 @@
 """Transformation rules of the map primitives: jvp, linearize, transpose,
-batching and checkpoint (partial eval), written once for every map.
+batching, checkpoint (partial eval) and the expansion of jax's high-level
+primitives, written once for every map.
 
 A map primitive carries its body as a ClosedJaxpr, so each rule transforms
 the body with jax's own jaxpr-to-jaxpr functions (``ad.jvp_jaxpr``,
@@ -30,6 +31,7 @@ from pxla_mlir.jaxbridge.jax_internals import (
     register_linearization,
     source_info_util as jax_source_info,
 )
+from pxla_mlir.jaxbridge.stablehlo_lowering import low_level
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.support.lru import LRU
 
@@ -340,6 +342,19 @@ def dce(kind: MapRules, used_outputs, eqn):
     return used_inputs, new_eqn
 
 
+# -- jax's high-level primitives: expanded before lowering ----------------------------------------
+
+def to_lojax(kind: MapRules, *args, **p):
+    """The map with its body's high-level primitives expanded (``call_hi_primitive``, ...), as jax expands a
+    jit's: the lowering enclosing a nested map (an outer map's, or jax.jit's) expands every equation whose
+    primitive ``is_high``, and a map's is when its body is (jax's default ``is_high`` reads the body)."""
+    with _axis_env(kind, p):
+        body = low_level(p["jaxpr"], p["name"])  # jax caches it by body
+    params = dict(p)
+    del params["jaxpr"]
+    return kind.bind(body, args, params)
+
+
 def register(kind: MapRules) -> None:
     """Installs every rule for ``kind.primitive`` in jax's tables."""
     prim = kind.primitive
@@ -350,3 +365,4 @@ def register(kind: MapRules) -> None:
     pe.custom_partial_eval_rules[prim] = functools.partial(partial_eval, kind)
     pe.partial_eval_jaxpr_custom_rules[prim] = functools.partial(partial_eval_custom, kind)
     register_dce(prim, functools.partial(dce, kind))
+    prim.to_lojax = functools.partial(to_lojax, kind)
