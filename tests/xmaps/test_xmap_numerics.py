@@ -368,3 +368,14 @@ def test_zero_size_inner_dimensions(lowering, alone):
     check(got, jax.vmap(f, axis_name="i", out_axes=(0, None, 0)[:len(out_axes)])(a, b), tol=0)
     assert [s.data.shape for s in got[0].addressable_shards] == [(2, 0)] * 8
     check(got[0] + 1, a + 1, tol=0)  # a result is an ordinary array for the next computation
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_named_contraction_in_place_of_pdot(lowering):
+    """jax dropped lax.pdot and einsum's named specs; the guide's replacement, a
+    psum of the product over the contracted name, is dot_general's contraction,
+    with a batch name and the contracted name (two per device) on the mesh."""
+    x, y = data(2, 3, 8), data(2, 8, 5)  # b, i, j / b, j, k
+    got = run(lambda a, c: lax.psum(a * c, "j"), (["b", "i", "j"], ["b", "j", "k"]), ["b", "i", "k"], (x, y),
+              mesh(x=2, y=4), lowering, axis_resources={"b": "x", "j": "y"})
+    check(got, lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))), tol=1e-4)

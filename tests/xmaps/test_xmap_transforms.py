@@ -239,3 +239,36 @@ def test_jit_takes_the_blocks_its_xmaps_slice(lowering):
     ref = jax.tree.map(lambda w, g: w - 0.1 * g, params, jax.grad(mse)(params, x, y))
     assert_close(got, ref)
     assert_close(again, got, tol=0)
+
+
+def _size_dependent_primitive():
+    """A primitive whose batching rule adds arange(batch size): its result shows
+    which vmap the xmap put it under (2022's ``constant_introducing_p``)."""
+    from jax.extend.core import Primitive
+    from jax.interpreters import batching
+
+    prim = Primitive("pxla_test_adds_arange")
+    prim.def_abstract_eval(lambda x: x)
+
+    def rule(axis_data, xs, dims):
+        (x,), (d,) = xs, dims
+        return x + jnp.arange(x.size, dtype=x.dtype).reshape(x.shape), d
+
+    batching.fancy_primitive_batchers[prim] = rule
+    return prim
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS)
+def test_a_batching_rule_sees_a_tile_or_the_global_view_as_the_guide_says(lowering):
+    """replica and manual vmap a device's tile (as 2022 did), also under
+    pxla_mlir.jit; vectorize, and jax.jit of any lowering, vmap the whole axis."""
+    prim = _size_dependent_primitive()
+    x = data(16)
+    per_tile = jax.vmap(jax.vmap(prim.bind))(x.reshape(2, 8)).reshape(16)  # 8 per device on 'x'
+    whole_axis = jax.vmap(prim.bind)(x)
+    with pxla_mlir.Mesh.create({"x": 2}):
+        f = pxla_mlir.xmap(prim.bind, ["i"], ["i"], axis_resources={"i": "x"}, lowering=lowering)
+        tiled = whole_axis if lowering == "vectorize" else per_tile
+        assert_close(f(x), tiled)
+        assert_close(pxla_mlir.jit(f)(x), tiled)
+        assert_close(jax.jit(f)(x), whole_axis)
