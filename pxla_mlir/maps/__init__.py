@@ -14,6 +14,6 @@
 * :mod:`.rules`: jvp, linearize, transpose, batching, partial eval and
   checkpoint rules written once over a kind's :class:`~.rules.MapRules`
   (pmap: one axis and int/None specs, xmap: named axes and ``{dim: name}``);
-* :mod:`.importing`: jax's lowering of a traced body to the pxla form;
+* :mod:`.pxla_form`: jax's lowering of a traced body to the pxla form;
 * :mod:`.impl`: the compiled programs of maps bound with concrete arguments.
 """

@@ -28,7 +28,7 @@ from pxla_mlir.distributed.program_check import check_before_launch
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
-from pxla_mlir.mlir.ir.pxla_attrs import device_counts
+from pxla_mlir.mlir.core.pxla_attrs import device_counts
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, run_pipeline
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.pipelines import to_stablehlo
@@ -214,7 +214,7 @@ class Layout:
 
 def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
           jaxpr_text: Callable[[], str] | None = None, plan: Any = None) -> Lowered:
-    """Runs ``pipeline`` on an imported module (:class:`pxla_mlir.maps.importing.Imported`:
+    """Runs ``pipeline`` on an imported module (:class:`pxla_mlir.maps.pxla_form.Imported`:
     the pxla form, jax's keepalive, the host callbacks) and returns its ``Lowered``.
 
     A failing pipeline raises ``PipelineFailure`` with a reproducer: the

@@ -41,10 +41,10 @@ from pxla_mlir import distributed
 from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
 from pxla_mlir.maps.arguments import check_devices
 from pxla_mlir.maps.stages import Layout, Lowered, Lowering, Signature
-from pxla_mlir.mlir.ir import pxla_attrs
-from pxla_mlir.mlir.ir.context import make_context
-from pxla_mlir.mlir.ir.diagnostics import PassError
-from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.mlir.core import pxla_attrs
+from pxla_mlir.mlir.core.context import make_context
+from pxla_mlir.mlir.core.diagnostics import PassError
+from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.sharding import hlo_sharding
 from pxla_mlir.mlir.sharding.devices import backend_error, too_few_devices
 from pxla_mlir.mlir.support.stats import timed

@@ -40,8 +40,8 @@ from pxla_mlir.pmaps.arguments import (
     examine_call,
     flatten_out_axes,
 )
+from pxla_mlir.pmaps.lower import deoptimized, lower_traced
 from pxla_mlir.pmaps.primitive import PmapParams, bind
-from pxla_mlir.pmaps.stage import deoptimized, lower_traced
 
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 

@@ -84,7 +84,7 @@ def load_target(target: str, pipeline: str | None = None):
 
 
 def _ran_line(lowered) -> str:
-    from pxla_mlir.mlir.ir.pxla_attrs import device_counts
+    from pxla_mlir.mlir.core.pxla_attrs import device_counts
 
     replicas, partitions = device_counts(lowered.mhlo().operation)
     devices = lowered.devices

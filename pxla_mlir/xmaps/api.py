@@ -52,6 +52,7 @@ from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.xmaps.call_site import call_site
 from pxla_mlir.xmaps.checks import ResourceTyping, check_outputs, show_axes
 from pxla_mlir.xmaps.inputs import check_partitioning
+from pxla_mlir.xmaps.lower import XmapCall, deoptimized, input_shardings, lower
 from pxla_mlir.xmaps.plan import (
     XmapError,
     XmapMeshError,
@@ -64,7 +65,6 @@ from pxla_mlir.xmaps.plan import (
 from pxla_mlir.xmaps.primitive import bind
 from pxla_mlir.xmaps.resources import active_loops, active_mesh, loops_in_scope, mapping_arg, normalize_resources
 from pxla_mlir.xmaps.specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
-from pxla_mlir.xmaps.stage import XmapCall, deoptimized, input_shardings, lower
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 

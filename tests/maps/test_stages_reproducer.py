@@ -12,7 +12,7 @@ import pytest
 import pxla_mlir
 from pxla_mlir.maps import stages
 from pxla_mlir.mlir.pass_infra import PipelineFailure, reproducer
-from pxla_mlir.pmaps import stage as pmap_stage
+from pxla_mlir.pmaps import lower as pmap_lower
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def failing_pmap_pipeline(monkeypatch):
         failing = pipeline.removesuffix(")") + ",pxla-verify-handoff{num-replicas=3 num-partitions=3})"
         return stages.lower(imported, pipeline=failing, **kwargs)
 
-    monkeypatch.setattr(pmap_stage, "lower", lower_then_fail)
+    monkeypatch.setattr(pmap_lower, "lower", lower_then_fail)
 
 
 @pytest.mark.subprocess

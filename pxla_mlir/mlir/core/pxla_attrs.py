@@ -64,8 +64,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils
-from pxla_mlir.mlir.ir.diagnostics import PassError
+from pxla_mlir.mlir.core import ir_utils
+from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.sharding.devices import MAX_DEVICES
 from pxla_mlir.mlir.sharding.mesh import AbstractMesh, MeshError, axis_groups, mapping_from_dims
 
