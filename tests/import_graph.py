@@ -33,7 +33,7 @@ FLOORS: list[tuple[str, int]] = [
     ("pxla_mlir.jaxbridge", 5),
     ("pxla_mlir.distributed", 6),
     ("pxla_mlir.runtime", 7),  # runtime/executable.py launches on every process of a distributed run
-    ("pxla_mlir.maps.stages", 8),
+    ("pxla_mlir.stages", 8),
     ("pxla_mlir.maps", 9),
     # floor 10: each map kind's package (KINDS, from pxla_mlir/maps/registry.py)
     ("pxla_mlir.jit", 11),

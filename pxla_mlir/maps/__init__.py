@@ -1,11 +1,8 @@
-"""What the map kinds (pmap, xmap) share: the map front end, floors 8-9
-(below each kind's package, above the runtime).
+"""What the map kinds (pmap, xmap) share: the map front end, floor 9
+(below each kind's package, above the stages in :mod:`pxla_mlir.stages`).
 
-* :mod:`.stages` (floor 8): ``Layout``, ``lower()``, ``Lowered`` and
-  ``Compiled``, jax's AOT API; :mod:`.text_modules`: ``pxla_mlir.load``, a
-  module from text as a ``Lowered``; :mod:`.tracing` and
-  :mod:`.invariance`: tracing a body with named axes bound, and which named
-  axes each value may vary over;
+* :mod:`.tracing` and :mod:`.invariance`: tracing a body with named axes
+  bound, and which named axes each value may vary over;
 * :mod:`.kind` and :mod:`.registry`: what a kind tells the rest of
   pxla_mlir, and every kind by name;
 * :mod:`.function`: the callable every front end returns (caches, lock, C++

@@ -44,11 +44,11 @@ from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import argnums
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.invariance import named_shapes
-from pxla_mlir.maps.stages import Lowered, Signature
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.pipelines import XmapPipeline, choices, configure
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.stages.aot import Lowered, Signature
 from pxla_mlir.xmaps.call_site import call_site
 from pxla_mlir.xmaps.checks import ResourceTyping, check_outputs, show_axes
 from pxla_mlir.xmaps.inputs import check_partitioning

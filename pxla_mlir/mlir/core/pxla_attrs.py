@@ -25,7 +25,7 @@ On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
   one not in the module's ``pxla.manual_axes``, splits the global value but
   not the tile). Replica-mode modules keep it to the end (XLA ignores it):
   the final module's record of its global inputs and outputs, read by
-  :mod:`pxla_mlir.maps.text_modules`;
+  :mod:`pxla_mlir.stages.text_module`;
 * ``pxla.sharding_spec = "ShardingSpec(...)"``: a serialized ShardingSpec.
 
 On placeholder custom calls (``mhlo.custom_call @<target>``):

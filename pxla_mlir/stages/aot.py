@@ -303,7 +303,7 @@ class Lowering:
 
     def executable_shardings(self, xla) -> tuple[Sequence, Sequence]:
         """How the executable's inputs and outputs are laid out: the layout's
-        (a module read from text asks XLA, see :mod:`pxla_mlir.maps.text_modules`)."""
+        (a module read from text asks XLA, see :mod:`pxla_mlir.stages.text_module`)."""
         return self.layout.in_shardings, self.layout.out_shardings
 
 

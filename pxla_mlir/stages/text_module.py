@@ -39,8 +39,6 @@ from jaxlib.mlir import ir
 
 from pxla_mlir import distributed
 from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
-from pxla_mlir.maps.arguments import check_devices
-from pxla_mlir.maps.stages import Layout, Lowered, Lowering, Signature
 from pxla_mlir.mlir.core import pxla_attrs
 from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import PassError
@@ -49,6 +47,8 @@ from pxla_mlir.mlir.sharding import hlo_sharding
 from pxla_mlir.mlir.sharding.devices import backend_error, too_few_devices
 from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.mlir.xla_handoff import ELEMENT_TYPES, ModuleError, check, parse, prepare, read, records_layout
+from pxla_mlir.stages.aot import Layout, Lowered, Lowering, Signature
+from pxla_mlir.stages.devices import check_devices
 
 __all__ = ["load", "LoadedModule", "ModuleError"]
 
