@@ -15,7 +15,7 @@ from jax import tree_util
 
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
 from pxla_mlir.maps.debug_checks import donation_allowed
-from pxla_mlir.stages.aot import Signature
+from pxla_mlir.stages.signature import Signature
 
 __all__ = ["argnums", "check_donation", "check_backend", "check_outputs", "plain_aval",
            "is_int", "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",

@@ -12,7 +12,7 @@ from jaxlib.mlir import ir
 from pxla_mlir.mlir.core import ir_utils, pxla_attrs
 from pxla_mlir.mlir.core.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
 from pxla_mlir.runtime.results import physical
-from pxla_mlir.stages.aot import Layout
+from pxla_mlir.stages.lowering import Layout
 
 __all__ = ["Boundary", "DeviceLayout", "from_module"]
 

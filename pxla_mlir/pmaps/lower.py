@@ -20,7 +20,9 @@ from pxla_mlir.pmaps.layout import Boundary
 from pxla_mlir.pmaps.nested_pmaps import PartitionedNest, partitioned_nest
 from pxla_mlir.pmaps.partitions import describe, strategy
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
-from pxla_mlir.stages.aot import Lowered, Signature, lower
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.map_lowering import lower
+from pxla_mlir.stages.signature import Signature
 
 __all__ = ["lower_traced", "register_impl", "deoptimized"]
 

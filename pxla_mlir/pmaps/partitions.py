@@ -46,7 +46,7 @@ from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.pmaps import partition_import
 from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.layout import Boundary, DeviceLayout
-from pxla_mlir.stages.aot import Layout
+from pxla_mlir.stages.lowering import Layout
 
 __all__ = ["Partitioning", "Unpartitioned", "UNPARTITIONED", "strategy", "PartitionWords", "PMAP_PARTITION_WORDS",
            "ShardedBody", "make", "PartitionedLayout", "partitioned_devices", "constrain", "check_divisible",

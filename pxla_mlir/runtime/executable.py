@@ -39,7 +39,7 @@ from pxla_mlir.runtime.results import needs_assembly, physical, result_handler, 
 
 
 class ExecutableLayout(Protocol):
-    """Where an executable's flat inputs and outputs live (a :class:`pxla_mlir.stages.aot.Layout`)."""
+    """Where an executable's flat inputs and outputs live (a :class:`pxla_mlir.stages.lowering.Layout`)."""
 
     devices: Sequence
     in_avals: Sequence

@@ -1,156 +1,29 @@
-"""The stages of a map: ``Lowered`` (MHLO) and ``Compiled`` (an executable).
-
-pmap, xmap and ``pxla_mlir.jit`` import a module in "pxla form" and call
-:func:`lower` with it, its pipeline, its :class:`Layout` (devices, avals and
-shardings of the flat inputs and outputs, donation, hoisted constants) and
-its :class:`Signature` (how arguments flatten, how outputs unflatten).
-``lower`` runs the pass pipeline (saving a reproducer when it fails) and
-returns the ``Lowered``: a thin stage over its :class:`Lowering`, which
-holds the results and does the work, as jax's ``Lowered`` over its
-``Lowering``. ``Lowering.compile()`` hands the module to XLA and wraps the
-executable for launches; ``Compiled`` wraps that for calls.
+"""The stages of a program: ``Lowered`` (MHLO) and ``Compiled`` (an
+executable), jax's AOT API as ``jax.stages`` objects over a
+:class:`~pxla_mlir.stages.lowering.Lowering`, which holds the results and
+does the work, as jax's ``Lowered`` over its ``Lowering``.
+``Lowering.compile()`` hands the module to XLA and wraps the executable for
+launches; ``Compiled`` wraps that for calls.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import jax
-import numpy as np
-from jax import dtypes, tree_util
 from jax.experimental.layout import Format, Layout as XlaLayout
 from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
-from pxla_mlir.distributed.program_check import check_before_launch
-from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.jaxbridge.jax_internals import core, hlo_cost_analysis, hlo_text, pytree_equality_errors
-from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
-from pxla_mlir.mlir.core.pxla_attrs import device_counts
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, run_pipeline
-from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
-from pxla_mlir.mlir.pipelines import to_stablehlo
-from pxla_mlir.mlir.support.stats import STATS, timed
-from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
-from pxla_mlir.runtime.compile import compile_program, to_xla_computation
-from pxla_mlir.runtime.debug_flags import compiling, dump_stage
-from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
+from pxla_mlir.jaxbridge.jax_internals import hlo_cost_analysis
+from pxla_mlir.runtime.executable import ShardedExecutable
+from pxla_mlir.stages.lowering import Lowering
+from pxla_mlir.stages.signature import Signature, check_avals
 
-__all__ = ["Signature", "Layout", "lower", "Lowering", "Lowered", "Compiled", "ArgumentTypeError", "narrowed_without_x64",
-           "X64_FIX"]
-
-#: How to pass 64-bit values (jax narrows them to 32 bits while its 64-bit types are off).
-X64_FIX = ("set JAX_ENABLE_X64=1 in the environment (or call jax.config.update('jax_enable_x64', True) before "
-           "using jax)")
+__all__ = ["Lowered", "Compiled", "ArgumentTrees"]
 
 
-class ArgumentTypeError(PxlaUserError, TypeError):
-    """A call's arguments have other shapes or dtypes than compiled for (jax's ``TypeError``)."""
-
-
-def narrowed_without_x64(dtype) -> bool:
-    """True when jax, as configured now (64-bit types off), would turn a value
-    of ``dtype`` (int64, float64, ...) into its 32-bit kind before a call."""
-    return dtypes.canonicalize_dtype(dtype) != np.dtype(dtype)
-
-
-@dataclasses.dataclass(frozen=True)
-class Signature:
-    """How a call's arguments become the flat inputs, and flat outputs a pytree.
-
-    ``in_tree`` is the pytree of the dynamic positional arguments (those not
-    in ``static_args``, (argnum, value) pairs), ``kwargs_tree`` that of the
-    keyword arguments (None: no keyword arguments).
-    """
-
-    in_tree: Any
-    out_tree: Any
-    static_args: tuple = ()
-    kwargs_tree: Any = None
-
-    @classmethod
-    def flat(cls, n_in: int, n_out: int) -> Signature:
-        """Flat leaves in, a list of leaves out."""
-        return cls(tree_util.tree_structure((0,) * n_in), tree_util.tree_structure([0] * n_out))
-
-    @property
-    def args_tree(self):
-        """The pytree of (positional arguments, keyword arguments), as jax's ``in_tree``."""
-        return tree_util.treedef_tuple([self.in_tree, self.kwargs_tree or tree_util.tree_structure({})])
-
-    def flatten(self, args: Sequence, kwargs: dict | None = None) -> list:
-        """Flat leaves of a call. Static arguments may be left out (as jax's
-        ``Compiled`` expects) or passed with the values compiled for."""
-        args = tuple(args)
-        if self.static_args and len(args) == len(self.in_tree.children()) + len(self.static_args):
-            for i, value in self.static_args:
-                if not _same(args[i], value):
-                    raise TypeError(f"compiled for static argument {i} = {value!r}, called with {args[i]!r}; "
-                                    f"lower and compile again for other static values")
-            static = {i for i, _ in self.static_args}
-            args = tuple(a for i, a in enumerate(args) if i not in static)
-        leaves, tree = tree_util.tree_flatten((args, dict(kwargs or {})))
-        if tree != self.args_tree:
-            raise TypeError(pytree_mismatch(tree, self.args_tree))
-        return leaves
-
-    def unflatten(self, outs: Sequence):
-        return tree_util.tree_unflatten(self.out_tree, outs)
-
-
-def _same(a, b) -> bool:
-    try:
-        return a is b or bool(a == b)
-    except Exception:  # an == that does not give a bool
-        return False
-
-
-def pytree_mismatch(got, expected) -> str:
-    """jax's message for a call whose arguments are another pytree."""
-    errors = list(pytree_equality_errors(got, expected))
-    lines = [f"Function compiled with input pytree does not match the input pytree it was called with. There "
-             f"are {len(errors)} mismatches, including:"]
-    for path, now, seen, why in errors:
-        head, *rest = path
-        lines.append(f"    * at {('args', 'kwargs')[head.idx]}{tree_util.keystr(tuple(rest))}, seen {seen} but now "
-                     f"given {now}, so {why}")
-    return "\n".join(lines)
-
-
-def check_avals(expected: Sequence, leaves: Sequence, args_tree) -> None:
-    """jax's TypeError for arguments of other shapes or dtypes than compiled
-    for: jax's words (a flat argument is ``'flat_args[i]'``, as jax.pmap names
-    it), then where it is in the call's pytree."""
-    errors, narrowed = [], []
-    for i, (want, x) in enumerate(zip(expected, leaves)):
-        got = core.shaped_abstractify(x)
-        if (got.shape, got.dtype) != (want.shape, want.dtype):
-            errors.append(f"Argument 'flat_args[{i}]' compiled with {want.str_short()} and called with "
-                          f"{got.str_short()} (it is {_arg_path(args_tree, i)} of the call)")
-            if got.shape == want.shape and narrowed_without_x64(want.dtype) and \
-                    dtypes.canonicalize_dtype(want.dtype) == got.dtype:
-                narrowed.append(f"{want.dtype.name} into {got.dtype.name}")
-    if errors:
-        count = f"The first 5 of {len(errors)}" if len(errors) >= 5 else "The"
-        fix = ""
-        if narrowed:
-            fix = (f"\njax's 64-bit types are off (jax_enable_x64), so jax turns {', '.join(sorted(set(narrowed)))} "
-                   f"before the call; to pass 64-bit values, {X64_FIX}")
-        raise ArgumentTypeError("Argument types differ from the types for which this computation was compiled. "
-                                "Perhaps you are calling the compiled executable with a different enable_x64 mode "
-                                f"than when it was AOT compiled? {count} mismatches are:\n" + "\n".join(errors[:5])
-                                + fix)
-
-
-def _arg_path(args_tree, index: int) -> str:
-    """``args[0]['w']`` / ``kwargs['y']``: where flat argument ``index`` is."""
-    path, _ = tree_util.tree_flatten_with_path(args_tree.unflatten(range(args_tree.num_leaves)))[0][index]
-    return ("args", "kwargs")[path[0].idx] + tree_util.keystr(tuple(path[1:]))
-
-
-class _ArgumentTrees:
+class ArgumentTrees:
     """jax's ``in_tree``/``out_tree``/``args_info``/``in_avals``/``out_info``,
     shared by Lowered and Compiled (both hold ``signature``, ``consts``,
     ``_inputs()``: the flat input avals and donation flags, hoisted constants
@@ -188,129 +61,11 @@ class _ArgumentTrees:
             for av, s in zip(avals, shardings)])
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """Where a lowered map's flat inputs and outputs live.
-
-    ``consts`` are values hoisted out of the body: the first flat inputs,
-    supplied by ``Compiled`` itself (``in_avals``/``in_shardings``/``donated``
-    include them). ``donated`` flags the inputs whose buffers the executable
-    consumes.
-    """
-
-    devices: tuple
-    in_avals: tuple
-    out_avals: tuple
-    in_shardings: tuple
-    out_shardings: tuple
-    donated: tuple = ()
-    consts: tuple = ()
-
-    def __post_init__(self):
-        for name in ("devices", "in_avals", "out_avals", "in_shardings", "out_shardings", "consts"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        object.__setattr__(self, "donated", tuple(self.donated) or (False,) * len(self.in_avals))
-
-
-def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
-          jaxpr_text: Callable[[], str] | None = None, plan: Any = None) -> Lowered:
-    """Runs ``pipeline`` on an imported module (:class:`pxla_mlir.maps.pxla_form.Imported`:
-    the pxla form, jax's keepalive, the host callbacks) and returns its ``Lowered``.
-
-    A failing pipeline raises ``PipelineFailure`` with a reproducer: the
-    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``).
-    """
-    STATS["lowerings"] += 1
-    module = imported.module
-    pxla = module.operation.clone()  # printed only if asked for
-    dump_stage(pxla, "pxla")  # jax_dump_ir_to
-    try:
-        with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
-            run_pipeline(module, Pipeline.cached(pipeline, module.context), reproducer=False, verify_each=False)
-    except PipelineFailure as e:
-        # Printed only now: the copy made before the pipeline ran is what a rerun needs.
-        saved = save_reproducer(pxla.get_asm(enable_debug_info=True), e.pipeline, verify_each=False)
-        raise PipelineFailure(e.pipeline, e.diagnostics, saved) from None
-    lowering = Lowering(module, pxla, pipeline=pipeline, layout=layout, keepalive=imported.keepalive,
-                        host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
-    return Lowered(lowering, signature)
-
-
-class Lowering:
-    """What a map lowered to, and the work of compiling it: the final module,
-    the pxla form from import, the pipeline that ran between them, the
-    :class:`Layout` of its flat inputs and outputs, jax's keepalive and the
-    Python callables its host callbacks call (by index, handed to XLA at
-    compile time). ``plan`` is an xmap's plan (named axes, sizes,
-    resources); None for pmap. The stage objects wrap it (jax's ``Lowered``
-    over its ``Lowering``)."""
-
-    def __init__(self, module: ir.Module, pxla: ir.Operation, *, pipeline: str, layout: Layout,
-                 keepalive: Any = None, host_callbacks: Sequence = (), jaxpr_text: Callable[[], str] | None = None,
-                 plan: Any = None):
-        self.module, self.pxla = module, pxla
-        self.pipeline = pipeline
-        self.layout = layout
-        self.keepalive = keepalive
-        self.host_callbacks = tuple(host_callbacks)
-        self.jaxpr_text = jaxpr_text  # printed only if asked for
-        self.plan = plan
-
-    devices = property(lambda self: self.layout.devices)
-    in_avals = property(lambda self: self.layout.in_avals)
-    out_avals = property(lambda self: self.layout.out_avals)
-
-    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
-        if _dialect(dialect) == "hlo":
-            return hlo_text(self.compiler_ir("hlo"), debug_info=debug_info)
-        return self.compiler_ir(dialect).operation.get_asm(enable_debug_info=debug_info)
-
-    def compiler_ir(self, dialect: str | None = None):
-        dialect = _dialect(dialect)
-        if dialect == "mhlo":
-            return self.module
-        if dialect == "stablehlo":
-            return to_stablehlo(self.module)
-        return to_xla_computation(self.module)
-
-    def mhlo(self) -> ir.Module:
-        return self.module
-
-    def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
-        """The module compiled by XLA, wrapped for launches."""
-        module, layout = self.module, self.layout
-        what = map_description(module)
-        callbacks = None
-        if self.host_callbacks:  # none may raise into XLA (runtime/callbacks.py)
-            with LOWERING_LOCK:
-                callbacks = GuardedCallbacks(self.host_callbacks, callback_results(module), what)
-        expected = (device_shapes(layout.in_avals, layout.in_shardings),
-                    device_shapes(layout.out_avals, layout.out_shardings))
-        # Closed-over arrays are arguments: closures over other values of their shapes lower to the same
-        # program and share its executable, unless jax's keepalive or host callbacks tie it to this lowering.
-        with timed("compile"):
-            program = compile_program(module, layout.devices, compiler_options=compiler_options,
-                                      host_callbacks=callbacks.callables if callbacks else (), expected=expected,
-                                      share=not (self.keepalive or callbacks),
-                                      logged=lambda: compiling(module, layout.in_avals, layout.in_shardings))
-        xla = program.xla
-        in_shardings, out_shardings = self.executable_shardings(xla)
-        placed = dataclasses.replace(layout, in_shardings=in_shardings, out_shardings=out_shardings)
-        # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
-        return ShardedExecutable(xla, placed, keepalive=(self.keepalive, callbacks, program), callbacks=callbacks,
-                                 agreement=check_before_launch(self), what=what,
-                                 replicas=device_counts(module.operation)[0] > 1)
-
-    def executable_shardings(self, xla) -> tuple[Sequence, Sequence]:
-        """How the executable's inputs and outputs are laid out: the layout's
-        (a module read from text asks XLA, see :mod:`pxla_mlir.stages.text_module`)."""
-        return self.layout.in_shardings, self.layout.out_shardings
-
-
-class Lowered(_ArgumentTrees, jax.stages.Lowered):
-    """A map lowered to MHLO: its :class:`Lowering` (the modules, the
-    :class:`Layout` of its flat inputs and outputs, the pipeline) and its
-    call signature. Made by :func:`lower`.
+class Lowered(ArgumentTrees, jax.stages.Lowered):
+    """A map lowered to MHLO: its :class:`~pxla_mlir.stages.lowering.Lowering`
+    (the modules, the :class:`~pxla_mlir.stages.lowering.Layout` of its flat
+    inputs and outputs, the pipeline) and its call signature. Made by
+    :func:`pxla_mlir.stages.map_lowering.lower` (and ``pxla_mlir.load``).
 
     jax's AOT API (a ``jax.stages.Lowered``): ``as_text(dialect=)``,
     ``compiler_ir(dialect=)``, ``cost_analysis()``, ``args_info``,
@@ -410,19 +165,7 @@ class Lowered(_ArgumentTrees, jax.stages.Lowered):
         return compiled
 
 
-_DIALECTS = ("mhlo", "stablehlo", "hlo")
-
-
-def _dialect(dialect: str | None) -> str:
-    if dialect is None:
-        return "mhlo"
-    if dialect not in _DIALECTS:
-        raise ValueError(f"unknown dialect: {dialect!r}; use one of {', '.join(map(repr, _DIALECTS))} (or None "
-                         f"for mhlo)")
-    return dialect
-
-
-class Compiled(_ArgumentTrees, jax.stages.Compiled):
+class Compiled(ArgumentTrees, jax.stages.Compiled):
     """A compiled map; call it with arguments like those it was lowered for
     (static arguments may be left out, as for jax's ``Compiled``).
 

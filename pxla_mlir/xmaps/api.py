@@ -48,7 +48,8 @@ from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.pipelines import XmapPipeline, choices, configure
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
-from pxla_mlir.stages.aot import Lowered, Signature
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.signature import Signature
 from pxla_mlir.xmaps.call_site import call_site
 from pxla_mlir.xmaps.checks import ResourceTyping, check_outputs, show_axes
 from pxla_mlir.xmaps.inputs import check_partitioning
