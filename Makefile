@@ -85,7 +85,7 @@ lint: $(STAMP)
 	$(BIN)/pyright --pythonpath $(BIN)/python
 
 # The generated pages of docs/ (tests/project/test_docs.py checks they are current): passes.md from the passes'
-# docstrings and options, pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py, cli.md from the commands' parsers,
+# docstrings and options, pxla-form.md from pxla_mlir/mlir/core/pxla_attrs.py, cli.md from the commands' parsers,
 # quickstart.md from the README's quick starts (their one source).
 docs-gen: $(STAMP)
 	$(BIN)/python -m pxla_mlir.tools.quickstart_page README.md > docs/quickstart.md

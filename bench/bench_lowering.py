@@ -37,7 +37,7 @@ import numpy as np
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.mlir.ir.context import make_context
+from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 from pxla_mlir.mlir.pass_infra.stepwise import elementary_steps, step_name
 from pxla_mlir.mlir.support.stats import TIMINGS

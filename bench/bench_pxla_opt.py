@@ -32,7 +32,7 @@ PIPELINES = {"pxla passes": "builtin.module(pxla-convert-to-replica-mode,pxla-ve
 FLOOR = textwrap.dedent("""
     import sys
     from jaxlib.mlir import ir, passmanager
-    from pxla_mlir.mlir.ir.context import make_context
+    from pxla_mlir.mlir.core.context import make_context
 
     with make_context():
         with open(sys.argv[1], "rb") as f:

@@ -42,8 +42,8 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, mhlo
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 #: The mesh axis of the stacked devices.

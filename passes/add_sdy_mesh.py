@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
-from pxla_mlir.mlir.ir.pxla_attrs import MESH, mesh_of
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs, shardy
+from pxla_mlir.mlir.core.pxla_attrs import MESH, mesh_of
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding import sdy_sharding
 

@@ -43,9 +43,9 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import pxla_attrs, shardy
-from pxla_mlir.mlir.ir.boundaries import BoundaryValue, rewrite_boundaries
-from pxla_mlir.mlir.ir.pxla_attrs import format_mesh
+from pxla_mlir.mlir.core import pxla_attrs, shardy
+from pxla_mlir.mlir.core.boundaries import BoundaryValue, rewrite_boundaries
+from pxla_mlir.mlir.core.pxla_attrs import format_mesh
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding import ShardingSpecError, sdy_sharding
 from pxla_mlir.mlir.sharding.mesh import MeshError

@@ -53,9 +53,9 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.mlir.ir import pxla_attrs
-from pxla_mlir.mlir.ir.boundaries import BoundaryValue, rewrite_boundaries
-from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.mlir.core import pxla_attrs
+from pxla_mlir.mlir.core.boundaries import BoundaryValue, rewrite_boundaries
+from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding import HloSharding, hlo_sharding
 

@@ -48,7 +48,7 @@ import math
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.mlir.ir import ir_utils
+from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.pass_infra import ModulePass
 
 

@@ -38,8 +38,8 @@ import re
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils, shardy
-from pxla_mlir.mlir.ir.pxla_attrs import string_value
+from pxla_mlir.mlir.core import ir_utils, shardy
+from pxla_mlir.mlir.core.pxla_attrs import string_value
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 _MAXIMAL = re.compile(r"^\{maximal device=(\d+)\}$")

@@ -44,9 +44,9 @@ import dataclasses
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import device_groups, ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.device_groups import GroupMode
-from pxla_mlir.mlir.ir.pxla_attrs import SHARDING, read_str, string_value
+from pxla_mlir.mlir.core import device_groups, ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.device_groups import GroupMode
+from pxla_mlir.mlir.core.pxla_attrs import SHARDING, read_str, string_value
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 _SPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")

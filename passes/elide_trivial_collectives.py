@@ -19,7 +19,7 @@ own lowering already drops one such op, ``all_to_all``
 
 This pass drops, in the same way, every MHLO collective below whose device
 groups (read as XLA reads them, in every group mode:
-:mod:`pxla_mlir.mlir.ir.device_groups`) are single devices that together are
+:mod:`pxla_mlir.mlir.core.device_groups`) are single devices that together are
 every device of the module (``mhlo.num_replicas * mhlo.num_partitions``):
 
 * ``all_reduce`` (any reduction, variadic too): each result is its operand.
@@ -76,7 +76,7 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import device_groups, ir_utils, pxla_attrs
+from pxla_mlir.mlir.core import device_groups, ir_utils, pxla_attrs
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 #: Ops whose result must have the operand's type when their groups are single devices.

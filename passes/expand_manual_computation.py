@@ -51,8 +51,8 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from pxla_mlir.mlir.ir import ir_utils, shardy
-from pxla_mlir.mlir.ir.pxla_attrs import (
+from pxla_mlir.mlir.core import ir_utils, shardy
+from pxla_mlir.mlir.core.pxla_attrs import (
     FULL_TO_SHARD,
     SHARD_TO_FULL,
     ManualBoundary,

@@ -40,8 +40,8 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.mlir.ir import ir_utils
-from pxla_mlir.mlir.ir.pxla_attrs import FULL_TO_SHARD, SHARD_TO_FULL, manual_boundary, placeholder_target
+from pxla_mlir.mlir.core import ir_utils
+from pxla_mlir.mlir.core.pxla_attrs import FULL_TO_SHARD, SHARD_TO_FULL, manual_boundary, placeholder_target
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding import hlo_sharding
 from pxla_mlir.mlir.sharding.mesh import MeshError

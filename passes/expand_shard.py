@@ -34,8 +34,8 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.mlir.ir import ir_utils, mhlo_build
-from pxla_mlir.mlir.ir.pxla_attrs import SHARD, Placeholder, placeholders
+from pxla_mlir.mlir.core import ir_utils, mhlo_build
+from pxla_mlir.mlir.core.pxla_attrs import SHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass
 
 

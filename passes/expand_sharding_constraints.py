@@ -61,8 +61,8 @@ from typing import Literal
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
-from pxla_mlir.mlir.ir.pxla_attrs import SHARDING_CONSTRAINT, ShardingConstraint, placeholder_target
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs, shardy
+from pxla_mlir.mlir.core.pxla_attrs import SHARDING_CONSTRAINT, ShardingConstraint, placeholder_target
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError, option
 from pxla_mlir.mlir.sharding import hlo_sharding, sdy_sharding
 from pxla_mlir.mlir.sharding.mesh import MeshError

@@ -33,8 +33,8 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils
-from pxla_mlir.mlir.ir.pxla_attrs import SHARD, UNSHARD, Placeholder, placeholders
+from pxla_mlir.mlir.core import ir_utils
+from pxla_mlir.mlir.core.pxla_attrs import SHARD, UNSHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass
 
 

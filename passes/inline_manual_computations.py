@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs, shardy
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 

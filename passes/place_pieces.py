@@ -76,9 +76,9 @@ import re
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.diagnostics import PassError
-from pxla_mlir.mlir.ir.pxla_attrs import MESH, REP_AXIS, SHARD, TILE_DIMS, UNSHARD
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.diagnostics import PassError
+from pxla_mlir.mlir.core.pxla_attrs import MESH, REP_AXIS, SHARD, TILE_DIMS, UNSHARD
 from pxla_mlir.mlir.pass_infra import ModulePass
 
 _ELEMENTWISE = frozenset("""

@@ -54,8 +54,8 @@ import math
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.pxla_attrs import MESH, TILE_DIMS
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.pxla_attrs import MESH, TILE_DIMS
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
 _DIALECTS = ("stablehlo.", "mhlo.")

@@ -23,12 +23,12 @@ error at the offending op, when:
   the module: Shardy when it has any ``sdy`` op or ``sdy.sharding``;
 * a module with both ``mhlo.num_replicas > 1`` and ``mhlo.num_partitions >
   1`` carries a tiled ``mhlo.sharding`` (jaxlib 0.10.2 aborts the process
-  running it, :mod:`pxla_mlir.mlir.ir.replica_shardings`);
+  running it, :mod:`pxla_mlir.mlir.core.replica_shardings`);
 * a ``pxla.*`` placeholder (``mhlo.custom_call @pxla.shard`` etc.) survived;
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` are missing, not positive,
   or differ from the expected counts given as options;
 * a collective's device ids do not fit the module: in every mode (see
-  :mod:`pxla_mlir.mlir.ir.device_groups`) the groups must use ids in range, be
+  :mod:`pxla_mlir.mlir.core.device_groups`) the groups must use ids in range, be
   disjoint and together cover every id, and have the same size (except for
   ``all_reduce``, whose groups XLA lets differ in size: shorter groups are
   padded with -1, as jax lowers ``psum(..., axis_index_groups=...)`` with
@@ -60,8 +60,8 @@ from typing import Literal
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import device_groups, ir_utils, pxla_attrs, replica_shardings, shardy
-from pxla_mlir.mlir.ir.pxla_attrs import NUM_PARTITIONS, NUM_REPLICAS
+from pxla_mlir.mlir.core import device_groups, ir_utils, pxla_attrs, replica_shardings, shardy
+from pxla_mlir.mlir.core.pxla_attrs import NUM_PARTITIONS, NUM_REPLICAS
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError, option
 from pxla_mlir.mlir.sharding.hlo_sharding import parse_elements
 

@@ -51,8 +51,16 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, mhlo
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.pxla_attrs import DIMS, FULL_TO_SHARD, MANUAL_AXES, SHARD_TO_FULL, TILE_DIMS, mesh_of, parse_dims
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.pxla_attrs import (
+    DIMS,
+    FULL_TO_SHARD,
+    MANUAL_AXES,
+    SHARD_TO_FULL,
+    TILE_DIMS,
+    mesh_of,
+    parse_dims,
+)
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding.mesh import MeshError
 

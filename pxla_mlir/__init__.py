@@ -18,7 +18,7 @@ _LAZY = {
     "jit": ("pxla_mlir.jit", "jit"),
     "sharded_jit": ("pxla_mlir.pmaps.sharded", "sharded_jit"),
     "sharded_jit_constraint": ("pxla_mlir.pmaps.sharded", "with_sharding_constraint"),
-    "load": ("pxla_mlir.maps.text_modules", "load"),
+    "load": ("pxla_mlir.stages.text_module", "load"),
     "PmapInsideJitWarning": ("pxla_mlir.pmaps", "PmapInsideJitWarning"),
     "XmapInsideJitWarning": ("pxla_mlir.xmaps", "XmapInsideJitWarning"),
     "serial_loop": ("pxla_mlir.xmaps", "serial_loop"),

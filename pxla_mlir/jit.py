@@ -35,19 +35,19 @@ from pxla_mlir.maps.arguments import (
     Call,
     argnums,
     check_backend,
-    check_devices,
     check_donation,
     examine_broadcast,
     keystr,
 )
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.kind import JitBody
-from pxla_mlir.maps.stages import Lowered
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.mlir.sharding.mesh import current_mesh
 from pxla_mlir.mlir.support.lru import LRU
 from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.devices import check_devices
 
 __all__ = ["jit", "JitFunction", "JitError"]
 

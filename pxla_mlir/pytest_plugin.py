@@ -118,7 +118,7 @@ class Golden:
             return
         if not path.exists():
             pytest.fail(f"golden file {path} does not exist; create it with pytest --pxla-update-goldens", pytrace=False)
-        from pxla_mlir.mlir.ir.mlir_diff import diff
+        from pxla_mlir.mlir.core.mlir_diff import diff
 
         expected = path.read_text()
         if name.endswith(".mlir"):

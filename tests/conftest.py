@@ -30,7 +30,7 @@ def assembles_results(mapped, *args) -> bool:
 
 @pytest.fixture
 def ctx():
-    from pxla_mlir.mlir.ir.context import make_context
+    from pxla_mlir.mlir.core.context import make_context
 
     return make_context()
 

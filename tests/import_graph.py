@@ -26,14 +26,14 @@ FLOORS: list[tuple[str, int]] = [
     ("pxla_mlir.__version__", 0), ("pxla_mlir.errors", 0),
     ("pxla_mlir.mlir.support", 0), ("pxla_mlir.mlir.collectives", 0),
     ("pxla_mlir.mlir.sharding", 1),
-    ("pxla_mlir.mlir.ir", 2),
+    ("pxla_mlir.mlir.core", 2),
     ("pxla_mlir.mlir.pass_infra", 3), ("pxla_mlir.passes", 3), ("pxla_mlir.mlir.pipelines", 3),
     ("pxla_mlir.mlir.explore", 4), ("pxla_mlir.mlir.xla_handoff", 4), ("pxla_mlir.mlir.cli", 4),
     ("pxla_mlir.mlir", 4),  # the folder's __init__ (imports nothing)
     ("pxla_mlir.jaxbridge", 5),
     ("pxla_mlir.distributed", 6),
     ("pxla_mlir.runtime", 7),  # runtime/executable.py launches on every process of a distributed run
-    ("pxla_mlir.maps.stages", 8),
+    ("pxla_mlir.stages", 8),
     ("pxla_mlir.maps", 9),
     # floor 10: each map kind's package (KINDS, from pxla_mlir/maps/registry.py)
     ("pxla_mlir.jit", 11),

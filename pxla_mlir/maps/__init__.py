@@ -1,11 +1,8 @@
-"""What the map kinds (pmap, xmap) share: the map front end, floors 8-9
-(below each kind's package, above the runtime).
+"""What the map kinds (pmap, xmap) share: the map front end, floor 9
+(below each kind's package, above the stages in :mod:`pxla_mlir.stages`).
 
-* :mod:`.stages` (floor 8): ``Layout``, ``lower()``, ``Lowered`` and
-  ``Compiled``, jax's AOT API; :mod:`.text_modules`: ``pxla_mlir.load``, a
-  module from text as a ``Lowered``; :mod:`.tracing` and
-  :mod:`.invariance`: tracing a body with named axes bound, and which named
-  axes each value may vary over;
+* :mod:`.tracing` and :mod:`.invariance`: tracing a body with named axes
+  bound, and which named axes each value may vary over;
 * :mod:`.kind` and :mod:`.registry`: what a kind tells the rest of
   pxla_mlir, and every kind by name;
 * :mod:`.function`: the callable every front end returns (caches, lock, C++
@@ -14,6 +11,6 @@
 * :mod:`.rules`: jvp, linearize, transpose, batching, partial eval and
   checkpoint rules written once over a kind's :class:`~.rules.MapRules`
   (pmap: one axis and int/None specs, xmap: named axes and ``{dim: name}``);
-* :mod:`.importing`: jax's lowering of a traced body to the pxla form;
+* :mod:`.pxla_form`: jax's lowering of a traced body to the pxla form;
 * :mod:`.impl`: the compiled programs of maps bound with concrete arguments.
 """

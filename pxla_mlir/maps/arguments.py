@@ -1,5 +1,6 @@
 """What every map checks the same way: argnums, donation against statics,
-``devices=``, the outputs of a body, and methods decorated with a map.
+``backend=`` against the devices, the outputs of a body, and methods
+decorated with a map (``devices=`` itself: :mod:`pxla_mlir.stages.devices`).
 Options are checked when the map is made, as jax.pmap does."""
 
 from __future__ import annotations
@@ -9,17 +10,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import jax
 import numpy as np
 from jax import tree_util
 
-from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
 from pxla_mlir.maps.debug_checks import donation_allowed
-from pxla_mlir.maps.stages import Signature
-from pxla_mlir.mlir.sharding.devices import repeated_device
+from pxla_mlir.stages.signature import Signature
 
-__all__ = ["argnums", "check_donation", "check_devices", "DevicesError", "check_backend", "check_outputs", "plain_aval",
+__all__ = ["argnums", "check_donation", "check_backend", "check_outputs", "plain_aval",
            "is_int", "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",
            "Words", "PMAP_WORDS", "JIT_WORDS", "flatten_axes"]
 
@@ -72,41 +70,6 @@ def check_donation(donate: tuple, static: tuple) -> None:
         raise ValueError(f"`static_argnums` {sorted(set(static))} and `donate_argnums` {sorted(set(donate))} cannot "
                          f"intersect: argument {both[0]} is static (a compile-time constant, no buffer to donate); "
                          f"drop it from one of them")
-
-
-class DevicesError(PxlaUserError, ValueError):
-    """A ``devices=`` list that cannot run a program: not devices, empty, one listed twice, mixed platforms."""
-
-
-def check_devices(devices, what: str = "pmap") -> tuple | None:
-    """``devices=`` of ``what`` (pmap, pxla_mlir.jit, pxla_mlir.load) as a
-    tuple of distinct jax devices of one platform (or None)."""
-    if devices is None:
-        return None
-    try:
-        devs = tuple(devices)
-    except TypeError:
-        raise DevicesError(f"'devices' argument to {what} must be a sequence of jax devices (e.g. "
-                           f"jax.devices()[:4]) or None, got {devices!r}") from None
-    if not devs:
-        raise DevicesError(f"'devices' argument to {what} must be non-empty, or None. Pass the devices to run on "
-                           f"(e.g. jax.devices()[:4]), or None for the first local devices")
-    for i, d in enumerate(devs):
-        if not isinstance(d, jax.Device):
-            hint = f"; use e.g. jax.devices({d!r})[:{len(devs)}]" if isinstance(d, str) else ""
-            raise DevicesError(f"'devices' argument to {what} must hold jax devices (from jax.devices()), but "
-                               f"devices[{i}] is {d!r} of type {type(d).__name__}{hint}")
-    twice = repeated_device(devs)
-    if twice is not None:
-        first, second = twice
-        raise DevicesError(f"'devices' argument to {what} lists {devs[first]} twice (devices[{first}] and "
-                           f"devices[{second}]); each device runs one shard, so pass distinct devices (e.g. "
-                           f"jax.devices()[:{len(devs)}])")
-    platforms = sorted({d.platform for d in devs})
-    if len(platforms) > 1:
-        raise DevicesError(f"'devices' argument to {what} mixes platforms {platforms}; one program runs on "
-                           f"devices of one platform, so pass those (e.g. jax.devices({platforms[0]!r})[:{len(devs)}])")
-    return devs
 
 
 #: ``backend=`` names that jax gives devices of another ``Device.platform``.

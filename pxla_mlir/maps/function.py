@@ -47,12 +47,12 @@ from pxla_mlir.jaxbridge.pytree_depth import too_deep
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import BoundMethod
 from pxla_mlir.maps.caches import CACHE_SIZE, CacheEntry, CallCache, entry_for
-from pxla_mlir.maps.stages import Lowered
 from pxla_mlir.maps.unjitted import same_trace
 from pxla_mlir.mlir.sharding.devices import backend_error
 from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime.callbacks import RUNNING_CALLBACK, refuse_inside_callback
 from pxla_mlir.runtime.dispatch import NOT_LAUNCHED, FastDispatch, launch_cached
+from pxla_mlir.stages.aot import Lowered
 
 __all__ = ["MapFunction", "CallCache", "Traced", "CACHE_SIZE", "PRIVATE"]
 

@@ -22,7 +22,7 @@ devices' values stacked on a leading device axis.
 
 Before anything reaches XLA the module is refused, with one line saying
 why, when it is nested deeper than jaxlib's parser can take
-(:mod:`pxla_mlir.mlir.ir.nesting_depth`), asks for replicas and partitions both above
+(:mod:`pxla_mlir.mlir.core.nesting_depth`), asks for replicas and partitions both above
 one (jaxlib compiles it, then aborts the process), calls back to Python
 (a module in text carries no callables), has a boundary that is not a
 tensor of static shape and known element type, or a boundary
@@ -37,10 +37,10 @@ import re
 from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
-from pxla_mlir.mlir.ir.diagnostics import DiagnosticCollector
-from pxla_mlir.mlir.ir.nesting_depth import NestingError, check_nesting
-from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs, shardy
+from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
+from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
+from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError, run_pipeline
 from pxla_mlir.mlir.pipelines import HandoffPipeline, PmapPipeline, XmapPipeline
 from pxla_mlir.mlir.sharding import hlo_sharding

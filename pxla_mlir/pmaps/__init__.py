@@ -2,7 +2,7 @@
 
 The ``pxla_pmap`` primitive (:mod:`.primitive`) gets its rules here, in one
 place (:meth:`.kind.PmapKind.register`): transformations (:mod:`.rules`),
-lowerings (:mod:`.mlir_rule`) and the eager impl (:mod:`.stage`).
+lowerings (:mod:`.mlir_rule`) and the eager impl (:mod:`.lower`).
 """
 
 from pxla_mlir.pmaps.api import PmapFunction, pmap

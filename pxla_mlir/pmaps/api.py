@@ -24,10 +24,9 @@ from typing import Any
 from jax import tree_util
 
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
-from pxla_mlir.maps.arguments import argnums, check_backend, check_devices, check_donation
+from pxla_mlir.maps.arguments import argnums, check_backend, check_donation
 from pxla_mlir.maps.function import MapFunction, Traced as _Traced
 from pxla_mlir.maps.invariance import varying_outputs
-from pxla_mlir.maps.stages import Lowered
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.mlir.support.stats import timed
@@ -40,8 +39,10 @@ from pxla_mlir.pmaps.arguments import (
     examine_call,
     flatten_out_axes,
 )
+from pxla_mlir.pmaps.lower import deoptimized, lower_traced
 from pxla_mlir.pmaps.primitive import PmapParams, bind
-from pxla_mlir.pmaps.stage import deoptimized, lower_traced
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.devices import check_devices
 
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 

@@ -27,9 +27,9 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, lower_per_device
-from pxla_mlir.maps import importing
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.maps import pxla_form
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 from pxla_mlir.pmaps.nested_pmaps import PartitionedNest
 from pxla_mlir.pmaps.partitions import strategy, tile_dims as partition_tile_dims
@@ -38,18 +38,18 @@ from pxla_mlir.pmaps.primitive import PmapParams, replicas_needed
 
 def mesh_axis_label(axis_name) -> str:
     """The pmap axis as a pxla.mesh name."""
-    return importing.mesh_label(axis_name, 0, reserved=(REP_AXIS,))
+    return pxla_form.mesh_label(axis_name, 0, reserved=(REP_AXIS,))
 
 
 def nest_labels(axis_name, levels) -> list[str]:
     """The nested pmaps' axes ((name, size) pairs) of a partitioned nest as pxla.mesh names."""
     label = mesh_axis_label(axis_name)
-    return [importing.mesh_label(n, k + 1, reserved=(REP_AXIS, label)) for k, (n, _) in enumerate(levels)]
+    return [pxla_form.mesh_label(n, k + 1, reserved=(REP_AXIS, label)) for k, (n, _) in enumerate(levels)]
 
 
 def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, kind: str = "pmap",
                 specs: tuple = (None, None), by_piece: bool = True,
-                nest: PartitionedNest | None = None) -> importing.Imported:
+                nest: PartitionedNest | None = None) -> pxla_form.Imported:
     """``params.partitions`` ((name, size) pairs): the body is partitioned over
     those automatic axes (:mod:`.partitions`); ``specs``, a PartitionSpec or
     None per flat argument and per result, lay the per-index values out over
@@ -73,24 +73,24 @@ def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, k
     names, sizes = names + parts.names, sizes + parts.sizes
     parts.check_body(jaxpr, name)
     with core.extend_axis_env_nd([(axis_name, axis_size), *levels]):
-        lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=importing.module_name(kind, name),
+        lowered = lower_per_device(jaxpr, names, sizes, platform=platform, name=pxla_form.module_name(kind, name),
                                    donated=params.donated, manual_axes=parts.manual_axes(names[:top + len(levels)]))
     parts.convert(lowered, name)
-    result = importing.imported(lowered)
+    result = pxla_form.imported(lowered)
     module = result.module
     label = mesh_axis_label(axis_name)
     level_labels = nest_labels(axis_name, levels)
     mesh = {**({label: axis_size} if top else {}), **({REP_AXIS: inner} if inner > 1 and not nest else {}),
             **dict(zip(level_labels, (s for _, s in levels))), **dict(parts.axes)}
     with module.context, module.operation.location:
-        in_types, out_types = _tile_signature(importing.main_function(module), in_axes, out_axes)
+        in_types, out_types = _tile_signature(pxla_form.main_function(module), in_axes, out_axes)
 
     def tile_dims(axes, types, specs):
         specs = specs or (None,) * len(axes)
         return [partition_tile_dims(spec, a, ir.RankedTensorType(t).rank, label)
                 for a, t, spec in zip(axes, types, specs)]
 
-    importing.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types, in_specs),
+    pxla_form.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types, in_specs),
                        tile_dims(out_axes, out_types, out_specs))
     parts.mark_manual(module, [label][:top] + level_labels)
     # nested pmaps' values in and out of @main by piece (not jit's: 2022's jit of pmaps keeps its arguments and

@@ -6,7 +6,7 @@ from pxla_mlir.maps.checkify_rules import register as register_checkify
 from pxla_mlir.maps.kind import JitBody, MapKind
 from pxla_mlir.maps.rules import register as register_rules
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
-from pxla_mlir.pmaps import mlir_rule, stage
+from pxla_mlir.pmaps import lower, mlir_rule
 from pxla_mlir.pmaps.api import PmapFunction, pmap
 from pxla_mlir.pmaps.primitive import JIT_AXIS, PmapParams, pxla_pmap_p
 from pxla_mlir.pmaps.rules import PMAP_RULES
@@ -39,13 +39,13 @@ class PmapKind(MapKind):
         # One replica-mode program over the pmaps' devices: the body is a pmap of size 1, every value broadcast.
         params = PmapParams(JIT_AXIS, 1, (None,) * len(jit.global_avals), (None,) * len(jaxpr.out_avals), jit.name,
                             jit.devices, jit.backend, jit.donated, configure(PmapPipeline, **jit.options))
-        return stage.lower_traced(jaxpr, params, jit.global_avals, signature=jit.signature, kind="jit")
+        return lower.lower_traced(jaxpr, params, jit.global_avals, signature=jit.signature, kind="jit")
 
     def register(self) -> None:
         register_rules(self.rules)  # jvp, linearize, transpose, batching, partial eval, checkpoint
         register_checkify(self.rules)  # checkify.checkify of the map
         mlir_rule.register()  # nested pmaps, and pmaps inside jax.jit
-        stage.register_impl()  # a pmap bound with concrete arguments runs its compiled program
+        lower.register_impl()  # a pmap bound with concrete arguments runs its compiled program
 
 
 PMAP = PmapKind()

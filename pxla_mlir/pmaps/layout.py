@@ -9,10 +9,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxlib.mlir import ir
 
-from pxla_mlir.maps.stages import Layout
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
 from pxla_mlir.runtime.results import physical
+from pxla_mlir.stages.lowering import Layout
 
 __all__ = ["Boundary", "DeviceLayout", "from_module"]
 

@@ -17,12 +17,12 @@ from jax.sharding import AbstractMesh, AxisType, use_abstract_mesh
 
 from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.jaxbridge.stablehlo_lowering import sharding_impls_mesh, spmd_axis_context
-from pxla_mlir.maps.arguments import DevicesError
-from pxla_mlir.mlir.ir.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
+from pxla_mlir.mlir.core.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
 from pxla_mlir.pmaps import under_jit
 from pxla_mlir.pmaps.partitions import device_kind
 from pxla_mlir.pmaps.primitive import JIT_AXIS, PmapParams, extend_mesh, pxla_pmap_p
 from pxla_mlir.pmaps.under_jit import PmapInsideJitWarning
+from pxla_mlir.stages.devices import DevicesError
 
 __all__ = ["PmapInsideJitWarning", "register"]
 

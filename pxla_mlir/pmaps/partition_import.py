@@ -25,8 +25,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
 from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
-from pxla_mlir.mlir.ir import ir_utils, shardy
-from pxla_mlir.mlir.ir.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
+from pxla_mlir.mlir.core import ir_utils, shardy
+from pxla_mlir.mlir.core.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
 from pxla_mlir.pmaps.arguments import PmapUsageError
 
 __all__ = ["convert_constraints", "check_dialect", "check_callbacks", "refuse_callbacks"]

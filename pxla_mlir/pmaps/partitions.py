@@ -40,13 +40,13 @@ from jax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
 from pxla_mlir.maps.arguments import Call
-from pxla_mlir.maps.stages import Layout
-from pxla_mlir.mlir.ir import pxla_attrs
-from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.mlir.core import pxla_attrs
+from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.pmaps import partition_import
 from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.layout import Boundary, DeviceLayout
+from pxla_mlir.stages.lowering import Layout
 
 __all__ = ["Partitioning", "Unpartitioned", "UNPARTITIONED", "strategy", "PartitionWords", "PMAP_PARTITION_WORDS",
            "ShardedBody", "make", "PartitionedLayout", "partitioned_devices", "constrain", "check_divisible",

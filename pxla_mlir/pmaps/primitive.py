@@ -1,7 +1,7 @@
 """The ``pxla_pmap`` primitive: a pmap as one equation of a jaxpr.
 
 Binding it at the top level runs the compiled program (the impl, in
-:mod:`.stage`); inside an outer pmap's trace it is staged, and its lowering
+:mod:`.lower`); inside an outer pmap's trace it is staged, and its lowering
 rule (:mod:`.mlir_rule`) emits the ``@pxla.shard`` / ``@pxla.unshard``
 placeholders around the inner body, so a nested pmap becomes part of the
 outer pmap's module (2022 semantics: one program over the product of the
@@ -23,7 +23,7 @@ import math
 from collections.abc import Hashable, Mapping
 
 from pxla_mlir.jaxbridge.jax_internals import core, pe
-from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
+from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pipelines import PmapPipeline
 from pxla_mlir.pmaps.partitions import Partitioning, Unpartitioned, strategy
 

@@ -44,10 +44,10 @@ from pxla_mlir.distributed.processes import is_multi_process
 from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.maps.jit_devices import register_jit_devices
 from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.lower import devices_for
 from pxla_mlir.pmaps.nested_pmaps import nest_chain, partitioned_nest
 from pxla_mlir.pmaps.partitions import strategy
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
-from pxla_mlir.pmaps.stage import devices_for
 
 __all__ = ["PmapInsideJitWarning", "lower", "lower_inside", "inside", "register"]
 

@@ -24,7 +24,7 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import ir_element_dtype
-from pxla_mlir.mlir.ir import ir_utils
+from pxla_mlir.mlir.core import ir_utils
 
 __all__ = ["GuardedCallbacks", "ReentrantLaunchError", "refuse_inside_callback", "inside_callback",
            "callback_results"]

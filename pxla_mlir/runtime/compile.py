@@ -29,9 +29,9 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge import jax_internals
-from pxla_mlir.mlir.ir import replica_shardings
-from pxla_mlir.mlir.ir.pxla_attrs import device_counts
-from pxla_mlir.mlir.ir.shardy import uses_shardy
+from pxla_mlir.mlir.core import replica_shardings
+from pxla_mlir.mlir.core.pxla_attrs import device_counts
+from pxla_mlir.mlir.core.shardy import uses_shardy
 from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime.debug_flags import dump_stage
 from pxla_mlir.runtime.persistent_cache import load_or_compile
@@ -64,7 +64,7 @@ class PlatformMismatchError(PxlaUserError, ValueError):
 
 class ReplicaShardingError(PxlaUserError, ValueError):
     """A module jaxlib would compile and then abort the process running (see
-    :mod:`pxla_mlir.mlir.ir.replica_shardings`)."""
+    :mod:`pxla_mlir.mlir.core.replica_shardings`)."""
 
 
 class KnownCrashError(PxlaUserError, ValueError):

@@ -39,7 +39,7 @@ from pxla_mlir.runtime.results import needs_assembly, physical, result_handler, 
 
 
 class ExecutableLayout(Protocol):
-    """Where an executable's flat inputs and outputs live (a :class:`pxla_mlir.maps.stages.Layout`)."""
+    """Where an executable's flat inputs and outputs live (a :class:`pxla_mlir.stages.lowering.Layout`)."""
 
     devices: Sequence
     in_avals: Sequence
@@ -173,7 +173,7 @@ def _check_type(x, aval, index: int, shape: bool = True) -> None:
 def device_shapes(avals: Sequence, shardings: Sequence) -> list:
     """The (shape, dtype) of each value's buffer on one device, as XLA compiles
     it; None for a value with no elements (XLA may fold it to another shape)
-    or whose sharding XLA decides (a module read from text: pxla_mlir.maps.text_modules)."""
+    or whose sharding XLA decides (a module read from text: pxla_mlir.stages.text_module)."""
     out = []
     for aval, sharding in zip(avals, shardings if shardings is not None else [None] * len(avals)):
         if sharding is None:

@@ -87,7 +87,7 @@ def use_color(choice: str, stream) -> bool:
 
 
 def run(args) -> int:
-    from pxla_mlir.mlir.ir.mlir_diff import diff
+    from pxla_mlir.mlir.core.mlir_diff import diff
 
     color = use_color(args.color, sys.stdout)
     stdin: list = []

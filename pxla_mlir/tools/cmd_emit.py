@@ -6,7 +6,7 @@
     pxla-mlir emit step.mlir --stage xla                                # a module file: XLA's HLO of it
 
 A module file (``FILE.mlir``, or ``-`` for stdin) goes through what it needs
-before XLA, as ``pxla-mlir run`` takes it (:mod:`pxla_mlir.maps.text_modules`):
+before XLA, as ``pxla-mlir run`` takes it (:mod:`pxla_mlir.stages.text_module`):
 ``--stage mhlo`` prints the module XLA gets, ``hlo`` jaxlib's conversion of it
 to HLO, ``xla`` the HLO XLA optimized for the devices.
 """

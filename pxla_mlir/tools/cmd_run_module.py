@@ -6,7 +6,7 @@
     pxla-mlir run pxla_form.mlir --compare-pipeline 'builtin.module(pxla-pmap-pipeline{unshard=all-reduce})'
     pxla-mlir run step.mlir --expect out/                # against saved results
 
-The module is read by :func:`pxla_mlir.maps.text_modules.load` (final MHLO, the pxla
+The module is read by :func:`pxla_mlir.stages.text_module.load` (final MHLO, the pxla
 form, jax's StableHLO), takes its global inputs and gives its global
 outputs. A comparison prints one row per result and exits 1 when any
 differs; mistakes (a file that does not parse, inputs of another shape or
@@ -76,7 +76,7 @@ def reject_module_flags(args) -> None:
 
 
 def load_target(target: str, pipeline: str | None = None):
-    from pxla_mlir.maps.text_modules import load
+    from pxla_mlir.stages.text_module import load
 
     if target == "-":
         return load(sys.stdin.buffer.read(), pipeline=pipeline, name="<stdin>")
@@ -84,7 +84,7 @@ def load_target(target: str, pipeline: str | None = None):
 
 
 def _ran_line(lowered) -> str:
-    from pxla_mlir.mlir.ir.pxla_attrs import device_counts
+    from pxla_mlir.mlir.core.pxla_attrs import device_counts
 
     replicas, partitions = device_counts(lowered.mhlo().operation)
     devices = lowered.devices

@@ -278,7 +278,7 @@ def _show(shape, sharding, devices: int | None, args) -> None:
 
 def _show_module(args) -> int:
     """Every argument's and result's sharding of every function in a module file."""
-    from pxla_mlir.mlir.ir.context import make_context
+    from pxla_mlir.mlir.core.context import make_context
     from pxla_mlir.mlir.xla_handoff import parse, read
 
     for flag in ("shape", "mesh", "devices"):
@@ -319,7 +319,7 @@ def module_shardings(module):
     symbols), or ``pxla.tile_dims`` (over ``pxla.mesh``: which piece of the global value each replica's is)."""
     from jaxlib.mlir import ir
 
-    from pxla_mlir.mlir.ir import ir_utils, pxla_attrs, shardy
+    from pxla_mlir.mlir.core import ir_utils, pxla_attrs, shardy
 
     attrs = module.attributes
     counts = [ir.IntegerAttr(attrs[k]).value for k in ("mhlo.num_replicas", "mhlo.num_partitions") if k in attrs]
@@ -342,7 +342,7 @@ def _value_sharding(where: str, t, attrs, meshes: _ModuleMeshes) -> tuple:
     """(global shape, the attribute as written, its HloSharding or None, devices) of one value."""
     from jaxlib.mlir import ir
 
-    from pxla_mlir.mlir.ir.pxla_attrs import MESH, TILE_DIMS
+    from pxla_mlir.mlir.core.pxla_attrs import MESH, TILE_DIMS
     from pxla_mlir.mlir.sharding import parse_hlo_sharding
 
     key = next((k for k in ("sdy.sharding", "mhlo.sharding", TILE_DIMS) if k in attrs), None)

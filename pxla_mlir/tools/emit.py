@@ -19,7 +19,7 @@ from typing import Any
 from jaxlib.mlir import ir
 
 from pxla_mlir.maps import registry
-from pxla_mlir.mlir.ir.context import make_context
+from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError
 from pxla_mlir.mlir.pass_infra.options import option_fields
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer

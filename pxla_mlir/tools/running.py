@@ -31,7 +31,7 @@ def module_inputs(avals, given: list[str], arg_texts: list[str], seed: int, wher
     """Inputs of a module's @main (``avals``: its global arguments): random
     (``seed``), or from .npy files of exactly the argument's shape and dtype;
     ``--arg`` shapes, if given, must be the module's."""
-    from pxla_mlir.maps.stages import narrowed_without_x64
+    from pxla_mlir.stages.signature import narrowed_without_x64
 
     specs = [ArgSpec(np.dtype(av.dtype).name, tuple(av.shape)) for av in avals]
     narrowed = [(i, s) for i, s in enumerate(specs) if narrowed_without_x64(s.dtype)]

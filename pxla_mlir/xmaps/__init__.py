@@ -3,7 +3,7 @@
 The ``pxla_xmap`` primitive (:mod:`.primitive`) gets its rules here, in one
 place (:meth:`.kind.XmapKind.register`): transformations (:mod:`.rules`),
 the lowering rule for xmaps inside pmap bodies and ``jax.jit``
-(:mod:`.mlir_rule`), the eager impl (:mod:`.stage`) and the named-axis
+(:mod:`.mlir_rule`), the eager impl (:mod:`.lower`) and the named-axis
 typing of nested xmaps (:mod:`.checks`).
 """
 

@@ -44,14 +44,16 @@ from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import argnums
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.invariance import named_shapes
-from pxla_mlir.maps.stages import Lowered, Signature
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.pipelines import XmapPipeline, choices, configure
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.signature import Signature
 from pxla_mlir.xmaps.call_site import call_site
 from pxla_mlir.xmaps.checks import ResourceTyping, check_outputs, show_axes
 from pxla_mlir.xmaps.inputs import check_partitioning
+from pxla_mlir.xmaps.lower import XmapCall, deoptimized, input_shardings, lower
 from pxla_mlir.xmaps.plan import (
     XmapError,
     XmapMeshError,
@@ -64,7 +66,6 @@ from pxla_mlir.xmaps.plan import (
 from pxla_mlir.xmaps.primitive import bind
 from pxla_mlir.xmaps.resources import active_loops, active_mesh, loops_in_scope, mapping_arg, normalize_resources
 from pxla_mlir.xmaps.specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
-from pxla_mlir.xmaps.stage import XmapCall, deoptimized, input_shardings, lower
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 

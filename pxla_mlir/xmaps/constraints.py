@@ -23,8 +23,8 @@ import jax
 from jax.extend.core import Primitive
 
 from pxla_mlir.jaxbridge.jax_internals import batching, core, is_extended, jax_mlir
-from pxla_mlir.maps.importing import mesh_label
-from pxla_mlir.mlir.ir.pxla_attrs import SHARDING_CONSTRAINT, dims_attr
+from pxla_mlir.maps.pxla_form import mesh_label
+from pxla_mlir.mlir.core.pxla_attrs import SHARDING_CONSTRAINT, dims_attr
 
 __all__ = ["constrain", "pxla_sharding_constraint_p"]
 

@@ -20,7 +20,7 @@ import jax
 
 from pxla_mlir.jaxbridge.jax_internals import api_util, core, is_extended, pe
 from pxla_mlir.jaxbridge.stablehlo_lowering import lower_global, lower_per_device
-from pxla_mlir.maps import importing
+from pxla_mlir.maps import pxla_form
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.xmaps.body_programs import global_function, tile_function
@@ -29,7 +29,7 @@ from pxla_mlir.xmaps.plan import Plan
 
 def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:
     """pxla.mesh names for the mesh axes."""
-    return {a: importing.mesh_label(a, i) for i, a in enumerate(mesh_shape)}
+    return {a: pxla_form.mesh_label(a, i) for i, a in enumerate(mesh_shape)}
 
 
 def _key_dims(aval) -> list:
@@ -45,10 +45,10 @@ def tile_aval(aval, mapping, plan: Plan) -> core.ShapedArray:
 
 
 def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform: str,
-                name: str) -> importing.Imported:
+                name: str) -> pxla_form.Imported:
     """``t``: the xmap call (plan, body jaxpr, in/out maps, global avals, donation)."""
     plan = t.plan
-    module_name = importing.module_name("xmap", name)
+    module_name = pxla_form.module_name("xmap", name)
     if mesh is None or lowering == "vectorize":
         closed = jax.make_jaxpr(global_function(plan, t.jaxpr, t.in_maps, t.out_maps,
                                                 fixed=t.fixed_sharding))(*t.global_in)
@@ -67,7 +67,7 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
             lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
                                        name=module_name, donated=t.donated)
         key = "pxla.tile_dims"  # per-device tile types
-    result = importing.imported(lowered, per_device=key == "pxla.tile_dims")
+    result = pxla_form.imported(lowered, per_device=key == "pxla.tile_dims")
     if mesh is not None:
         labels = mesh_labels(dict(mesh.shape))
 
@@ -75,6 +75,6 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
             return [[[labels[a] for a in axes] for axes in plan.spec_dims(m, av.ndim)] + _key_dims(av)
                     for m, av in zip(maps, avals)]
 
-        importing.annotate(result.module, {labels[a]: s for a, s in mesh.shape.items()}, key,
+        pxla_form.annotate(result.module, {labels[a]: s for a, s in mesh.shape.items()}, key,
                            dims(t.in_maps, t.global_in), dims(t.out_maps, t.global_out))
     return result

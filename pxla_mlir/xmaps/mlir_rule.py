@@ -18,9 +18,9 @@ from pxla_mlir.jaxbridge.jax_internals import jax_mlir
 from pxla_mlir.jaxbridge.stablehlo_lowering import sharding_impls_mesh
 from pxla_mlir.xmaps import under_jit
 from pxla_mlir.xmaps.body_programs import global_function
+from pxla_mlir.xmaps.lower import uses_mesh
 from pxla_mlir.xmaps.plan import XmapError
 from pxla_mlir.xmaps.primitive import mapping_of, plan_of, pxla_xmap_p
-from pxla_mlir.xmaps.stage import uses_mesh
 from pxla_mlir.xmaps.under_jit import XmapInsideJitWarning
 
 __all__ = ["XmapInsideJitWarning", "register"]

@@ -1,7 +1,7 @@
 """The ``pxla_xmap`` primitive: an xmap as one equation of a jaxpr.
 
 Binding it with concrete arguments runs the compiled program (the impl, in
-:mod:`.stage`); under jax transformations its rules (:mod:`.rules`, shared
+:mod:`.lower`); under jax transformations its rules (:mod:`.rules`, shared
 with pmap through :mod:`pxla_mlir.maps.rules`) make new xmaps; inside an
 enclosing xmap it is evaluated in place by the interpreter (tiled over its
 own resources), inside a pmap body or ``jax.jit`` its lowering rule

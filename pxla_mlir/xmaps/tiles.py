@@ -7,9 +7,9 @@ from __future__ import annotations
 from jax.sharding import NamedSharding, PartitionSpec
 from jaxlib.mlir import ir
 
-from pxla_mlir.maps import importing
-from pxla_mlir.mlir.ir import pxla_attrs
-from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.maps import pxla_form
+from pxla_mlir.mlir.core import pxla_attrs
+from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 
 PLACE_TILES = "builtin.module(pxla-place-tiles)"
@@ -33,6 +33,6 @@ def place_tiles(module: ir.Module, labels: dict, jmesh, ndims) -> dict[int, Name
 
 def _arg_tiles(module: ir.Module) -> list:
     with module.context:
-        main = importing.main_function(module)
+        main = pxla_form.main_function(module)
         return [[[ir.StringAttr(a).value for a in ir.ArrayAttr(d)] for d in ir.ArrayAttr(entries[TILE_DIMS])]
                 if TILE_DIMS in entries else None for entries in pxla_attrs.boundary_attrs(main, "arg_attrs")]

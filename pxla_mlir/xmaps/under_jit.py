@@ -20,8 +20,8 @@ from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 from pxla_mlir.jaxbridge.jax_internals import jax_mlir
 from pxla_mlir.maps.jit_devices import register_jit_devices
 from pxla_mlir.xmaps.body_programs import global_function
+from pxla_mlir.xmaps.lower import uses_mesh, value_sharding
 from pxla_mlir.xmaps.primitive import mapping_of, plan_of, pxla_xmap_p
-from pxla_mlir.xmaps.stage import uses_mesh, value_sharding
 
 __all__ = ["XmapInsideJitWarning", "lower", "register"]
 

@@ -125,7 +125,7 @@ def _swap_attr_values(rng, text):
 
 
 def _deep(rng, text):
-    from pxla_mlir.mlir.ir.nesting_depth import MAX_NESTING
+    from pxla_mlir.mlir.core.nesting_depth import MAX_NESTING
 
     n = rng.choice((MAX_NESTING - 1, MAX_NESTING, MAX_NESTING + 1, 4000, 20000))
     opener, closer = rng.choice((("[", "]"), ("module {", "}"), ("(", ")"), ("<", ">"), ("{a = ", "}"), ("- ", "")))

@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import pytest
 
 import pxla_mlir
-from pxla_mlir.maps import stages
 from pxla_mlir.mlir.pass_infra import PipelineFailure, reproducer
-from pxla_mlir.pmaps import stage as pmap_stage
+from pxla_mlir.pmaps import lower as pmap_lower
+from pxla_mlir.stages import map_lowering
 
 
 @pytest.fixture
@@ -21,9 +21,9 @@ def failing_pmap_pipeline(monkeypatch):
 
     def lower_then_fail(imported, *, pipeline, **kwargs):
         failing = pipeline.removesuffix(")") + ",pxla-verify-handoff{num-replicas=3 num-partitions=3})"
-        return stages.lower(imported, pipeline=failing, **kwargs)
+        return map_lowering.lower(imported, pipeline=failing, **kwargs)
 
-    monkeypatch.setattr(pmap_stage, "lower", lower_then_fail)
+    monkeypatch.setattr(pmap_lower, "lower", lower_then_fail)
 
 
 @pytest.mark.subprocess

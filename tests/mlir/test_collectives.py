@@ -7,7 +7,7 @@ from jax import lax
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.maps.invariance import varying_outputs
 from pxla_mlir.mlir.collectives import COLLECTIVES, axes_of
-from pxla_mlir.mlir.ir import device_groups as mhlo_collectives
+from pxla_mlir.mlir.core import device_groups as mhlo_collectives
 from pxla_mlir.xmaps import rewrites
 
 

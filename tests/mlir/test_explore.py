@@ -66,13 +66,13 @@ def test_element_bytes():
     ("cross-replica", [], 4, 1, ((0, 1, 2, 3),)),  # no groups: one group of everybody
 ])
 def test_device_groups(mode, groups, R, P, want):
-    from pxla_mlir.mlir.ir.device_groups import device_indices
+    from pxla_mlir.mlir.core.device_groups import device_indices
 
     assert device_indices(mode, groups, R, P) == want
 
 
 def test_permute_pairs_in_partition_mode_repeat_per_replica():
-    from pxla_mlir.mlir.ir.device_groups import permute_pairs
+    from pxla_mlir.mlir.core.device_groups import permute_pairs
 
     assert permute_pairs("cross-partition", [[0, 1], [1, 0]], 2, 2) == ((0, 1), (1, 0), (2, 3), (3, 2))
 

@@ -11,7 +11,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.mlir.ir.ir_utils import walk
+from pxla_mlir.mlir.core.ir_utils import walk
 from pxla_mlir.mlir.support.stats import STATS
 
 

@@ -143,7 +143,7 @@ def test_compile_module_refuses_replicas_with_tiled_shardings():
     out = run_isolated('''
 import jax
 from jaxlib.mlir import ir
-from pxla_mlir.mlir.ir.context import make_context
+from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.runtime.compile import ReplicaShardingError, compile_module
 text = """module attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 2 : i32} {
   func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {

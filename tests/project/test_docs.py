@@ -1,6 +1,6 @@
 """The generated pages of docs/ are current (``make docs-gen``): docs/passes.md
 from the passes' docstrings and options, docs/cli.md from the command-line
-parsers, docs/pxla-form.md from pxla_mlir/mlir/ir/pxla_attrs.py,
+parsers, docs/pxla-form.md from pxla_mlir/mlir/core/pxla_attrs.py,
 docs/quickstart.md from the README; every pass documents its IR, and the API
 page names every export."""
 
@@ -10,7 +10,7 @@ import re
 from conftest import REPO
 
 from pxla_mlir.mlir.cli.docs import passes_markdown, pxla_form_markdown
-from pxla_mlir.mlir.ir import pxla_attrs
+from pxla_mlir.mlir.core import pxla_attrs
 from pxla_mlir.mlir.pass_infra import registry
 from pxla_mlir.tools.cli import build_parser
 from pxla_mlir.tools.cli_reference import cli_markdown

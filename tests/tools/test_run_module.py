@@ -16,7 +16,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import pxla_mlir
-from pxla_mlir.maps.text_modules import ModuleError
+from pxla_mlir.stages.text_module import ModuleError
 from pxla_mlir.tools.comparing import compare
 
 
@@ -220,7 +220,7 @@ def test_replicas_and_partitions_together_are_refused_before_jaxlib_aborts():
     # jaxlib compiles such a module, then aborts the process in IFRT: run where a crash fails only this test.
     out = run_isolated(f"""
         import numpy as np, pxla_mlir
-        from pxla_mlir.maps.text_modules import ModuleError
+        from pxla_mlir.stages.text_module import ModuleError
         try:
             pxla_mlir.load({REPLICA_AND_PARTITION!r}).compile()(np.zeros(4, np.float32))
         except ModuleError as e:

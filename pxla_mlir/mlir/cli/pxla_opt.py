@@ -28,10 +28,10 @@ from jaxlib.mlir import ir
 from pxla_mlir import __version__
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
 from pxla_mlir.mlir.cli.dump_filter import DumpFilter, split_pass_names
-from pxla_mlir.mlir.ir.context import make_context
-from pxla_mlir.mlir.ir.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
-from pxla_mlir.mlir.ir.nesting_depth import NestingError, check_nesting
-from pxla_mlir.mlir.ir.verify_diagnostics import parse_expectations, verify
+from pxla_mlir.mlir.core.context import make_context
+from pxla_mlir.mlir.core.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
+from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
+from pxla_mlir.mlir.core.verify_diagnostics import parse_expectations, verify
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry, reproducer
 from pxla_mlir.mlir.pass_infra.pipeline import ROOT_ANCHOR, describe_options, pass_element
 

@@ -1,6 +1,6 @@
 """Line diffs between consecutive stages that ignore SSA renumbering.
 
-Each line is compared by its form in :func:`pxla_mlir.mlir.ir.mlir_diff.normalize`
+Each line is compared by its form in :func:`pxla_mlir.mlir.core.mlir_diff.normalize`
 (values named by their op, functions in name order), but shown as printed,
 so a pass that inserts one constant marks one line, not every later line
 whose ``%N`` shifted.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 
-from pxla_mlir.mlir.ir.mlir_diff import DiffError, normalize, split_functions
+from pxla_mlir.mlir.core.mlir_diff import DiffError, normalize, split_functions
 
 __all__ = ["keys", "diff_ops"]
 

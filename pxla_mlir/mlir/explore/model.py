@@ -16,7 +16,7 @@
   (``pxla.dims`` / ``pxla.tile_dims``), plus xmap's named axes.
 
 :func:`compare` aligns two pages stage by stage, with the normalised MLIR
-diff (:mod:`pxla_mlir.mlir.ir.mlir_diff`) of each pair. Nothing here imports jax;
+diff (:mod:`pxla_mlir.mlir.core.mlir_diff`) of each pair. Nothing here imports jax;
 the renderer (:mod:`.render`) turns a page into HTML.
 """
 
@@ -31,11 +31,11 @@ from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 
+from pxla_mlir.mlir.core import device_groups, pxla_attrs
+from pxla_mlir.mlir.core.context import make_context
+from pxla_mlir.mlir.core.ir_utils import symbol_name, walk
+from pxla_mlir.mlir.core.mlir_diff import DiffError, diff as mlir_diff
 from pxla_mlir.mlir.explore import linediff, traffic
-from pxla_mlir.mlir.ir import device_groups, pxla_attrs
-from pxla_mlir.mlir.ir.context import make_context
-from pxla_mlir.mlir.ir.ir_utils import symbol_name, walk
-from pxla_mlir.mlir.ir.mlir_diff import DiffError, diff as mlir_diff
 from pxla_mlir.mlir.pass_infra import Pipeline
 from pxla_mlir.mlir.pass_infra.stepwise import run_stepwise
 from pxla_mlir.mlir.sharding.show import shard_ranges

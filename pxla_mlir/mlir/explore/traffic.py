@@ -3,7 +3,7 @@
 Device index ``d`` is XLA's flattened id ``replica * num_partitions +
 partition`` (the order of ``Lowered.devices``: replica-major); a
 collective's groups as device indices come from
-:func:`pxla_mlir.mlir.ir.device_groups.device_indices`.
+:func:`pxla_mlir.mlir.core.device_groups.device_indices`.
 
 Bytes sent per device per call follow NCCL's bus-bandwidth conventions
 (nccl-tests ``doc/PERFORMANCE.md``), i.e. bandwidth-optimal ring algorithms,

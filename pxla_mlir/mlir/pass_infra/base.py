@@ -26,8 +26,8 @@ from typing import Any, ClassVar
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import diagnostics
-from pxla_mlir.mlir.ir.diagnostics import PassError
+from pxla_mlir.mlir.core import diagnostics
+from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
 
 __all__ = ["ModulePass", "NamedPipeline", "PassError"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from pxla_mlir.mlir.ir import ir_utils
+from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.pass_infra.base import ModulePass, PassError
 
 __all__ = ["guards_for"]

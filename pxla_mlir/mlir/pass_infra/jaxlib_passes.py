@@ -92,7 +92,7 @@ def discover() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
 
     import jaxlib
 
-    from pxla_mlir.mlir.ir.context import make_context
+    from pxla_mlir.mlir.core.context import make_context
 
     candidates: set[str] = set()
     for root, _, files in os.walk(os.path.dirname(jaxlib.__file__)):

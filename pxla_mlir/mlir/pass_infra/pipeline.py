@@ -25,7 +25,7 @@ from typing import Literal
 from jaxlib.mlir import ir, passmanager
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.mlir.ir.diagnostics import DiagnosticCollector
+from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
 from pxla_mlir.mlir.pass_infra import registry, reproducer as reproducer_file
 from pxla_mlir.mlir.pass_infra.base import ModulePass
 from pxla_mlir.mlir.pass_infra.guards import guards_for
@@ -235,11 +235,11 @@ class Pipeline:
         pipeline = _PARSED.get(text)
         if pipeline is None:
             if ctx is None:
-                from pxla_mlir.mlir.ir.context import make_context
+                from pxla_mlir.mlir.core.context import make_context
 
                 ctx = make_context()
             else:
-                from pxla_mlir.mlir.ir.context import register_passes
+                from pxla_mlir.mlir.core.context import register_passes
 
                 register_passes()  # jaxlib's textual passes, as make_context does
             pipeline = _PARSED.setdefault(text, cls.parse(text, ctx))

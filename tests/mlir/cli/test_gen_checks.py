@@ -26,7 +26,7 @@ def forms():
     """The pmap pipeline's output for the nested pmap of the lit test, in replica and partition mode."""
     from jaxlib.mlir import ir
 
-    from pxla_mlir.mlir.ir.context import make_context
+    from pxla_mlir.mlir.core.context import make_context
     from pxla_mlir.mlir.pass_infra import run_pipeline
 
     out = {}

@@ -108,7 +108,7 @@ def test_twenty_megabytes_of_constants(tmp_path):
 def test_the_nesting_check_of_a_large_input_is_exact():
     """Over the quick count, a whole-buffer bound decides; only a bound over
     the limit is scanned token by token for the place."""
-    from pxla_mlir.mlir.ir.nesting_depth import MAX_NESTING, NestingError, check_nesting
+    from pxla_mlir.mlir.core.nesting_depth import MAX_NESTING, NestingError, check_nesting
 
     flat = b"[" * 600 + b"]" * 600
     check_nesting(flat * 3)
@@ -152,7 +152,7 @@ def test_console_script_is_installed():
 
 
 def test_source_excerpt_points_at_byte_columns():
-    from pxla_mlir.mlir.ir.diagnostics import EXCERPT_WIDTH, source_excerpt
+    from pxla_mlir.mlir.core.diagnostics import EXCERPT_WIDTH, source_excerpt
 
     assert source_excerpt(b"a\n  bc\n", 2, 3) == ["  bc", "  ^"]
     assert source_excerpt("x = \u00e9t\u00e9 + y\r\n", 1, 13) == ["x = \u00e9t\u00e9 + y", "          ^"]  # y, after 2-byte chars

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir.diagnostics import DiagnosticCollector, PxlaWarning
+from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector, PxlaWarning
 from pxla_mlir.mlir.pass_infra import (
     ModulePass,
     PassError,

@@ -18,9 +18,9 @@ from jax import lax
 
 import pxla_mlir
 from pxla_mlir.jaxbridge.jax_internals import JAX_VERSION
-from pxla_mlir.mlir.ir import ir_utils
-from pxla_mlir.mlir.ir.mlir_diff import diff
-from pxla_mlir.mlir.ir.shardy import uses_shardy
+from pxla_mlir.mlir.core import ir_utils
+from pxla_mlir.mlir.core.mlir_diff import diff
+from pxla_mlir.mlir.core.shardy import uses_shardy
 from pxla_mlir.runtime import compile as runtime_compile
 
 sys.path.insert(0, str(REPO))
@@ -125,7 +125,7 @@ def test_diff_of_the_two_forms_shows_only_sharding_constructs(name):
 def functions_but_main(text: str) -> list[str]:
     from jaxlib.mlir import ir
 
-    from pxla_mlir.mlir.ir.context import make_context
+    from pxla_mlir.mlir.core.context import make_context
 
     with make_context():
         module = ir.Module.parse(text)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.shardy import GSPMD_SHARDING
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.shardy import GSPMD_SHARDING
 from pxla_mlir.mlir.sharding.hlo_sharding import parse_elements
 
 __all__ = ["places", "problem", "first_problem"]

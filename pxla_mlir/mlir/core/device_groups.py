@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir.pxla_attrs import CHANNEL_HANDLE, read_int_matrix
+from pxla_mlir.mlir.core.pxla_attrs import CHANNEL_HANDLE, read_int_matrix
 
 #: Ops whose ``use_global_device_ids`` is a real (boolean) attribute.
 WITH_GLOBAL_IDS = ("mhlo.all_reduce", "mhlo.all_gather", "mhlo.reduce_scatter")

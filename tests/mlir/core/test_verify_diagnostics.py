@@ -1,7 +1,7 @@
 """The expected-* verifier as a unit: designators, -re, mismatches."""
 
-from pxla_mlir.mlir.ir.diagnostics import Diagnostic, SourceLoc
-from pxla_mlir.mlir.ir.verify_diagnostics import parse_expectations, verify
+from pxla_mlir.mlir.core.diagnostics import Diagnostic, SourceLoc
+from pxla_mlir.mlir.core.verify_diagnostics import parse_expectations, verify
 
 TEXT = """\
 op0

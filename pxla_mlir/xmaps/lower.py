@@ -22,10 +22,13 @@ from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import check_backend
 from pxla_mlir.maps.impl import ImplCache, plain_avals
 from pxla_mlir.maps.kind import JitBody
-from pxla_mlir.maps.stages import Layout, Lowered, Signature, lower as lower_imported
 from pxla_mlir.mlir.pipelines import XmapPipeline
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.lowering import Layout
+from pxla_mlir.stages.map_lowering import lower as lower_imported
+from pxla_mlir.stages.signature import Signature
 from pxla_mlir.xmaps.body_programs import global_function
 from pxla_mlir.xmaps.importer import import_xmap, mesh_labels
 from pxla_mlir.xmaps.plan import Plan, XmapError

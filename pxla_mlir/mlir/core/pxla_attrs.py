@@ -25,7 +25,7 @@ On ``func.func`` arguments and results (in ``arg_attrs`` / ``res_attrs``):
   one not in the module's ``pxla.manual_axes``, splits the global value but
   not the tile). Replica-mode modules keep it to the end (XLA ignores it):
   the final module's record of its global inputs and outputs, read by
-  :mod:`pxla_mlir.maps.text_modules`;
+  :mod:`pxla_mlir.stages.text_module`;
 * ``pxla.sharding_spec = "ShardingSpec(...)"``: a serialized ShardingSpec.
 
 On placeholder custom calls (``mhlo.custom_call @<target>``):
@@ -64,8 +64,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils
-from pxla_mlir.mlir.ir.diagnostics import PassError
+from pxla_mlir.mlir.core import ir_utils
+from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.sharding.devices import MAX_DEVICES
 from pxla_mlir.mlir.sharding.mesh import AbstractMesh, MeshError, axis_groups, mapping_from_dims
 

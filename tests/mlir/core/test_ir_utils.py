@@ -11,8 +11,8 @@ def test_replace_op_refuses_its_own_results_and_replaces_by_others():
     results must raise instead (isolated, so a regression fails one test)."""
     out = run_isolated("""
         from jaxlib.mlir import ir
-        from pxla_mlir.mlir.ir import ir_utils
-        from pxla_mlir.mlir.ir.context import make_context
+        from pxla_mlir.mlir.core import ir_utils
+        from pxla_mlir.mlir.core.context import make_context
 
         with make_context():
             m = ir.Module.parse('''

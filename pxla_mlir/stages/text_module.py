@@ -39,16 +39,20 @@ from jaxlib.mlir import ir
 
 from pxla_mlir import distributed
 from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
-from pxla_mlir.maps.arguments import check_devices
-from pxla_mlir.maps.stages import Layout, Lowered, Lowering, Signature
-from pxla_mlir.mlir.ir import pxla_attrs
-from pxla_mlir.mlir.ir.context import make_context
-from pxla_mlir.mlir.ir.diagnostics import PassError
-from pxla_mlir.mlir.ir.pxla_attrs import TILE_DIMS
+from pxla_mlir.mlir.core import pxla_attrs
+from pxla_mlir.mlir.core.context import make_context
+from pxla_mlir.mlir.core.diagnostics import PassError
+from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.sharding import hlo_sharding
 from pxla_mlir.mlir.sharding.devices import backend_error, too_few_devices
 from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.mlir.xla_handoff import ELEMENT_TYPES, ModuleError, check, parse, prepare, read, records_layout
+from pxla_mlir.runtime.executable import ShardedExecutable
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.devices import check_devices
+from pxla_mlir.stages.final_module import compile_lowering, module_ir, module_text
+from pxla_mlir.stages.lowering import Layout
+from pxla_mlir.stages.signature import Signature
 
 __all__ = ["load", "LoadedModule", "ModuleError"]
 
@@ -111,16 +115,47 @@ class LoadedModule(Lowered):
         self.layout_note = layout_note
 
 
-class TextLowering(Lowering):
-    """The lowering of a module from text: XLA says how its inputs and outputs are laid out."""
+class TextLowering:
+    """The lowering of a module from text (a :class:`~pxla_mlir.stages.lowering.Lowering`):
+    the module XLA gets, the module as read, the pipeline that ran between
+    them; no keepalive, host callbacks, jaxpr or plan. XLA says how its
+    inputs and outputs are laid out."""
 
-    def __init__(self, module, pxla, *, source: str, **kwargs):
-        super().__init__(module, pxla, **kwargs)
+    keepalive = None
+    host_callbacks = ()
+    jaxpr_text = None
+    plan = None
+
+    def __init__(self, module: ir.Module, pxla: ir.Operation, *, pipeline: str, layout: Layout, source: str):
+        self.module, self.pxla = module, pxla
+        self.pipeline = pipeline
+        self.layout = layout
         self.source = source
 
-    def compile(self, compiler_options: dict | None = None):
+    @property
+    def devices(self) -> tuple:
+        return self.layout.devices
+
+    @property
+    def in_avals(self) -> tuple:
+        return self.layout.in_avals
+
+    @property
+    def out_avals(self) -> tuple:
+        return self.layout.out_avals
+
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        return module_text(self.module, dialect, debug_info=debug_info)
+
+    def compiler_ir(self, dialect: str | None = None):
+        return module_ir(self.module, dialect)
+
+    def mhlo(self) -> ir.Module:
+        return self.module
+
+    def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         try:
-            return super().compile(compiler_options)
+            return compile_lowering(self, compiler_options, self.executable_shardings)
         except JaxRuntimeError as e:
             raise ModuleError(f"{self.source}: XLA rejected the module: {_first_line(e)}") from None
 

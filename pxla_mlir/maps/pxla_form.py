@@ -5,7 +5,7 @@ Each map's importer (:mod:`pxla_mlir.pmaps.importer`, :mod:`pxla_mlir.xmaps.impo
 its body with jax's own rules (``lowering.lower_per_device`` for a
 per-device program, ``lower_global`` for the global view), then uses the
 helpers here to name the module and describe its layout with ``pxla.*``
-attributes (:mod:`pxla_mlir.mlir.ir.pxla_attrs`): the mesh on the module, the mesh axes
+attributes (:mod:`pxla_mlir.mlir.core.pxla_attrs`): the mesh on the module, the mesh axes
 splitting each argument and result on ``@main``. The ops stay as jax emitted
 them (StableHLO, CHLO, placeholder custom calls): legalization to MHLO is the
 first step of every map pipeline, so ``pxla-opt --pass-pipeline=...`` on the
@@ -23,7 +23,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 
 from pxla_mlir.jaxbridge.stablehlo_lowering import refined_module
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
 
 Dims = Sequence[Sequence[str]]  # mesh axes splitting each dimension of one value
 

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Sequence
 from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.mlir.ir import ir_utils
-from pxla_mlir.mlir.ir.context import make_context
-from pxla_mlir.mlir.ir.nesting_depth import NestingError, check_nesting
+from pxla_mlir.mlir.core import ir_utils
+from pxla_mlir.mlir.core.context import make_context
+from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
 
 __all__ = ["DiffError", "normalize", "diff", "split_functions"]
 

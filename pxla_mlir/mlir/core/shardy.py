@@ -14,8 +14,8 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.diagnostics import PassError
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.sharding import sdy_sharding
 from pxla_mlir.mlir.sharding.mesh import AbstractMesh
 from pxla_mlir.mlir.sharding.sdy_sharding import SdyMesh, SdySharding, manual_axes, per_value  # noqa: F401 (re-exported)

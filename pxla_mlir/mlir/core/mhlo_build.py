@@ -10,8 +10,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.diagnostics import PassError
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.diagnostics import PassError
 
 
 def scalar(value, dtype) -> ir.Value:

@@ -11,7 +11,6 @@ from pxla_mlir import distributed
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.impl import ImplCache
-from pxla_mlir.maps.stages import Lowered, Signature, lower
 from pxla_mlir.mlir.pipelines import PmapPipeline
 from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.mlir.support.stats import timed
@@ -21,6 +20,9 @@ from pxla_mlir.pmaps.layout import Boundary
 from pxla_mlir.pmaps.nested_pmaps import PartitionedNest, partitioned_nest
 from pxla_mlir.pmaps.partitions import describe, strategy
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
+from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.map_lowering import lower
+from pxla_mlir.stages.signature import Signature
 
 __all__ = ["lower_traced", "register_impl", "deoptimized"]
 

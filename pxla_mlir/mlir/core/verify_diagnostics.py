@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from pxla_mlir.mlir.ir.diagnostics import Diagnostic
+from pxla_mlir.mlir.core.diagnostics import Diagnostic
 
 _EXPECT = re.compile(
     r"expected-(?P<kind>error|warning|note|remark)(?P<re>-re)?"

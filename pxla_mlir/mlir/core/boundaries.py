@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
-from pxla_mlir.mlir.ir.diagnostics import PassError
-from pxla_mlir.mlir.ir.pxla_attrs import (
+from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core.diagnostics import PassError
+from pxla_mlir.mlir.core.pxla_attrs import (
     DIMS,
     MESH,
     SHARDING_SPEC,
