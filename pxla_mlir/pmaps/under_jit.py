@@ -121,7 +121,7 @@ def lower(ctx, in_nodes, jaxpr, p: PmapParams):
         raise PmapUsageError(f"pmap {p.name!r} has partitions= and a nested pmap in its body: a partitioned body "
                              f"cannot hold nested pmaps")
     # a partitioned pmap nested in this one: manual over every pmap axis of the nest (.nested_pmaps)
-    parts = p.partitioning or nest  # program_partitioning's decision; the nest was checked first
+    parts = p.partitioning or nest  # as program_partitioning decides; the nest is checked above either way
     mesh = jit_mesh(jaxpr, p, chain, parts)
     in_axes, out_axes = p.in_axes, p.out_axes
 
