@@ -114,12 +114,12 @@ class PmapFunction(MapFunction):
         check_backend(self.devices, backend, "pmap")
         self.backend = backend
         self.axis_size = check_axis_size(axis_size)
-        self.partitioning = partitions_mod.make(partitions, in_partitions, out_partitions, axis_name=self.axis_name,
-                                                mode=options.mode)
+        self.partitions = partitions_mod.make(partitions, in_partitions, out_partitions, axis_name=self.axis_name,
+                                              mode=options.mode)
         shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
-                  self.axis_size, options, self.partitioning.key())
+                  self.axis_size, options, self.partitions.key())
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
-        self._no_environment = not self.partitioning.axes  # see _environment
+        self._no_environment = not self.partitions.partitioning  # see _environment
 
     @property
     def axis_name(self):
@@ -129,7 +129,7 @@ class PmapFunction(MapFunction):
     # -- the front end's hooks (see maps.function) ----------------------------------------------
     def _environment(self):
         # a partitioned body traced inside other pmaps names their axes in its mesh
-        return self.partitioning.environment()
+        return self.partitions.environment()
 
     def _examine(self, args, kwargs) -> Call:
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
@@ -138,9 +138,10 @@ class PmapFunction(MapFunction):
     def _trace(self, call: Call, env) -> Traced:
         flat_fun, store = call.flat_function(self.fun, self.name)
         debug = api_util.debug_info("pxla_mlir.pmap", self.fun, tuple(range(len(call.flat_args))), {})
-        parts, specs = self.partitioning, {}
-        flat_fun = parts.body(flat_fun, call, store, specs)  # a partitioned body: its layouts are constraints in it
-        with timed("trace"), parts.tracing(self.axis_name, call.axis_size, self.backend, self.name):
+        specs: dict = {}
+        flat_fun = self.partitions.body(flat_fun, call, store, specs)  # a partitioned body: its layouts are constraints
+        with timed("trace"), self.partitions.partitioning.tracing(self.axis_name, call.axis_size, self.backend,
+                                                                  self.name):
             jaxpr = trace_flat(flat_fun, call.shard_avals, [(self.axis_name, call.axis_size)], debug)
         out_axes = flatten_out_axes(store["tree"], self.out_axes, jaxpr.out_avals)
         traced = Traced(jaxpr, store["tree"], out_axes, self.name,
@@ -152,7 +153,7 @@ class PmapFunction(MapFunction):
     def _params(self, traced: Traced, call: Call) -> PmapParams:
         """This pmap as bound, lowered or run for ``call``."""
         return PmapParams(self.axis_name, call.axis_size, call.in_axes, traced.out_axes, self.name, self.devices,
-                          self.backend, call.donated(self.donate_argnums), self.options, self.partitioning.axes)
+                          self.backend, call.donated(self.donate_argnums), self.options, self.partitions.partitioning)
 
     def _bind(self, traced: Traced, call: Call):
         outs = bind(traced.jaxpr, call.flat_args, self._params(traced, call))

@@ -31,8 +31,8 @@ from pxla_mlir.maps import pxla_form
 from pxla_mlir.mlir.core import ir_utils, pxla_attrs
 from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
-from pxla_mlir.pmaps.nested_pmaps import PartitionedNest
-from pxla_mlir.pmaps.partitions import strategy, tile_dims as partition_tile_dims
+from pxla_mlir.pmaps.partition_layout import tile_dims as partition_tile_dims
+from pxla_mlir.pmaps.partition_strategy import Partitioning
 from pxla_mlir.pmaps.primitive import PmapParams, replicas_needed
 
 
@@ -47,24 +47,25 @@ def nest_labels(axis_name, levels) -> list[str]:
     return [pxla_form.mesh_label(n, k + 1, reserved=(REP_AXIS, label)) for k, (n, _) in enumerate(levels)]
 
 
-def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, kind: str = "pmap",
-                specs: tuple = (None, None), by_piece: bool = True,
-                nest: PartitionedNest | None = None) -> pxla_form.Imported:
-    """``params.partitions`` ((name, size) pairs): the body is partitioned over
-    those automatic axes (:mod:`.partitions`); ``specs``, a PartitionSpec or
-    None per flat argument and per result, lay the per-index values out over
-    them. ``by_piece``: nested pmaps' values may enter and leave @main by piece
-    (pxla-place-pieces). ``nest``: the body holds partitioned pmaps
-    (:mod:`.nested_pmaps`); the program is manual over every pmap axis of the nest."""
+def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, partitioning: Partitioning,
+                kind: str = "pmap", specs: tuple = (None, None), by_piece: bool = True) -> pxla_form.Imported:
+    """``partitioning``: the program's, as the lowering decided it
+    (:func:`.nested_pmaps.program_partitioning`). A
+    partitioned body is split over its automatic axes (:mod:`.partitions`);
+    ``specs``, a PartitionSpec or None per flat argument and per result, lay
+    the per-index values out over them. A nest (the body holds partitioned
+    pmaps, :mod:`.nested_pmaps`) is manual over every pmap axis of the nest.
+    ``by_piece``: nested pmaps' values may enter and leave @main by piece
+    (pxla-place-pieces)."""
     axis_name, axis_size, name = params.axis_name, params.axis_size, params.name
     in_axes, out_axes = params.in_axes, params.out_axes
     in_specs, out_specs = specs
     inner = replicas_needed(jaxpr)
     names, sizes = (axis_name,), (axis_size,)
-    levels = nest.chain if nest else ()
+    parts = partitioning
+    nest, levels = parts.nest, parts.levels
     # pxla_mlir.jit's axis (size 1) is no axis of the mesh its pmaps were traced under
     top = 0 if nest and kind == "jit" else 1
-    parts = strategy(nest.partitions if nest else params.partitions)
     if nest:
         names, sizes = names[:top] + tuple(n for n, _ in levels), sizes[:top] + tuple(s for _, s in levels)
     elif inner > 1:

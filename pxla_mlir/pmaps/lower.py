@@ -17,8 +17,8 @@ from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.importer import import_pmap, mesh_axis_label, nest_labels
 from pxla_mlir.pmaps.layout import Boundary
-from pxla_mlir.pmaps.nested_pmaps import PartitionedNest, partitioned_nest
-from pxla_mlir.pmaps.partitions import describe, strategy
+from pxla_mlir.pmaps.nested_pmaps import program_partitioning
+from pxla_mlir.pmaps.partition_strategy import Partitioning
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.map_lowering import lower
@@ -61,7 +61,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, params: PmapParams, global_avals, *, s
     """Imports a traced pmap body and runs the pmap pipeline on it.
 
     Closed-over constants become leading broadcast inputs that the
-    ``Compiled`` supplies itself. A partitioned body (``params.partitions``,
+    ``Compiled`` supplies itself. A partitioned body (``params.partitioning``,
     :mod:`.partitions`) runs on that many more devices per index;
     ``in_specs``/``out_specs`` (a PartitionSpec or None per flat
     argument/result; None: all replicated) lay its values out.
@@ -74,11 +74,9 @@ def lower_traced(jaxpr: core.ClosedJaxpr, params: PmapParams, global_avals, *, s
         params = params.broadcasting(len(consts))
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
     name, what = params.name, f"{kind} {params.name!r}"
-    own = params.partitioning
-    nest = PartitionedNest((), ()) if own else partitioned_nest(jaxpr, params.axis_name, name, kind)
-    if nest:
-        _check_partition_mode(params.options, nest, name, kind)
-    parts = strategy(own.axes or nest.partitions)  # a nest holding partitioned pmaps is partitioned as a whole
+    parts = program_partitioning(jaxpr, params, kind)  # decided here, for the import and the layout
+    if parts.nest:
+        _check_partition_mode(params.options, parts, name, kind)
     in_specs = (None,) * len(consts) + tuple(in_specs or (None,) * n_in)
     out_specs = tuple(out_specs or (None,) * len(params.out_axes))
     nested = replicas_needed(jaxpr)
@@ -86,14 +84,14 @@ def lower_traced(jaxpr: core.ClosedJaxpr, params: PmapParams, global_avals, *, s
     devs = devices_for(params.axis_size * nested * parts.size, params.axis_size, devices, params.backend, what=what)
     with timed("import"):
         imported = import_pmap(jaxpr, params, platform=devs[0].platform, kind=kind, specs=(in_specs, out_specs),
-                               nest=nest, by_piece=params.options.pieces == "on" and
+                               partitioning=parts, by_piece=params.options.pieces == "on" and
                                _blocks_within_processes(devs, params.axis_size))
     parts.check_module(imported.module, params.options.sharding_dialect, what)
     out_avals = [core.unmapped_aval(params.axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, params.out_axes)]
     boundary = Boundary(params.in_axes, tuple(global_avals), params.out_axes, tuple(out_avals), params.donated,
                         consts, in_specs, out_specs)
-    levels = tuple(zip(nest_labels(params.axis_name, nest.chain), (s for _, s in nest.chain)))
+    levels = tuple(zip(nest_labels(params.axis_name, parts.levels), (s for _, s in parts.levels)))
     layout = parts.layout(devs, params.axis_size, mesh_axis_label(params.axis_name), levels, boundary,
                           module=imported.module)
     return lower(imported, pipeline=params.options.anchored(), layout=layout,
@@ -101,12 +99,12 @@ def lower_traced(jaxpr: core.ClosedJaxpr, params: PmapParams, global_avals, *, s
                  jaxpr_text=jaxpr.pretty_print)
 
 
-def _check_partition_mode(options: PmapPipeline, nest: PartitionedNest, name, kind: str) -> None:
+def _check_partition_mode(options: PmapPipeline, nest: Partitioning, name, kind: str) -> None:
     if options.mode == "partition":
         return
     where = "pxla_mlir.jit" if kind == "jit" else f"pmap {name!r}"
     raise PmapUsageError(
-        f"{where} holds a pmap with partitions={describe(nest.partitions)}: the whole nest is one partition-mode "
+        f"{where} holds a pmap with partitions={nest.describe()}: the whole nest is one partition-mode "
         f"program (manual over its pmap axes, split by XLA's SPMD partitioner over the partition axes), so pass "
         f"mode=\"partition\" to {where} too. Replica mode cannot run it: jaxlib 0.10.2 aborts the process on modules "
         f"with both num_replicas > 1 and num_partitions > 1 that carry shardings")

@@ -19,7 +19,7 @@ from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.jaxbridge.stablehlo_lowering import sharding_impls_mesh, spmd_axis_context
 from pxla_mlir.mlir.core.pxla_attrs import SHARD, UNSHARD, placeholder_attrs
 from pxla_mlir.pmaps import under_jit
-from pxla_mlir.pmaps.partitions import device_kind
+from pxla_mlir.pmaps.partition_mesh import device_kind
 from pxla_mlir.pmaps.primitive import JIT_AXIS, PmapParams, extend_mesh, pxla_pmap_p
 from pxla_mlir.pmaps.under_jit import PmapInsideJitWarning
 from pxla_mlir.stages.devices import DevicesError
@@ -81,7 +81,7 @@ def _refuse_devices(p: PmapParams, mesh) -> None:
 
 def _manual_mesh(mctx):
     """The abstract mesh of a manual lowering context, its manual axes typed so, on its platform's devices (as
-    the body was traced under it, :meth:`.partitions.Partitioning.tracing`)."""
+    the body was traced under it, :meth:`.partition_strategy.Partitioning.tracing`)."""
     mesh = sharding_impls_mesh(mctx.axis_context).abstract_mesh
     types = tuple(AxisType.Manual if a in mctx.axis_context.manual_axes else t
                   for a, t in zip(mesh.axis_names, mesh.axis_types))

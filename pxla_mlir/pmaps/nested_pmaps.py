@@ -10,17 +10,20 @@ inside it each nested pmap takes its slice at ``axis_index`` of its axis and
 all-gathers its results over it (:func:`.under_jit.lower_inside`), as a
 nested pmap does inside jax.jit, so jax's rules lower the collectives, the
 device index and the partitioned body's constraints in that partially
-manual context. Here: the nest's mesh axes (:func:`nest_chain`) and the
-partition axes of the pmaps in it (:func:`partitioned_nest`).
+manual context. Here: the nest's mesh axes (:func:`nest_chain`), the
+partition axes of the pmaps in it (:func:`partitioned_nest`) and the
+partitioning a lowering decides once (:func:`program_partitioning`).
 """
 
 from __future__ import annotations
 
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.pmaps.arguments import PmapUsageError
-from pxla_mlir.pmaps.primitive import pxla_pmap_p
+from pxla_mlir.pmaps.partition_mesh import describe
+from pxla_mlir.pmaps.partition_strategy import UNPARTITIONED, Partitioning
+from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p
 
-__all__ = ["nest_chain", "PartitionedNest", "partitioned_nest"]
+__all__ = ["nest_chain", "partitioned_nest", "program_partitioning"]
 
 
 def _pmaps_at_top(jaxpr) -> list:
@@ -58,31 +61,22 @@ def _partitioned(jaxpr) -> list:
     """The partitioned pmap equations nested in ``jaxpr``, at any depth."""
     found = []
     for eqn in _pmaps_at_top(jaxpr):
-        found += [eqn] if eqn.params.get("partitions") else _partitioned(eqn.params["jaxpr"])
+        found += [eqn] if eqn.params["partitioning"] else _partitioned(eqn.params["jaxpr"])
     return found
 
 
-class PartitionedNest:
-    """A nest holding partitioned pmaps: its pmap axes below the outermost
-    (``chain``, (name, size) pairs, outermost first) and the partition axes."""
-
-    def __init__(self, chain: tuple, partitions: tuple):
-        self.chain, self.partitions = chain, partitions
-
-    def __bool__(self) -> bool:
-        return bool(self.partitions)
-
-
-def partitioned_nest(jaxpr, axis_name, name: str, what: str = "pmap") -> PartitionedNest:
+def partitioned_nest(jaxpr, axis_name, name: str, what: str = "pmap") -> Partitioning:
     """The nest below ``what`` ``name`` (a pmap's body), checked: one axis per
-    level, and all its partitioned pmaps over the same partition axes."""
+    level, and all its partitioned pmaps over the same partition axes. Its
+    partitioning: those axes, and the nest's pmap axes below the outermost
+    (:attr:`.Partitioning.levels`); :data:`.UNPARTITIONED` if it holds no partitioned pmap."""
     found = _partitioned(jaxpr)
     if not found:
-        return PartitionedNest((), ())
-    kinds = {e.params["partitions"] for e in found}
+        return UNPARTITIONED
+    kinds = {e.params["partitioning"].axes for e in found}
     inner = found[0].params["name"]
     if len(kinds) > 1:
-        listed = " and ".join(sorted(_describe(k) for k in kinds))
+        listed = " and ".join(sorted(describe(k) for k in kinds))
         raise PmapUsageError(f"{what} {name!r} holds partitioned pmaps with different partitions ({listed}): one "
                              f"program has one mesh, so give every partitioned pmap in it the same partitions=")
     chain = nest_chain(jaxpr)
@@ -100,8 +94,10 @@ def partitioned_nest(jaxpr, axis_name, name: str, what: str = "pmap") -> Partiti
     if clash:
         raise PmapUsageError(f"{what} {name!r}: the partition axis {sorted(clash)[0]!r} of the partitioned pmap "
                              f"{inner!r} is also the axis of a pmap around it; give it another name")
-    return PartitionedNest(tuple(chain), partitions)
+    return Partitioning(partitions, tuple(chain))
 
 
-def _describe(partitions: tuple) -> str:
-    return "{" + ", ".join(f"{n!r}: {s}" for n, s in partitions) + "}"
+def program_partitioning(jaxpr, p: PmapParams, what: str = "pmap") -> Partitioning:
+    """The partitioning of the program of pmap ``p`` over body ``jaxpr``, decided once per lowering: the
+    pmap's own, else that of the partitioned pmaps nested in it (the nest is partitioned as a whole)."""
+    return p.partitioning or partitioned_nest(jaxpr, p.axis_name, p.name, what)

@@ -25,7 +25,7 @@ from collections.abc import Hashable, Mapping
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pipelines import PmapPipeline
-from pxla_mlir.pmaps.partitions import Partitioning, Unpartitioned, strategy
+from pxla_mlir.pmaps.partition_strategy import UNPARTITIONED, Partitioning
 
 __all__ = ["pxla_pmap_p", "PmapParams", "bind", "abstract_eval", "REP_AXIS", "JIT_AXIS", "replicas_needed",
            "extend_mesh"]
@@ -51,10 +51,10 @@ class PmapParams:
     backend: str | None = None
     donated: tuple | None = None  # per operand; None: none donated (filled in by bind)
     options: PmapPipeline = PmapPipeline()  # mode and unshard strategy
-    partitions: tuple = ()  # (name, size) partition axes of a partitioned body (.partitions); () for others
+    partitioning: Partitioning = UNPARTITIONED  # of a partitioned body (.partitions): its own partition axes
 
     def __post_init__(self):
-        for field in ("in_axes", "out_axes", "partitions"):
+        for field in ("in_axes", "out_axes"):
             object.__setattr__(self, field, tuple(getattr(self, field)))
         if self.donated is not None:
             object.__setattr__(self, "donated", tuple(self.donated))
@@ -69,11 +69,6 @@ class PmapParams:
     def eqn_params(self) -> dict:
         """The equation's params, less ``jaxpr``."""
         return {name: getattr(self, name) for name in _FIELDS}
-
-    @property
-    def partitioning(self) -> Partitioning | Unpartitioned:
-        """How the body is split over more devices per index: a null strategy for a plain pmap."""
-        return strategy(self.partitions)
 
     def replace(self, **changes) -> PmapParams:
         return dataclasses.replace(self, **changes)
@@ -104,11 +99,11 @@ def bind(closed: core.ClosedJaxpr, args, params: PmapParams):
     return pxla_pmap_p.bind(*args, jaxpr=closed, **params.eqn_params())
 
 
-def abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, partitions=(), **_):
+def abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, partitioning=UNPARTITIONED, **_):
     outs = [core.unmapped_aval(axis_size, a, av) if a is not None else av
             for av, a in zip(jaxpr.out_avals, out_axes)]
     # The pmap binds its own axis; outer axis names used inside stay visible.
-    return strategy(partitions).global_results(outs), core.filter_named_axis_effects(jaxpr.effects, {axis_name})
+    return partitioning.global_results(outs), core.filter_named_axis_effects(jaxpr.effects, {axis_name})
 
 
 pxla_pmap_p.def_effectful_abstract_eval(abstract_eval)

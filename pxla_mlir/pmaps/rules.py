@@ -20,7 +20,7 @@ from jax.lax import psum
 
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.maps import rules
-from pxla_mlir.pmaps.partitions import strategy
+from pxla_mlir.pmaps.partition_strategy import UNPARTITIONED
 from pxla_mlir.pmaps.primitive import PmapParams, abstract_eval, bind, pxla_pmap_p
 
 __all__ = ["PMAP_RULES"]
@@ -40,7 +40,8 @@ class PmapRules(rules.MapRules):
         return [(p["axis_name"], p["axis_size"])]
 
     def mesh_context(self, p):
-        return strategy(p.get("partitions", ())).tracing(p["axis_name"], p["axis_size"], p.get("backend"), p["name"])
+        partitioning = p.get("partitioning", UNPARTITIONED)
+        return partitioning.tracing(p["axis_name"], p["axis_size"], p.get("backend"), p["name"])
 
     def residual_specs(self, p, jaxpr, in_specs, n_res):
         return (0,) * n_res

@@ -41,7 +41,8 @@ from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.pmaps.api import PmapFunction
 from pxla_mlir.pmaps.arguments import PmapUsageError, examine_call
-from pxla_mlir.pmaps.partitions import PartitionWords, ShardedBody
+from pxla_mlir.pmaps.partition_specs import PartitionWords
+from pxla_mlir.pmaps.partitions import ShardedBody
 
 __all__ = ["sharded_jit", "with_sharding_constraint", "AXIS_PREFIX"]
 
@@ -64,8 +65,8 @@ def sharded_jit(fun: Callable, in_parts, out_parts, num_partitions: int | None =
                            devices=None, backend=None, axis_size=1, donate_argnums=(),
                            options=configure(PmapPipeline, mode="partition"), **body.pmap_options())
     f.sharded_body = body  # pmap(f) maps the body itself
-    if f.partitioning.axes:  # errors of a bare call speak of in_parts/out_parts and the values' counts
-        f.partitioning = dataclasses.replace(f.partitioning, words=PartitionWords(
+    if f.partitions.partitioning:  # errors of a bare call speak of in_parts/out_parts and the values' counts
+        f.partitions = dataclasses.replace(f.partitions, words=PartitionWords(
             "sharded_jit", "in_parts", "out_parts", "value", functools.partial(_as_counts, axes=dict(axes))))
     return f
 
@@ -87,8 +88,8 @@ class ShardedJitFunction(PmapFunction):
             raise ShardedJitKwargsError(f"sharded_jit over kwargs not yet supported: {self.name!r} was called with "
                                         f"keyword arguments {', '.join(sorted(kwargs))}; pass them positionally "
                                         f"(with an in_parts entry each)")
-        if self.partitioning.axes:
-            _check_device_count(self.name, self.partitioning.size, self.backend)
+        if self.partitions.partitioning:
+            _check_device_count(self.name, self.partitions.partitioning.size, self.backend)
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
                             axis_size=self.axis_size, fn_name=self.name, devices=self.devices, words=_WORDS)
 

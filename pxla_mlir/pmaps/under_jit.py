@@ -45,8 +45,8 @@ from pxla_mlir.jaxbridge.jax_internals import core, jax_mlir
 from pxla_mlir.maps.jit_devices import register_jit_devices
 from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.lower import devices_for
-from pxla_mlir.pmaps.nested_pmaps import nest_chain, partitioned_nest
-from pxla_mlir.pmaps.partitions import strategy
+from pxla_mlir.pmaps.nested_pmaps import nest_chain, partitioned_nest, program_partitioning
+from pxla_mlir.pmaps.partition_strategy import Partitioning
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
 
 __all__ = ["PmapInsideJitWarning", "lower", "lower_inside", "inside", "register"]
@@ -83,11 +83,10 @@ def jit_devices(jaxpr, axis_size: int, devices, backend, name: str, group: int =
     return devices_for(n, axis_size, devices, backend, what=f"pmap {name!r}")
 
 
-def jit_mesh(jaxpr, p: PmapParams, chain: list, partitions: tuple = ()) -> Mesh:
+def jit_mesh(jaxpr, p: PmapParams, chain: list, parts: Partitioning) -> Mesh:
     """The mesh of a pmap inside jax.jit: its axis, then one per level of nested
-    pmaps (``chain``), then the partition axes ((name, size) pairs) of it or
-    of the partitioned pmap nested in it."""
-    parts = strategy(partitions)
+    pmaps (``chain``), then the partition axes of the program (``parts``: of
+    the pmap or of the partitioned pmap nested in it)."""
     chain = [*chain, *parts.axes]
     devices = parts.devices(p.axis_size, p.devices, p.backend, f"pmap {p.name!r}", nested=replicas_needed(jaxpr))
     devs = jit_devices(jaxpr, p.axis_size, devices, p.backend, p.name, parts.size)
@@ -102,8 +101,7 @@ def _jit_shardings(eqn) -> list:
     chain = nest_chain(jaxpr)
     if chain is None:  # runs as vmap on jit's devices: nothing to add
         return []
-    parts = p.partitions or partitioned_nest(jaxpr, p.axis_name, p.name).partitions
-    return [NamedSharding(jit_mesh(jaxpr, p, chain, parts), PartitionSpec())]
+    return [NamedSharding(jit_mesh(jaxpr, p, chain, program_partitioning(jaxpr, p)), PartitionSpec())]
 
 
 # -- the lowerings ---------------------------------------------------------------------------------
@@ -119,12 +117,12 @@ def lower(ctx, in_nodes, jaxpr, p: PmapParams):
     if chain is None:
         return _as_vmap(ctx, in_nodes, jaxpr, p, why=(
             "its nested pmaps at one level map different axes, and one mesh inside jax.jit cannot name them all"))
-    if p.partitions and chain:
+    if p.partitioning and chain:
         raise PmapUsageError(f"pmap {p.name!r} has partitions= and a nested pmap in its body: a partitioned body "
                              f"cannot hold nested pmaps")
-    # a partitioned pmap nested in this one: manual over every pmap axis of the nest (.nesting)
-    parts = strategy(p.partitions or nest.partitions)
-    mesh = jit_mesh(jaxpr, p, chain, parts.axes)
+    # a partitioned pmap nested in this one: manual over every pmap axis of the nest (.nested_pmaps)
+    parts = p.partitioning or nest  # as program_partitioning decides; the nest is checked above either way
+    mesh = jit_mesh(jaxpr, p, chain, parts)
     in_axes, out_axes = p.in_axes, p.out_axes
 
     def body(*xs):

@@ -13,6 +13,9 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 import pxla_mlir
 from pxla_mlir.pmaps.arguments import PmapUsageError
+from pxla_mlir.pmaps.nested_pmaps import program_partitioning
+from pxla_mlir.pmaps.partition_strategy import UNPARTITIONED, Partitioning
+from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p
 
 
 def body(x, w):
@@ -196,3 +199,17 @@ def test_inside_jax_maps_is_refused_saying_what_to_use(around):
     with pytest.raises(PmapUsageError, match=r"inside jax\.pmap, jax\.shard_map or a pmap that runs as jax\.vmap .* "
                                              r"nests in pxla_mlir\.pmap's with mode=\"partition\""):
         run(X, W)
+
+
+def test_the_partitioning_travels_as_one_frozen_value_and_a_lowering_decides_the_nests():
+    outer = pxla_mlir.pmap(inner_pmap(), "outer", in_axes=(0, None), mode="partition")
+    closed = jax.make_jaxpr(outer)(X, W)
+    eqn = next(e for e in closed.eqns if e.primitive is pxla_pmap_p)
+    nested = next(e for e in eqn.params["jaxpr"].eqns if e.primitive is pxla_pmap_p)
+    assert nested.params["partitioning"] == Partitioning((("model", 2),))
+    hash(PmapParams.of(nested.params))  # jax hashes the equation's params
+    assert eqn.params["partitioning"] == UNPARTITIONED
+    decided = program_partitioning(eqn.params["jaxpr"], PmapParams.of(eqn.params))
+    assert decided == Partitioning((("model", 2),), (("inner", 2),)) and decided.nest
+    own = PmapParams.of(nested.params)
+    assert program_partitioning(nested.params["jaxpr"], own) is own.partitioning and not own.partitioning.nest
