@@ -432,7 +432,7 @@ class PartitionedLayout:
 
     def __init__(self, devices: Sequence, axis_size: int, label: str, partitioning: Partitioning,
                  nested: tuple = ()):
-        # nested: (label, size) of the pmap axes between (a partitioned pmap nested in this one, .nesting)
+        # nested: (label, size) of the pmap axes between (a partitioned pmap nested in this one, .nested_pmaps)
         self.devices = list(devices)
         sizes, names = (s for _, s in nested), (n for n, _ in nested)
         self.mesh = jax.sharding.Mesh(np.array(self.devices, dtype=object).reshape(axis_size, *sizes,

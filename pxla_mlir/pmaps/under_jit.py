@@ -122,7 +122,7 @@ def lower(ctx, in_nodes, jaxpr, p: PmapParams):
     if p.partitions and chain:
         raise PmapUsageError(f"pmap {p.name!r} has partitions= and a nested pmap in its body: a partitioned body "
                              f"cannot hold nested pmaps")
-    # a partitioned pmap nested in this one: manual over every pmap axis of the nest (.nesting)
+    # a partitioned pmap nested in this one: manual over every pmap axis of the nest (.nested_pmaps)
     parts = strategy(p.partitions or nest.partitions)
     mesh = jit_mesh(jaxpr, p, chain, parts.axes)
     in_axes, out_axes = p.in_axes, p.out_axes
