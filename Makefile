@@ -48,7 +48,8 @@ demo: $(RUNTIME_STAMP)
 # launches once (the wheel, the benchmark scripts, the multi-process runs).
 XDIST ?= -n auto --maxprocesses 8 --dist loadgroup
 
-# The cost tiers (markers in pyproject.toml; docs/contributing.md, Tests): the inner loop leaves out every marked test.
+# The cost tiers (markers in pyproject.toml; docs/contributing.md, Tests): the inner loop leaves out every marked
+# test.
 FAST := not slow and not multiprocess and not subprocess and not browser
 
 # make lint first (under a minute), then both runners; each fails on zero tests.

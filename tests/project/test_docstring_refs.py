@@ -31,7 +31,6 @@ class _Scope:
         self.nodes: dict[str, ast.AST] = {}
         self.imports: dict[str, tuple[str, str | None]] = {}  # name -> (module, name in it; None: the module)
         self.lazy = False  # a module __getattr__ that hands out more names
-        self.open = False  # a class with a base outside the package: its members are not all in sight
         self.bases: list[ast.expr] = []
         for node in _top_level(body):
             self._bind(node)
@@ -193,8 +192,8 @@ def resolves(ref: str, module: str | None) -> bool:
     if _resolve_in_module(module, parts):
         return True
     scope = _module_scope(module)  # a member of one of the module's classes (a method's docstring names another)
-    return any(isinstance(node, ast.ClassDef) and _resolve_in_class(module, name, parts)
-               and parts[0] in _class_scope(module, name).nodes for name, node in scope.nodes.items())
+    return any(isinstance(node, ast.ClassDef) and parts[0] in _class_scope(module, name).nodes
+               and _resolve_in_class(module, name, parts) for name, node in scope.nodes.items())
 
 
 def references() -> list[tuple[pathlib.Path, str | None, str]]:
