@@ -15,7 +15,7 @@ VENV_STAMP    := $(VENV)/.created
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP         := $(VENV)/.installed
 
-.PHONY: demo test test-fast test-versions lint docs docs-gen pytest lit lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
+.PHONY: demo test test-fast test-versions lint docs docs-gen lit-llvm update-checks fuzz bench bench-explore bench-multiprocess accelerator-check screenshot clean
 
 # LLVM's FileCheck, when installed: the lit suite must pass under it too.
 LLVM_FILECHECK ?= $(or $(shell ls -1 /usr/lib/llvm-*/bin/FileCheck 2>/dev/null | sort -V | tail -n 1),$(shell command -v FileCheck 2>/dev/null))
@@ -48,7 +48,8 @@ demo: $(RUNTIME_STAMP)
 # launches once (the wheel, the benchmark scripts, the multi-process runs).
 XDIST ?= -n auto --maxprocesses 8 --dist loadgroup
 
-# The cost tiers (markers in pyproject.toml; README, Testing): the inner loop leaves out every marked test.
+# The cost tiers (markers in pyproject.toml; docs/contributing.md, Tests): the inner loop leaves out every marked
+# test.
 FAST := not slow and not multiprocess and not subprocess and not browser
 
 # make lint first (under a minute), then both runners; each fails on zero tests.

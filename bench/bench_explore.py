@@ -1,5 +1,6 @@
-"""The explore page of the README's nested example: how long it takes to
-build, how big it is, and how long headless Chromium takes to open it.
+"""The explore page of the nested example (examples/nested_reduction.py): how
+long it takes to build, how big it is, and how long headless Chromium takes
+to open it.
 
     python bench/bench_explore.py [--runs 5] [--keep page.html]
 

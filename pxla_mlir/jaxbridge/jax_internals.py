@@ -16,8 +16,8 @@ this file:
   branch (``register_linearization``, ``lower_jaxpr_to_module``, ...).
 
 Only names and the thinnest adapters over a private API's shape live here;
-our logic that uses them lives with its users (``lowering.py``,
-``runtime/results.py``, ``maps/jit_devices.py``, ...).
+our logic that uses them lives with its users (:mod:`.stablehlo_lowering`,
+:mod:`pxla_mlir.runtime.results`, :mod:`pxla_mlir.maps.jit_devices`, ...).
 """
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ from jax._src.lib import _jax, hlo, ifrt_version, jaxlib_extension_version, xla_
 from jax._src.mesh import AbstractMesh as JaxAbstractMesh
 from jax._src.tree_util import equality_errors_pytreedef as pytree_equality_errors
 
-#: The jax releases every name below was checked on (the whole suite runs on the first and last, a smoke
-#: subset on the others: see noxfile.py).
+#: The jax releases every name below was checked on. CI runs the whole suite on each (make test on the first,
+#: the newest Python 3.11 allows; nox's ci sessions on the others) and a smoke subset on the last under
+#: Python 3.13: see .ci/run and noxfile.py.
 CHECKED_ON = ("0.10.2", "0.11.2", "0.12.0.1")
 #: The jax release installed, as (major, minor, patch): for protocols that changed without a name to probe.
 JAX_VERSION = tuple(int(part) for part in jax.__version__.split(".")[:3])

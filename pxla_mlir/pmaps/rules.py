@@ -1,6 +1,6 @@
 """Transformation rules of the ``pxla_pmap`` primitive: jvp, linearize,
-transpose, batching and checkpoint (partial eval); :func:`register` installs
-them in jax's tables.
+transpose, batching and checkpoint (partial eval), in :data:`PMAP_RULES`, which
+:func:`pxla_mlir.maps.rules.register` installs in jax's tables.
 
 The rules themselves are shared with xmap (:mod:`pxla_mlir.maps.rules`):
 each transforms the body with jax's jaxpr-to-jaxpr functions under the

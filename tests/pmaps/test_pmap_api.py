@@ -157,11 +157,11 @@ def test_output_shardings_and_types_are_jax_pmaps():
 
 
 def test_nested_pmap_output_is_split_over_both_axes_when_it_leaves_the_inner_pmap():
-    """As the README says: a result straight from the inner pmap is split over
-    both axes (each device holds its own piece); one the outer body collects
-    first (here a reversal along the inner axis) is split over the outer axis
-    only, each group of inner devices holding its whole block (over the same
-    mesh: the argument went in by piece)."""
+    """As the user guide says (Nested pmap): a result straight from the inner
+    pmap is split over both axes (each device holds its own piece); one the
+    outer body collects first (here a reversal along the inner axis) is split
+    over the outer axis only, each group of inner devices holding its whole
+    block (over the same mesh: the argument went in by piece)."""
     x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
     y = pxla_mlir.pmap(pxla_mlir.pmap(lambda r: r * 2, "j"), "i")(x)
     assert y.sharding.spec == jax.sharding.PartitionSpec("i", "j")

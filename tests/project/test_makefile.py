@@ -107,3 +107,25 @@ def test_the_demo_imports_nothing_from_the_test_extra():
                           cwd=REPO)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "=== match: True" in done.stdout
+
+
+def _rules() -> set[str]:
+    return set(re.findall(r"^([a-z][\w-]*)\s*:(?!=)", (REPO / "Makefile").read_text(), re.M))
+
+
+def test_every_target_named_has_a_rule():
+    """No phantom targets: each .PHONY entry, and each ``make TARGET`` the README, the docs, the Makefile's
+    comments, CI or the sources name (in backquotes or at the start of a line or comment), has a rule."""
+    rules = _rules()
+    assert {"demo", "test", "test-fast", "lint", "docs"} <= rules, rules
+    (phony,) = re.findall(r"^\.PHONY:(.*)$", (REPO / "Makefile").read_text(), re.M)
+    missing = [f"Makefile: .PHONY {name}" for name in phony.split() if name not in rules]
+    texts = [REPO / name for name in ("README.md", "Makefile", ".ci/run", "pyproject.toml", "noxfile.py",
+                                      ".pre-commit-config.yaml")]
+    texts += [p for folder in ("docs", "pxla_mlir", "passes", "tests", "bench", "examples")
+              for p in sorted((REPO / folder).rglob("*")) if p.suffix in (".md", ".py")]
+    for path in texts:
+        for name in re.findall(r"(?:`|^[ \t#]*)make ([a-z][\w-]*)", path.read_text(), re.M):
+            if name not in rules:
+                missing.append(f"{path.relative_to(REPO)}: make {name}")
+    assert not missing, "targets without a rule:\n" + "\n".join(missing)

@@ -106,7 +106,8 @@ def passes_markdown() -> str:
 
 
 def _inline(text: str) -> str:
-    """reST inline markup as Markdown: ``code`` and :func:`name` become `code`."""
+    """reST inline markup as Markdown: double-backquoted code and the cross-reference roles (``:func:``, ...)
+    become single-backquoted code."""
     text = re.sub(r":(?:mod|func|class|meth|data):`~?\.?([^`]+)`", r"``\1``", text)
     return re.sub(r"``([^`]+)``", r"`\1`", text)
 
