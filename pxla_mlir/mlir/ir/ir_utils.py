@@ -79,6 +79,14 @@ def as_buffer(arr: np.ndarray) -> Buffer:
     return cast("Buffer", arr)
 
 
+def asm_text(op: ir.Operation | ir.OpView, debug_info: bool = False) -> str:
+    """``op.get_asm(enable_debug_info=debug_info)``, typed: jaxlib's stubs say
+    ``object`` because ``binary=True`` gives bytes."""
+    text = op.get_asm(enable_debug_info=debug_info)
+    assert isinstance(text, str)
+    return text
+
+
 def dense_i64(values: Sequence[int] | Sequence[Sequence[int]] | np.ndarray,
               shape: Sequence[int] | None = None) -> ir.DenseIntElementsAttr:
     arr = np.ascontiguousarray(values, dtype=np.int64)
