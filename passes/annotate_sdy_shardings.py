@@ -44,7 +44,7 @@ import dataclasses
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import pxla_attrs, shardy
-from pxla_mlir.mlir.core.boundaries import BoundaryValue, rewrite_boundaries
+from pxla_mlir.mlir.core.boundaries import BoundaryValue, DeclaredDims, rewrite_boundaries
 from pxla_mlir.mlir.core.pxla_attrs import format_mesh
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding import ShardingSpecError, sdy_sharding
@@ -72,8 +72,8 @@ class AnnotateSdyShardingsPass(ModulePass):
         mesh = declared.mesh
         mesh_name = shardy.mesh_name_for(value.module, mesh, fn) if mesh is not None else None
         try:
-            if declared.dims is not None:
-                sharding = sdy_sharding.of_mapping(mesh, len(declared.shape), declared.dims.mapping,
+            if isinstance(declared, DeclaredDims):
+                sharding = sdy_sharding.of_mapping(declared.mesh, len(declared.shape), declared.dims.mapping,
                                                    declared.dims.unspecified, mesh_name)
             else:
                 spec = declared.spec

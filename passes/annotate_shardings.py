@@ -54,7 +54,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.mlir.core import pxla_attrs
-from pxla_mlir.mlir.core.boundaries import BoundaryValue, rewrite_boundaries
+from pxla_mlir.mlir.core.boundaries import BoundaryValue, DeclaredDims, rewrite_boundaries
 from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding import HloSharding, hlo_sharding
@@ -76,14 +76,15 @@ class AnnotateShardingsPass(ModulePass):
                                 f"run pxla-wrap-manual-main first to give @main global types")
         record = entries.get(TILE_DIMS)
         declared = value.read()
-        if declared.tile:  # a per-device signature, as pmap imports it: replica mode runs it as is
+        # A per-device signature, as pmap imports it: replica mode runs it as is.
+        if isinstance(declared, DeclaredDims) and declared.tile:
             self._check_devices(fn, what, declared.mesh.size, replicas, partitions)
             if value.is_arg and not declared.dims.mapping and not declared.dims.unspecified:
                 entries["mhlo.is_same_data_across_replicas"] = ir.BoolAttr.get(True)
             entries[TILE_DIMS] = record  # the global layout, kept for whoever runs the final module
             return
         unspecified_config = None
-        if declared.dims is not None:
+        if isinstance(declared, DeclaredDims):
             sharding = hlo_sharding.of_mapping(declared.mesh, len(declared.shape), declared.dims.mapping)
             devices = declared.mesh.size
             unspecified_config = declared.dims.backend_config()

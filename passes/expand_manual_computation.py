@@ -84,10 +84,11 @@ class ExpandManualComputationPass(ModulePass):
 
 def _ancestor_in(block: ir.Block, op: ir.Operation) -> ir.Operation | None:
     """``op`` or the op that holds it, directly in ``block`` (None if outside)."""
-    while op is not None:
-        if op.block == block:
-            return op
-        op = op.parent.operation if op.parent is not None else None
+    current: ir.Operation | None = op
+    while current is not None:
+        if current.block == block:
+            return current
+        current = current.parent.operation if current.parent is not None else None
     return None
 
 
@@ -144,8 +145,8 @@ class _Region:
         while work:
             op = work.pop()
             b = self.by_op.get(op)
-            forward = op not in self.by_op or b.to_shard
-            backward = op not in self.by_op or not b.to_shard
+            forward = b is None or b.to_shard
+            backward = b is None or not b.to_shard
             if forward:
                 for result in op.results:
                     for use in result.uses:
@@ -203,8 +204,8 @@ class _Region:
         """The op to insert the region before: the first use of its results (or
         the terminator), which must come after every full value it reads."""
         ops = self.ops
-        lo = max((self.order[_ancestor_in(self.block, d)] for b in self.ins
-                  if (d := _defining_op(b.op.operands[0])) is not None and _ancestor_in(self.block, d) is not None),
+        lo = max((self.order[a] for b in self.ins
+                  if (d := _defining_op(b.op.operands[0])) is not None and (a := _ancestor_in(self.block, d)) is not None),
                  default=-1)
         hi = min((self.order[self._in_block(u.owner.operation, "a user")] for b in self.outs
                   for u in b.op.results[0].uses), default=len(ops) - 1)
@@ -247,7 +248,9 @@ class _Region:
 
         def copy(op: ir.Operation) -> ir.Operation:
             if op not in copies:
-                operands = [copy(_defining_op(v)).results[ir.OpResult(v).result_number] for v in op.operands]
+                # A constant's operands are results of constants (is_constant), never block arguments.
+                operands = [copy(ir.OpResult(v).owner.operation).results[ir.OpResult(v).result_number]
+                            for v in op.operands]
                 clone = op.clone(ir.InsertionPoint(first)).operation
                 for i, v in enumerate(operands):
                     clone.operands[i] = v

@@ -61,8 +61,11 @@ class ExpandShardPass(ModulePass):
 def _slice(p: Placeholder) -> ir.Value:
     x = p.op.operands[0]
     idx = mhlo_build.device_index(p.stride, p.axis_size)
-    zero = mhlo_build.scalar(0, "int32") if len(p.operand_shape) > 1 else None
-    starts = [idx if d == p.axis else zero for d in range(len(p.operand_shape))]
+    rank = len(p.operand_shape)
+    starts = [idx]  # rank 1: the axis is the only dimension
+    if rank > 1:
+        zero = mhlo_build.scalar(0, "int32")
+        starts = [idx if d == p.axis else zero for d in range(rank)]
     sizes = [1 if d == p.axis else s for d, s in enumerate(p.operand_shape)]
     piece = mhlo.DynamicSliceOp(x, starts, sizes).result
     return mhlo.ReshapeOp(p.op.results[0].type, piece).result

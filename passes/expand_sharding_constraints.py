@@ -109,7 +109,7 @@ class ExpandShardingConstraintsPass(ModulePass):
         config = c.spec.backend_config()
         with ir.InsertionPoint(c.op), c.op.location:
             new = mhlo.CustomCallOp([c.type], [c.op.operands[0]], "Sharding",
-                                    **({"backend_config": ir.StringAttr.get(config)} if config else {}))
+                                    backend_config=ir.StringAttr.get(config) if config else None)
         new.attributes["mhlo.sharding"] = ir.StringAttr.get(str(sharding))
         return new.result
 

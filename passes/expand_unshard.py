@@ -113,8 +113,10 @@ def _sum_slots(p: Placeholder, value: ir.Value, handle: int) -> ir.Value:
     zeros = mhlo_build.zeros(out_t)
     unit = mhlo_build.with_unit_dim(value, p.axis)
     start = mhlo_build.device_index(p.stride, p.axis_size)
-    zero = mhlo_build.scalar(0, "int32") if len(out_shape) > 1 else None
-    starts = [start if d == p.axis else zero for d in range(len(out_shape))]
+    starts = [start]  # rank 1: the axis is the only dimension
+    if len(out_shape) > 1:
+        zero = mhlo_build.scalar(0, "int32")
+        starts = [start if d == p.axis else zero for d in range(len(out_shape))]
     placed = mhlo.DynamicUpdateSliceOp(zeros, unit, starts).result
     reduce = mhlo.AllReduceOp([out_t], [placed], ir_utils.dense_i64(p.groups),
                               channel_handle=mhlo_build.channel_handle(handle), use_global_device_ids=True)

@@ -135,14 +135,16 @@ def _target(op) -> str | None:
         return None
     whole, piece = (op.operands[0], op.results[0]) if target == SHARD else (op.results[0], op.operands[0])
     whole, piece = list(ir.RankedTensorType(whole.type).shape), list(ir.RankedTensorType(piece.type).shape)
-    axis, size = (pxla_attrs.read_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE))
+    axis, size = (pxla_attrs.required_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE))
     if axis >= len(whole) or whole[axis] != size or whole[:axis] + whole[axis + 1:] != piece:
         return None
     return target
 
 
 def _key(op) -> tuple[int, int, int]:
-    return tuple(pxla_attrs.read_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE, pxla_attrs.STRIDE))
+    axis, size, stride = (pxla_attrs.required_int(op, a)
+                          for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE, pxla_attrs.STRIDE))
+    return axis, size, stride
 
 
 def _dialect(op) -> str:
@@ -327,7 +329,7 @@ class _Mover:
     def _set_piece_attrs(op, axis: int) -> None:
         """An all_gather's dimension on the piece (the piece lacks ``axis``)."""
         if _short(op) == "all_gather":
-            dim = pxla_attrs.read_int(op, "all_gather_dim")
+            dim = pxla_attrs.required_int(op, "all_gather_dim")
             if dim > axis:
                 op.attributes["all_gather_dim"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim - 1)
 
@@ -431,10 +433,11 @@ class _Boundary:
         pieces = []
         while True:
             owner = value.owner if isinstance(value, ir.OpResult) else None
-            if owner is None or _target(owner) != UNSHARD or owner.parent.operation != self.block.owner.operation:
+            if owner is None or _target(owner) != UNSHARD or owner.parent is None or \
+                    owner.parent.operation != self.block.owner.operation:
                 break
             axis, size, stride = _key(owner)
-            pieces.append(_Piece(dims.pop(axis), stride, size, pxla_attrs.read_str(owner, pxla_attrs.AXIS_NAME, "")))
+            pieces.append(_Piece(dims.pop(axis), stride, size, pxla_attrs.read_str(owner.operation, pxla_attrs.AXIS_NAME, "")))
             value = owner.operands[0]
         return (value, pieces, None) if pieces else None
 

@@ -71,7 +71,7 @@ class PlaceTilesPass(ModulePass):
         main = ir_utils.find_function(op, "main")
         if main is None or MESH not in op.attributes or not main.regions[0].blocks:
             return
-        mesh = pxla_attrs.parse_mesh(pxla_attrs.read_str(op, MESH), op)
+        mesh = pxla_attrs.parse_mesh(pxla_attrs.string_value(op.attributes[MESH], MESH, op), op)
         axes = list(zip(mesh.axis_names, mesh.axis_sizes))
         dicts = pxla_attrs.boundary_attrs(main, "arg_attrs")
         block = main.regions[0].blocks[0]
@@ -109,10 +109,10 @@ class PlaceTilesPass(ModulePass):
 
 
 def _tile_dims(attr: ir.Attribute, main, index: int) -> list[list[str]]:
-    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(d, ir.ArrayAttr) and
-                                                     all(isinstance(a, ir.StringAttr) for a in d) for d in attr):
-        raise PassError(main, f"argument {index}: {TILE_DIMS} must be an array of arrays of mesh axis names")
-    return [[ir.StringAttr(a).value for a in d] for d in attr]
+    if isinstance(attr, ir.ArrayAttr) and all(isinstance(d, ir.ArrayAttr) and
+                                              all(isinstance(a, ir.StringAttr) for a in d) for d in attr):
+        return [[ir.StringAttr(a).value for a in ir.ArrayAttr(d)] for d in attr]
+    raise PassError(main, f"argument {index}: {TILE_DIMS} must be an array of arrays of mesh axis names")
 
 
 def _reuses_an_axis(tile: list[list[str]], split: dict[int, list[str]]) -> bool:
@@ -186,14 +186,16 @@ def _device_index(value: ir.Value, tile: int) -> tuple[int, int] | None:
         if mul is None:
             return None
         a, b = mul.operands
-        value = a if _constant(b) == tile else b if _constant(a) == tile else None
-        if value is None:
+        factor = a if _constant(b) == tile else b if _constant(a) == tile else None
+        if factor is None:
             return None
+        value = factor
     convert = _owner(value, "convert")
     rem = _owner(convert.operands[0], "remainder") if convert is not None else None
-    if rem is None or _constant(rem.operands[1]) is None:
+    size = _constant(rem.operands[1]) if rem is not None else None
+    if rem is None or size is None:
         return None
-    size, index = _constant(rem.operands[1]), rem.operands[0]
+    index = rem.operands[0]
     stride = 1
     div = _owner(index, "divide")
     if div is not None:

@@ -24,7 +24,31 @@ collectives on CPU, NCCL on GPU).
 * :mod:`.launch`: N local processes on a free 127.0.0.1 port.
 """
 
+from typing import TYPE_CHECKING
+
 from pxla_mlir.distributed.launch import Finished, launch  # jax-free: launching processes needs no jax
+
+if TYPE_CHECKING:  # what _LAZY loads, for type checkers (tests/distributed/test_lazy_names.py keeps the two equal)
+    from pxla_mlir.distributed.jit_shares import JitShareError
+    from pxla_mlir.distributed.lifecycle import PEER_FAILED_EXIT, initialize, shutdown
+    from pxla_mlir.distributed.processes import (
+        MultiProcessError,
+        check_devices,
+        default_devices,
+        is_multi_process,
+        spans_processes,
+    )
+    from pxla_mlir.distributed.program_check import ProgramMismatchError, check_before_launch
+    from pxla_mlir.distributed.rendezvous import JoinError
+    from pxla_mlir.distributed.shares import (
+        LocalPlacement,
+        bound_avals,
+        global_avals,
+        is_global,
+        is_process_local,
+        process_local,
+        share_note,
+    )
 
 # The rest is loaded on first use (it needs jax).
 _LAZY = {"initialize": "lifecycle", "shutdown": "lifecycle", "PEER_FAILED_EXIT": "lifecycle", "JoinError": "rendezvous",
@@ -45,4 +69,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["launch", "Finished", *_LAZY]
+__all__ = ["launch", "Finished", "initialize", "shutdown", "PEER_FAILED_EXIT", "JoinError", "MultiProcessError",
+           "check_devices", "default_devices", "is_multi_process", "spans_processes", "ProgramMismatchError",
+           "check_before_launch", "LocalPlacement", "bound_avals", "global_avals", "is_global", "is_process_local",
+           "process_local", "share_note", "JitShareError"]

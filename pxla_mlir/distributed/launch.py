@@ -76,7 +76,8 @@ def launch(argv: Sequence[str], count: int, *, timeout_s: float, cpu_devices: in
     sees each output line as it comes."""
     port = free_port()
     start = time.monotonic()
-    procs, outputs, ended, readers = [], [[] for _ in range(count)], [None] * count, []
+    procs, outputs, readers = [], [[] for _ in range(count)], []
+    ended: list[float | None] = [None] * count  # seconds after start at which each process ended
     late: set[int] = set()
     try:
         for i in range(count):
@@ -103,10 +104,12 @@ def launch(argv: Sequence[str], count: int, *, timeout_s: float, cpu_devices: in
     now, wall = time.monotonic(), time.time()
     results = []
     for i, p in enumerate(procs):
-        done = ended[i] is not None and i not in late
-        seconds = ended[i] if done else now - start
-        results.append(Finished(i, p.returncode if done else None, "".join(outputs[i]), seconds,
-                                wall - (now - start) + seconds))
+        end = ended[i]
+        if end is not None and i not in late:
+            returncode, seconds = p.returncode, end
+        else:
+            returncode, seconds = None, now - start
+        results.append(Finished(i, returncode, "".join(outputs[i]), seconds, wall - (now - start) + seconds))
     return results
 
 

@@ -78,10 +78,12 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         num_processes = found[1] if num_processes is None else num_processes
         process_id = found[2] if process_id is None else process_id
     timeouts = Timeouts.resolve(initialization_timeout, heartbeat_timeout_seconds, shutdown_timeout_seconds)
-    explicit = None not in (coordinator_address, num_processes, process_id)
+    # (address, num_processes, process_id) when all three are known: the run pxla_mlir checks and links
+    explicit = ((coordinator_address, num_processes, process_id) if coordinator_address is not None and
+                num_processes is not None and process_id is not None else None)
     try:
-        if explicit:
-            _check_arguments(coordinator_address, num_processes, process_id)
+        if explicit is not None:
+            _check_arguments(*explicit)
         if cpu_devices is not None and (isinstance(cpu_devices, bool) or not isinstance(cpu_devices, int)
                                         or cpu_devices < 1):
             raise ValueError(f"cpu_devices={cpu_devices!r}: give this process's number of CPU devices, a "
@@ -91,20 +93,20 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                                "backend (a computation, jax.devices(), jax.device_put, ...): move it to the start "
                                "of the program")
     except (ValueError, TypeError, RuntimeError) as e:
-        if explicit and process_id != 0:  # process 0 is where the others would hear it: they time out instead
-            rendezvous.report(coordinator_address, num_processes, process_id, str(e),
-                              within_s=min(timeouts.init, 10.0))
+        if explicit is not None and explicit[2] != 0:  # process 0 is where the others would hear it: they time out instead
+            rendezvous.report(*explicit, str(e), within_s=min(timeouts.init, 10.0))
         raise
     if cpu_devices is not None:
         jax.config.update("jax_num_cpu_devices", int(cpu_devices))
     if not faulthandler.is_enabled():
         faulthandler.enable()
     run_link, sockets = None, {}
-    if explicit and num_processes > 1:
-        sockets = rendezvous.join(coordinator_address, num_processes, process_id, timeout_s=timeouts.init,
+    if explicit is not None and explicit[1] > 1:
+        address, count, me = explicit
+        sockets = rendezvous.join(address, count, me, timeout_s=timeouts.init,
                                   bind_address=jax_options.get("coordinator_bind_address"))
         if end_all_on_failure:
-            run_link = link.Link(process_id, num_processes, sockets, timeouts.shutdown)
+            run_link = link.Link(me, count, sockets, timeouts.shutdown)
             # Watching from here on: a process that dies while the others are in jax's connect ends them too.
             run_link.start()
     shutdown_s = timeouts.shutdown + (_JAX_SHUTDOWN_MARGIN_S if run_link is not None else 0)

@@ -183,6 +183,7 @@ def _serve(address, bind_address, n: int, timeout_s: float, deadline: float) -> 
                     selector.register(conn, selectors.EVENT_READ)
                     continue
                 conn = key.fileobj
+                assert isinstance(conn, socket.socket)  # the selector holds sockets only
                 reader = readers[conn]
                 messages = reader.feed()
                 if reader.buffer.startswith(_GRPC_PREFACE) or any(isinstance(m, bytes) for m in messages):

@@ -93,7 +93,7 @@ def share_factor(devices: np.ndarray, axis_names: Sequence[str], axes: Sequence[
         return 1
     total = int(np.prod([devices.shape[p] for p in pos]))
     me = jax.process_index()
-    held = {tuple(i[p] for p in pos) for i in np.ndindex(devices.shape) if devices[i].process_index == me}
+    held = {tuple(i[p] for p in pos) for i, device in np.ndenumerate(devices) if device.process_index == me}
     return total // len(held) if held and total % len(held) == 0 else 1
 
 
@@ -236,18 +236,24 @@ def local_sharding(sharding) -> NamedSharding | None:
     """The layout of this process's part of a value laid out by ``sharding``,
     over this process's devices (as jax.pmap lays out its host-local results),
     or None where its devices do not form one block of the mesh."""
+    local = _local_mesh(sharding)
+    return NamedSharding(local, sharding.spec) if local is not None else None
+
+
+def _local_mesh(sharding) -> Mesh | None:
+    """The mesh of :func:`local_sharding`."""
     if not isinstance(sharding, NamedSharding):
         return None
     mesh = sharding.mesh
+    if not isinstance(mesh, Mesh):  # an abstract mesh has no devices
+        return None
     me = jax.process_index()
     try:
         if mesh.devices.ndim == 1:  # any order: its local devices, in mesh order
-            local = Mesh(np.array([d for d in mesh.devices if d.process_index == me], dtype=object), mesh.axis_names)
-        else:
-            local = mesh.local_mesh
+            return Mesh(np.array([d for d in mesh.devices if d.process_index == me], dtype=object), mesh.axis_names)
+        return mesh.local_mesh
     except ValueError:
         return None
-    return NamedSharding(local, sharding.spec)
 
 
 def host_local_outputs(outs: Sequence, shardings: Sequence) -> list:
@@ -260,11 +266,12 @@ def host_local_outputs(outs: Sequence, shardings: Sequence) -> list:
 
 
 def _host_local(y, sharding):
-    held = local_sharding(sharding)
-    if held is None:
+    local = _local_mesh(sharding)
+    if local is None:
         return y
+    held = NamedSharding(local, sharding.spec)
     if isinstance(y, np.ndarray):  # float0 results are host zeros
-        indices = [sharding.devices_indices_map(y.shape)[d] for d in held.mesh.devices.flat]
+        indices = [sharding.devices_indices_map(y.shape)[d] for d in local.devices.flat]
         shape = Share.of(y.shape, indices).shape
         if y.dtype == jax.dtypes.float0:  # jax.pmap gives a multi-process run's as bool zeros on its devices
             zeros = np.zeros(shape, np.bool_)
@@ -272,7 +279,9 @@ def _host_local(y, sharding):
         return np.zeros(shape, y.dtype)
     if not isinstance(y, jax.Array) or y.is_fully_addressable:
         return y
-    if jax.dtypes.issubdtype(y.dtype, jax.dtypes.extended):  # key arrays: their data, wrapped again
+    # Key arrays: their data, wrapped again. (jax.dtypes re-exports issubdtype without "as", which
+    # pyright reads as private.)
+    if jax.dtypes.issubdtype(y.dtype, jax.dtypes.extended):  # pyright: ignore[reportPrivateImportUsage]
         return jax.random.wrap_key_data(_host_local(jax.random.key_data(y), sharding),
                                         impl=jax.random.key_impl(y))
     try:
@@ -280,7 +289,7 @@ def _host_local(y, sharding):
     except MultiProcessError:
         return y
     by_device = {s.device: s.data for s in y.addressable_shards}
-    return jax.make_array_from_single_device_arrays(shape, held, [by_device[d] for d in held.mesh.devices.flat])
+    return jax.make_array_from_single_device_arrays(shape, held, [by_device[d] for d in local.devices.flat])
 
 
 def process_local(tree):

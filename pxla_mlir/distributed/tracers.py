@@ -56,5 +56,10 @@ def is_differentiated(x) -> bool:
     while isinstance(x, core.Tracer):
         if isinstance(x, ad.LinearizeTracer):
             return True
-        x = x.primal if isinstance(x, ad.JVPTracer) else x.val if isinstance(x, batching.BatchTracer) else None
+        if isinstance(x, ad.JVPTracer):
+            x = x.primal
+        elif isinstance(x, batching.BatchTracer):
+            x = x.val
+        else:
+            return False
     return False

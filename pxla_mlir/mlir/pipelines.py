@@ -25,6 +25,7 @@ from typing import Literal
 
 from jaxlib.mlir import ir
 
+from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, option, run_pipeline
 from pxla_mlir.mlir.pass_infra.options import choices, configure
 
@@ -40,7 +41,7 @@ EXPORT_TO_STABLEHLO = "builtin.module(hlo-legalize-to-stablehlo)"
 def to_stablehlo(module: ir.Module) -> ir.Module:
     """A StableHLO copy of an MHLO module."""
     with module.context:
-        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        copy = ir.Module.parse(ir_utils.asm_text(module.operation, debug_info=True))
     run_pipeline(copy, Pipeline.cached(EXPORT_TO_STABLEHLO), reproducer=False)
     return copy
 

@@ -122,17 +122,19 @@ def run(args) -> int:
     other, expected, what = _other(args, lowered)
     if args.output_dir is not None:
         _make_dir(args.output_dir)
+    timing_lines: list[str] = []
     if args.calls is not None:
         with _running(lowered):
             outs, timings = time_calls(lowered, values, args.calls, steps=())
             timings = {**steps, **timings}
             results = [np.asarray(r) for r in outs]
+        timing_lines = [timing_line(name, seconds, args.calls) for name, seconds in timings.items()]
     else:
-        results, timings = _results(lowered, values), {}
+        results = _results(lowered, values)
     print(_ran_line(lowered))
     print(f"layout: {lowered.layout_note}")
-    for name, seconds in timings.items():
-        print(timing_line(name, seconds, args.calls))
+    for line in timing_lines:
+        print(line)
     if args.output_dir is not None:
         _write(args.output_dir, results)
     if other is not None:

@@ -49,8 +49,10 @@ def _cpu_device_count() -> int:
     """The CPU devices jax starts with: jax_num_cpu_devices (pxla-mlir sets it), else XLA_FLAGS's count, else 1."""
     import jax
 
-    if jax.config.jax_num_cpu_devices >= 0:
-        return jax.config.jax_num_cpu_devices
+    # jax's Config sets its options as attributes at run time, which its stubs cannot declare.
+    count: int = jax.config.jax_num_cpu_devices  # pyright: ignore[reportAttributeAccessIssue]
+    if count >= 0:
+        return count
     match = re.search(r"xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
     return int(match[1]) if match else 1
 
@@ -76,8 +78,9 @@ def _launch(args) -> int:
                          timeout_s=args.timeout, cpu_devices=per)
     except MpirunError as e:
         raise CliError(str(e)) from None
-    results = [_result(f.output) for f in finished]
-    if any(f.returncode != 0 for f in finished) or None in results:
+    found = [_result(f.output) for f in finished]
+    results = [r for r in found if r is not None]
+    if any(f.returncode != 0 for f in finished) or len(results) < len(found):
         for f in finished:
             lines = [line for line in f.output.splitlines() if not _NOISE.search(line)]
             print(f"--- process {f.index}: {f.describe()}\n" + "\n".join(lines[-15:]), file=sys.stderr)

@@ -20,10 +20,11 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.maps import registry
 from pxla_mlir.mlir.core.context import make_context
+from pxla_mlir.mlir.core.ir_utils import asm_text
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError
 from pxla_mlir.mlir.pass_infra.options import option_fields
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
-from pxla_mlir.mlir.pass_infra.stepwise import UnknownStepError, run_stepwise
+from pxla_mlir.mlir.pass_infra.stepwise import OnStep, UnknownStepError, run_stepwise
 from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.mlir.support.suggest import closest, did_you_mean
 from pxla_mlir.tools.errors import Choices
@@ -191,16 +192,18 @@ def replay(module_text: str, pipeline_text: str, *, stop_after: str | None = Non
         raise TargetError(f"bad --pipeline: {e.message}") from None
     with ctx:
         module = ir.Module.parse(module_text)
-    on_step = None
+    on_step: OnStep | None = None
     if dump_dir:
         if os.path.exists(dump_dir) and not os.path.isdir(dump_dir):
             raise TargetError(f"--dump-dir {dump_dir!r} is a file: give a directory (made if missing)")
-        input_text = module.operation.get_asm(enable_debug_info=False)
+        input_text = asm_text(module.operation)
 
-        def on_step(index, name, module, _seconds):
+        def dump_step(index: int, name: str, module: ir.Module, _seconds: float) -> None:
             if index == 1:  # the input too, once the pipeline is known to reach the stage asked for
                 _dump(dump_dir, 0, "input", input_text)
-            _dump(dump_dir, index, name, module.operation.get_asm(enable_debug_info=False))
+            _dump(dump_dir, index, name, asm_text(module.operation))
+
+        on_step = dump_step
     try:
         return run_stepwise(module, pipeline, stop_after=stop_after, on_step=on_step)
     except UnknownStepError as e:
@@ -245,4 +248,4 @@ def stage_text(lowered, stage: str = "mhlo", *, pipeline: str | None = None, dum
                     dump_dir=dump_dir)
     if dialect == "stablehlo":
         module = to_stablehlo(module)
-    return module.operation.get_asm(enable_debug_info=False)
+    return asm_text(module.operation)

@@ -142,9 +142,12 @@ def resolve(target: str) -> Callable:
         _on_path(os.path.dirname(where))
         name = "_pxla_target_" + re.sub(r"\W", "_", os.path.abspath(where))
         spec = importlib.util.spec_from_file_location(name, where)
+        if spec is None or spec.loader is None:  # a suffix no import machinery reads
+            raise TargetError(f"bad target {target!r}: {where!r} is not a Python file")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        loader = lambda: spec.loader.exec_module(module)  # noqa: E731
+        spec_loader = spec.loader
+        loader = lambda: spec_loader.exec_module(module)  # noqa: E731
     else:
         module = None
         _on_path(os.curdir)
@@ -155,8 +158,9 @@ def resolve(target: str) -> Callable:
         raise TargetError(f"bad target {target!r}: cannot import {where!r} ({e})") from None
     except Exception as e:  # the user's module failed while importing
         raise TargetError(f"importing {where!r} failed: {type(e).__name__}: {e}") from None
-    if module is None and getattr(loaded, "__file__", None):
-        _check_utf8_path(loaded.__file__)
+    loaded_file = getattr(loaded, "__file__", None)
+    if module is None and loaded_file:
+        _check_utf8_path(loaded_file)
     obj: Any = module if module is not None else loaded
     for part in attr.split("."):
         if not hasattr(obj, part):

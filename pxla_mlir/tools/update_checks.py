@@ -228,7 +228,8 @@ def _rewrite(path: str, text: str) -> tuple[str, bool, list[lit_runs.Capture], s
         raise UpdateError("no RUN line pipes into a FileCheck of this test (e.g. '... | filecheck %s')", runs[0].line)
     _check_prefixes(own)
     first_run = lines[runs[0].line - 1]
-    comment = _RUN.match(first_run).group(1) or "//"
+    run_line = _RUN.match(first_run)  # lit_runs found a RUN line there
+    comment = (run_line.group(1) if run_line is not None else None) or "//"
     hand = _hand_written(lines, blocks, {p for c in own for p in c.parsed.prefixes})
     chosen = _choose_prefixes(own, hand)
     if not chosen:

@@ -25,6 +25,14 @@ from pxla_mlir.mlir.pass_infra.options import option_fields, split_top_level
 __all__ = ["parser_markdown", "pass_table", "passes_markdown", "pxla_form_markdown"]
 
 
+def _registered(name: str):
+    """The class of a name listed in the registry."""
+    cls = registry.load(name)
+    if cls is None:
+        raise KeyError(f"{name} is listed in pxla_mlir.mlir.pass_infra.registry but does not load")
+    return cls
+
+
 def _signature(cls) -> str:
     choices = [f"{i.name}={'|'.join(typing.get_args(i.type))}" for i in cls.options()
                if typing.get_origin(i.type) is typing.Literal]
@@ -34,7 +42,7 @@ def _signature(cls) -> str:
 def pass_table() -> str:
     rows = ["| pass | what it does |", "|---|---|"]
     for name in [*registry.PASSES, *registry.PIPELINES]:
-        cls = registry.load(name)
+        cls = _registered(name)
         signature = _signature(cls).replace("|", "\\|")  # a pipe inside a table cell must be escaped
         rows.append(f"| `{signature}` | {cls.summary} |")
     return "\n".join(rows)
@@ -91,13 +99,13 @@ def passes_markdown() -> str:
            "the same docstring); `tests/project/test_docs.py` fails when this file is stale.", ""]
     out += [f"- [`{name}`](#{name})" for name in [*registry.PASSES, *registry.PIPELINES]]
     for name in registry.PASSES:
-        cls = registry.load(name)
+        cls = _registered(name)
         doc = inspect.getdoc(sys.modules[cls.__module__]) or ""
         body = doc.split("\n", 1)[1] if "\n" in doc else ""
         out += ["", f"## {name}", "", f"{cls.summary}. File: `passes/{cls.__module__.rsplit('.', 1)[1]}.py`.", "",
                 *_options(cls), "", *_rst_to_markdown(body.strip())]
     for name in registry.PIPELINES:
-        cls = registry.load(name)
+        cls = _registered(name)
         steps = split_top_level(cls().elements(), ",")
         out += ["", f"## {name}", "", f"{cls.summary}.", "", *_rst_to_markdown(inspect.getdoc(cls) or ""), "",
                 *_options(cls), "", "With the default options it expands to (`pxla-opt --dump-pass-pipeline`):", "",

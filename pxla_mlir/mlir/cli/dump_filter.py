@@ -53,14 +53,16 @@ class DumpFilter:
     def __enter__(self) -> DumpFilter:
         sys.stderr.flush()
         self._saved = os.dup(2)
-        self._child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _CHILD, json.dumps([self.before, self.after])],
-                                       stdin=subprocess.PIPE, stdout=self._saved)
-        os.dup2(self._child.stdin.fileno(), 2)
+        child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _CHILD, json.dumps([self.before, self.after])],
+                                 stdin=subprocess.PIPE, stdout=self._saved)
+        assert child.stdin is not None  # stdin=PIPE
+        self._child, self._child_stdin = child, child.stdin
+        os.dup2(self._child_stdin.fileno(), 2)
         return self
 
     def __exit__(self, *exc) -> None:
         sys.stderr.flush()
         os.dup2(self._saved, 2)
-        self._child.stdin.close()  # the child sees the end, writes what is left and exits
+        self._child_stdin.close()  # the child sees the end, writes what is left and exits
         self._child.wait()
         os.close(self._saved)

@@ -28,6 +28,7 @@ from jaxlib.mlir import ir
 from pxla_mlir import __version__
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
 from pxla_mlir.mlir.cli.dump_filter import DumpFilter, split_pass_names
+from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
 from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
@@ -159,6 +160,7 @@ def list_passes(out) -> None:
         print(f"{title}:", file=out)
         for arg in table:
             cls = registry.load(arg)
+            assert cls is not None  # every listed name loads (tests/mlir/pass_infra/test_registry.py)
             print(f"  {arg:<34} {cls.summary}", file=out)
             for line in describe_options(cls):
                 print(f"      {line}", file=out)
@@ -360,7 +362,7 @@ class Driver:
                 self._instrument(pm)
                 if pipeline.steps:
                     if bytecode and a.mlir_pass_pipeline_crash_reproducer:
-                        reproducer_text = op.get_asm(enable_debug_info=True)
+                        reproducer_text = ir_utils.asm_text(op, debug_info=True)
                     pipeline_failed = True  # until it has run and the module verifies
                     self._run(pm, op)
                     if not pipeline.verified_at_end(verify):
@@ -458,7 +460,7 @@ class Driver:
         expectations, malformed = parse_expectations(data.decode("utf-8", "replace"))
         problems = [Diagnostic("error", msg, SourceLoc("-", int(line), 1))
                     for line, _, msg in (m.partition(": ") for m in malformed)]
-        problems += [Diagnostic("error", p.message, SourceLoc("-", p.line, p.col) if p.line else None)
+        problems += [Diagnostic("error", p.message, SourceLoc("-", p.line, p.col) if p.line and p.col is not None else None)
                      for p in verify(expectations, diags)]
         self.report(problems, data)
         self.ok &= not problems

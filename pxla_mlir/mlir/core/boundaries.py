@@ -33,21 +33,34 @@ from pxla_mlir.mlir.core.pxla_attrs import (
 from pxla_mlir.mlir.sharding import ShardingSpec, ShardingSpecError
 from pxla_mlir.mlir.sharding.mesh import AbstractMesh, MeshError
 
-__all__ = ["KEYS", "Declared", "BoundaryValue", "rewrite_boundaries"]
+__all__ = ["KEYS", "Declared", "DeclaredDims", "DeclaredSpec", "BoundaryValue", "rewrite_boundaries"]
 
 KEYS = (DIMS, SHARDING_SPEC, TILE_DIMS)
 
 
 @dataclasses.dataclass(frozen=True)
-class Declared:
-    """A boundary value's layout, as declared: ``dims`` over ``mesh`` (from
-    ``pxla.dims``, or ``pxla.tile_dims`` when ``tile``), or ``spec``."""
+class DeclaredDims:
+    """A boundary value's layout declared as ``dims`` over ``mesh`` (from
+    ``pxla.dims``, or ``pxla.tile_dims`` when ``tile``)."""
 
     shape: tuple[int, ...]
+    mesh: AbstractMesh
+    dims: DimsSpec
     tile: bool = False
-    mesh: AbstractMesh | None = None  # with a spec: the module's pxla.mesh, if it has one
-    dims: DimsSpec | None = None
-    spec: ShardingSpec | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeclaredSpec:
+    """A boundary value's layout declared as a serialized ShardingSpec."""
+
+    shape: tuple[int, ...]
+    spec: ShardingSpec
+    mesh: AbstractMesh | None = None  # the module's pxla.mesh, if it has one
+
+
+# Two classes rather than one with optional fields, so that a type checker
+# knows which fields a branch may read.
+Declared = DeclaredDims | DeclaredSpec
 
 
 @dataclasses.dataclass
@@ -87,7 +100,7 @@ class BoundaryValue:
                     mesh.tile_shape(shape, dims.mapping, what)
                 except MeshError as e:
                     raise PassError(fn, str(e)) from None
-            return Declared(shape, tile=key == TILE_DIMS, mesh=mesh, dims=dims)
+            return DeclaredDims(shape, mesh, dims, tile=key == TILE_DIMS)
         has_mesh = MESH in fn.attributes or MESH in self.module.attributes
         mesh = mesh_of(fn, self.module) if has_mesh else None
         text = string_value(entries.pop(SHARDING_SPEC), SHARDING_SPEC, fn)
@@ -96,7 +109,7 @@ class BoundaryValue:
             spec.shard_shape(shape)
         except ShardingSpecError as e:
             raise PassError(fn, f"{what}: {e}") from None
-        return Declared(shape, mesh=mesh, spec=spec)
+        return DeclaredSpec(shape, spec, mesh)
 
 
 def rewrite_boundaries(module: ir.Operation, rewrite: Callable[[BoundaryValue], None]) -> None:

@@ -159,19 +159,22 @@ class DiagnosticCollector:
     def __init__(self, ctx: ir.Context):
         self.ctx = ctx
         self.diagnostics: list[Diagnostic] = []
-        self._handler = None
+        self._handler: ir.DiagnosticHandler | None = None
         self._saved_flag = False
 
     def __enter__(self) -> DiagnosticCollector:
         self._saved_flag = self.ctx.emit_error_diagnostics
         self.ctx.emit_error_diagnostics = True
-        self._handler = self.ctx.attach_diagnostic_handler(self._on_diagnostic)
+        handler = self.ctx.attach_diagnostic_handler(self._on_diagnostic)
+        assert isinstance(handler, ir.DiagnosticHandler)  # the stubs say object
+        self._handler = handler
         _stack().append(self)
         return self
 
     def __exit__(self, *exc) -> None:
         _stack().remove(self)
-        self._handler.detach()
+        if self._handler is not None:  # None only outside the with block
+            self._handler.detach()
         self.ctx.emit_error_diagnostics = self._saved_flag
 
     def _on_diagnostic(self, d) -> bool:

@@ -7,9 +7,13 @@ segfaults); the helpers here check first and raise a Python error instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from jaxlib.mlir import ir
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 I32 = lambda: ir.IntegerType.get_signless(32)  # noqa: E731 (needs a live context)
 
@@ -68,12 +72,28 @@ def set_i32_attr(op: ir.Operation, name: str, value: int) -> None:
     op.attributes[name] = ir.IntegerAttr.get(I32(), value)
 
 
-def dense_i64(values: Sequence[Sequence[int]] | np.ndarray, shape: Sequence[int] | None = None) -> ir.DenseIntElementsAttr:
+def as_buffer(arr: np.ndarray) -> Buffer:
+    """``arr`` for the bindings' ``Buffer`` parameters (``DenseElementsAttr.get``)."""
+    # Every ndarray exports the buffer protocol, but numpy's stubs declare its
+    # __buffer__ (PEP 688) only from Python 3.12 and the package is checked as 3.11.
+    return cast("Buffer", arr)
+
+
+def asm_text(op: ir.Operation | ir.OpView, debug_info: bool = False) -> str:
+    """``op.get_asm(enable_debug_info=debug_info)``, typed: jaxlib's stubs say
+    ``object`` because ``binary=True`` gives bytes."""
+    text = op.get_asm(enable_debug_info=debug_info)
+    assert isinstance(text, str)
+    return text
+
+
+def dense_i64(values: Sequence[int] | Sequence[Sequence[int]] | np.ndarray,
+              shape: Sequence[int] | None = None) -> ir.DenseIntElementsAttr:
     arr = np.ascontiguousarray(values, dtype=np.int64)
     if shape is not None:
         arr = arr.reshape(shape)
     t = ir.RankedTensorType.get(list(arr.shape), ir.IntegerType.get_signless(64))
-    return ir.DenseIntElementsAttr.get(arr, type=t)
+    return ir.DenseIntElementsAttr.get(as_buffer(arr), type=t)
 
 
 def dense_to_numpy(attr: ir.Attribute) -> np.ndarray:

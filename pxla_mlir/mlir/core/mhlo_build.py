@@ -19,8 +19,8 @@ def scalar(value, dtype) -> ir.Value:
     arr = np.array(value, dtype=dtype)
     if arr.dtype.kind == "u":
         t = ir.RankedTensorType.get([], ir.IntegerType.get_unsigned(arr.dtype.itemsize * 8))
-        return mhlo.ConstantOp(ir.DenseElementsAttr.get(arr, type=t)).result
-    return mhlo.ConstantOp(ir.DenseElementsAttr.get(arr)).result
+        return mhlo.ConstantOp(ir.DenseElementsAttr.get(ir_utils.as_buffer(arr), type=t)).result
+    return mhlo.ConstantOp(ir.DenseElementsAttr.get(ir_utils.as_buffer(arr))).result
 
 
 def device_index(stride: int, size: int) -> ir.Value:

@@ -118,7 +118,7 @@ def normalize(text: str | bytes, *, ignore: Sequence[str] = (), name: str = "<in
             message = first.message if first is not None else str(e)
             raise DiffError(f"{name} is not valid MLIR: {message} {where}".strip()) from None
         _strip(module, ignore)
-        printed = module.operation.get_asm(enable_debug_info=False)
+        printed = ir_utils.asm_text(module.operation)
     lines = printed.splitlines()
     head, funcs, tail = split_functions(lines)
     out = [lines[i] for i in head]

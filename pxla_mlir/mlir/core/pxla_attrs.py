@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -95,10 +96,16 @@ _MESH_ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*=\s*(\d+)\s*$")
 
 # -- checked readers --------------------------------------------------------------------
 
-def _kind_error(where, name: str, expected: str, attr: ir.Attribute) -> PassError:
+def _kind_error(where, name: str, expected: str, attr: ir.Attribute | None) -> PassError:
     return PassError(where, f"{name} must be {expected}, got {attr}")
 
 
+@typing.overload
+def read_int(op: ir.Operation, name: str, default: int, *, minimum: int | None = None,
+             maximum: int | None = MAX_I32) -> int: ...
+@typing.overload
+def read_int(op: ir.Operation, name: str, default: None = None, *, minimum: int | None = None,
+             maximum: int | None = MAX_I32) -> int | None: ...
 def read_int(op: ir.Operation, name: str, default: int | None = None, *, minimum: int | None = None,
              maximum: int | None = MAX_I32) -> int | None:
     """An integer attribute of ``op`` (``default`` if absent), range-checked."""
@@ -114,10 +121,22 @@ def read_int(op: ir.Operation, name: str, default: int | None = None, *, minimum
     return value
 
 
+def required_int(op: ir.Operation, name: str, *, minimum: int | None = None, maximum: int | None = MAX_I32) -> int:
+    """``read_int`` of an attribute the op must have."""
+    value = read_int(op, name, minimum=minimum, maximum=maximum)
+    if value is None:
+        raise PassError(op, f"{op.name} has no {name}")
+    return value
+
+
 def _is_bool(t: ir.Type) -> bool:
     return isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
 
 
+@typing.overload
+def read_str(op: ir.Operation, name: str, default: str) -> str: ...
+@typing.overload
+def read_str(op: ir.Operation, name: str, default: None = None) -> str | None: ...
 def read_str(op: ir.Operation, name: str, default: str | None = None) -> str | None:
     if name not in op.attributes:
         return default
@@ -242,7 +261,7 @@ def mesh_of(op: ir.Operation, module: ir.Operation) -> AbstractMesh:
     """The op's own ``pxla.mesh``, else the module's."""
     for holder in (op, module):
         if MESH in holder.attributes:
-            return parse_mesh(read_str(holder, MESH), holder)
+            return parse_mesh(string_value(holder.attributes[MESH], MESH, holder), holder)
     raise PassError(op, f"no {MESH} on the op or the module; add e.g. {MESH} = \"x=2,y=4\" to the module")
 
 
@@ -362,8 +381,8 @@ def placeholders(module: ir.Operation, target: str) -> list[Placeholder]:
         for v in (op.operands[0], op.results[0]):
             if not isinstance(v.type, ir.RankedTensorType):
                 raise PassError(op, f"@{target} works on ranked tensors, got {v.type}")
-        p = Placeholder(op, read_int(op, AXIS, minimum=0), read_int(op, AXIS_SIZE, minimum=1),
-                        read_int(op, STRIDE, minimum=1), read_str(op, AXIS_NAME, "?"), devices)
+        p = Placeholder(op, required_int(op, AXIS, minimum=0), required_int(op, AXIS_SIZE, minimum=1),
+                        required_int(op, STRIDE, minimum=1), read_str(op, AXIS_NAME, "?"), devices)
         global_rank = len(p.operand_shape) if target == SHARD else len(p.result_shape)
         p.check(p.axis < global_rank, f"{AXIS} = {p.axis} is out of range for a rank-{global_rank} value")
         p.check(devices % (p.axis_size * p.stride) == 0,

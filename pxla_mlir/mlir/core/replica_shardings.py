@@ -10,6 +10,9 @@ a module with :func:`problem` before jaxlib sees it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Protocol
+
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import ir_utils, pxla_attrs
@@ -19,9 +22,17 @@ from pxla_mlir.mlir.sharding.hlo_sharding import parse_elements
 __all__ = ["places", "problem", "first_problem"]
 
 
-def places(op: ir.Operation) -> list[tuple[str, dict]]:
+class Attributes(Protocol):
+    """What ``places`` gives for a place: an op's attribute map or a boundary's dict."""
+
+    def __contains__(self, name: str, /) -> bool: ...
+    def __getitem__(self, name: str, /) -> ir.Attribute: ...
+    def __iter__(self) -> Iterator[str]: ...
+
+
+def places(op: ir.Operation) -> list[tuple[str, Attributes]]:
     """("where", attributes) of the op and, for a function, of each argument and result."""
-    found = [("", op.attributes)]
+    found: list[tuple[str, Attributes]] = [("", op.attributes)]
     if op.name == "func.func":
         for key, kind in (("arg_attrs", "argument"), ("res_attrs", "result")):
             if key in op.attributes:

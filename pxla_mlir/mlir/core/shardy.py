@@ -71,7 +71,8 @@ def inline_meshes(attr: ir.Attribute) -> list[ir.Attribute]:
 
 def meshes(module: ir.Operation) -> dict[str, SdyMesh]:
     """The module's ``sdy.mesh`` symbols by name, in module order."""
-    return {ir_utils.symbol_name(op): read_mesh(op) for op in mesh_ops(module)}
+    # sdy.mesh's verifier requires its sym_name
+    return {ir.StringAttr(op.attributes["sym_name"]).value: read_mesh(op) for op in mesh_ops(module)}
 
 
 def add_mesh(module: ir.Operation, mesh: SdyMesh, name: str) -> None:

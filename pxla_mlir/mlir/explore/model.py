@@ -225,9 +225,10 @@ def _main(module: ir.Module):
 def _mesh(final: ir.Module, pxla: ir.Module, num_devices: int) -> MeshView:
     text = pxla_attrs.read_str(final.operation, pxla_attrs.MESH) or pxla_attrs.read_str(pxla.operation, pxla_attrs.MESH)
     items = [re.fullmatch(r"\s*([\w.]+)\s*=\s*(\d+)\s*", p) for p in (text or "").split(",")]
-    if text and all(items):
-        names = [m.group(1) for m in items]
-        sizes = [int(m.group(2)) for m in items]
+    matches = [m for m in items if m is not None]
+    if text and len(matches) == len(items):
+        names = [m.group(1) for m in matches]
+        sizes = [int(m.group(2)) for m in matches]
         if math.prod(sizes) == num_devices:
             names, sizes = _name_inner_replicas(pxla, names, sizes)
             return MeshView(tuple(names), tuple(sizes))
@@ -280,8 +281,8 @@ def _collectives(module: ir.Module, num_replicas: int, num_partitions: int) -> t
     return tuple(out)
 
 
-def _dims(attr) -> tuple[tuple[str, ...], ...] | None:
-    dims = []
+def _dims(attr) -> tuple[tuple[str, ...], ...]:
+    dims: list[tuple[str, ...]] = []
     for entry in ir.ArrayAttr(attr):
         if isinstance(entry, ir.StringAttr):  # "?": unspecified, drawn as not split
             dims.append(())
@@ -309,7 +310,7 @@ def _shardings(pxla: ir.Module) -> tuple[ShardingView, ...]:
         for i, (t, a) in enumerate(zip(types, attrs)):
             d = ir.DictAttr(a) if a is not None else None
             which = next((k for k in ("pxla.dims", "pxla.tile_dims") if d is not None and k in d), None)
-            if which is None or amesh is None or not isinstance(t, ir.RankedTensorType):
+            if which is None or d is None or amesh is None or not isinstance(t, ir.RankedTensorType):
                 continue
             rt = ir.RankedTensorType(t)
             dims = _dims(d[which])
@@ -360,8 +361,9 @@ def compare(a: Page, b: Page, a_label: str = "A", b_label: str = "B") -> Compari
         for i, j in pairs:
             sa = a.stages[i] if i is not None else None
             sb = b.stages[j] if j is not None else None
-            name = sa.name if sb is None or (sa is not None and sa.name == sb.name) else (
-                sb.name if sa is None else f"{sa.name} / {sb.name}")
+            either = sa if sa is not None else sb
+            assert either is not None  # _zip_longest never pairs two gaps
+            name = either.name if sa is None or sb is None or sa.name == sb.name else f"{sa.name} / {sb.name}"
             rows.append(Row(name, i, j, _stage_diff(sa, sb, a_label, b_label)))
     return Comparison(a, b, a_label, b_label, tuple(rows))
 

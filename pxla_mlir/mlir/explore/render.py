@@ -21,7 +21,8 @@ __all__ = ["render", "render_comparison"]
 
 @functools.cache
 def _asset(name: str) -> str:
-    return importlib.resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    package = __name__.rpartition(".")[0]  # the assets sit beside this module
+    return importlib.resources.files(package).joinpath(name).read_text(encoding="utf-8")
 
 
 def _e(text: str) -> str:

@@ -5,7 +5,7 @@ of a sharded value (the array view and the device view that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from pxla_mlir.mlir.explore.model import Collective, MeshView, Range, ShardingView
@@ -40,7 +40,7 @@ def _t(x: float, y: float, text: str, cls: str = "", anchor: str = "middle") -> 
     return f'<text x="{x:.0f}" y="{y:.0f}" text-anchor="{anchor}"{c}>{escape(text)}</text>'
 
 
-def _grid(mesh: MeshView, labels: dict[int, Sequence[str]], fills: dict[int, str], title: str,
+def _grid(mesh: MeshView, labels: Mapping[int, Sequence[str]], fills: dict[int, str], title: str,
           extra=None, cls: str = "", below: int = 0) -> str:
     """A device grid (last mesh axis across); ``extra(centres)`` draws on top."""
     grid = mesh.grid()

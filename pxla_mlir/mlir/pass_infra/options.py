@@ -181,12 +181,16 @@ def _info(cls, name: str) -> OptionInfo | None:
     return next((i for i in option_fields(cls) if name in (i.name, i.field, i.api_name)), None)
 
 
-def choices(cls, name: str) -> tuple[str, ...]:
-    """The values a ``Literal`` option of ``cls`` accepts (``name`` in kebab or snake case, or its API name)."""
+def _choice_info(cls, name: str) -> OptionInfo:
     info = _info(cls, name)
     if info is None or typing.get_origin(info.type) is not Literal:
         raise KeyError(f"{cls.__name__} has no choice option {name!r}")
-    return typing.get_args(info.type)
+    return info
+
+
+def choices(cls, name: str) -> tuple[str, ...]:
+    """The values a ``Literal`` option of ``cls`` accepts (``name`` in kebab or snake case, or its API name)."""
+    return typing.get_args(_choice_info(cls, name).type)
 
 
 def _one_of(values: tuple) -> str:
@@ -203,8 +207,9 @@ def configure(cls, **values):
         fields = {i.field: getattr(cls, i.field) for i in option_fields(type(cls))}
         cls = type(cls)
     for name, value in values.items():
-        allowed = choices(cls, name)
+        info = _choice_info(cls, name)
+        allowed = typing.get_args(info.type)
         if value not in allowed:
             raise OptionError(f"{name} must be {_one_of(allowed)}, got {value!r}{did_you_mean(str(value), allowed)}")
-        fields[_info(cls, name).field] = value
+        fields[info.field] = value
     return cls(**fields)

@@ -25,6 +25,7 @@ from typing import Literal
 from jaxlib.mlir import ir, passmanager
 
 from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
 from pxla_mlir.mlir.pass_infra import registry, reproducer as reproducer_file
 from pxla_mlir.mlir.pass_infra.base import ModulePass
@@ -125,14 +126,15 @@ class _Parser:
                 return tuple(out)
             self.pos += 1
 
-    def parse(self) -> _Element:
+    def parse(self) -> tuple[_Element, ...]:
+        """The elements inside the root anchor."""
         root = self.element()
         if self.peek():
             raise self.error(f"unexpected {self.peek()!r} after the pipeline")
         if root.children is None or root.name != ROOT_ANCHOR:
             raise self.error(f"the pipeline must be anchored on '{ROOT_ANCHOR}(...)', "
                              f"e.g. '{ROOT_ANCHOR}({self.text.strip()})'", root.col)
-        return root
+        return root.children
 
 
 def pass_element(name: str, options: str) -> str:
@@ -247,9 +249,8 @@ class Pipeline:
 
     @classmethod
     def parse(cls, text: str, ctx: ir.Context) -> Pipeline:
-        root = _Parser(text).parse()
         steps: list[Step] = []
-        for el in root.children:
+        for el in _Parser(text).parse():
             steps.extend(_resolve(el, text, ctx, depth=0))
         return cls(tuple(_merge_text(steps)))
 
@@ -324,7 +325,7 @@ def _resolve(el: _Element, text: str, ctx: ir.Context, depth: int) -> list[Step]
     if depth > 16:
         raise PipelineSyntaxError(f"pipeline '{el.name}' expands into itself", text, el.col)
     sub = _Parser(f"{ROOT_ANCHOR}({instance.elements()})").parse()
-    return [s for child in sub.children for s in _resolve(child, text, ctx, depth + 1)]
+    return [s for child in sub for s in _resolve(child, text, ctx, depth + 1)]
 
 
 def _walk(el: _Element):
@@ -432,7 +433,7 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
     ctx = module.context
     if isinstance(pipeline, str):
         pipeline = Pipeline.parse(pipeline, ctx)
-    before = module.operation.get_asm(enable_debug_info=True) if reproducer else None
+    before = ir_utils.asm_text(module.operation, debug_info=True) if reproducer else None
     with DiagnosticCollector(ctx) as diags:
         try:
             pm = pipeline.pass_manager(ctx, "every-pass" if verify_each else "none")

@@ -95,7 +95,7 @@ def backend_error(error: BaseException, what: str, platform: str | None = None) 
     except (AssertionError, RuntimeError) as e:
         reason = str(e).strip()
     env = os.environ.get("JAX_PLATFORMS", "").strip()
-    configured = jax.config.jax_platforms or ""
+    configured = jax.config.jax_platforms or ""  # pyright: ignore[reportAttributeAccessIssue] (options are set at run time)
     named = [p.strip() for p in (platform or configured or env).split(",") if p.strip()]
     if not reason:  # the bare assertion: jax skipped every platform named
         reason = (f"JAX_PLATFORMS={configured} names no platform that could start (jax skips 'cuda' when it sees "

@@ -121,7 +121,7 @@ class HloSharding:
         """Devices the tile assignment names (None when any number works)."""
         if self.kind == "tiled":
             return len(self.devices)
-        if self.kind == "maximal":
+        if self.kind == "maximal" and self.device is not None:  # maximal() always sets it
             return self.device + 1
         return None
 

@@ -64,7 +64,7 @@ class SdyMesh:
 
     axes: tuple[tuple[str, int], ...]
 
-    def __init__(self, axes: Sequence[tuple[str, int]]):
+    def __init__(self, axes: Iterable[tuple[str, int]]):
         object.__setattr__(self, "axes", tuple((str(n), int(s)) for n, s in axes))
 
     @property

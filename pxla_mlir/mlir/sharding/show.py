@@ -142,7 +142,7 @@ def _label(devs: list[int], names: Sequence[str]) -> str:
     items: list[str] = []
     if all(names[d] == str(d) for d in devs):
         start = devs[0]
-        for prev, d in zip(devs, devs[1:] + [None]):
+        for prev, d in zip(devs, devs[1:] + [-1]):  # device ids are >= 0: -1 ends the last run
             if d != prev + 1:  # a run of 3 or more is written a-b
                 items += [f"{start}-{prev}"] if prev - start >= 2 else [str(i) for i in range(start, prev + 1)]
                 start = d
@@ -170,7 +170,7 @@ def render_sharding(shape: Sequence[int], sharding: Sharding, num_devices: int |
         if r is not None:
             pieces.setdefault(r, []).append(dev)
     title = f"{tuple(shape)} {sharding if isinstance(sharding, HloSharding) else repr(sharding)}"
-    parts = [Text(title, style="bold")]
+    parts: list[Text | Table] = [Text(title, style="bold")]
     left_out: list[str] = []
     colors: dict[Range, str] = {}
     if 1 <= len(shape) <= 2:

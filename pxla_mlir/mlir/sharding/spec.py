@@ -55,10 +55,9 @@ class NoSharding:
 class Chunked:
     chunks: tuple[int, ...]
 
-    def __init__(self, chunks: Sequence[int]):
-        if isinstance(chunks, (int, np.integer)):
-            chunks = (chunks,)
-        object.__setattr__(self, "chunks", tuple(_positive("a chunk count", c) for c in chunks))
+    def __init__(self, chunks: int | np.integer | Sequence[int]):
+        values = (chunks,) if isinstance(chunks, (int, np.integer)) else chunks
+        object.__setattr__(self, "chunks", tuple(_positive("a chunk count", c) for c in values))
 
     def __repr__(self) -> str:
         return f"Chunked({list(self.chunks)})"
@@ -260,6 +259,6 @@ def pmap_sharding_spec(nrep: int, axis_size: int, ndim: int, map_axis: int | Non
         return ShardingSpec([NoSharding()] * ndim, (Replicated(axis_size),) + inner)
     if not 0 <= map_axis <= ndim:
         raise ShardingSpecError(f"mapped axis {map_axis} is out of range for a {ndim + 1}-d value")
-    sharding = [NoSharding()] * ndim
+    sharding: list[DimSharding] = [NoSharding()] * ndim
     sharding.insert(map_axis, Unstacked(axis_size))
     return ShardingSpec(sharding, (ShardedAxis(0),) + inner)

@@ -11,10 +11,19 @@ __all__ = ["STATS", "TIMINGS", "timed"]
 
 #: Counts of the expensive steps ("traces", "lowerings", "compiles", "python_calls"). "compiles" counts
 #: programs XLA compiled (or loaded from the persistent cache), not those shared with an equal lowering.
-STATS: collections.Counter = collections.Counter()
+STATS: collections.Counter[str] = collections.Counter()
+
+
+class _Seconds(dict[str, float]):
+    """Seconds by step; a step not timed since the last reset reads 0, as in a Counter."""
+
+    def __missing__(self, step: str) -> float:
+        return 0
+
+
 #: Seconds spent in each step ("trace", "import", "passes", "compile"), summed
 #: since the last reset.
-TIMINGS: collections.Counter = collections.Counter()
+TIMINGS: dict[str, float] = _Seconds()
 
 
 @contextlib.contextmanager
