@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import overload
 
 import jax
 from jax import tree_util
@@ -253,9 +254,19 @@ def _map_eqns(jaxpr, found: list | None = None) -> list:
     return found
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
-        shardings: str = PmapPipeline.sharding_dialect):
+@overload
+def jit(fun: Callable, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
+        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
+        unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect) -> JitFunction: ...
+@overload
+def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
+        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
+        unshard: str = PmapPipeline.unshard,
+        shardings: str = PmapPipeline.sharding_dialect) -> Callable[[Callable], JitFunction]: ...
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
+        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
+        unshard: str = PmapPipeline.unshard,
+        shardings: str = PmapPipeline.sharding_dialect) -> JitFunction | Callable[[Callable], JitFunction]:
     """Compiles ``fun`` (which may call pxla_mlir maps, at any depth) into one
     program over the devices its maps need; see the module docs. ``mode``,
     ``unshard`` and ``shardings`` are pmap's options for the program of a

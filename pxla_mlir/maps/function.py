@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 from pxla_mlir.distributed.processes import spans_processes
 from pxla_mlir.distributed.shares import host_local_outputs
@@ -136,7 +137,7 @@ class MapFunction:
         return not core.trace_state_clean() or call.has_tracers
 
     # -- calling -----------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs) -> Any:
         # The cached call of a loop is this frame and one call of runtime's launch_cached: keep every other
         # step inline (right after a launch XLA's device threads share the cores, and Python calls add up).
         env = () if self._no_environment else self._environment()

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, overload
 
 from jax import tree_util
 
@@ -187,10 +187,26 @@ def _axes_key(axes):
 _PIPELINE_OPTIONS = tuple(i.api_name or i.field for i in PmapPipeline.options())
 
 
-def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, backend=None, axis_size=None, donate_argnums=(), mode: str = PmapPipeline.mode,
-         unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect, partitions=None,
-         in_partitions=None, out_partitions=None):
+@overload
+def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
+         backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         in_partitions: Any = None, out_partitions: Any = None) -> PmapFunction: ...
+@overload
+def pmap(fun: None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
+         backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         in_partitions: Any = None, out_partitions: Any = None) -> Callable[[Callable], PmapFunction]: ...
+def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
+         backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         in_partitions: Any = None, out_partitions: Any = None) -> PmapFunction | Callable[[Callable], PmapFunction]:
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
     device, like ``jax.pmap``; collectives over ``axis_name`` work inside, and
     pmaps nest.
