@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import jax
 from jax import tree_util
@@ -50,6 +50,9 @@ from pxla_mlir.mlir.sharding.mesh import current_mesh
 from pxla_mlir.mlir.support.lru import LRU
 from pxla_mlir.mlir.support.stats import timed
 
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
 __all__ = ["jit", "JitFunction", "JitError"]
 
 
@@ -59,11 +62,11 @@ class JitError(PxlaUserError, ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class _Traced(Traced):
-    jaxpr: core.ClosedJaxpr
+    jaxpr: ClosedJaxpr
     out_tree: object
 
 
-class JitFunction(MapFunction):
+class JitFunction(MapFunction[_Traced]):
     what = "pxla_mlir.jit"
 
     def __init__(self, fun: Callable, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import jax
 import numpy as np
@@ -18,6 +18,11 @@ from pxla_mlir.jaxbridge.jax_internals import api_util, core
 from pxla_mlir.maps.debug_checks import donation_allowed
 from pxla_mlir.maps.stages import Signature
 from pxla_mlir.mlir.sharding.devices import repeated_device
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+
+    from pxla_mlir.runtime.executable import Device
 
 __all__ = ["argnums", "check_donation", "check_devices", "DevicesError", "check_backend", "check_outputs", "plain_aval",
            "is_int", "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",
@@ -78,7 +83,11 @@ class DevicesError(PxlaUserError, ValueError):
     """A ``devices=`` list that cannot run a program: not devices, empty, one listed twice, mixed platforms."""
 
 
-def check_devices(devices, what: str = "pmap") -> tuple | None:
+@overload
+def check_devices(devices: None, what: str = "pmap") -> None: ...
+@overload
+def check_devices(devices: object, what: str = "pmap") -> tuple[Device, ...]: ...
+def check_devices(devices, what: str = "pmap") -> tuple[Device, ...] | None:
     """``devices=`` of ``what`` (pmap, pxla_mlir.jit, pxla_mlir.load) as a
     tuple of distinct jax devices of one platform (or None)."""
     if devices is None:
@@ -155,7 +164,7 @@ def check_outputs(out, fn_name: str) -> None:
                             f"build other values from the results after the call")
 
 
-def plain_aval(x) -> core.ShapedArray:
+def plain_aval(x) -> ShapedArray:
     """The aval of an argument, without the sharding a jax.Array carries."""
     aval = core.shaped_abstractify(x)
     return core.ShapedArray(aval.shape, aval.dtype, weak_type=aval.weak_type)

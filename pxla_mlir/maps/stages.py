@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import jax
 import numpy as np
 from jax import dtypes, tree_util
 from jax.experimental.layout import Format, Layout as XlaLayout
+from jax.sharding import Sharding
 from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
@@ -37,6 +38,11 @@ from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
 from pxla_mlir.runtime.compile import compile_program, to_xla_computation
 from pxla_mlir.runtime.debug_flags import compiling, dump_stage
 from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+
+    from pxla_mlir.runtime.executable import Device
 
 __all__ = ["Signature", "Layout", "lower", "Lowering", "Lowered", "Compiled", "ArgumentTypeError", "narrowed_without_x64",
            "X64_FIX"]
@@ -156,6 +162,18 @@ class _ArgumentTrees:
     ``_inputs()``: the flat input avals and donation flags, hoisted constants
     first, and ``_outputs()``: the flat output avals and shardings)."""
 
+    signature: Signature
+
+    @property
+    def consts(self) -> Sequence:
+        raise NotImplementedError
+
+    def _inputs(self) -> tuple[Sequence, Sequence[bool]]:
+        raise NotImplementedError
+
+    def _outputs(self) -> tuple[Sequence, Sequence]:
+        raise NotImplementedError
+
     @property
     def in_tree(self):
         """The pytree of (positional arguments, keyword arguments)."""
@@ -198,13 +216,14 @@ class Layout:
     consumes.
     """
 
-    devices: tuple
-    in_avals: tuple
-    out_avals: tuple
-    in_shardings: tuple
-    out_shardings: tuple
-    donated: tuple = ()
-    consts: tuple = ()
+    # Sequences in, tuples stored (__post_init__).
+    devices: Sequence[Device]
+    in_avals: Sequence[ShapedArray]
+    out_avals: Sequence[ShapedArray]
+    in_shardings: Sequence[Sharding | None]  # None: XLA's choice (a module read from text, before compiling)
+    out_shardings: Sequence[Sharding | None]
+    donated: Sequence[bool] = ()
+    consts: Sequence = ()  # the hoisted constants' values
 
     def __post_init__(self):
         for name in ("devices", "in_avals", "out_avals", "in_shardings", "out_shardings", "consts"):
@@ -263,7 +282,7 @@ class Lowering:
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         if _dialect(dialect) == "hlo":
             return hlo_text(self.compiler_ir("hlo"), debug_info=debug_info)
-        return self.compiler_ir(dialect).operation.get_asm(enable_debug_info=debug_info)
+        return cast(str, self.compiler_ir(dialect).operation.get_asm(enable_debug_info=debug_info))  # text, not bytes
 
     def compiler_ir(self, dialect: str | None = None):
         dialect = _dialect(dialect)
@@ -320,9 +339,11 @@ class Lowered(_ArgumentTrees, jax.stages.Lowered):
     """
 
     _no_kwargs = False  # jax.stages.Lowered's field, read by jax code: calls take keyword arguments
-    # jax's (pytree, flat avals) of the arguments (hoisted constants left out) and of the results.
-    _in_types = property(lambda self: (self.in_tree, list(self.layout.in_avals[len(self.consts):])))
-    _out_types = property(lambda self: (self.out_tree, list(self.layout.out_avals)))
+    # jax's (pytree, flat avals) of the arguments (hoisted constants left out) and of the results; jax declares
+    # them as fields of another shape, which only its own Lowered.compile reads (overridden here).
+    _in_types = property(lambda self: (self.in_tree, list(self.layout.in_avals[len(self.consts):])))  # pyright: ignore[reportAssignmentType]
+    _out_types = property(lambda self: (self.out_tree, list(self.layout.out_avals)))  # pyright: ignore[reportAssignmentType]
+    _lowering: Lowering  # ours, not jax's: every method of jax's Lowered that reads it is overridden here
 
     def __init__(self, lowering: Lowering, signature: Signature):
         self._lowering = lowering
@@ -365,7 +386,7 @@ class Lowered(_ArgumentTrees, jax.stages.Lowered):
 
     def pxla_text(self, *, debug_info: bool = False) -> str:
         """The imported pxla form, before the pipeline ran."""
-        return self._lowering.pxla.get_asm(enable_debug_info=debug_info)
+        return cast(str, self._lowering.pxla.get_asm(enable_debug_info=debug_info))
 
     def jaxpr_text(self) -> str | None:
         """The traced jaxpr, when the map recorded it."""
@@ -433,11 +454,12 @@ class Compiled(_ArgumentTrees, jax.stages.Compiled):
     """
 
     _no_kwargs = False  # jax.stages.Compiled's field: calls take keyword arguments
+    consts = property(lambda self: self._hoisted)  # the hoisted constants, first of the flat inputs
 
     def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
         self.executable = executable
         self.signature = signature
-        self.consts = tuple(consts)
+        self._hoisted = tuple(consts)
         self._device_consts: list | None = None
 
     def __call__(self, *args, **kwargs):

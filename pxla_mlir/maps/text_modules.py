@@ -31,6 +31,7 @@ of another size).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
@@ -49,6 +50,9 @@ from pxla_mlir.mlir.sharding import hlo_sharding
 from pxla_mlir.mlir.sharding.devices import backend_error, too_few_devices
 from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.mlir.xla_handoff import ELEMENT_TYPES, ModuleError, check, parse, prepare, read, records_layout
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
 
 __all__ = ["load", "LoadedModule", "ModuleError"]
 
@@ -142,6 +146,7 @@ class TextLowering(Lowering):
         for what, avals, shardings, compiled in (("argument", self.in_avals, ins, shape.parameter_shapes()),
                                                  ("result", self.out_avals, outs, returned)):
             for i, (aval, sharding, want) in enumerate(zip(avals, shardings, compiled)):
+                assert sharding is not None  # refused above
                 piece = tuple(sharding.shard_shape(aval.shape))
                 if piece != tuple(want.dimensions()) or np.dtype(want.numpy_dtype()) != aval.dtype:
                     raise ModuleError(f"{self.source}: {what} {i} ({aval.str_short()}) would reach each device as "
@@ -236,7 +241,7 @@ def _tile(mesh: Mesh, amesh, t: ir.Type, entries: dict, what: str, name: str):
     return core.ShapedArray(shape, aval.dtype), NamedSharding(mesh, spec)
 
 
-def _aval(t: ir.Type) -> core.ShapedArray:
+def _aval(t: ir.Type) -> ShapedArray:
     rt = ir.RankedTensorType(t)
     return core.ShapedArray(tuple(rt.shape), np.dtype(jax.numpy.dtype(ELEMENT_TYPES[str(rt.element_type)])))
 

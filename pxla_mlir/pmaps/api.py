@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from jax import tree_util
 
@@ -43,6 +43,10 @@ from pxla_mlir.pmaps.arguments import (
 from pxla_mlir.pmaps.primitive import PmapParams, bind
 from pxla_mlir.pmaps.stage import deoptimized, lower_traced
 
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+    from jax.sharding import PartitionSpec
+
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 
 
@@ -63,13 +67,13 @@ _UNNAMED = "_internal_pmap_axis_name"  # jax.pmap's name for an unnamed axis
 class Traced(_Traced):
     """A traced pmap body and how its outputs leave the devices."""
 
-    jaxpr: core.ClosedJaxpr
+    jaxpr: ClosedJaxpr
     out_tree: Any
-    out_axes: tuple
+    out_axes: tuple[int | None, ...]
     name: str
     cacheable: bool = True  # False: it closes over an outer transformation's values
-    in_specs: tuple | None = None  # partitioned body: a PartitionSpec or None per flat argument
-    out_specs: tuple | None = None  # and per flat output
+    in_specs: tuple[PartitionSpec | None, ...] | None = None  # partitioned body: a PartitionSpec or None per flat
+    out_specs: tuple[PartitionSpec | None, ...] | None = None  # argument, and per flat output
 
 
 def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> None:
@@ -88,7 +92,7 @@ def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> No
                 f"lax.all_gather), or use out_axes=0 and pick the device you want")
 
 
-class PmapFunction(MapFunction):
+class PmapFunction(MapFunction[Traced]):
     """The object ``pmap`` returns."""
 
     what = "pmap"

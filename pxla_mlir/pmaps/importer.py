@@ -22,6 +22,8 @@ partition-mode MHLO.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
@@ -35,6 +37,9 @@ from pxla_mlir.pmaps.nested_pmaps import PartitionedNest
 from pxla_mlir.pmaps.partitions import strategy, tile_dims as partition_tile_dims
 from pxla_mlir.pmaps.primitive import PmapParams, replicas_needed
 
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
 
 def mesh_axis_label(axis_name) -> str:
     """The pmap axis as a pxla.mesh name."""
@@ -47,7 +52,7 @@ def nest_labels(axis_name, levels) -> list[str]:
     return [importing.mesh_label(n, k + 1, reserved=(REP_AXIS, label)) for k, (n, _) in enumerate(levels)]
 
 
-def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, kind: str = "pmap",
+def import_pmap(jaxpr: ClosedJaxpr, params: PmapParams, *, platform: str, kind: str = "pmap",
                 specs: tuple = (None, None), by_piece: bool = True,
                 nest: PartitionedNest | None = None) -> importing.Imported:
     """``params.partitions`` ((name, size) pairs): the body is partitioned over

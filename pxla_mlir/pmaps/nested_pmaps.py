@@ -46,10 +46,11 @@ def nest_chain(jaxpr) -> list | None:
     if len(levels) > 1:
         return None
     deeper = [nest_chain(e.params["jaxpr"]) for e in pmaps]
-    if any(d is None for d in deeper):
+    chains = [d for d in deeper if d is not None]
+    if len(chains) != len(deeper):
         return None
-    longest = max(deeper, key=len)
-    if any(d != longest[:len(d)] for d in deeper):
+    longest = max(chains, key=len)
+    if any(d != longest[:len(d)] for d in chains):
         return None
     return [levels.pop(), *longest]
 

@@ -41,7 +41,7 @@ from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.pmaps.api import PmapFunction
 from pxla_mlir.pmaps.arguments import PmapUsageError, examine_call
-from pxla_mlir.pmaps.partitions import PartitionWords, ShardedBody
+from pxla_mlir.pmaps.partitions import Partitioning, PartitionWords, ShardedBody
 
 __all__ = ["sharded_jit", "with_sharding_constraint", "AXIS_PREFIX"]
 
@@ -64,7 +64,8 @@ def sharded_jit(fun: Callable, in_parts, out_parts, num_partitions: int | None =
                            devices=None, backend=None, axis_size=1, donate_argnums=(),
                            options=configure(PmapPipeline, mode="partition"), **body.pmap_options())
     f.sharded_body = body  # pmap(f) maps the body itself
-    if f.partitioning.axes:  # errors of a bare call speak of in_parts/out_parts and the values' counts
+    # Errors of a bare call speak of in_parts/out_parts and the values' counts.
+    if isinstance(f.partitioning, Partitioning) and f.partitioning.axes:
         f.partitioning = dataclasses.replace(f.partitioning, words=PartitionWords(
             "sharded_jit", "in_parts", "out_parts", "value", functools.partial(_as_counts, axes=dict(axes))))
     return f
@@ -81,6 +82,7 @@ class ShardedJitFunction(PmapFunction):
     """A bare sharded_jit call: its pmap of axis size 1, every value unmapped."""
 
     what = "sharded_jit"
+    sharded_body: ShardedBody
 
     def _examine(self, args, kwargs):
         if kwargs:  # pmap would map them (its keyword arguments always are), over an axis of size 1

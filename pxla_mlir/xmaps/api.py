@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from jax import tree_util
@@ -65,6 +65,9 @@ from pxla_mlir.xmaps.primitive import bind
 from pxla_mlir.xmaps.resources import active_loops, active_mesh, loops_in_scope, mapping_arg, normalize_resources
 from pxla_mlir.xmaps.specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
 from pxla_mlir.xmaps.stage import XmapCall, deoptimized, input_shardings, lower
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
 
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
@@ -105,7 +108,7 @@ class _Call:
         return any(isinstance(x, core.Tracer) for x in self.flat_args)
 
 
-class XmapFunction(MapFunction):
+class XmapFunction(MapFunction[_Traced]):
     what = "xmap"
 
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
@@ -334,7 +337,7 @@ class XmapFunction(MapFunction):
         return _Traced(call, consts, in_tree, out_tree, not any(isinstance(c, core.Tracer) for c in consts))
 
 
-def _aval(x, index: int) -> core.ShapedArray:
+def _aval(x, index: int) -> ShapedArray:
     if isinstance(x, core.Tracer):
         aval = x.aval
     elif isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or hasattr(x, "__jax_array__") \
@@ -346,7 +349,7 @@ def _aval(x, index: int) -> core.ShapedArray:
     return core.ShapedArray(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
-def _unmapped(aval, mapping: Mapping[int, str], plan) -> core.ShapedArray:
+def _unmapped(aval, mapping: Mapping[int, str], plan) -> ShapedArray:
     shape = list(aval.shape)
     for d in sorted(mapping):
         shape.insert(d, plan.sizes[mapping[d]])
