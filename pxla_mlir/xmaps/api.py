@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -357,7 +357,7 @@ def _unmapped(aval, mapping: Mapping[int, str], plan) -> ShapedArray:
 
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
-         donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering,
+         donate_argnums: int | Sequence[int] = (), backend: str | None = None, lowering: str = XmapPipeline.lowering,
          shardings: str = XmapPipeline.sharding_dialect, ensure_fixed_sharding: bool = False) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
