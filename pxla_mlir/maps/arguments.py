@@ -188,11 +188,11 @@ class Call:
     """A call as the map sees it: static arguments apart, the dynamic ones
     flattened with their avals and mapped axes (all None for pxla_mlir.jit)."""
 
-    static_args: tuple  # (argnum, value) pairs
-    in_tree: Any  # of (dynamic positional args, keyword args)
+    static_args: tuple[tuple[int, Any], ...]  # (argnum, value) pairs
+    in_tree: Any  # of (dynamic positional args, keyword args): a PyTreeDef, which jaxlib ships no stubs for
     flat_args: list
-    in_axes: tuple  # per flat arg: int >= 0 or None
-    global_avals: tuple
+    in_axes: tuple[int | None, ...]  # per flat arg: int >= 0 or None
+    global_avals: tuple[ShapedArray, ...]
     axis_size: int
     nargs: int  # positional arguments, static ones included
 
@@ -232,7 +232,7 @@ class Call:
         positional, kwargs = self.in_tree.children()
         return Signature(positional, out_tree, self.static_args, kwargs_tree=kwargs)
 
-    def donated(self, donate_argnums: tuple) -> tuple:
+    def donated(self, donate_argnums: tuple[int, ...]) -> tuple[bool, ...]:
         """One donation flag per flat argument, as jax.pmap: argnums out of
         range are ignored (negative ones count from the end), keyword
         arguments are never donated, and nothing is under jax_debug_nans."""

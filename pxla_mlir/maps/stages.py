@@ -71,9 +71,9 @@ class Signature:
     keyword arguments (None: no keyword arguments).
     """
 
-    in_tree: Any
+    in_tree: Any  # PyTreeDefs, which jaxlib ships no stubs for
     out_tree: Any
-    static_args: tuple = ()
+    static_args: tuple[tuple[int, Any], ...] = ()
     kwargs_tree: Any = None
 
     @classmethod

@@ -97,7 +97,7 @@ class _Call:
 
     flat_args: list
     in_tree: Any
-    avals: tuple
+    avals: tuple[ShapedArray, ...]
 
     @property
     def key(self) -> tuple:
