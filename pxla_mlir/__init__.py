@@ -5,6 +5,7 @@ jax-facing API (``pmap``, ``Mesh``, ...) is loaded on first use.
 """
 
 import os as _os
+from typing import TYPE_CHECKING
 
 # Loading jaxlib's MLIR libraries before jax leaves XLA's C++ logging at INFO
 # (device lists on stderr at every backend start); keep jax's own default.
@@ -32,8 +33,26 @@ _LAZY = {
     "distributed": ("pxla_mlir.distributed", None),
 }
 
+# The lazy names as type checkers see them (a test keeps this block equal to _LAZY).
+if TYPE_CHECKING:
+    from pxla_mlir import distributed as distributed
+    from pxla_mlir.distributed import process_local as process_local
+    from pxla_mlir.jit import jit as jit
+    from pxla_mlir.mlir.sharding import AbstractMesh as AbstractMesh, Mesh as Mesh, ShardingSpec as ShardingSpec
+    from pxla_mlir.pmaps import PmapInsideJitWarning as PmapInsideJitWarning, pmap as pmap
+    from pxla_mlir.pmaps.sharded import sharded_jit as sharded_jit, with_sharding_constraint as sharded_jit_constraint
+    from pxla_mlir.runtime.compile import enable_compilation_cache as enable_compilation_cache
+    from pxla_mlir.stages.text_module import load as load
+    from pxla_mlir.tools.targets import example_args as example_args
+    from pxla_mlir.xmaps import (
+        SerialLoop as SerialLoop,
+        XmapInsideJitWarning as XmapInsideJitWarning,
+        serial_loop as serial_loop,
+        xmap as xmap,
+    )
 
-def __getattr__(name):
+
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 
@@ -45,4 +64,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'pxla_mlir' has no attribute {name!r}")
 
 
-__all__ = ["__version__", *_LAZY]
+# Spelled out for type checkers (a test keeps it equal to _LAZY's names).
+__all__ = ["__version__", "pmap", "xmap", "jit", "sharded_jit", "sharded_jit_constraint", "load", "PmapInsideJitWarning",
+           "XmapInsideJitWarning", "serial_loop", "SerialLoop", "example_args", "enable_compilation_cache", "Mesh",
+           "AbstractMesh", "ShardingSpec", "process_local", "distributed"]

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, overload
 
 import jax
 from jax import tree_util
@@ -31,14 +32,7 @@ from pxla_mlir.distributed.processes import is_multi_process
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import api_util, core, jax_mesh_context, trace_context
 from pxla_mlir.maps import registry
-from pxla_mlir.maps.arguments import (
-    Call,
-    argnums,
-    check_backend,
-    check_donation,
-    examine_broadcast,
-    keystr,
-)
+from pxla_mlir.maps.arguments import Call, argnums, check_backend, check_donation, examine_broadcast, keystr
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.kind import JitBody
 from pxla_mlir.maps.tracing import trace_flat
@@ -49,6 +43,9 @@ from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.devices import check_devices
 
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
 __all__ = ["jit", "JitFunction", "JitError"]
 
 
@@ -58,11 +55,11 @@ class JitError(PxlaUserError, ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class _Traced(Traced):
-    jaxpr: core.ClosedJaxpr
+    jaxpr: ClosedJaxpr
     out_tree: object
 
 
-class JitFunction(MapFunction):
+class JitFunction(MapFunction[_Traced]):
     what = "pxla_mlir.jit"
 
     def __init__(self, fun: Callable, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
@@ -253,9 +250,19 @@ def _map_eqns(jaxpr, found: list | None = None) -> list:
     return found
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), donate_argnums=(), devices=None, backend=None,
-        mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
-        shardings: str = PmapPipeline.sharding_dialect):
+@overload
+def jit(fun: Callable, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
+        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
+        unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect) -> JitFunction: ...
+@overload
+def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
+        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
+        unshard: str = PmapPipeline.unshard,
+        shardings: str = PmapPipeline.sharding_dialect) -> Callable[[Callable], JitFunction]: ...
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
+        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
+        unshard: str = PmapPipeline.unshard,
+        shardings: str = PmapPipeline.sharding_dialect) -> JitFunction | Callable[[Callable], JitFunction]:
     """Compiles ``fun`` (which may call pxla_mlir maps, at any depth) into one
     program over the devices its maps need; see the module docs. ``mode``,
     ``unshard`` and ``shardings`` are pmap's options for the program of a

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from jax import tree_util
@@ -16,6 +16,10 @@ from jax import tree_util
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
 from pxla_mlir.maps.debug_checks import donation_allowed
 from pxla_mlir.stages.signature import Signature
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+
 
 __all__ = ["argnums", "check_donation", "check_backend", "check_outputs", "plain_aval",
            "is_int", "BoundMethod", "Call", "examine_broadcast", "static_key", "static_args", "check_array_like", "keystr",
@@ -118,7 +122,7 @@ def check_outputs(out, fn_name: str) -> None:
                             f"build other values from the results after the call")
 
 
-def plain_aval(x) -> core.ShapedArray:
+def plain_aval(x) -> ShapedArray:
     """The aval of an argument, without the sharding a jax.Array carries."""
     aval = core.shaped_abstractify(x)
     return core.ShapedArray(aval.shape, aval.dtype, weak_type=aval.weak_type)
@@ -142,11 +146,11 @@ class Call:
     """A call as the map sees it: static arguments apart, the dynamic ones
     flattened with their avals and mapped axes (all None for pxla_mlir.jit)."""
 
-    static_args: tuple  # (argnum, value) pairs
-    in_tree: Any  # of (dynamic positional args, keyword args)
+    static_args: tuple[tuple[int, Any], ...]  # (argnum, value) pairs
+    in_tree: Any  # of (dynamic positional args, keyword args): a PyTreeDef, which jaxlib ships no stubs for
     flat_args: list
-    in_axes: tuple  # per flat arg: int >= 0 or None
-    global_avals: tuple
+    in_axes: tuple[int | None, ...]  # per flat arg: int >= 0 or None
+    global_avals: tuple[ShapedArray, ...]
     axis_size: int
     nargs: int  # positional arguments, static ones included
 
@@ -186,7 +190,7 @@ class Call:
         positional, kwargs = self.in_tree.children()
         return Signature(positional, out_tree, self.static_args, kwargs_tree=kwargs)
 
-    def donated(self, donate_argnums: tuple) -> tuple:
+    def donated(self, donate_argnums: tuple[int, ...]) -> tuple[bool, ...]:
         """One donation flag per flat argument, as jax.pmap: argnums out of
         range are ignored (negative ones count from the end), keyword
         arguments are never donated, and nothing is under jax_debug_nans."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
 from pxla_mlir.distributed.processes import spans_processes
 from pxla_mlir.distributed.shares import host_local_outputs
@@ -61,7 +62,9 @@ PRIVATE = object()
 
 
 class _Calling(threading.local):
-    obj = None  # the map object whose call is being dispatched on this thread
+    def __init__(self) -> None:  # on each thread's first use
+        # An instance attribute: at class level MapFunction.__get__ would make it a BoundMethod to type checkers.
+        self.obj: MapFunction | None = None  # the map object whose call is being dispatched on this thread
 
 
 _calling = _Calling()
@@ -69,7 +72,9 @@ _calling = _Calling()
 
 def _resolve_for_caller(env, args: tuple, kwargs: dict):
     """A shared dispatcher's Python path: resolved by the object calling it."""
-    return _calling.obj._resolve(env, args, kwargs)
+    obj = _calling.obj
+    assert obj is not None  # set around the dispatch that calls this
+    return obj._resolve(env, args, kwargs)
 
 
 class Traced:
@@ -79,7 +84,11 @@ class Traced:
     cacheable: bool = True
 
 
-class MapFunction:
+#: A front end's traced body.
+TracedT = TypeVar("TracedT", bound=Traced)
+
+
+class MapFunction(Generic[TracedT]):
     """Shared machinery of the map front ends (see the module docs)."""
 
     #: How messages name this kind of callable ("pmap", "xmap", "pxla_mlir.jit").
@@ -107,13 +116,13 @@ class MapFunction:
     def _environment(self) -> Hashable:
         return ()
 
-    def _trace(self, call, env) -> Traced:
+    def _trace(self, call, env) -> TracedT:
         raise NotImplementedError
 
-    def _bind(self, traced: Traced, call):
+    def _bind(self, traced: TracedT, call):
         raise NotImplementedError
 
-    def _lower_traced(self, traced: Traced, call, env) -> Lowered:
+    def _lower_traced(self, traced: TracedT, call, env) -> Lowered:
         raise NotImplementedError
 
     def _call_outputs(self, outs: list, compiled) -> tuple[list, bool]:
@@ -125,7 +134,7 @@ class MapFunction:
         # Multi-process: as jax.pmap, each process gets its part of every result (np.asarray works on it).
         return host_local_outputs(outs, exe.out_shardings), False
 
-    def _deoptimized(self, traced: Traced, call, env):
+    def _deoptimized(self, traced: TracedT, call, env):
         """Runs the body un-jitted on the call's arguments (jax_debug_nans:
         each primitive checked on its own, to name the one making a nan)."""
         raise NotImplementedError
@@ -136,7 +145,7 @@ class MapFunction:
         return not core.trace_state_clean() or call.has_tracers
 
     # -- calling -----------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs) -> Any:
         # The cached call of a loop is this frame and one call of runtime's launch_cached: keep every other
         # step inline (right after a launch XLA's device threads share the cores, and Python calls add up).
         env = () if self._no_environment else self._environment()
@@ -244,7 +253,7 @@ class MapFunction:
         nans = bool(self.donate_argnums) and not debug_checks.donation_allowed()
         return call.key, env, trace_context(), nans
 
-    def _traced(self, call, env, key) -> Traced:
+    def _traced(self, call, env, key) -> TracedT:
         unjitted = jit_disabled()  # the body runs again, and its trace is not kept
         traced = None if unjitted else self._cache.traced.get(key)
         if traced is None:
@@ -254,7 +263,7 @@ class MapFunction:
                 self._cache.traced[key] = traced
         return traced
 
-    def _lowered(self, call, env, key, traced: Traced) -> Lowered:
+    def _lowered(self, call, env, key, traced: TracedT) -> Lowered:
         keep = traced.cacheable and not jit_disabled()  # under disable_jit the trace is new
         lowered = self._cache.lowered.get(key) if keep else None
         if lowered is None:

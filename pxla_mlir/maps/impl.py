@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.mlir.support.lru import LRU
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
+    from pxla_mlir.stages.aot import Compiled
 
 __all__ = ["ImplCache", "plain_avals"]
 
@@ -30,7 +36,7 @@ class ImplCache:
         self._cache = LRU(size)
         self._lock = threading.Lock()
 
-    def compiled(self, jaxpr: core.ClosedJaxpr, params: tuple, build: Callable[[], object]):
+    def compiled(self, jaxpr: ClosedJaxpr, params: tuple, build: Callable[[], Compiled]) -> Compiled:
         """The compiled program of ``jaxpr`` with hashable ``params`` (avals
         included); ``build()`` makes it on a miss."""
         with self._lock:

@@ -21,10 +21,13 @@ mesh resources.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from pxla_mlir.jaxbridge.jax_internals import core, scan_counts
 from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
+
+if TYPE_CHECKING:
+    from jax.extend.core import Jaxpr
 
 Names: TypeAlias = frozenset
 
@@ -54,7 +57,7 @@ def _impure(jaxpr) -> bool:
                for eqn in jaxpr.eqns)
 
 
-def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
+def named_shapes(jaxpr: Jaxpr, inputs: list[Names],
                  on_value: Callable[[object, Names], None] | None = None, impure: Names = frozenset()) -> list[Names]:
     """The names each output of ``jaxpr`` may vary over, given the inputs'.
     ``on_value(eqn, names)`` is called for every value an equation produces;
@@ -63,7 +66,7 @@ def named_shapes(jaxpr: core.Jaxpr, inputs: list[Names],
     return [Names() if isinstance(v, core.Literal) else env.get(v, Names()) for v in jaxpr.outvars]
 
 
-def value_names(jaxpr: core.Jaxpr, inputs: list[Names],
+def value_names(jaxpr: Jaxpr, inputs: list[Names],
                 on_value: Callable[[object, Names], None] | None = None, impure: Names = frozenset()) -> dict:
     """The names every variable of ``jaxpr`` may vary over (var -> names)."""
     env: dict = dict(zip(jaxpr.invars, inputs))
@@ -143,7 +146,7 @@ def _while(eqn, ins, on_value, impure):
 _CONTROL_FLOW = {"cond": _cond, "scan": _scan, "while": _while}
 
 
-def varying_outputs(jaxpr: core.Jaxpr, varying_inputs: list[bool], axis_name) -> list[bool]:
+def varying_outputs(jaxpr: Jaxpr, varying_inputs: list[bool], axis_name) -> list[bool]:
     """For each output of ``jaxpr``: may it differ between devices of ``axis_name``?"""
     sets = named_shapes(jaxpr, [Names({axis_name}) if v else Names() for v in varying_inputs],
                         impure=Names({axis_name}))

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+
+    from pxla_mlir.runtime.executable import Device
+    from pxla_mlir.stages.signature import Signature
 
 __all__ = ["MapKind", "CliFlag", "JitBody"]
 
@@ -37,12 +43,12 @@ class JitBody:
     jit's ``devices``, ``backend`` and pipeline ``options`` (by api name)."""
 
     name: str
-    global_avals: tuple
-    donated: tuple
-    signature: Any
-    devices: Any = None
-    backend: Any = None
-    options: Any = dataclasses.field(default_factory=dict)
+    global_avals: tuple[ShapedArray, ...]
+    donated: tuple[bool, ...]
+    signature: Signature
+    devices: tuple[Device, ...] | None = None
+    backend: str | None = None
+    options: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class MapKind:

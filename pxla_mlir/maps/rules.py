@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pxla_mlir.jaxbridge.jax_internals import (
     ad,
@@ -34,6 +34,9 @@ from pxla_mlir.jaxbridge.jax_internals import (
 from pxla_mlir.jaxbridge.stablehlo_lowering import low_level
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.support.lru import LRU
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
 
 __all__ = ["MapRules", "register"]
 
@@ -74,7 +77,7 @@ class MapRules:
     #: The spec of an operand every element of the map sees whole (pmap: None; xmap: no named dims).
     broadcast_spec: Any = None
 
-    def bind(self, jaxpr: core.ClosedJaxpr, args, params: dict) -> list:
+    def bind(self, jaxpr: ClosedJaxpr, args, params: dict) -> list:
         raise NotImplementedError
 
     def abstract_eval(self, params: dict):

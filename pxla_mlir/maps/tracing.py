@@ -6,9 +6,13 @@ lowering does not have yet."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import core, lu, pe, source_info_util
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr, Jaxpr
 
 
 class UnboundAxisError(PxlaUserError, NameError):
@@ -27,7 +31,7 @@ def _binding_hint(binder: str, name: str) -> str:
 
 
 def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], debug_info, *,
-               binder: str = "pmap") -> core.ClosedJaxpr:
+               binder: str = "pmap") -> ClosedJaxpr:
     """Traces ``flat_fun`` on ``avals`` with ``axis_env`` ((name, size) pairs)
     bound; ``binder`` ("pmap", "xmap" or "jit") is the map being traced, whose
     words an unbound-axis error uses."""
@@ -48,7 +52,7 @@ def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], d
     return core.ClosedJaxpr(jaxpr, consts)
 
 
-def _refuse_sharding_inspection(jaxpr: core.Jaxpr) -> None:
+def _refuse_sharding_inspection(jaxpr: Jaxpr) -> None:
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "inspect_sharding":
             raise NotImplementedError(

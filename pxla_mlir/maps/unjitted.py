@@ -37,7 +37,7 @@ def _same(x, y) -> bool:
                 and _same(tuple(x.consts), tuple(y.consts)))
     if isinstance(x, core.Jaxpr):
         return isinstance(y, core.Jaxpr) and str(x) == str(y)
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+    if not isinstance(x, type) and dataclasses.is_dataclass(x):
         return type(x) is type(y) and all(_same(getattr(x, f.name), getattr(y, f.name))
                                           for f in dataclasses.fields(x))
     if isinstance(x, (tuple, list)):

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 from jax import tree_util
 
@@ -44,6 +44,10 @@ from pxla_mlir.pmaps.primitive import PmapParams, bind
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.devices import check_devices
 
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+    from jax.sharding import PartitionSpec
+
 __all__ = ["pmap", "PmapFunction", "unnamed_axis"]
 
 
@@ -64,13 +68,13 @@ _UNNAMED = "_internal_pmap_axis_name"  # jax.pmap's name for an unnamed axis
 class Traced(_Traced):
     """A traced pmap body and how its outputs leave the devices."""
 
-    jaxpr: core.ClosedJaxpr
+    jaxpr: ClosedJaxpr
     out_tree: Any
-    out_axes: tuple
+    out_axes: tuple[int | None, ...]
     name: str
     cacheable: bool = True  # False: it closes over an outer transformation's values
-    in_specs: tuple | None = None  # partitioned body: a PartitionSpec or None per flat argument
-    out_specs: tuple | None = None  # and per flat output
+    in_specs: tuple[PartitionSpec | None, ...] | None = None  # partitioned body: a PartitionSpec or None per flat
+    out_specs: tuple[PartitionSpec | None, ...] | None = None  # argument, and per flat output
 
 
 def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> None:
@@ -89,7 +93,7 @@ def check_out_axes_none(traced: Traced, varying_in: list[bool], axis_name) -> No
                 f"lax.all_gather), or use out_axes=0 and pick the device you want")
 
 
-class PmapFunction(MapFunction):
+class PmapFunction(MapFunction[Traced]):
     """The object ``pmap`` returns."""
 
     what = "pmap"
@@ -189,10 +193,26 @@ def _axes_key(axes):
 _PIPELINE_OPTIONS = tuple(i.api_name or i.field for i in PmapPipeline.options())
 
 
-def pmap(fun: Callable | None = None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, backend=None, axis_size=None, donate_argnums=(), mode: str = PmapPipeline.mode,
-         unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect, partitions=None,
-         in_partitions=None, out_partitions=None):
+@overload
+def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
+         backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         in_partitions: Any = None, out_partitions: Any = None) -> PmapFunction: ...
+@overload
+def pmap(fun: None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
+         backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         in_partitions: Any = None, out_partitions: Any = None) -> Callable[[Callable], PmapFunction]: ...
+def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
+         backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
+         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         in_partitions: Any = None, out_partitions: Any = None) -> PmapFunction | Callable[[Callable], PmapFunction]:
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
     device, like ``jax.pmap``; collectives over ``axis_name`` work inside, and
     pmaps nest.

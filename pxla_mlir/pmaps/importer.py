@@ -22,6 +22,8 @@ partition-mode MHLO.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
@@ -35,6 +37,9 @@ from pxla_mlir.pmaps.partition_layout import tile_dims as partition_tile_dims
 from pxla_mlir.pmaps.partition_strategy import Partitioning
 from pxla_mlir.pmaps.primitive import PmapParams, replicas_needed
 
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
 
 def mesh_axis_label(axis_name) -> str:
     """The pmap axis as a pxla.mesh name."""
@@ -47,7 +52,7 @@ def nest_labels(axis_name, levels) -> list[str]:
     return [pxla_form.mesh_label(n, k + 1, reserved=(REP_AXIS, label)) for k, (n, _) in enumerate(levels)]
 
 
-def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, partitioning: Partitioning,
+def import_pmap(jaxpr: ClosedJaxpr, params: PmapParams, *, platform: str, partitioning: Partitioning,
                 kind: str = "pmap", specs: tuple = (None, None), by_piece: bool = True) -> pxla_form.Imported:
     """``partitioning``: the program's, as the lowering decided it
     (:func:`.nested_pmaps.program_partitioning`). A

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -13,6 +14,9 @@ from pxla_mlir.mlir.core import ir_utils, pxla_attrs
 from pxla_mlir.mlir.core.pxla_attrs import MESH, REP_AXIS, TILE_DIMS
 from pxla_mlir.runtime.results import physical
 from pxla_mlir.stages.lowering import Layout
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
 
 __all__ = ["Boundary", "DeviceLayout", "from_module"]
 
@@ -24,14 +28,14 @@ class Boundary:
     a partitioned body, a PartitionSpec or None (replicated over a group) per
     input and output."""
 
-    in_axes: tuple
-    in_avals: tuple
-    out_axes: tuple
-    out_avals: tuple
-    donated: tuple = ()
+    in_axes: tuple[int | None, ...]
+    in_avals: tuple[ShapedArray, ...]
+    out_axes: tuple[int | None, ...]
+    out_avals: tuple[ShapedArray, ...]
+    donated: tuple[bool, ...] = ()
     consts: tuple = ()
-    in_specs: tuple | None = None
-    out_specs: tuple | None = None
+    in_specs: tuple[PartitionSpec | None, ...] = ()
+    out_specs: tuple[PartitionSpec | None, ...] = ()
 
 
 class DeviceLayout:
@@ -64,7 +68,7 @@ class DeviceLayout:
         """The Layout of the flat inputs and outputs; with the imported ``module``,
         as its @main says where it placed values by piece."""
         pieces = from_module(module, self.devices) if module is not None and self.replication > 1 else None
-        if pieces is not None:
+        if pieces is not None and module is not None:
             layout = Layout(self.devices, b.in_avals, b.out_avals, *pieces, b.donated, b.consts)
             _check_tiles(layout, module)
             return layout
@@ -78,11 +82,13 @@ def from_module(module: ir.Module, devices: Sequence) -> tuple[list, list] | Non
     module's ``pxla.mesh``, when that mesh splits the inner devices (values
     placed by piece); None for the plain (pmap axis, replicas) mesh."""
     op = module.operation
-    mesh = pxla_attrs.parse_mesh(pxla_attrs.read_str(op, MESH), op)
+    mesh_text = pxla_attrs.read_str(op, MESH)
+    assert mesh_text is not None  # import sets it
+    mesh = pxla_attrs.parse_mesh(mesh_text, op)
     if REP_AXIS in mesh.axis_names or len(mesh.axis_names) < 2:
         return None
     grid = Mesh(np.array(list(devices), dtype=object).reshape(mesh.axis_sizes), tuple(mesh.axis_names))
-    main = ir_utils.find_function(op, "main")
+    main = _main(op)
     return ([_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "arg_attrs")],
             [_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "res_attrs")])
 
@@ -98,13 +104,20 @@ def _sharding(mesh: Mesh, entries: dict) -> NamedSharding:
 def _check_tiles(layout: Layout, module: ir.Module) -> None:
     """Every buffer the layout places must be the tile @main takes or gives:
     jaxlib crashes the process on a buffer of another size."""
-    main = ir_utils.find_function(module.operation, "main")
+    main = _main(module.operation)
     ftype = pxla_attrs.function_type(main)
     for what, avals, shardings, types in (("argument", layout.in_avals, layout.in_shardings, ftype.inputs),
                                           ("result", layout.out_avals, layout.out_shardings, ftype.results)):
         for i, (aval, sharding, t) in enumerate(zip(avals, shardings, types)):
+            assert sharding is not None  # a pmap places every value
             aval_, sharding_ = physical(aval, sharding)  # a PRNG key's buffer has its key data dimensions
             tile = tuple(sharding_.shard_shape(aval_.shape))
             if tile != tuple(ir.RankedTensorType(t).shape):
                 raise RuntimeError(f"internal error: {what} {i} of {aval.str_short()} is placed as {tile} pieces by "
                                    f"{sharding}, but the module's @main has {t}; please report it")
+
+
+def _main(module: ir.Operation) -> ir.Operation:
+    main = ir_utils.find_function(module, "main")
+    assert main is not None  # import makes it
+    return main

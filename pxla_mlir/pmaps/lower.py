@@ -4,6 +4,7 @@ pmap bound with concrete arguments: lower, compile once, run)."""
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import jax
 
@@ -23,6 +24,9 @@ from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.map_lowering import lower
 from pxla_mlir.stages.signature import Signature
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
 
 __all__ = ["lower_traced", "register_impl", "deoptimized"]
 
@@ -56,7 +60,7 @@ def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") ->
     return available[:n]
 
 
-def lower_traced(jaxpr: core.ClosedJaxpr, params: PmapParams, global_avals, *, signature: Signature | None = None,
+def lower_traced(jaxpr: ClosedJaxpr, params: PmapParams, global_avals, *, signature: Signature | None = None,
                  kind: str = "pmap", in_specs=None, out_specs=None) -> Lowered:
     """Imports a traced pmap body and runs the pmap pipeline on it.
 
@@ -89,7 +93,7 @@ def lower_traced(jaxpr: core.ClosedJaxpr, params: PmapParams, global_avals, *, s
     parts.check_module(imported.module, params.options.sharding_dialect, what)
     out_avals = [core.unmapped_aval(params.axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, params.out_axes)]
-    boundary = Boundary(params.in_axes, tuple(global_avals), params.out_axes, tuple(out_avals), params.donated,
+    boundary = Boundary(params.in_axes, tuple(global_avals), params.out_axes, tuple(out_avals), params.donation,
                         consts, in_specs, out_specs)
     levels = tuple(zip(nest_labels(params.axis_name, parts.levels), (s for _, s in parts.levels)))
     layout = parts.layout(devs, params.axis_size, mesh_axis_label(params.axis_name), levels, boundary,
@@ -127,7 +131,7 @@ def _impl(*args, jaxpr, **eqn_params):
     params = PmapParams.of(eqn_params)
     avals = distributed.bound_avals(args, params.in_axes, params.axis_size)  # multi-process: a host value, a share
     if not debug_checks.donation_allowed():
-        params = params.replace(donated=(False,) * len(params.donated))
+        params = params.replace(donated=(False,) * len(params.donation))
 
     def build():
         return lower_traced(jaxpr, params, avals).compile()

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 from jax.sharding import AbstractMesh, AxisType, use_abstract_mesh
 
@@ -45,12 +46,12 @@ def _lowering(ctx, *in_nodes, jaxpr, **eqn_params):
         p.partitioning.refuse_nesting(p.name)
     if under_jit.inside() or level:  # nested in a pmap lowering inside jax.jit, or a level of such a nest
         # jax lowers axis_index in a partially manual program under the mesh it is manual over
-        with use_abstract_mesh(_manual_mesh(mctx)) if level else contextlib.nullcontext():
+        with use_abstract_mesh(_manual_mesh(mctx, mesh)) if mesh is not None and level else contextlib.nullcontext():
             return under_jit.lower_inside(ctx, in_nodes, jaxpr, p)
     if mesh is None:  # inside jax.jit
         return under_jit.lower(ctx, in_nodes, jaxpr, p)
     if p.devices is not None:
-        _refuse_devices(p, mesh)
+        _refuse_devices(p, p.devices, mesh)
     names, sizes, stride = extend_mesh(tuple(mesh.axis_names), tuple(mesh.axis_sizes), p.axis_name, p.axis_size)
     # A fresh lowering cache: jax's cache key ignores the axis context.
     sub_ctx = mctx.replace(axis_context=spmd_axis_context(names, sizes), lowering_cache={})
@@ -67,9 +68,9 @@ def _lowering(ctx, *in_nodes, jaxpr, **eqn_params):
             for y, a, oav in zip(outs, p.out_axes, ctx.avals_out)]
 
 
-def _refuse_devices(p: PmapParams, mesh) -> None:
+def _refuse_devices(p: PmapParams, devices: Sequence, mesh) -> None:
     """A pmap lowered into an enclosing program cannot choose its devices: the program's owner does."""
-    listed = [d.id for d in p.devices]
+    listed = [d.id for d in devices]
     if tuple(mesh.axis_names) == (JIT_AXIS,):  # directly in a pxla_mlir.jit body, a pmap of size 1
         raise DevicesError(f"pmap {p.name!r} inside a pxla_mlir.jit function was given devices={listed}; inside "
                            f"pxla_mlir.jit the devices come from the jit: pass them as pxla_mlir.jit(f, "
@@ -79,10 +80,10 @@ def _refuse_devices(p: PmapParams, mesh) -> None:
                        f"inside one) and leave devices= out of the nested pmap")
 
 
-def _manual_mesh(mctx):
-    """The abstract mesh of a manual lowering context, its manual axes typed so, on its platform's devices (as
-    the body was traced under it, :meth:`.partition_strategy.Partitioning.tracing`)."""
-    mesh = sharding_impls_mesh(mctx.axis_context).abstract_mesh
+def _manual_mesh(mctx, spmd_mesh):
+    """The abstract mesh of a manual lowering context (whose mesh is ``spmd_mesh``), its manual axes typed so, on
+    its platform's devices (as the body was traced under it, :meth:`.partition_strategy.Partitioning.tracing`)."""
+    mesh = spmd_mesh.abstract_mesh
     types = tuple(AxisType.Manual if a in mctx.axis_context.manual_axes else t
                   for a, t in zip(mesh.axis_names, mesh.axis_types))
     return AbstractMesh(mesh.axis_sizes, mesh.axis_names, axis_types=types,

@@ -49,10 +49,11 @@ def nest_chain(jaxpr) -> list | None:
     if len(levels) > 1:
         return None
     deeper = [nest_chain(e.params["jaxpr"]) for e in pmaps]
-    if any(d is None for d in deeper):
+    chains = [d for d in deeper if d is not None]
+    if len(chains) != len(deeper):
         return None
-    longest = max(deeper, key=len)
-    if any(d != longest[:len(d)] for d in deeper):
+    longest = max(chains, key=len)
+    if any(d != longest[:len(d)] for d in chains):
         return None
     return [levels.pop(), *longest]
 
@@ -69,7 +70,8 @@ def partitioned_nest(jaxpr, axis_name, name: str, what: str = "pmap") -> Partiti
     """The nest below ``what`` ``name`` (a pmap's body), checked: one axis per
     level, and all its partitioned pmaps over the same partition axes. Its
     partitioning: those axes, and the nest's pmap axes below the outermost
-    (:attr:`.Partitioning.levels`); :data:`.UNPARTITIONED` if it holds no partitioned pmap."""
+    (:attr:`.partition_strategy.Partitioning.levels`);
+    :data:`.partition_strategy.UNPARTITIONED` if it holds no partitioned pmap."""
     found = _partitioned(jaxpr)
     if not found:
         return UNPARTITIONED

@@ -21,11 +21,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING
 
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pipelines import PmapPipeline
 from pxla_mlir.pmaps.partition_strategy import UNPARTITIONED, Partitioning
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
+    from pxla_mlir.runtime.executable import Device
 
 __all__ = ["pxla_pmap_p", "PmapParams", "bind", "abstract_eval", "REP_AXIS", "JIT_AXIS", "replicas_needed",
            "extend_mesh"]
@@ -44,12 +50,12 @@ class PmapParams:
 
     axis_name: Hashable
     axis_size: int
-    in_axes: tuple  # per operand: an int or None (broadcast)
-    out_axes: tuple  # per result
+    in_axes: tuple[int | None, ...]  # per operand: the mapped dimension, or None (broadcast)
+    out_axes: tuple[int | None, ...]  # per result
     name: str
-    devices: tuple | None = None  # top level only; None: the first local devices
+    devices: tuple[Device, ...] | None = None  # top level only; None: the first local devices
     backend: str | None = None
-    donated: tuple | None = None  # per operand; None: none donated (filled in by bind)
+    donated: tuple[bool, ...] | None = None  # per operand; None: none donated (filled in by bind)
     options: PmapPipeline = PmapPipeline()  # mode and unshard strategy
     partitioning: Partitioning = UNPARTITIONED  # of a partitioned body (.partitions): its own partition axes
 
@@ -70,6 +76,11 @@ class PmapParams:
         """The equation's params, less ``jaxpr``."""
         return {name: getattr(self, name) for name in _FIELDS}
 
+    @property
+    def donation(self) -> tuple[bool, ...]:
+        """Per operand: is it donated (none are where bind has not filled ``donated`` in)."""
+        return self.donated if self.donated is not None else (False,) * len(self.in_axes)
+
     def replace(self, **changes) -> PmapParams:
         return dataclasses.replace(self, **changes)
 
@@ -84,7 +95,7 @@ class PmapParams:
 _FIELDS = tuple(f.name for f in dataclasses.fields(PmapParams))
 
 
-def bind(closed: core.ClosedJaxpr, args, params: PmapParams):
+def bind(closed: ClosedJaxpr, args, params: PmapParams):
     """Binds pxla_pmap_p; consts of ``closed`` become broadcast operands, so the
     lowering never sees constvars and closures over outer tracers are legal."""
     args = list(args)

@@ -82,6 +82,7 @@ class ShardedJitFunction(PmapFunction):
     """A bare sharded_jit call: its pmap of axis size 1, every value unmapped."""
 
     what = "sharded_jit"
+    sharded_body: ShardedBody
 
     def _examine(self, args, kwargs):
         if kwargs:  # pmap would map them (its keyword arguments always are), over an axis of size 1

@@ -23,6 +23,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -151,9 +152,10 @@ def _apply_env() -> None:
         _env_applied = True
 
 
+# The return type is jaxlib's class, which a table gives as a value (and jaxlib ships no stubs for).
 def compile_options(num_replicas: int, num_partitions: int, device_ids: np.ndarray, *,
                     spmd: bool = False, shardy: bool = False, overrides: dict | None = None,
-                    platform: str | None = None) -> jax_internals.xc.CompileOptions:
+                    platform: str | None = None) -> jax_internals.xc.CompileOptions:  # pyright: ignore[reportInvalidTypeForm]
     """CompileOptions for a replica- or partition-mode module on given devices:
     jax's own (its effort and memory-fitting levels, profile version, debug
     options from jax's flags), but for the partitioner settings.
@@ -255,7 +257,7 @@ def compile_program(module: ir.Module, devices: Sequence, *, platform: str | Non
             with logged() if logged else contextlib.nullcontext():
                 STATS["compiles"] += 1
                 return Program(jax_internals.compile_and_load(module, devices, opts, host_callbacks=host_callbacks))
-        text = module.operation.get_asm(enable_debug_info=False)
+        text = cast(str, module.operation.get_asm(enable_debug_info=False))  # text, not bytes
         key = _program_key(text, opts, devices) if share else None
         with _shared_lock:
             program = _shared.get(key) if key is not None else None
@@ -307,4 +309,4 @@ def _checked_options(options) -> dict | None:
 
 def to_xla_computation(module: ir.Module):
     """XLA's HLO (``XlaComputation``) of a final MHLO module."""
-    return jax_internals.xla_computation(module.operation.get_asm(enable_debug_info=True))
+    return jax_internals.xla_computation(cast(str, module.operation.get_asm(enable_debug_info=True)))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol, TypeAlias
 
 import jax
 import numpy as np
@@ -37,16 +37,25 @@ from pxla_mlir.runtime.launches import LAUNCHES, deleted_message
 from pxla_mlir.runtime.memory import ResourceExhaustedError, shortfall
 from pxla_mlir.runtime.results import needs_assembly, physical, result_handler, typed_aval
 
+#: A ``jax.Device``: jaxlib ships no stubs for the class, so type checkers cannot name it.
+Device: TypeAlias = Any
+
 
 class ExecutableLayout(Protocol):
     """Where an executable's flat inputs and outputs live (a :class:`pxla_mlir.stages.lowering.Layout`)."""
 
-    devices: Sequence
-    in_avals: Sequence
-    out_avals: Sequence
-    in_shardings: Sequence
-    out_shardings: Sequence
-    donated: Sequence[bool]
+    @property
+    def devices(self) -> Sequence[Device]: ...
+    @property
+    def in_avals(self) -> Sequence: ...
+    @property
+    def out_avals(self) -> Sequence: ...
+    @property
+    def in_shardings(self) -> Sequence: ...
+    @property
+    def out_shardings(self) -> Sequence: ...
+    @property
+    def donated(self) -> Sequence[bool]: ...
 
 
 class ShardedExecutable:
@@ -100,8 +109,8 @@ class ShardedExecutable:
                 x = np.zeros(np.shape(x), np.bool_)  # as jax: float0 travels as bool zeros
             else:
                 x = jax.random.key_data(x)  # a key array's uint32 data, no copy
-        if isinstance(x, core.Tracer):
-            raise TypeError(f"argument {index} is a traced value ({x.aval.str_short()}); a compiled map runs on "
+        if isinstance(x, core.Tracer):  # a table's class: pyright cannot narrow to it
+            raise TypeError(f"argument {index} is a traced value ({x.aval.str_short()}); a compiled map runs on "  # pyright: ignore[reportAttributeAccessIssue]
                             f"concrete arrays: call the map itself under the transformation")
         if self._local is not None and not is_global(x):  # multi-process: this process's share (distributed/)
             return self._local.place(x, index, aval, sharding)

@@ -9,6 +9,7 @@ launches; ``Compiled`` wraps that for calls.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import jax
 from jax.experimental.layout import Format, Layout as XlaLayout
@@ -28,6 +29,18 @@ class ArgumentTrees:
     shared by Lowered and Compiled (both hold ``signature``, ``consts``,
     ``_inputs()``: the flat input avals and donation flags, hoisted constants
     first, and ``_outputs()``: the flat output avals and shardings)."""
+
+    signature: Signature
+
+    @property
+    def consts(self) -> Sequence:
+        raise NotImplementedError
+
+    def _inputs(self) -> tuple[Sequence, Sequence[bool]]:
+        raise NotImplementedError
+
+    def _outputs(self) -> tuple[Sequence, Sequence]:
+        raise NotImplementedError
 
     @property
     def in_tree(self):
@@ -76,8 +89,10 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
 
     _no_kwargs = False  # jax.stages.Lowered's field, read by jax code: calls take keyword arguments
     # jax's (pytree, flat avals) of the arguments (hoisted constants left out) and of the results.
-    _in_types = property(lambda self: (self.in_tree, list(self.layout.in_avals[len(self.consts):])))
-    _out_types = property(lambda self: (self.out_tree, list(self.layout.out_avals)))
+    # (jax declares them as fields of another shape, which only its own Lowered.compile reads: overridden here)
+    _in_types = property(lambda self: (self.in_tree, list(self.layout.in_avals[len(self.consts):])))  # pyright: ignore[reportAssignmentType]
+    _out_types = property(lambda self: (self.out_tree, list(self.layout.out_avals)))  # pyright: ignore[reportAssignmentType]
+    _lowering: Lowering  # ours, not jax's: every method of jax's Lowered that reads it is overridden here
 
     def __init__(self, lowering: Lowering, signature: Signature):
         self._lowering = lowering
@@ -120,7 +135,7 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
 
     def pxla_text(self, *, debug_info: bool = False) -> str:
         """The imported pxla form, before the pipeline ran."""
-        return self._lowering.pxla.get_asm(enable_debug_info=debug_info)
+        return cast(str, self._lowering.pxla.get_asm(enable_debug_info=debug_info))  # text, not bytes
 
     def jaxpr_text(self) -> str | None:
         """The traced jaxpr, when the map recorded it."""
@@ -176,11 +191,12 @@ class Compiled(ArgumentTrees, jax.stages.Compiled):
     """
 
     _no_kwargs = False  # jax.stages.Compiled's field: calls take keyword arguments
+    consts = property(lambda self: self._hoisted)  # the hoisted constants, first of the flat inputs
 
     def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
         self.executable = executable
         self.signature = signature
-        self.consts = tuple(consts)
+        self._hoisted = tuple(consts)
         self._device_consts: list | None = None
 
     def __call__(self, *args, **kwargs):

@@ -4,10 +4,15 @@ read."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import jax
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.sharding.devices import repeated_device
+
+if TYPE_CHECKING:
+    from pxla_mlir.runtime.executable import Device
 
 __all__ = ["check_devices", "DevicesError"]
 
@@ -16,7 +21,11 @@ class DevicesError(PxlaUserError, ValueError):
     """A ``devices=`` list that cannot run a program: not devices, empty, one listed twice, mixed platforms."""
 
 
-def check_devices(devices, what: str = "pmap") -> tuple | None:
+@overload
+def check_devices(devices: None, what: str = "pmap") -> None: ...
+@overload
+def check_devices(devices: object, what: str = "pmap") -> tuple[Device, ...]: ...
+def check_devices(devices, what: str = "pmap") -> tuple[Device, ...] | None:
     """``devices=`` of ``what`` (pmap, pxla_mlir.jit, pxla_mlir.load) as a
     tuple of distinct jax devices of one platform (or None)."""
     if devices is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from jaxlib.mlir import ir
 
@@ -39,7 +39,7 @@ def _dialect(dialect: str | None) -> str:
 def module_text(module: ir.Module, dialect: str | None = None, *, debug_info: bool = False) -> str:
     if _dialect(dialect) == "hlo":
         return hlo_text(module_ir(module, "hlo"), debug_info=debug_info)
-    return module_ir(module, dialect).operation.get_asm(enable_debug_info=debug_info)
+    return cast(str, module_ir(module, dialect).operation.get_asm(enable_debug_info=debug_info))  # text, not bytes
 
 
 def module_ir(module: ir.Module, dialect: str | None = None) -> Any:

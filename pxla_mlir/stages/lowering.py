@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jaxlib.mlir import ir
 
 from pxla_mlir.runtime.executable import ShardedExecutable
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+    from jax.sharding import Sharding
+
+    from pxla_mlir.runtime.executable import Device
 
 __all__ = ["Layout", "Lowering"]
 
@@ -28,13 +34,14 @@ class Layout:
     consumes.
     """
 
-    devices: tuple
-    in_avals: tuple
-    out_avals: tuple
-    in_shardings: tuple
-    out_shardings: tuple
-    donated: tuple = ()
-    consts: tuple = ()
+    # Sequences in, tuples stored (__post_init__).
+    devices: Sequence[Device]
+    in_avals: Sequence[ShapedArray]
+    out_avals: Sequence[ShapedArray]
+    in_shardings: Sequence[Sharding | None]  # None: XLA's choice (a module read from text, before compiling)
+    out_shardings: Sequence[Sharding | None]
+    donated: Sequence[bool] = ()
+    consts: Sequence = ()  # the hoisted constants' values
 
     def __post_init__(self):
         for name in ("devices", "in_avals", "out_avals", "in_shardings", "out_shardings", "consts"):

@@ -73,15 +73,15 @@ class MapLowering:
         self.plan = plan
 
     @property
-    def devices(self) -> tuple:
+    def devices(self) -> Sequence:
         return self.layout.devices
 
     @property
-    def in_avals(self) -> tuple:
+    def in_avals(self) -> Sequence:
         return self.layout.in_avals
 
     @property
-    def out_avals(self) -> tuple:
+    def out_avals(self) -> Sequence:
         return self.layout.out_avals
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:

@@ -42,7 +42,7 @@ class Signature:
 
     in_tree: Any
     out_tree: Any
-    static_args: tuple = ()
+    static_args: tuple[tuple[int, Any], ...] = ()
     kwargs_tree: Any = None
 
     @classmethod

@@ -31,6 +31,7 @@ of another size).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
@@ -53,6 +54,9 @@ from pxla_mlir.stages.devices import check_devices
 from pxla_mlir.stages.final_module import compile_lowering, module_ir, module_text
 from pxla_mlir.stages.lowering import Layout
 from pxla_mlir.stages.signature import Signature
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
 
 __all__ = ["load", "LoadedModule", "ModuleError"]
 
@@ -133,15 +137,15 @@ class TextLowering:
         self.source = source
 
     @property
-    def devices(self) -> tuple:
+    def devices(self) -> Sequence:
         return self.layout.devices
 
     @property
-    def in_avals(self) -> tuple:
+    def in_avals(self) -> Sequence:
         return self.layout.in_avals
 
     @property
-    def out_avals(self) -> tuple:
+    def out_avals(self) -> Sequence:
         return self.layout.out_avals
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
@@ -177,6 +181,7 @@ class TextLowering:
         for what, avals, shardings, compiled in (("argument", self.in_avals, ins, shape.parameter_shapes()),
                                                  ("result", self.out_avals, outs, returned)):
             for i, (aval, sharding, want) in enumerate(zip(avals, shardings, compiled)):
+                assert sharding is not None  # refused above
                 piece = tuple(sharding.shard_shape(aval.shape))
                 if piece != tuple(want.dimensions()) or np.dtype(want.numpy_dtype()) != aval.dtype:
                     raise ModuleError(f"{self.source}: {what} {i} ({aval.str_short()}) would reach each device as "
@@ -271,7 +276,7 @@ def _tile(mesh: Mesh, amesh, t: ir.Type, entries: dict, what: str, name: str):
     return core.ShapedArray(shape, aval.dtype), NamedSharding(mesh, spec)
 
 
-def _aval(t: ir.Type) -> core.ShapedArray:
+def _aval(t: ir.Type) -> ShapedArray:
     rt = ir.RankedTensorType(t)
     return core.ShapedArray(tuple(rt.shape), np.dtype(jax.numpy.dtype(ELEMENT_TYPES[str(rt.element_type)])))
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from jax import tree_util
@@ -67,6 +67,9 @@ from pxla_mlir.xmaps.primitive import bind
 from pxla_mlir.xmaps.resources import active_loops, active_mesh, loops_in_scope, mapping_arg, normalize_resources
 from pxla_mlir.xmaps.specs import flatten_specs, is_entry, parse_tree, spec_names, tree_key
 
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+
 __all__ = ["xmap", "XmapFunction", "LOWERINGS"]
 
 LOWERINGS = choices(XmapPipeline, "lowering")
@@ -95,7 +98,7 @@ class _Call:
 
     flat_args: list
     in_tree: Any
-    avals: tuple
+    avals: tuple[ShapedArray, ...]
 
     @property
     def key(self) -> tuple:
@@ -106,7 +109,7 @@ class _Call:
         return any(isinstance(x, core.Tracer) for x in self.flat_args)
 
 
-class XmapFunction(MapFunction):
+class XmapFunction(MapFunction[_Traced]):
     what = "xmap"
 
     def __init__(self, fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping, axis_resources: Mapping,
@@ -335,7 +338,7 @@ class XmapFunction(MapFunction):
         return _Traced(call, consts, in_tree, out_tree, not any(isinstance(c, core.Tracer) for c in consts))
 
 
-def _aval(x, index: int) -> core.ShapedArray:
+def _aval(x, index: int) -> ShapedArray:
     if isinstance(x, core.Tracer):
         aval = x.aval
     elif isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)) or hasattr(x, "__jax_array__") \
@@ -347,7 +350,7 @@ def _aval(x, index: int) -> core.ShapedArray:
     return core.ShapedArray(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
-def _unmapped(aval, mapping: Mapping[int, str], plan) -> core.ShapedArray:
+def _unmapped(aval, mapping: Mapping[int, str], plan) -> ShapedArray:
     shape = list(aval.shape)
     for d in sorted(mapping):
         shape.insert(d, plan.sizes[mapping[d]])
@@ -355,7 +358,7 @@ def _unmapped(aval, mapping: Mapping[int, str], plan) -> core.ShapedArray:
 
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
-         donate_argnums=(), backend=None, lowering: str = XmapPipeline.lowering,
+         donate_argnums: int | Sequence[int] = (), backend: str | None = None, lowering: str = XmapPipeline.lowering,
          shardings: str = XmapPipeline.sharding_dialect, ensure_fixed_sharding: bool = False) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree

@@ -19,12 +19,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.xmaps import rewrites
 from pxla_mlir.xmaps.constraints import constrain
 from pxla_mlir.xmaps.interpreter import Substitution, interpret, register_nested
@@ -32,11 +32,14 @@ from pxla_mlir.xmaps.loops import looped_body
 from pxla_mlir.xmaps.plan import Plan
 from pxla_mlir.xmaps.primitive import mapping_of, plan_of
 
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
 Maps = Sequence[Mapping[int, str]]  # per value: {dimension: named axis}
 
 
 def nested_vmap(f: Callable, names: Sequence[str], in_maps: Maps, out_maps: Maps, sizes: Mapping[str, int],
-                vmap_name: Callable[[str], str]) -> Callable:
+                vmap_name: Callable[[str], str | None]) -> Callable:
     """``f`` vmapped over ``names`` (outermost first); the named dimensions
     are taken from, and land at, exactly the dimensions the maps give."""
 
@@ -67,12 +70,12 @@ def _input_names(in_maps: Maps) -> list:
     return [frozenset(m.values()) for m in in_maps]
 
 
-def _ranks(user: core.ClosedJaxpr, in_maps: Maps, out_maps: Maps) -> tuple[list[int], list[int]]:
+def _ranks(user: ClosedJaxpr, in_maps: Maps, out_maps: Maps) -> tuple[list[int], list[int]]:
     return ([av.ndim + len(m) for av, m in zip(user.in_avals, in_maps)],
             [av.ndim + len(m) for av, m in zip(user.out_avals, out_maps)])
 
 
-def global_function(plan: Plan, user: core.ClosedJaxpr, in_maps: Maps, out_maps: Maps,
+def global_function(plan: Plan, user: ClosedJaxpr, in_maps: Maps, out_maps: Maps,
                     parent: Substitution | None = None, fixed: bool = False) -> Callable:
     """``fixed``: every intermediate constrained to its layout (``ensure_fixed_sharding``)."""
     if plan.used_loops:
@@ -130,7 +133,7 @@ def _split_shape(plan: Plan, x, mapping: Mapping[int, str]) -> tuple:
     return tuple(shape)
 
 
-def tile_function(plan: Plan, user: core.ClosedJaxpr, in_maps: Maps, out_maps: Maps,
+def tile_function(plan: Plan, user: ClosedJaxpr, in_maps: Maps, out_maps: Maps,
                   parent: Substitution | None = None, mesh_vmapped: bool = False) -> Callable:
     in_ranks, out_ranks = _ranks(user, in_maps, out_maps)
     in_tags = [_tags(plan, m, r) for m, r in zip(in_maps, in_ranks)]

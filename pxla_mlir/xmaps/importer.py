@@ -15,6 +15,7 @@ makes replica-mode, manual-SPMD or vectorized-SPMD MHLO.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import jax
 
@@ -25,6 +26,9 @@ from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.xmaps.body_programs import global_function, tile_function
 from pxla_mlir.xmaps.plan import Plan
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
 
 
 def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:
@@ -40,7 +44,7 @@ def _key_dims(aval) -> list:
     return [[]] * (data.ndim - aval.ndim)
 
 
-def tile_aval(aval, mapping, plan: Plan) -> core.ShapedArray:
+def tile_aval(aval, mapping, plan: Plan) -> ShapedArray:
     return core.ShapedArray(plan.tile_shape(aval.shape, mapping), aval.dtype, weak_type=aval.weak_type)
 
 

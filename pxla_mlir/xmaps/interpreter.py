@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +34,9 @@ from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, axes_of
 from pxla_mlir.xmaps import rewrites
 from pxla_mlir.xmaps.constraints import constrain
 from pxla_mlir.xmaps.plan import Plan, XmapError, XmapUnsupportedError
+
+if TYPE_CHECKING:
+    from jax.extend.core import Jaxpr
 
 #: jax's own maps, which cannot nest inside an xmap (nor can pxla_mlir's other map kinds).
 _JAX_MAPS = {"xla_pmap": "jax.pmap", "shard_map": "jax.shard_map (or jax.pmap)"}
@@ -143,7 +147,7 @@ def _jaxpr(sub):
     return sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
 
 
-def interpret(sub: Substitution, jaxpr: core.Jaxpr, consts, *args, names: list | None = None) -> list:
+def interpret(sub: Substitution, jaxpr: Jaxpr, consts, *args, names: list | None = None) -> list:
     """``names``: the named axes of this xmap each input varies over (None:
     not known), so a reduction of a value that does not vary over one of them
     needs no collective."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +37,9 @@ from pxla_mlir.maps.invariance import Names, value_names
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
 from pxla_mlir.xmaps.interpreter import Substitution, read, run_eqns
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr, Jaxpr
 
 __all__ = ["looped_body"]
 
@@ -69,7 +73,7 @@ def _uses_looped_collective(eqn, looped: set) -> bool:
                for e in (sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub).eqns)
 
 
-def _stages(jaxpr: core.Jaxpr, looped: set) -> list[Stage]:
+def _stages(jaxpr: Jaxpr, looped: set) -> list[Stage]:
     stages: list[Stage] = []
     for eqn in jaxpr.eqns:
         cut = _uses_looped_collective(eqn, looped)
@@ -87,7 +91,7 @@ def _stages(jaxpr: core.Jaxpr, looped: set) -> list[Stage]:
     return stages
 
 
-def _inline_calls(closed: core.ClosedJaxpr, env: list) -> core.ClosedJaxpr:
+def _inline_calls(closed: ClosedJaxpr, env: list) -> ClosedJaxpr:
     """The body with calls (jit, custom derivatives, checkpoint) inlined, so
     a collective inside a call can be a stage boundary of its own."""
 
@@ -111,7 +115,7 @@ def _inline_calls(closed: core.ClosedJaxpr, env: list) -> core.ClosedJaxpr:
     return trace_flat(lambda *a: run(closed.jaxpr, closed.consts, a), closed.in_avals, env, debug, binder="xmap")
 
 
-def looped_body(sub: Substitution, jaxpr: core.ClosedJaxpr, in_loops: Sequence[dict], out_loops: Sequence[dict],
+def looped_body(sub: Substitution, jaxpr: ClosedJaxpr, in_loops: Sequence[dict], out_loops: Sequence[dict],
                 in_names: Sequence[Names]) -> Callable:
     """The per-element body (inside the local vmaps) of a looped xmap.
     ``in_loops``/``out_loops``: per value, ``{element dim: named axis}`` of

@@ -11,7 +11,7 @@ dimensions is such a mesh.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, overload
 
 import jax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
@@ -35,6 +35,10 @@ from pxla_mlir.xmaps.plan import Plan, XmapError
 from pxla_mlir.xmaps.primitive import XmapParams, abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
 from pxla_mlir.xmaps.tiles import place_tiles
 
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+    from jax.extend.core import ClosedJaxpr
+
 __all__ = ["XmapCall", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
 
 
@@ -44,16 +48,16 @@ class XmapCall:
     ordinary leading operands (broadcast, ``{}``)."""
 
     plan: Plan
-    jaxpr: core.ClosedJaxpr  # the per-element body, without consts
-    in_maps: tuple  # per operand: {dim: name}
-    out_maps: tuple  # per result
-    global_in: tuple  # avals
-    global_out: tuple
-    donated: tuple
+    jaxpr: ClosedJaxpr  # the per-element body, without consts
+    in_maps: tuple[dict[int, str], ...]  # per operand: {dim: name}
+    out_maps: tuple[dict[int, str], ...]  # per result
+    global_in: tuple[ShapedArray, ...]
+    global_out: tuple[ShapedArray, ...]
+    donated: tuple[bool, ...]
     mesh: Mesh | None
     options: XmapPipeline  # lowering and sharding dialect
     name: str
-    backend: Any = None
+    backend: str | None = None
     fixed_sharding: bool = False  # ensure_fixed_sharding (vectorize): every intermediate constrained
 
     def params(self) -> XmapParams:
@@ -66,7 +70,7 @@ class XmapCall:
                           donated=tuple(self.donated), backend=self.backend, fixed_sharding=self.fixed_sharding)
 
     @classmethod
-    def from_params(cls, jaxpr: core.ClosedJaxpr, params: dict, avals) -> XmapCall:
+    def from_params(cls, jaxpr: ClosedJaxpr, params: dict, avals) -> XmapCall:
         return cls(plan_of(params), jaxpr, tuple(mapping_of(s) for s in params["in_axes"]),
                    tuple(mapping_of(s) for s in params["out_axes"]), tuple(avals),
                    tuple(abstract_eval(jaxpr=jaxpr, **params)[0]), tuple(params["donated"]), params["mesh"],
@@ -129,7 +133,11 @@ def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = Fa
                           jaxpr_text=call.jaxpr.pretty_print, plan=plan)
 
 
-def value_sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding:
+@overload
+def value_sharding(jmesh: JaxMesh, plan: Plan, mapping, ndim: int, devices) -> NamedSharding: ...
+@overload
+def value_sharding(jmesh: JaxMesh | None, plan: Plan, mapping, ndim: int, devices) -> jax.sharding.Sharding: ...
+def value_sharding(jmesh: JaxMesh | None, plan: Plan, mapping, ndim: int, devices) -> jax.sharding.Sharding:
     """Where a value with named dims ``mapping`` lives on ``jmesh`` (without a mesh: on one device)."""
     if jmesh is None:
         return jax.sharding.SingleDeviceSharding(devices[0])
@@ -139,7 +147,7 @@ def value_sharding(jmesh, plan: Plan, mapping, ndim: int, devices) -> NamedShard
     return NamedSharding(jmesh, PartitionSpec(*spec))
 
 
-def lower_jit_body(jaxpr: core.ClosedJaxpr, xmaps: list, jit: JitBody) -> Lowered:
+def lower_jit_body(jaxpr: ClosedJaxpr, xmaps: list, jit: JitBody) -> Lowered:
     """The Lowered of a pxla_mlir.jit whose body holds ``xmaps`` (equations):
     the body as an xmap without named axes (every argument and result
     broadcast) on the mesh its xmaps use, so code outside the xmaps runs

@@ -55,7 +55,7 @@ def local_name(name: str) -> str:
 class Plan:
     names: tuple[str, ...]  # named axes, in first-appearance order
     sizes: Mapping[str, int]  # global sizes
-    resources: Mapping[str, tuple]  # mesh axes (major first), then serial loops; () = vectorized
+    resources: Mapping[str, tuple[str, ...]]  # mesh axes (major first), then serial loops; () = vectorized
     mesh_shape: Mapping[str, int]  # the mesh (name -> size), possibly empty
     loops: Mapping[str, int] = dataclasses.field(default_factory=dict)  # serial loop -> length
 

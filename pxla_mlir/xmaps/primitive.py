@@ -22,10 +22,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.xmaps.plan import Plan
+
+if TYPE_CHECKING:
+    from jax.core import ShapedArray
+    from jax.extend.core import ClosedJaxpr
+
+    from pxla_mlir.mlir.pipelines import XmapPipeline
+    from pxla_mlir.mlir.sharding import Mesh
 
 __all__ = ["pxla_xmap_p", "XmapParams", "bind", "abstract_eval", "plan_of", "spec_of", "mapping_of", "insert_axes"]
 
@@ -33,16 +40,20 @@ pxla_xmap_p = core.Primitive("pxla_xmap")
 pxla_xmap_p.multiple_results = True
 
 
-def spec_of(mapping: Mapping[int, str]) -> tuple:
+#: One value's named dimensions as a hashable param: ``((dim, name), ...)``, by dimension.
+NamedDims: TypeAlias = tuple[tuple[int, str], ...]
+
+
+def spec_of(mapping: Mapping[int, str]) -> NamedDims:
     """A ``{dim: name}`` mapping as a hashable param."""
     return tuple(sorted((int(d), n) for d, n in mapping.items()))
 
 
-def mapping_of(spec) -> dict[int, str]:
+def mapping_of(spec: NamedDims) -> dict[int, str]:
     return dict(spec)
 
 
-def names_of(spec) -> frozenset:
+def names_of(spec: NamedDims) -> frozenset[str]:
     return frozenset(n for _, n in spec)
 
 
@@ -58,7 +69,7 @@ def plan_of(p) -> Plan:
     return _plan(p["axis_sizes"], p["axis_resources"], p["loops"], mesh_shape)
 
 
-def insert_axes(aval, spec, sizes: Mapping[str, int]) -> core.ShapedArray:
+def insert_axes(aval, spec, sizes: Mapping[str, int]) -> ShapedArray:
     """A body aval with the named dimensions of ``spec`` put back (global sizes)."""
     shape = list(aval.shape)
     for d, n in sorted(spec):
@@ -66,7 +77,7 @@ def insert_axes(aval, spec, sizes: Mapping[str, int]) -> core.ShapedArray:
     return core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
 
 
-def delete_axes(aval, spec) -> core.ShapedArray:
+def delete_axes(aval, spec) -> ShapedArray:
     dims = {d for d, _ in spec}
     return core.ShapedArray(tuple(s for d, s in enumerate(aval.shape) if d not in dims), aval.dtype,
                             weak_type=aval.weak_type)
@@ -78,16 +89,16 @@ class XmapParams:
     ``jaxpr`` (see the module docs), as bind takes them. Hashable, as jax's
     params must be."""
 
-    in_axes: tuple
-    out_axes: tuple
-    axis_sizes: tuple
-    axis_resources: tuple
-    loops: tuple
-    mesh: Any
-    options: Any  # an XmapPipeline
+    in_axes: tuple[NamedDims, ...]  # per operand
+    out_axes: tuple[NamedDims, ...]  # per result
+    axis_sizes: tuple[tuple[str, int], ...]  # (name, global size), in plan order
+    axis_resources: tuple[tuple[str, tuple[str, ...]], ...]  # (name, mesh axes and loops)
+    loops: tuple[tuple[str, int], ...]  # (loop, length)
+    mesh: Mesh | None
+    options: XmapPipeline
     name: str
-    donated: tuple | None = None  # None: none donated (filled in by bind)
-    backend: Any = None
+    donated: tuple[bool, ...] | None = None  # None: none donated (filled in by bind)
+    backend: str | None = None
     fixed_sharding: bool = False
 
     def __post_init__(self):
@@ -110,7 +121,7 @@ class XmapParams:
 _FIELDS = tuple(f.name for f in dataclasses.fields(XmapParams))
 
 
-def bind(closed: core.ClosedJaxpr, args, params: XmapParams):
+def bind(closed: ClosedJaxpr, args, params: XmapParams):
     """Binds pxla_xmap_p; consts of ``closed`` become broadcast operands, so
     no lowering sees constvars and closures over outer tracers are legal."""
     args = list(args)

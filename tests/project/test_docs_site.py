@@ -65,7 +65,7 @@ def test_the_api_page_documents_every_export_from_its_docstring(site):
         if name not in ("__version__", "distributed"):
             assert f"pxla_mlir.{name}\n" in text, name
     assert pmap.__doc__.split("\n")[0].replace("``", "") in text  # the docstring, rendered
-    assert "static_broadcasted_argnums=()" in text  # and the signature
+    assert "static_broadcasted_argnums: int | Sequence[int] = ()" in text  # and the signature, with its types
 
 
 def test_the_quick_starts_and_the_changelog_are_pages(site):
