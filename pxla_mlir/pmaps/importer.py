@@ -90,7 +90,7 @@ def import_pmap(jaxpr: core.ClosedJaxpr, params: PmapParams, *, platform: str, k
         return [partition_tile_dims(spec, a, ir.RankedTensorType(t).rank, label)
                 for a, t, spec in zip(axes, types, specs)]
 
-    importing.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types, in_specs),
+    importing.annotate(module, mesh, pxla_attrs.TILE_DIMS, tile_dims(in_axes, in_types, in_specs),
                        tile_dims(out_axes, out_types, out_specs))
     parts.mark_manual(module, [label][:top] + level_labels)
     # nested pmaps' values in and out of @main by piece (not jit's: 2022's jit of pmaps keeps its arguments and
