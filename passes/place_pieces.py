@@ -76,7 +76,7 @@ import re
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.mlir.ir import boundaries, ir_utils, pxla_attrs
 from pxla_mlir.mlir.ir.diagnostics import PassError
 from pxla_mlir.mlir.ir.pxla_attrs import MESH, REP_AXIS, SHARD, TILE_DIMS, UNSHARD
 from pxla_mlir.mlir.pass_infra import ModulePass
@@ -374,7 +374,8 @@ class _Boundary:
         in_types = [a.type for a in self.block.arguments]
         out_types = [v.type for v in self.ret.operands]
         self.main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(in_types, out_types))
-        _donors_for_mismatched_aliases(self.main, arg_dicts, in_types, out_types)
+        if boundaries.donate_mismatched_aliases(arg_dicts, boundaries.types_differ(in_types, out_types)):
+            ir_utils.set_boundary_attrs(self.main, "arg_attrs", arg_dicts)
 
     def _tile(self, entries: dict, rank: int, where: str) -> list[list[str]]:
         if TILE_DIMS not in entries:
@@ -511,17 +512,3 @@ def _erase_unused_chain(value: ir.Value) -> None:
             return
         value = op.operands[0]
         op.erase()
-
-
-def _donors_for_mismatched_aliases(main, dicts, in_types, out_types) -> None:
-    """An argument aliased to a result of another tile type can only donate its buffer."""
-    changed = False
-    for entries, t in zip(dicts, in_types):
-        alias = entries.get("tf.aliasing_output")
-        if alias is not None and out_types[ir.IntegerAttr(alias).value] != t:
-            del entries["tf.aliasing_output"]
-            entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
-            changed = True
-    if changed:
-        ir_utils.set_boundary_attrs(main, "arg_attrs", dicts)
-

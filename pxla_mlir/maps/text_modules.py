@@ -52,7 +52,7 @@ from pxla_mlir.mlir.xla_handoff import ELEMENT_TYPES, ModuleError, check, parse,
 
 __all__ = ["load", "LoadedModule", "ModuleError"]
 
-_DONATION = ("tf.aliasing_output", "jax.buffer_donor")
+_DONATION = (pxla_attrs.ALIASING_OUTPUT, pxla_attrs.BUFFER_DONOR)
 
 
 def load(source, *, pipeline: str | None = None, devices: Sequence | None = None,

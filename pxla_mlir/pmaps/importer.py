@@ -28,7 +28,7 @@ from jaxlib.mlir.dialects import stablehlo
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, lower_per_device
 from pxla_mlir.maps import importing
-from pxla_mlir.mlir.ir import ir_utils, pxla_attrs
+from pxla_mlir.mlir.ir import boundaries, ir_utils, pxla_attrs
 from pxla_mlir.mlir.ir.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 from pxla_mlir.pmaps.nested_pmaps import PartitionedNest
@@ -143,9 +143,5 @@ def _drop_mismatched_aliases(main, in_types, out_types) -> None:
     if "arg_attrs" not in main.attributes:
         return
     dicts = pxla_attrs.boundary_attrs(main, "arg_attrs")
-    for entries, t in zip(dicts, in_types):
-        alias = entries.get("tf.aliasing_output")
-        if alias is not None and out_types[ir.IntegerAttr(alias).value] != t:
-            del entries["tf.aliasing_output"]
-            entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
-    ir_utils.set_boundary_attrs(main, "arg_attrs", dicts)
+    if boundaries.donate_mismatched_aliases(dicts, boundaries.types_differ(in_types, out_types)):
+        ir_utils.set_boundary_attrs(main, "arg_attrs", dicts)
