@@ -58,6 +58,12 @@ _SHARDING_HELP = "how partition-mode modules state shardings: Shardy (sdy) or GS
 # pipelines and configuring a map stay as fast as the registry keeps them.
 
 
+def _verify_form() -> Step:
+    from pxla_mlir.passes.verify_form import VerifyFormPass
+
+    return VerifyFormPass()
+
+
 def _replica_steps() -> list[Step]:
     from pxla_mlir.passes.annotate_shardings import AnnotateShardingsPass
     from pxla_mlir.passes.convert_to_replica_mode import ConvertToReplicaModePass
@@ -155,11 +161,12 @@ class PmapPipeline(NamedPipeline):
         from pxla_mlir.passes.expand_unshard import ExpandUnshardPass
         from pxla_mlir.passes.fold_shard_of_unshard import FoldShardOfUnshardPass
 
-        # Import leaves jax's StableHLO/CHLO: legalize first. Values passed
-        # unchanged from one pmap to the next need no collective.
-        # Placeholders then expand into partition-mode code, so the mode
-        # conversion below sees (and converts) their collectives too.
-        steps: list[Step] = [LEGALIZE_TO_MHLO, FoldShardOfUnshardPass(), ExpandShardPass(),
+        # Check the form before any pass reads it. Import leaves jax's
+        # StableHLO/CHLO: legalize first. Values passed unchanged from one
+        # pmap to the next need no collective. Placeholders then expand into
+        # partition-mode code, so the mode conversion below sees (and
+        # converts) their collectives too.
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, FoldShardOfUnshardPass(), ExpandShardPass(),
                              ExpandUnshardPass(strategy=self.unshard)]
         if self.mode == "replica":
             return _finish(steps + _replica_steps(), "gspmd")
@@ -183,9 +190,10 @@ class XmapPipeline(NamedPipeline):
     def steps(self) -> list[Step]:
         from pxla_mlir.passes.contract_batch_sums import ContractBatchSumsPass
 
-        # Import leaves jax's StableHLO/CHLO. Gradients of weights broadcast over
-        # a named axis sum per-example products: contract them in one dot.
-        steps: list[Step] = [LEGALIZE_TO_MHLO, ContractBatchSumsPass()]
+        # Check the form before any pass reads it. Import leaves jax's
+        # StableHLO/CHLO. Gradients of weights broadcast over a named axis
+        # sum per-example products: contract them in one dot.
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, ContractBatchSumsPass()]
         if self.lowering == "replica":
             return _finish(steps + _replica_steps(), "gspmd")
         if self.lowering == "manual":

@@ -1,7 +1,8 @@
 """Every attribute pxla writes or reads, in one place (jax-free).
 
 Import writes them, passes read them; both go through this module, so an
-attribute's spelling, kind and meaning live here only.
+attribute's spelling, kind and meaning live here only. ``pxla-verify-form``
+checks a module against all of it (the map pipelines run it first).
 
 On the module (or on a placeholder op, to override it):
 
