@@ -31,7 +31,7 @@ MAX_I64 = 2**63 - 1
 Where = Any
 
 
-def kind_error(where: Where, name: str, expected: str, attr: ir.Attribute) -> PassError:
+def kind_error(where: Where, name: str, expected: str, attr: ir.Attribute | None) -> PassError:
     return PassError(where, f"{name} must be {expected}, got {attr}")
 
 

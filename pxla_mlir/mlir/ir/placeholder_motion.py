@@ -52,14 +52,17 @@ def placeholder_target(op) -> str | None:
         return None
     whole, piece = (op.operands[0], op.results[0]) if target == SHARD else (op.results[0], op.operands[0])
     whole, piece = list(ir.RankedTensorType(whole.type).shape), list(ir.RankedTensorType(piece.type).shape)
-    axis, size = (pxla_attrs.read_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE))
+    axis, size = (pxla_attrs.require_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE))
     if axis >= len(whole) or whole[axis] != size or whole[:axis] + whole[axis + 1:] != piece:
         return None
     return target
 
 
 def placeholder_key(op) -> tuple[int, int, int]:
-    return tuple(pxla_attrs.read_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE, pxla_attrs.STRIDE))
+    """(axis, axis size, stride) of a placeholder :func:`placeholder_target` accepts."""
+    axis, size, stride = (pxla_attrs.require_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE,
+                                                                 pxla_attrs.STRIDE))
+    return axis, size, stride
 
 
 def dialect_of(op) -> str:
@@ -250,6 +253,6 @@ class _Mover:
     def _set_piece_attrs(op, axis: int) -> None:
         """An all_gather's dimension on the piece (the piece lacks ``axis``)."""
         if short_name(op) == "all_gather":
-            dim = pxla_attrs.read_int(op, "all_gather_dim")
+            dim = pxla_attrs.require_int(op, "all_gather_dim")
             if dim > axis:
                 op.attributes["all_gather_dim"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim - 1)
