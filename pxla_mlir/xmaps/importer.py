@@ -29,7 +29,7 @@ from pxla_mlir.xmaps.plan import Plan
 
 
 def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:
-    """pxla.mesh names for the mesh axes."""
+    """Names for the mesh axes in ``pxla.mesh``."""
     return {a: importing.mesh_label(a, i) for i, a in enumerate(mesh_shape)}
 
 
