@@ -57,7 +57,7 @@ class AddSdyMeshPass(ModulePass):
         existing = shardy.meshes(module)
         for mesh, op in wanted:
             if replicas != 1 or partitions != mesh.size:
-                raise PassError(op, f"pxla.mesh \"{pxla_attrs.format_mesh(mesh.shape)}\" has {mesh.size} devices, "
+                raise PassError(op, f"{MESH} \"{pxla_attrs.format_mesh(mesh.shape)}\" has {mesh.size} devices, "
                                     f"but the module runs as {replicas} replicas x {partitions} partitions; a Shardy "
                                     f"mesh needs partition mode with mhlo.num_partitions = {mesh.size} and "
                                     f"mhlo.num_replicas = 1")

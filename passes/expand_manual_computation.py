@@ -155,10 +155,10 @@ class _Region:
                             continue
                         if user == self.ops[-1]:  # the block's terminator
                             raise PassError(op, f"a tile ({result.type}) reaches {user.name} without "
-                                                f"pxla.shard_to_full; per-device values must leave the manual "
-                                                f"region through pxla.shard_to_full")
+                                                f"{SHARD_TO_FULL}; per-device values must leave the manual "
+                                                f"region through {SHARD_TO_FULL}")
                         if user in self.by_op and self.by_op[user].to_shard:
-                            raise PassError(user, "pxla.full_to_shard of a tile: its operand must be a global "
+                            raise PassError(user, f"{FULL_TO_SHARD} of a tile: its operand must be a global "
                                                   "value, not one computed inside a manual region")
                         (boundaries if user in self.by_op else body).add(user)
                         work.append(user)

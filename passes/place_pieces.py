@@ -73,24 +73,13 @@ import dataclasses
 import itertools
 import re
 
-import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core import boundaries, ir_utils, placeholder_motion as motion, pxla_attrs
 from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.core.pxla_attrs import MESH, REP_AXIS, SHARD, TILE_DIMS, UNSHARD
 from pxla_mlir.mlir.pass_infra import ModulePass
 
-_ELEMENTWISE = frozenset("""
-    abs add and atan2 bitcast_convert cbrt ceil clamp compare complex convert cosine count_leading_zeros divide
-    exponential exponential_minus_one floor imag is_finite log log_plus_one logistic maximum minimum multiply negate
-    not or popcnt power real reduce_precision remainder round_nearest_afz round_nearest_even rsqrt select
-    shift_left shift_right_arithmetic shift_right_logical sign sine sqrt subtract tan tanh xor
-    acos acosh asin asinh atan atanh conj cosh digamma erf erf_inv erfc is_inf is_neg_inf is_pos_inf lgamma
-    next_after polygamma sinh zeta
-""".split())
-_DIALECTS = ("stablehlo", "mhlo", "chlo")
-_COLLECTIVES = frozenset(("all_reduce", "all_gather", "collective_permute"))
 _NAME = re.compile(r"^[A-Za-z][\w]*$")
 
 
@@ -111,227 +100,8 @@ class PlacePiecesPass(ModulePass):
                                   "@main its definition")
         block = main.regions[0].blocks[0]
         with module.context, main.location:
-            _Mover(block).run()
+            motion.move_to_boundary(block)
             _Boundary(module, main, block, mesh).run()
-
-
-# -- placeholders ------------------------------------------------------------------------------
-
-def _target(op) -> str | None:
-    """SHARD or UNSHARD for a placeholder (StableHLO or MHLO) with its integer
-    attributes and a whole value of its piece's shape with the axis inserted;
-    a malformed one is left to pxla-expand-shard/-unshard to report."""
-    if op.name not in ("stablehlo.custom_call", "mhlo.custom_call") or "call_target_name" not in op.attributes:
-        return None
-    target = op.attributes["call_target_name"]
-    target = ir.StringAttr(target).value if isinstance(target, ir.StringAttr) else None
-    if target not in (SHARD, UNSHARD) or len(op.operands) != 1 or len(op.results) != 1:
-        return None
-    for name in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE, pxla_attrs.STRIDE):
-        attr = op.attributes.get(name)
-        if not isinstance(attr, ir.IntegerAttr) or ir.IntegerAttr(attr).value < (0 if name == pxla_attrs.AXIS else 1):
-            return None
-    if not all(isinstance(v.type, ir.RankedTensorType) for v in (op.operands[0], op.results[0])):
-        return None
-    whole, piece = (op.operands[0], op.results[0]) if target == SHARD else (op.results[0], op.operands[0])
-    whole, piece = list(ir.RankedTensorType(whole.type).shape), list(ir.RankedTensorType(piece.type).shape)
-    axis, size = (pxla_attrs.required_int(op, a) for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE))
-    if axis >= len(whole) or whole[axis] != size or whole[:axis] + whole[axis + 1:] != piece:
-        return None
-    return target
-
-
-def _key(op) -> tuple[int, int, int]:
-    axis, size, stride = (pxla_attrs.required_int(op, a)
-                          for a in (pxla_attrs.AXIS, pxla_attrs.AXIS_SIZE, pxla_attrs.STRIDE))
-    return axis, size, stride
-
-
-def _dialect(op) -> str:
-    return op.name.split(".", 1)[0] if op.name.split(".", 1)[0] in ("stablehlo", "mhlo") else "stablehlo"
-
-
-def _without(t: ir.Type, dim: int) -> ir.RankedTensorType:
-    t = ir.RankedTensorType(t)
-    shape = list(t.shape)
-    del shape[dim]
-    return ir.RankedTensorType.get(shape, t.element_type)
-
-
-def _with(t: ir.Type, dim: int, size: int) -> ir.RankedTensorType:
-    t = ir.RankedTensorType(t)
-    shape = list(t.shape)
-    shape.insert(dim, size)
-    return ir.RankedTensorType.get(shape, t.element_type)
-
-
-def _placeholder(like, target: str, operand: ir.Value, result_type: ir.Type, axis: int | None = None):
-    """A new placeholder with ``like``'s attributes (``axis`` replaced)."""
-    attrs = {a.name: a.attr for a in (like.attributes[i] for i in range(len(like.attributes)))}
-    attrs["call_target_name"] = ir.StringAttr.get(target)
-    if axis is not None:
-        attrs[pxla_attrs.AXIS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis)
-    return ir.Operation.create(like.name, results=[result_type], operands=[operand], attributes=attrs,
-                               loc=like.location)
-
-
-def _reshape(dialect: str, x: ir.Value, t: ir.Type, loc) -> ir.Value:
-    return ir.Operation.create(f"{dialect}.reshape", results=[t], operands=[x], loc=loc).result
-
-
-def _users(v: ir.Value) -> list:
-    return [u.owner for u in v.uses]
-
-
-def _short(op) -> str | None:
-    dialect, _, name = op.name.partition(".")
-    return name if dialect in _DIALECTS else None
-
-
-# -- moving shards up and unshards down --------------------------------------------------------
-
-class _Mover:
-    """Rewrites in @main's block until none applies (unshards only move down, shards only up)."""
-
-    def __init__(self, block):
-        self.block = block
-
-    def run(self) -> None:
-        # Sweeps over a snapshot of the placeholders; ops a rewrite leaves unused are erased after the sweep
-        # (an erased op must not be touched again).
-        changed = True
-        while changed:
-            changed = False
-            self.dead: list = []
-            for op in [op for op in self.block.operations if _target(op)]:
-                if not _users(op.results[0]):
-                    continue
-                if _target(op) == UNSHARD:
-                    changed |= self._sink(op)
-                else:
-                    changed |= self._hoist(op)
-            progress = True
-            while progress:
-                progress = False
-                for op in list(self.dead):
-                    if not _users(op.results[0]):
-                        self.dead = [d for d in self.dead if d != op]
-                        op.erase()
-                        progress = True
-                        break
-
-    def _discard(self, op) -> None:
-        if not any(op == d for d in self.dead):
-            self.dead.append(op)
-
-    def _replace(self, op, value: ir.Value) -> None:
-        op.results[0].replace_all_uses_with(value)
-        self._discard(op)
-
-    def _in_block(self, op) -> bool:
-        return op.parent is not None and op.parent.operation == self.block.owner.operation
-
-    def _piecewise(self, op, key, piece_dim: int) -> int | None:
-        """How ``op`` works on pieces along ``key``'s axis at result dimension
-        ``piece_dim``: 0 elementwise, 1 a piecewise collective; None if not."""
-        name = _short(op)
-        if name is None or len(op.results) != 1 or not self._in_block(op):
-            return None
-        if name in _ELEMENTWISE:
-            shape = ir.RankedTensorType(op.results[0].type).shape if isinstance(op.results[0].type,
-                                                                                ir.RankedTensorType) else None
-            same = shape is not None and all(isinstance(o.type, ir.RankedTensorType) and
-                                             ir.RankedTensorType(o.type).shape == shape for o in op.operands)
-            return 0 if same and op.operands else None
-        if name not in _COLLECTIVES or len(op.operands) != 1 or len(op.regions) > 1:
-            return None
-        if name == "all_gather" and pxla_attrs.read_int(op, "all_gather_dim") == piece_dim:
-            return None
-        _, size, stride = key
-        if name == "collective_permute":
-            groups = pxla_attrs.read_int_matrix(op, "source_target_pairs")
-        else:
-            groups = pxla_attrs.read_int_matrix(op, "replica_groups")
-        if groups.size == 0:
-            return None
-        index = (groups // stride) % size
-        return 1 if bool(np.all(index == index[:, :1])) else None
-
-    def _sink(self, unshard) -> bool:
-        users = _users(unshard.results[0])
-        if not users or not all(u == users[0] for u in users):
-            return False
-        op = users[0]
-        key = _key(unshard)
-        axis = key[0]
-        if self._piecewise(op, key, axis) is None:
-            return False
-        alike = []  # unshards along the same axis feed the op their pieces directly
-        with ir.InsertionPoint(op):
-            for i, operand in enumerate(list(op.operands)):
-                owner = operand.owner if isinstance(operand, ir.OpResult) else None
-                if owner is not None and _target(owner) == UNSHARD and _key(owner) == key:
-                    op.operands[i] = owner.operands[0]
-                    alike.append(owner)
-                else:
-                    op.operands[i] = _placeholder(unshard, SHARD, operand, _without(operand.type, axis)).result
-        self._set_piece_attrs(op, axis)
-        full = op.results[0].type
-        op.results[0].set_type(_without(full, axis))
-        with ir.InsertionPoint.after(op):
-            new = _placeholder(unshard, UNSHARD, op.results[0], full)
-        op.results[0].replace_all_uses_except(new.results[0], new)
-        for other in alike:
-            self._discard(other)
-        return True
-
-    def _hoist(self, shard) -> bool:
-        source = shard.operands[0]
-        if not isinstance(source, ir.OpResult) or not self._in_block(source.owner):
-            return False
-        op, key = source.owner, _key(shard)
-        axis = key[0]
-        if _target(op) == UNSHARD and _key(op) == key:  # a shard of an unshard: the value itself
-            self._replace(shard, op.operands[0])
-            self._discard(op)
-            return True
-        users = _users(source)
-        if not all(_target(u) == SHARD and _key(u) == key for u in users):
-            return False
-        name = _short(op)
-        piece_type = shard.results[0].type
-        if name == "constant" and len(users) >= 1:
-            value = op.attributes["value"]
-            if not (isinstance(value, ir.DenseElementsAttr) and ir.DenseElementsAttr(value).is_splat):
-                return False
-            with ir.InsertionPoint(op):
-                splat = ir.DenseElementsAttr.get_splat(piece_type, ir.DenseElementsAttr(value).get_splat_value())
-                new = ir.Operation.create(op.name, results=[piece_type], attributes={"value": splat}, loc=op.location)
-            for u in users:
-                self._replace(u, new.results[0])
-            self._discard(op)
-            return True
-        if name == "broadcast_in_dim" and ir.RankedTensorType(op.operands[0].type).rank == 0:
-            pass  # the scalar operand stays whole
-        elif self._piecewise(op, key, axis) is not None:
-            with ir.InsertionPoint(op):
-                for i, operand in enumerate(list(op.operands)):
-                    op.operands[i] = _placeholder(shard, SHARD, operand, _without(operand.type, axis)).result
-            self._set_piece_attrs(op, axis)
-        else:
-            return False
-        op.results[0].set_type(piece_type)
-        for u in users:
-            self._replace(u, op.results[0])
-        return True
-
-    @staticmethod
-    def _set_piece_attrs(op, axis: int) -> None:
-        """An all_gather's dimension on the piece (the piece lacks ``axis``)."""
-        if _short(op) == "all_gather":
-            dim = pxla_attrs.required_int(op, "all_gather_dim")
-            if dim > axis:
-                op.attributes["all_gather_dim"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim - 1)
 
 
 # -- the boundary of @main ---------------------------------------------------------------------
@@ -376,7 +146,8 @@ class _Boundary:
         in_types = [a.type for a in self.block.arguments]
         out_types = [v.type for v in self.ret.operands]
         self.main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(in_types, out_types))
-        _donors_for_mismatched_aliases(self.main, arg_dicts, in_types, out_types)
+        if boundaries.donate_mismatched_aliases(arg_dicts, boundaries.types_differ(in_types, out_types)):
+            ir_utils.set_boundary_attrs(self.main, "arg_attrs", arg_dicts)
 
     def _tile(self, entries: dict, rank: int, where: str) -> list[list[str]]:
         if TILE_DIMS not in entries:
@@ -399,19 +170,20 @@ class _Boundary:
         tile = self._tile(entries, ir.RankedTensorType(arg.type).rank, f"argument {arg.arg_number}")
         squeezed, dims = self._squeezed(arg.type, tile)
         value, ops = arg, []
-        users = _users(arg)
-        if len(users) == 1 and _short(users[0]) == "reshape" and \
-                tuple(ir.RankedTensorType(users[0].results[0].type).shape) == squeezed and dims != list(range(len(tile))):
+        users = motion.users_of(arg)
+        if len(users) == 1 and motion.short_name(users[0]) == "reshape" and \
+                tuple(ir.RankedTensorType(users[0].results[0].type).shape) == squeezed and \
+                dims != list(range(len(tile))):
             value, ops = users[0].results[0], [users[0]]
         elif dims != list(range(len(tile))):
             return None
         pieces = []
         while True:
-            users = _users(value)
-            if not users or not all(_target(u) == SHARD and u.parent.operation == self.block.owner.operation
-                                    and _key(u) == _key(users[0]) for u in users):
+            users = motion.users_of(value)
+            if not users or not all(motion.placeholder_target(u) == SHARD and self._in_main(u)
+                                    and motion.placeholder_key(u) == motion.placeholder_key(users[0]) for u in users):
                 break
-            axis, size, stride = _key(users[0])
+            axis, size, stride = motion.placeholder_key(users[0])
             pieces.append(_Piece(dims.pop(axis), stride, size, pxla_attrs.read_str(users[0], pxla_attrs.AXIS_NAME, "")))
             for other in users[1:]:
                 ir_utils.replace_op(other, [users[0].results[0]])
@@ -419,13 +191,16 @@ class _Boundary:
             value = users[0].results[0]
         return (value, pieces, ops) if pieces else None
 
+    def _in_main(self, op) -> bool:
+        return op.parent.operation == self.block.owner.operation
+
     def _result_chain(self, value, entries):
         if not isinstance(value.type, ir.RankedTensorType):
             return None
         tile = self._tile(entries, ir.RankedTensorType(value.type).rank, "result")
         squeezed, dims = self._squeezed(value.type, tile)
         owner = value.owner if isinstance(value, ir.OpResult) else None
-        if owner is not None and _short(owner) == "reshape" and dims != list(range(len(tile))) and \
+        if owner is not None and motion.short_name(owner) == "reshape" and dims != list(range(len(tile))) and \
                 tuple(ir.RankedTensorType(owner.operands[0].type).shape) == squeezed:
             value = owner.operands[0]
         elif dims != list(range(len(tile))):
@@ -433,10 +208,9 @@ class _Boundary:
         pieces = []
         while True:
             owner = value.owner if isinstance(value, ir.OpResult) else None
-            if owner is None or _target(owner) != UNSHARD or owner.parent is None or \
-                    owner.parent.operation != self.block.owner.operation:
+            if owner is None or motion.placeholder_target(owner) != UNSHARD or not self._in_main(owner):
                 break
-            axis, size, stride = _key(owner)
+            axis, size, stride = motion.placeholder_key(owner)
             pieces.append(_Piece(dims.pop(axis), stride, size, pxla_attrs.read_str(owner.operation, pxla_attrs.AXIS_NAME, "")))
             value = owner.operands[0]
         return (value, pieces, None) if pieces else None
@@ -489,7 +263,7 @@ class _Boundary:
         new_type = self._piece_type(arg.type, pieces)
         first = self.block.operations[0]
         with ir.InsertionPoint(first):
-            piece = _reshape(_dialect(ops[-1]), arg, value.type, ops[-1].location)
+            piece = motion.reshape(motion.dialect_of(ops[-1]), arg, value.type, ops[-1].location)
         value.replace_all_uses_with(piece)
         for op in reversed(ops):
             op.erase()
@@ -501,30 +275,16 @@ class _Boundary:
         tile = self._tile(entries, ir.RankedTensorType(old.type).rank, "result")
         entries[TILE_DIMS] = self._tile_attr(tile, pieces, axes)
         with ir.InsertionPoint(self.ret):
-            self.ret.operands[index] = _reshape(_dialect(old.owner), value, self._piece_type(old.type, pieces),
-                                                self.ret.location)
+            piece = self._piece_type(old.type, pieces)
+            self.ret.operands[index] = motion.reshape(motion.dialect_of(old.owner), value, piece, self.ret.location)
         _erase_unused_chain(old)
 
 
 def _erase_unused_chain(value: ir.Value) -> None:
     """The reshape and unshards that led to a result, once nothing uses them."""
-    while isinstance(value, ir.OpResult) and not _users(value):
+    while isinstance(value, ir.OpResult) and not motion.users_of(value):
         op = value.owner
-        if _short(op) != "reshape" and _target(op) != UNSHARD:
+        if motion.short_name(op) != "reshape" and motion.placeholder_target(op) != UNSHARD:
             return
         value = op.operands[0]
         op.erase()
-
-
-def _donors_for_mismatched_aliases(main, dicts, in_types, out_types) -> None:
-    """An argument aliased to a result of another tile type can only donate its buffer."""
-    changed = False
-    for entries, t in zip(dicts, in_types):
-        alias = entries.get("tf.aliasing_output")
-        if alias is not None and out_types[ir.IntegerAttr(alias).value] != t:
-            del entries["tf.aliasing_output"]
-            entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
-            changed = True
-    if changed:
-        ir_utils.set_boundary_attrs(main, "arg_attrs", dicts)
-

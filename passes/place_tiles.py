@@ -54,7 +54,7 @@ import math
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core import boundaries, ir_utils, pxla_attrs
 from pxla_mlir.mlir.core.pxla_attrs import MESH, TILE_DIMS
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 
@@ -99,12 +99,7 @@ class PlaceTilesPass(ModulePass):
         ret = block.operations[len(block.operations) - 1]
         in_types, out_types = [a.type for a in block.arguments], [v.type for v in ret.operands]
         main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(in_types, out_types))
-        for entries, t in zip(dicts, in_types):
-            alias = entries.get("tf.aliasing_output")
-            if isinstance(alias, ir.IntegerAttr) and 0 <= alias.value < len(out_types) \
-                    and out_types[alias.value] != t:
-                del entries["tf.aliasing_output"]
-                entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
+        boundaries.donate_mismatched_aliases(dicts, boundaries.types_differ(in_types, out_types))
         ir_utils.set_boundary_attrs(main, "arg_attrs", dicts)
 
 

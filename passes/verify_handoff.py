@@ -91,8 +91,9 @@ FORMS = {
                 "(pxla-expand-manual-computation)", checks_mesh=True),
 }
 #: Which pass expands each placeholder (None: the form's manual_expander).
-EXPANDED_BY = {"pxla.full_to_shard": None, "pxla.shard_to_full": None, "pxla.shard": "pxla-expand-shard",
-               "pxla.unshard": "pxla-expand-unshard", "pxla.sharding_constraint": "pxla-expand-sharding-constraints"}
+EXPANDED_BY = {pxla_attrs.FULL_TO_SHARD: None, pxla_attrs.SHARD_TO_FULL: None, pxla_attrs.SHARD: "pxla-expand-shard",
+               pxla_attrs.UNSHARD: "pxla-expand-unshard",
+               pxla_attrs.SHARDING_CONSTRAINT: "pxla-expand-sharding-constraints"}
 _HOW_TO_REMOVE = {
     "stablehlo": "legalize it with stablehlo-legalize-to-hlo",
     "chlo": "legalize it with func.func(chlo-legalize-to-hlo)",
@@ -138,11 +139,11 @@ class VerifyHandoffPass(ModulePass):
                 self._check_sdy_sharding_devices(op, partitions)
             if replicas > 1 and partitions > 1 and (problem := replica_shardings.problem(op, replicas, partitions)):
                 self.error(op, problem)
-            if target is not None and target.startswith("pxla."):
+            if target is not None and pxla_attrs.is_pxla_name(target):
                 expander = EXPANDED_BY.get(target, "the pxla pass that expands it (pxla-opt --list-passes)")
                 self.error(op, f"placeholder @{target} was not expanded; run {expander or form.manual_expander} "
                                f"before handing the module to XLA")
-            elif op_name.startswith("pxla."):
+            elif pxla_attrs.is_pxla_name(op_name):
                 self.error(op, f"pxla placeholder op '{op_name}' was not expanded")
             elif dialect not in form.dialects and op_name not in unknown_dialect_seen:
                 unknown_dialect_seen.add(op_name)

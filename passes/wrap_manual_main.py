@@ -79,7 +79,7 @@ class WrapManualMainPass(ModulePass):
         mesh = mesh_of(main, module)
         replicas, partitions = pxla_attrs.device_counts(module)
         if partitions != mesh.size or replicas != 1:
-            raise PassError(module, f"pxla.mesh has {mesh.size} devices; the module must be in partition mode with "
+            raise PassError(module, f"{pxla_attrs.MESH} has {mesh.size} devices; the module must be in partition mode with "
                                     f"mhlo.num_partitions = {mesh.size} and mhlo.num_replicas = 1")
         manual = pxla_attrs.manual_axes(module, mesh)
         ftype = pxla_attrs.function_type(main)

@@ -23,7 +23,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 
 from pxla_mlir.jaxbridge.stablehlo_lowering import refined_module
-from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core import boundaries, ir_utils, pxla_attrs
 
 Dims = Sequence[Sequence[str]]  # mesh axes splitting each dimension of one value
 
@@ -134,9 +134,7 @@ def annotate(module: ir.Module, mesh: Mapping[str, int], key: str, in_dims: Sequ
             dicts = pxla_attrs.boundary_attrs(main, attrs_key)
             for entries, value_dims in zip(dicts, dims):
                 entries[key] = pxla_attrs.dims_attr(value_dims)
-                alias = entries.get("tf.aliasing_output") if attrs_key == "arg_attrs" else None
-                if alias is not None and list(value_dims) != list(out_dims[ir.IntegerAttr(alias).value]):
-                    # jax aliased equal types; laid out otherwise, each device holds a buffer of another size
-                    del entries["tf.aliasing_output"]
-                    entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
+            if attrs_key == "arg_attrs":  # laid out otherwise, each device holds a buffer of another size
+                boundaries.donate_mismatched_aliases(dicts[:len(in_dims)], lambda arg, res: 0 <= res < len(out_dims)
+                                                     and list(in_dims[arg]) != list(out_dims[res]))
             ir_utils.set_boundary_attrs(main, attrs_key, dicts)

@@ -1,7 +1,10 @@
 """Named pipelines: lists of passes expanded in place by the pipeline parser.
 
-A pipeline's ``elements()`` returns pipeline text; the comments say why the
-order is what it is. ``pxla-opt --dump-pass-pipeline`` shows the expansion.
+A pipeline's ``steps()`` lists its passes: pxla passes as instances (their
+options typed and checked where the pipeline is written), jaxlib's as
+pipeline text; the comments say why the order is what it is. Its text is
+each step's canonical spelling, and ``pxla-opt --dump-pass-pipeline`` shows
+the expansion.
 
 The pipelines' typed options are the single declaration of pmap's ``mode``
 and ``unshard``, xmap's ``lowering`` and both maps' ``sharding_dialect``
@@ -26,7 +29,8 @@ from typing import Literal
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import ir_utils
-from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, option, run_pipeline
+from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, option, registry, run_pipeline
+from pxla_mlir.mlir.pass_infra.base import ModulePass, Step
 from pxla_mlir.mlir.pass_infra.options import choices, configure
 
 __all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "ShardingDialect", "choices",
@@ -34,6 +38,8 @@ __all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline"
 
 #: jaxlib's legalization of jax's StableHLO/CHLO output to MHLO.
 LEGALIZE_TO_MHLO = "func.func(chlo-legalize-to-hlo),stablehlo-legalize-to-hlo"
+#: jaxlib's clean-up after the rewrites.
+CLEAN_UP = ("canonicalize", "cse")
 #: The way back, for users who want StableHLO (``as_text("stablehlo")``).
 EXPORT_TO_STABLEHLO = "builtin.module(hlo-legalize-to-stablehlo)"
 
@@ -50,15 +56,42 @@ ShardingDialect = Literal["gspmd", "sdy"]
 _SHARDING_HELP = "how partition-mode modules state shardings: Shardy (sdy) or GSPMD (mhlo.sharding)"
 
 
-def _sharding_steps(dialect: str, *, manual: bool) -> list[str]:
+# The passes are imported where a pipeline expands, not here: listing
+# pipelines and configuring a map stay as fast as the registry keeps them.
+def _pass(argument: str, **options) -> ModulePass:
+    """An instance of the registered pass ``argument`` with ``options`` (field names)."""
+    cls = registry.load(argument)
+    assert cls is not None and issubclass(cls, ModulePass), argument
+    return cls(**options)
+
+
+def _verify_form() -> Step:
+    return _pass("pxla-verify-form")
+
+
+def _replica_steps() -> list[Step]:
+    return [_pass("pxla-convert-to-replica-mode"), _pass("pxla-annotate-shardings")]
+
+
+def _sharding_steps(dialect: ShardingDialect, *, manual: bool) -> list[Step]:
     """The passes that write a global @main's layout (and its manual region) in one dialect."""
     if dialect == "sdy":
-        return ["pxla-add-sdy-mesh", *(["pxla-expand-manual-computation"] if manual else []),
-                "pxla-annotate-sdy-shardings", "pxla-convert-op-shardings-to-sdy"]
-    return [*(["pxla-expand-manual-sharding"] if manual else []), "pxla-annotate-shardings"]
+
+        return [_pass("pxla-add-sdy-mesh"), *([_pass("pxla-expand-manual-computation")] if manual else []),
+                _pass("pxla-annotate-sdy-shardings"), _pass("pxla-convert-op-shardings-to-sdy")]
+
+    return [*([_pass("pxla-expand-manual-sharding")] if manual else []), _pass("pxla-annotate-shardings")]
 
 
-def _finish(steps: list[str], dialect: str) -> str:
+def _constraints_step(dialect: ShardingDialect) -> Step:
+    return _pass("pxla-expand-sharding-constraints", sharding_dialect=dialect)
+
+
+def _wrap_manual_main() -> Step:
+    return _pass("pxla-wrap-manual-main")
+
+
+def _finish(steps: list[Step], dialect: ShardingDialect) -> list[Step]:
     # Collectives over groups of one device (a size-1 axis) are their
     # operands: XLA's TPU compiler drops such all-reduces from jax's (SPMD)
     # program but not from a replica-mode one, so drop them here, once every
@@ -67,10 +100,9 @@ def _finish(steps: list[str], dialect: str) -> str:
     # apart; jax emits none there). Folding after the rewrites keeps the
     # emitted MHLO small and stable; the verifier must see the final module,
     # and knows which dialect to expect.
-    inline = ["pxla-inline-manual-computations"] if dialect == "sdy" else []
-    steps = steps + ["pxla-elide-trivial-collectives", *inline, "canonicalize", "cse", "symbol-dce",
-                     f"pxla-verify-handoff{{sharding-dialect={dialect}}}"]
-    return ",".join(steps)
+    inline = [_pass("pxla-inline-manual-computations")] if dialect == "sdy" else []
+    return [*steps, _pass("pxla-elide-trivial-collectives"), *inline, *CLEAN_UP, "symbol-dce",
+            _pass("pxla-verify-handoff", sharding_dialect=dialect)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,18 +114,22 @@ class HandoffPipeline(NamedPipeline):
 
     mode: Literal["replica", "partition"] = option("replica", "run devices as replicas or as partitions")
 
-    def elements(self) -> str:
-        steps = [LEGALIZE_TO_MHLO]
+    def steps(self) -> list[Step]:
+        steps: list[Step] = [LEGALIZE_TO_MHLO]
         if self.mode == "replica":
-            steps.append("pxla-convert-to-replica-mode")
+            steps.append(_pass("pxla-convert-to-replica-mode"))
         # Clean up after the rewrites; the verifier must see the final module.
-        steps += ["canonicalize", "cse", "pxla-verify-handoff"]
-        return ",".join(steps)
+        return [*steps, *CLEAN_UP, _pass("pxla-verify-handoff")]
 
 
 @dataclasses.dataclass(frozen=True)
 class PmapPipeline(NamedPipeline):
-    """pmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs."""
+    """pmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs.
+
+    ``pieces`` configures pmap's import, which runs ``pxla-place-pieces``
+    before this pipeline: no step of the pipeline reads it. It is an option
+    here so that one options value (``with_options``, ``--pieces``, the
+    pipeline text a ``Lowered`` records) holds all of a pmap's choices."""
 
     argument = "pxla-pmap-pipeline"
     summary = "Legalize pmap's pxla form to MHLO, expand nested-pmap placeholders, make replica- or partition-mode MHLO"
@@ -101,22 +137,23 @@ class PmapPipeline(NamedPipeline):
     mode: Literal["replica", "partition"] = option("replica", "run devices as replicas (2022 pmap) or partitions")
     unshard: Literal["all-gather", "all-reduce"] = option("all-gather", "how nested pmap outputs are collected")
     sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
-    # Read by pmap's import, which runs pxla-place-pieces before this pipeline: not a step of it.
+    # Read by pmap's import, not by a step of this pipeline (see the docstring).
     pieces: Literal["on", "off"] = option("on", "nested pmaps' values enter and leave by piece where they can "
                                                 "(off: 2022's layout, replicated over the inner devices)")
 
-    def elements(self) -> str:
-        # Import leaves jax's StableHLO/CHLO: legalize first. Values passed
-        # unchanged from one pmap to the next need no collective.
-        # Placeholders then expand into partition-mode code, so the mode
-        # conversion below sees (and converts) their collectives too.
-        steps = [LEGALIZE_TO_MHLO, "pxla-fold-shard-of-unshard", "pxla-expand-shard",
-                 f"pxla-expand-unshard{{strategy={self.unshard}}}"]
+    def steps(self) -> list[Step]:
+        # Check the form before any pass reads it. Import leaves jax's
+        # StableHLO/CHLO: legalize first. Values passed unchanged from one
+        # pmap to the next need no collective. Placeholders then expand into
+        # partition-mode code, so the mode conversion below sees (and
+        # converts) their collectives too.
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, _pass("pxla-fold-shard-of-unshard"),
+                             _pass("pxla-expand-shard"), _pass("pxla-expand-unshard", strategy=self.unshard)]
         if self.mode == "replica":
-            return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
-        steps += ["pxla-wrap-manual-main", *_sharding_steps(self.sharding_dialect, manual=True),
+            return _finish(steps + _replica_steps(), "gspmd")
+        steps += [_wrap_manual_main(), *_sharding_steps(self.sharding_dialect, manual=True),
                   # a partitioned body's layouts inside (a no-op for other pmaps)
-                  f"pxla-expand-sharding-constraints{{sharding-dialect={self.sharding_dialect}}}"]
+                  _constraints_step(self.sharding_dialect)]
         return _finish(steps, self.sharding_dialect)
 
 
@@ -131,16 +168,17 @@ class XmapPipeline(NamedPipeline):
         "replica", "devices as replicas, one SPMD manual region, or the global view for XLA's partitioner")
     sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
 
-    def elements(self) -> str:
-        # Import leaves jax's StableHLO/CHLO. Gradients of weights broadcast over
-        # a named axis sum per-example products: contract them in one dot.
-        steps = [LEGALIZE_TO_MHLO, "pxla-contract-batch-sums"]
+    def steps(self) -> list[Step]:
+        # Check the form before any pass reads it. Import leaves jax's
+        # StableHLO/CHLO. Gradients of weights broadcast over a named axis
+        # sum per-example products: contract them in one dot.
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, _pass("pxla-contract-batch-sums")]
         if self.lowering == "replica":
-            return _finish(steps + ["pxla-convert-to-replica-mode", "pxla-annotate-shardings"], "gspmd")
+            return _finish(steps + _replica_steps(), "gspmd")
         if self.lowering == "manual":
-            steps.append("pxla-wrap-manual-main")
+            steps.append(_wrap_manual_main())
         steps += _sharding_steps(self.sharding_dialect, manual=self.lowering == "manual")
         if self.lowering == "vectorize":
             # the global view: its boundary shardings, and the layouts it constrains inside (nested xmaps)
-            steps.append(f"pxla-expand-sharding-constraints{{sharding-dialect={self.sharding_dialect}}}")
+            steps.append(_constraints_step(self.sharding_dialect))
         return _finish(steps, self.sharding_dialect)

@@ -149,8 +149,8 @@ def _is_pxla_form(op: ir.Operation) -> bool:
     ``pxla.dims`` / ``pxla.sharding_spec``, or per-device tiles in partition mode."""
     _, partitions = pxla_attrs.device_counts(op)
     for inner in ir_utils.walk(op):
-        target = inner.attributes.get("call_target_name")  # a placeholder (stablehlo before legalization, or mhlo)
-        if target is not None and pxla_attrs.string_value(target, "call_target_name", inner).startswith("pxla."):
+        target = pxla_attrs.any_custom_call_target(inner)  # a placeholder (stablehlo before legalization, or mhlo)
+        if target is not None and pxla_attrs.is_pxla_name(target):
             return True
         if inner.name == "func.func":
             for key in ("arg_attrs", "res_attrs"):

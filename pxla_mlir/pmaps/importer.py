@@ -30,7 +30,7 @@ from jaxlib.mlir.dialects import stablehlo
 from pxla_mlir.jaxbridge.jax_internals import core
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, lower_per_device
 from pxla_mlir.maps import pxla_form
-from pxla_mlir.mlir.core import ir_utils, pxla_attrs
+from pxla_mlir.mlir.core import boundaries, ir_utils, pxla_attrs
 from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 from pxla_mlir.pmaps.partition_layout import tile_dims as partition_tile_dims
@@ -96,7 +96,7 @@ def import_pmap(jaxpr: ClosedJaxpr, params: PmapParams, *, platform: str, partit
         return [partition_tile_dims(spec, a, ir.RankedTensorType(t).rank, label)
                 for a, t, spec in zip(axes, types, specs)]
 
-    pxla_form.annotate(module, mesh, "pxla.tile_dims", tile_dims(in_axes, in_types, in_specs),
+    pxla_form.annotate(module, mesh, pxla_attrs.TILE_DIMS, tile_dims(in_axes, in_types, in_specs),
                        tile_dims(out_axes, out_types, out_specs))
     parts.mark_manual(module, [label][:top] + level_labels)
     # nested pmaps' values in and out of @main by piece (not jit's: 2022's jit of pmaps keeps its arguments and
@@ -149,9 +149,5 @@ def _drop_mismatched_aliases(main, in_types, out_types) -> None:
     if "arg_attrs" not in main.attributes:
         return
     dicts = pxla_attrs.boundary_attrs(main, "arg_attrs")
-    for entries, t in zip(dicts, in_types):
-        alias = entries.get("tf.aliasing_output")
-        if alias is not None and out_types[ir.IntegerAttr(alias).value] != t:
-            del entries["tf.aliasing_output"]
-            entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
-    ir_utils.set_boundary_attrs(main, "arg_attrs", dicts)
+    if boundaries.donate_mismatched_aliases(dicts, boundaries.types_differ(in_types, out_types)):
+        ir_utils.set_boundary_attrs(main, "arg_attrs", dicts)

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["load", "LoadedModule", "ModuleError"]
 
-_DONATION = ("tf.aliasing_output", "jax.buffer_donor")
+_DONATION = (pxla_attrs.ALIASING_OUTPUT, pxla_attrs.BUFFER_DONOR)
 
 
 def load(source, *, pipeline: str | None = None, devices: Sequence | None = None,

@@ -24,7 +24,7 @@ from jax.extend.core import Primitive
 
 from pxla_mlir.jaxbridge.jax_internals import batching, core, is_extended, jax_mlir
 from pxla_mlir.maps.pxla_form import mesh_label
-from pxla_mlir.mlir.core.pxla_attrs import SHARDING_CONSTRAINT, dims_attr
+from pxla_mlir.mlir.core.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
 
 __all__ = ["constrain", "pxla_sharding_constraint_p"]
 
@@ -64,7 +64,7 @@ batching.fancy_primitive_batchers[pxla_sharding_constraint_p] = _batched
 def _lowering(ctx, x, *, dims, named):
     (aval,) = ctx.avals_out
     op = jax_mlir.custom_call(SHARDING_CONSTRAINT, result_types=[jax_mlir.aval_to_ir_type(ctx.module_context, aval)],
-                              operands=[x], extra_attributes={"pxla.dims": dims_attr(dims)})
+                              operands=[x], extra_attributes={DIMS: dims_attr(dims)})
     return [op.result]
 
 

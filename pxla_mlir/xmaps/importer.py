@@ -23,6 +23,7 @@ from pxla_mlir.jaxbridge.jax_internals import api_util, core, is_extended, pe
 from pxla_mlir.jaxbridge.stablehlo_lowering import lower_global, lower_per_device
 from pxla_mlir.maps import pxla_form
 from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.core import pxla_attrs
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.xmaps.body_programs import global_function, tile_function
 from pxla_mlir.xmaps.plan import Plan
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def mesh_labels(mesh_shape: Mapping[str, int]) -> dict:
-    """pxla.mesh names for the mesh axes."""
+    """Names for the mesh axes in ``pxla.mesh``."""
     return {a: pxla_form.mesh_label(a, i) for i, a in enumerate(mesh_shape)}
 
 
@@ -57,7 +58,7 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
         closed = jax.make_jaxpr(global_function(plan, t.jaxpr, t.in_maps, t.out_maps,
                                                 fixed=t.fixed_sharding))(*t.global_in)
         lowered = lower_global(closed, num_devices, platform=platform, name=module_name, donated=t.donated)
-        key = "pxla.dims"  # global types
+        key = pxla_attrs.DIMS  # global types
     else:
         mesh_env = list(mesh.shape.items())
         tiles = [tile_aval(av, m, plan) for av, m in zip(t.global_in, t.in_maps)]
@@ -70,8 +71,8 @@ def import_xmap(t, mesh: Mesh | None, lowering: str, num_devices: int, platform:
             closed = core.ClosedJaxpr(pe.dce_jaxpr(closed.jaxpr, True, instantiate=True)[0], closed.consts)
             lowered = lower_per_device(closed, list(mesh.shape), list(mesh.shape.values()), platform=platform,
                                        name=module_name, donated=t.donated)
-        key = "pxla.tile_dims"  # per-device tile types
-    result = pxla_form.imported(lowered, per_device=key == "pxla.tile_dims")
+        key = pxla_attrs.TILE_DIMS  # per-device tile types
+    result = pxla_form.imported(lowered, per_device=key == pxla_attrs.TILE_DIMS)
     if mesh is not None:
         labels = mesh_labels(dict(mesh.shape))
 

@@ -13,11 +13,9 @@ from conftest import REPO
 NESTED = str(REPO / "examples/nested_reduction.py") + ":two_level_sum"
 TRAIN = str(REPO / "examples/train_step.py") + ":train_step"
 XMAP = str(REPO / "examples/xmap_2d.py") + ":normalise_2d"
-NESTED_PASSES = ["chlo-legalize-to-hlo", "stablehlo-legalize-to-hlo", "pxla-fold-shard-of-unshard", "pxla-expand-shard",
-                 "pxla-expand-unshard",
-                 "pxla-convert-to-replica-mode", "pxla-annotate-shardings", "pxla-elide-trivial-collectives", "canonicalize",
-                 "cse", "symbol-dce",
-                 "pxla-verify-handoff"]
+NESTED_PASSES = ["pxla-verify-form", "chlo-legalize-to-hlo", "stablehlo-legalize-to-hlo", "pxla-fold-shard-of-unshard",
+                 "pxla-expand-shard", "pxla-expand-unshard", "pxla-convert-to-replica-mode", "pxla-annotate-shardings",
+                 "pxla-elide-trivial-collectives", "canonicalize", "cse", "symbol-dce", "pxla-verify-handoff"]
 
 
 def lower(target, **options):

@@ -75,8 +75,9 @@ def test_stages_dumps_and_dialects(tmp_path):
     dumps = tmp_path / "dumps"
     assert cli("emit", NESTED, "--dump-dir", dumps).returncode == 0
     names = sorted(p.name for p in dumps.iterdir())
-    assert names[:5] == ["00_input.mlir", "01_chlo-legalize-to-hlo.mlir", "02_stablehlo-legalize-to-hlo.mlir",
-                         "03_pxla-fold-shard-of-unshard.mlir", "04_pxla-expand-shard.mlir"]
+    assert names[:6] == ["00_input.mlir", "01_pxla-verify-form.mlir", "02_chlo-legalize-to-hlo.mlir",
+                         "03_stablehlo-legalize-to-hlo.mlir", "04_pxla-fold-shard-of-unshard.mlir",
+                         "05_pxla-expand-shard.mlir"]
     assert names[-1].endswith("_pxla-verify-handoff.mlir")
     custom = cli("emit", NESTED, "--pipeline", "builtin.module(stablehlo-legalize-to-hlo,pxla-expand-shard,"
                                                "pxla-expand-unshard{strategy=all-reduce})")
@@ -187,8 +188,8 @@ def test_run_prints_timings_and_outputs():
     (("emit", NESTED, "--stage", "optimized"),
      "argument --stage: invalid choice: 'optimized' (choose from 'pxla', 'mhlo', 'hlo', 'xla', 'after:<pass>')"),
     (("emit", NESTED, "--stage", "after:pxla-nope"),
-     "unknown stage 'after:pxla-nope': the pipeline runs chlo-legalize-to-hlo, stablehlo-legalize-to-hlo, "
-     "pxla-fold-shard-of-unshard"),
+     "unknown stage 'after:pxla-nope': the pipeline runs pxla-verify-form, chlo-legalize-to-hlo, "
+     "stablehlo-legalize-to-hlo, pxla-fold-shard-of-unshard"),
     (("emit", NESTED, "--pipeline", "builtin.module(nope)"), "bad --pipeline: unknown pass or pipeline 'nope'"),
     (("emit", NESTED, "--lowering", "manual"),
      "--lowering does not apply to 'two_level_sum', which is already a pxla_mlir.pmap (on the command line it "

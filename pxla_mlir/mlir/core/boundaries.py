@@ -9,18 +9,23 @@ one, and :meth:`BoundaryValue.read` turns its attributes into a
 :class:`Declared` layout, checked against the value's type and removed from
 its attributes; each output form's annotate pass then encodes it (GSPMD's
 ``mhlo.sharding``, Shardy's ``sdy.sharding``) and writes what it needs.
+
+jax's donations live on the same boundary: :func:`donate_mismatched_aliases`
+keeps them valid when a rewrite changes a value's layout or type.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import ir_utils, pxla_attrs
 from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.core.pxla_attrs import (
+    ALIASING_OUTPUT,
+    BUFFER_DONOR,
     DIMS,
     MESH,
     SHARDING_SPEC,
@@ -33,7 +38,8 @@ from pxla_mlir.mlir.core.pxla_attrs import (
 from pxla_mlir.mlir.sharding import ShardingSpec, ShardingSpecError
 from pxla_mlir.mlir.sharding.mesh import AbstractMesh, MeshError
 
-__all__ = ["KEYS", "Declared", "DeclaredDims", "DeclaredSpec", "BoundaryValue", "rewrite_boundaries"]
+__all__ = ["KEYS", "Declared", "DeclaredDims", "DeclaredSpec", "BoundaryValue", "donate_mismatched_aliases", "rewrite_boundaries",
+           "types_differ"]
 
 KEYS = (DIMS, SHARDING_SPEC, TILE_DIMS)
 
@@ -125,3 +131,26 @@ def rewrite_boundaries(module: ir.Operation, rewrite: Callable[[BoundaryValue], 
                 if any(k in entries for k in KEYS):
                     rewrite(BoundaryValue(fn, module, index, key == "arg_attrs", t, entries))
             ir_utils.set_boundary_attrs(fn, key, dicts)
+
+
+def donate_mismatched_aliases(arg_dicts: Sequence[dict[str, ir.Attribute]],
+                              differs: Callable[[int, int], bool]) -> bool:
+    """Makes each argument aliased (``tf.aliasing_output``) to a result it
+    ``differs(argument, result)`` from only a buffer donor
+    (``jax.buffer_donor``): jax aliased values of equal per-device types, and
+    a layout or a rewrite of the boundary (tiles, pieces) may give the two
+    buffers different sizes. Rewrites ``arg_dicts`` in place (needs a live
+    context); returns whether it changed one."""
+    changed = False
+    for index, entries in enumerate(arg_dicts):
+        alias = entries.get(ALIASING_OUTPUT)
+        if isinstance(alias, ir.IntegerAttr) and differs(index, ir.IntegerAttr(alias).value):
+            del entries[ALIASING_OUTPUT]
+            entries[BUFFER_DONOR] = ir.BoolAttr.get(True)
+            changed = True
+    return changed
+
+
+def types_differ(in_types: Sequence[ir.Type], out_types: Sequence[ir.Type]) -> Callable[[int, int], bool]:
+    """``differs`` for :func:`donate_mismatched_aliases`: the argument's type is not its result's."""
+    return lambda arg, res: arg < len(in_types) and 0 <= res < len(out_types) and in_types[arg] != out_types[res]

@@ -1,7 +1,8 @@
 """Every attribute pxla writes or reads, in one place (jax-free).
 
 Import writes them, passes read them; both go through this module, so an
-attribute's spelling, kind and meaning live here only.
+attribute's spelling, kind and meaning live here only. ``pxla-verify-form``
+checks a module against all of it (the map pipelines run it first).
 
 On the module (or on a placeholder op, to override it):
 
@@ -59,13 +60,27 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import typing
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
 
-from pxla_mlir.mlir.core import ir_utils
+from pxla_mlir.mlir.core import attr_readers, ir_utils
+from pxla_mlir.mlir.core.attr_readers import (
+    MAX_I32 as MAX_I32,
+    MAX_I64 as MAX_I64,
+    boundary_attrs as boundary_attrs,
+    custom_call_target as custom_call_target,
+    function_type as function_type,
+    kind_error,
+    read_channel_handle as read_channel_handle,
+    read_int as read_int,
+    read_int_matrix as read_int_matrix,
+    read_str as read_str,
+    require_int as require_int,
+    string_list as string_list,
+    string_value as string_value,
+)
 from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.sharding.devices import MAX_DEVICES
 from pxla_mlir.mlir.sharding.mesh import AbstractMesh, MeshError, axis_groups, mapping_from_dims
@@ -80,137 +95,30 @@ MANUAL_AXES = "pxla.manual_axes"
 AXIS, AXIS_SIZE, STRIDE, AXIS_NAME = "pxla.axis", "pxla.axis_size", "pxla.stride", "pxla.axis_name"
 NUM_REPLICAS, NUM_PARTITIONS = "mhlo.num_replicas", "mhlo.num_partitions"
 SHARDING = "mhlo.sharding"
-CHANNEL_HANDLE = "channel_handle"
+CHANNEL_HANDLE = attr_readers.CHANNEL_HANDLE
 
 #: Placeholder custom-call targets.
 SHARD, UNSHARD = "pxla.shard", "pxla.unshard"
 FULL_TO_SHARD, SHARD_TO_FULL = "pxla.full_to_shard", "pxla.shard_to_full"
 SHARDING_CONSTRAINT = "pxla.sharding_constraint"
+#: jax's donation attributes on @main's arguments: an input aliased to an output, or only donated.
+ALIASING_OUTPUT, BUFFER_DONOR = "tf.aliasing_output", "jax.buffer_donor"
 
+#: The prefix of every pxla attribute and placeholder target.
+PREFIX = "pxla."
+ATTRIBUTES = frozenset((MESH, DIMS, TILE_DIMS, SHARDING_SPEC, MANUAL_AXES, AXIS, AXIS_SIZE, STRIDE, AXIS_NAME))
+PLACEHOLDERS = frozenset((SHARD, UNSHARD, FULL_TO_SHARD, SHARD_TO_FULL, SHARDING_CONSTRAINT))
 UNSPECIFIED = "?"
-#: Largest device count or stride a module can state (XLA's counts are i32).
-MAX_I32 = 2**31 - 1
-MAX_I64 = 2**63 - 1
+#: The ops a placeholder can be: a custom call in either form (StableHLO as import leaves it, or MHLO).
+CUSTOM_CALLS = frozenset({"mhlo.custom_call", "stablehlo.custom_call"})
 _MESH_ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*=\s*(\d+)\s*$")
 
 
-# -- checked readers --------------------------------------------------------------------
+# -- the module's device counts ---------------------------------------------------------------
 
-def _kind_error(where, name: str, expected: str, attr: ir.Attribute | None) -> PassError:
-    return PassError(where, f"{name} must be {expected}, got {attr}")
-
-
-@typing.overload
-def read_int(op: ir.Operation, name: str, default: int, *, minimum: int | None = None,
-             maximum: int | None = MAX_I32) -> int: ...
-@typing.overload
-def read_int(op: ir.Operation, name: str, default: None = None, *, minimum: int | None = None,
-             maximum: int | None = MAX_I32) -> int | None: ...
-def read_int(op: ir.Operation, name: str, default: int | None = None, *, minimum: int | None = None,
-             maximum: int | None = MAX_I32) -> int | None:
-    """An integer attribute of ``op`` (``default`` if absent), range-checked."""
-    if name not in op.attributes:
-        return default
-    attr = op.attributes[name]
-    if not isinstance(attr, ir.IntegerAttr) or _is_bool(ir.IntegerAttr(attr).type):
-        raise _kind_error(op, name, "an integer attribute (e.g. 4 : i64)", attr)
-    value = ir.IntegerAttr(attr).value
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise PassError(op, f"{name} must be {bounds}, got {value}")
-    return value
-
-
-def required_int(op: ir.Operation, name: str, *, minimum: int | None = None, maximum: int | None = MAX_I32) -> int:
-    """``read_int`` of an attribute the op must have."""
-    value = read_int(op, name, minimum=minimum, maximum=maximum)
-    if value is None:
-        raise PassError(op, f"{op.name} has no {name}")
-    return value
-
-
-def _is_bool(t: ir.Type) -> bool:
-    return isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
-
-
-@typing.overload
-def read_str(op: ir.Operation, name: str, default: str) -> str: ...
-@typing.overload
-def read_str(op: ir.Operation, name: str, default: None = None) -> str | None: ...
-def read_str(op: ir.Operation, name: str, default: str | None = None) -> str | None:
-    if name not in op.attributes:
-        return default
-    return string_value(op.attributes[name], name, op)
-
-
-def string_value(attr: ir.Attribute, name: str, where) -> str:
-    if not isinstance(attr, ir.StringAttr):
-        raise _kind_error(where, name, "a string", attr)
-    return ir.StringAttr(attr).value
-
-
-def string_list(attr: ir.Attribute, name: str, where) -> list[str]:
-    if not isinstance(attr, ir.ArrayAttr):
-        raise _kind_error(where, name, "an array of strings (e.g. [\"x\", \"y\"])", attr)
-    return [string_value(a, f"each entry of {name}", where) for a in ir.ArrayAttr(attr)]
-
-
-def read_int_matrix(op: ir.Operation, name: str) -> np.ndarray:
-    """A 2-d integer elements attribute (``replica_groups``, ``source_target_pairs``)."""
-    if name not in op.attributes:
-        raise PassError(op, f"{op.name} has no {name}")
-    attr = op.attributes[name]
-    if not isinstance(attr, ir.DenseIntElementsAttr) or ir.ShapedType(attr.type).rank != 2:
-        error = _kind_error(op, name, "a 2-d integer elements attribute (e.g. dense<[[0, 1]]> : tensor<1x2xi64>)",
-                            attr)
-        if "replica_group_mesh_axes" in str(attr):  # jax 0.11+ under Shardy: groups named by mesh axes
-            error = PassError(op, f"{error.message}; groups given as mesh axes are not read yet: lower the program "
-                                  f"with jax.config.update('jax_use_rgv3', False) to get device groups")
-        raise error
-    return ir_utils.dense_to_numpy(attr)
-
-
-def read_channel_handle(op: ir.Operation) -> int | None:
-    """The handle of an op's ``channel_handle``, or None where it has none."""
-    if CHANNEL_HANDLE not in op.attributes:
-        return None
-    from jaxlib.mlir.dialects import mhlo
-
-    attr = op.attributes[CHANNEL_HANDLE]
-    try:
-        return mhlo.ChannelHandle(attr).handle
-    except ValueError:
-        raise _kind_error(op, CHANNEL_HANDLE, "#mhlo.channel_handle<handle = N, type = T>", attr) from None
-
-
-def custom_call_target(op: ir.Operation) -> str | None:
-    """The ``call_target_name`` of an ``mhlo.custom_call`` (None for other ops)."""
-    if op.name != "mhlo.custom_call" or "call_target_name" not in op.attributes:
-        return None
-    return string_value(op.attributes["call_target_name"], "call_target_name", op)
-
-
-def function_type(fn: ir.Operation) -> ir.FunctionType:
-    attr = fn.attributes.get("function_type")
-    if not isinstance(attr, ir.TypeAttr) or not isinstance(ir.TypeAttr(attr).value, ir.FunctionType):
-        raise _kind_error(fn, "function_type", "a function type", attr)
-    return ir.FunctionType(ir.TypeAttr(attr).value)
-
-
-def boundary_attrs(fn: ir.Operation, key: str) -> list[dict[str, ir.Attribute]]:
-    """``arg_attrs`` or ``res_attrs`` of a function as one dict per argument
-    or result (empty dicts where the function has none)."""
-    ftype = function_type(fn)
-    count = len(ftype.inputs if key == "arg_attrs" else ftype.results)
-    if key not in fn.attributes:
-        return [{} for _ in range(count)]
-    attr = fn.attributes[key]
-    expected = f"an array of {count} dictionaries"
-    if not isinstance(attr, ir.ArrayAttr) or len(ir.ArrayAttr(attr)) != count:
-        raise _kind_error(fn, key, expected, attr)
-    if not all(isinstance(d, ir.DictAttr) for d in ir.ArrayAttr(attr)):
-        raise _kind_error(fn, key, expected, attr)
-    return [{a.name: a.attr for a in ir.DictAttr(d)} for d in ir.ArrayAttr(attr)]
+def is_pxla_name(name: str) -> bool:
+    """Whether an attribute name or custom-call target is in the pxla form's namespace."""
+    return name.startswith(PREFIX)
 
 
 def device_counts(module: ir.Operation) -> tuple[int, int]:
@@ -257,6 +165,17 @@ def parse_mesh(text: str, where) -> AbstractMesh:
         raise PassError(where, f"bad {MESH} {text!r}: {e}") from None
 
 
+def declared_mesh(op: ir.Operation) -> AbstractMesh | None:
+    """The op's ``pxla.mesh`` for display: None where it has none, or a malformed one."""
+    text = op.attributes.get(MESH)
+    if not isinstance(text, ir.StringAttr):
+        return None
+    try:
+        return parse_mesh(text.value, op)
+    except PassError:
+        return None
+
+
 def mesh_of(op: ir.Operation, module: ir.Operation) -> AbstractMesh:
     """The op's own ``pxla.mesh``, else the module's."""
     for holder in (op, module):
@@ -293,7 +212,7 @@ class DimsSpec:
 def parse_dims(attr: ir.Attribute, rank: int, mesh: AbstractMesh, where, what: str = "value",
                name: str = DIMS) -> DimsSpec:
     if not isinstance(attr, ir.ArrayAttr):
-        raise _kind_error(where, name, "an array with one entry per dimension (e.g. [[\"x\"], []])", attr)
+        raise kind_error(where, name, "an array with one entry per dimension (e.g. [[\"x\"], []])", attr)
     entries = list(ir.ArrayAttr(attr))
     if len(entries) != rank:
         raise PassError(where, f"{name} has {len(entries)} entries but the {what} has rank {rank}")
@@ -314,12 +233,20 @@ def parse_dims(attr: ir.Attribute, rank: int, mesh: AbstractMesh, where, what: s
 
 # -- placeholders ------------------------------------------------------------------------------
 
+def any_custom_call_target(op: ir.Operation) -> str | None:
+    """The target of a custom call in either form (StableHLO, as import
+    leaves it, or MHLO); None for other ops."""
+    if op.name in CUSTOM_CALLS and attr_readers.CALL_TARGET_NAME in op.attributes:
+        return string_value(op.attributes[attr_readers.CALL_TARGET_NAME], attr_readers.CALL_TARGET_NAME, op)
+    return None
+
+
 def placeholder_target(op: ir.Operation) -> str | None:
     """The target of an ``mhlo.custom_call`` placeholder; a ``stablehlo`` one
     (the pxla form before legalization) is an error that says what to run."""
-    if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes:
-        target = string_value(op.attributes["call_target_name"], "call_target_name", op)
-        if target.startswith("pxla."):
+    if op.name == "stablehlo.custom_call":
+        target = any_custom_call_target(op)
+        if target is not None and is_pxla_name(target):
             raise PassError(op, f"placeholder @{target} is still a stablehlo.custom_call: legalize the module to "
                                 f"MHLO first (stablehlo-legalize-to-hlo, the first step of the map pipelines)")
     return custom_call_target(op)
@@ -357,39 +284,42 @@ class Placeholder:
 
     def check(self, condition: bool, message: str) -> None:
         if not condition:
-            raise PassError(self.op, f"@{custom_call_target(self.op)}: {message}")
-
-
-_CUSTOM_CALLS = frozenset({"mhlo.custom_call", "stablehlo.custom_call"})
+            raise PassError(self.op, f"@{any_custom_call_target(self.op)}: {message}")
 
 
 def placeholders(module: ir.Operation, target: str) -> list[Placeholder]:
     """Every ``@target`` placeholder in ``module``, its attributes and layout checked."""
     devices = None
-    out = []
+    out: list[Placeholder] = []
     # Only custom calls can be placeholders: the other ops are touched for their name alone.
-    for op, _ in ir_utils.walk_selected(module, _CUSTOM_CALLS.__contains__):
+    for op, _ in ir_utils.walk_selected(module, CUSTOM_CALLS.__contains__):
         if placeholder_target(op) != target:
             continue
         if devices is None:
             devices = num_devices(module)
-        missing = [a for a in (AXIS, AXIS_SIZE, STRIDE) if a not in op.attributes]
-        if missing:
-            raise PassError(op, f"@{target} needs {', '.join(missing)} (integer attributes)")
-        if len(op.operands) != 1 or len(op.results) != 1:
-            raise PassError(op, f"@{target} takes one operand and has one result")
-        for v in (op.operands[0], op.results[0]):
-            if not isinstance(v.type, ir.RankedTensorType):
-                raise PassError(op, f"@{target} works on ranked tensors, got {v.type}")
-        p = Placeholder(op, required_int(op, AXIS, minimum=0), required_int(op, AXIS_SIZE, minimum=1),
-                        required_int(op, STRIDE, minimum=1), read_str(op, AXIS_NAME, "?"), devices)
-        global_rank = len(p.operand_shape) if target == SHARD else len(p.result_shape)
-        p.check(p.axis < global_rank, f"{AXIS} = {p.axis} is out of range for a rank-{global_rank} value")
-        p.check(devices % (p.axis_size * p.stride) == 0,
-                f"axis '{p.axis_name}' of size {p.axis_size} with stride {p.stride} does not fit the module's "
-                f"{devices} devices (num_replicas * num_partitions)")
-        out.append(p)
+        out.append(check_placeholder(op, target, devices))
     return out
+
+
+def check_placeholder(op: ir.Operation, target: str, devices: int) -> Placeholder:
+    """A ``@pxla.shard`` / ``@pxla.unshard`` (either form) read and checked
+    against the module's ``devices``."""
+    missing = [a for a in (AXIS, AXIS_SIZE, STRIDE) if a not in op.attributes]
+    if missing:
+        raise PassError(op, f"@{target} needs {', '.join(missing)} (integer attributes)")
+    if len(op.operands) != 1 or len(op.results) != 1:
+        raise PassError(op, f"@{target} takes one operand and has one result")
+    for v in (op.operands[0], op.results[0]):
+        if not isinstance(v.type, ir.RankedTensorType):
+            raise PassError(op, f"@{target} works on ranked tensors, got {v.type}")
+    p = Placeholder(op, require_int(op, AXIS, minimum=0), require_int(op, AXIS_SIZE, minimum=1),
+                    require_int(op, STRIDE, minimum=1), read_str(op, AXIS_NAME, "?"), devices)
+    global_rank = len(p.operand_shape) if target == SHARD else len(p.result_shape)
+    p.check(p.axis < global_rank, f"{AXIS} = {p.axis} is out of range for a rank-{global_rank} value")
+    p.check(devices % (p.axis_size * p.stride) == 0,
+            f"axis '{p.axis_name}' of size {p.axis_size} with stride {p.stride} does not fit the module's "
+            f"{devices} devices (num_replicas * num_partitions)")
+    return p
 
 
 @dataclasses.dataclass
@@ -431,12 +361,13 @@ def set_manual_axes(op: ir.Operation, axes: Sequence[str]) -> None:
     op.attributes[MANUAL_AXES] = ir.ArrayAttr.get([ir.StringAttr.get(a) for a in axes])
 
 
-def manual_boundary(op: ir.Operation, module: ir.Operation) -> ManualBoundary:
-    """Reads a manual-region placeholder: its mesh, ``pxla.dims`` and
+def manual_boundary(op: ir.Operation, module: ir.Operation, target: str | None = None) -> ManualBoundary:
+    """Reads a manual-region placeholder (``target``: its target, read from an
+    MHLO ``op`` when None): its mesh, ``pxla.dims`` and
     ``pxla.manual_axes``, checking that the manual axes of each dimension come
     before its automatic ones and that the tile is the full value divided by
     the manual axes."""
-    target = placeholder_target(op)
+    target = placeholder_target(op) if target is None else target
     if len(op.operands) != 1 or len(op.results) != 1:
         raise PassError(op, f"@{target} takes one operand and has one result")
     to_shard = target == FULL_TO_SHARD

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import re
 import time
 from collections.abc import Sequence
 
@@ -223,15 +222,10 @@ def _main(module: ir.Module):
 
 
 def _mesh(final: ir.Module, pxla: ir.Module, num_devices: int) -> MeshView:
-    text = pxla_attrs.read_str(final.operation, pxla_attrs.MESH) or pxla_attrs.read_str(pxla.operation, pxla_attrs.MESH)
-    items = [re.fullmatch(r"\s*([\w.]+)\s*=\s*(\d+)\s*", p) for p in (text or "").split(",")]
-    matches = [m for m in items if m is not None]
-    if text and len(matches) == len(items):
-        names = [m.group(1) for m in matches]
-        sizes = [int(m.group(2)) for m in matches]
-        if math.prod(sizes) == num_devices:
-            names, sizes = _name_inner_replicas(pxla, names, sizes)
-            return MeshView(tuple(names), tuple(sizes))
+    mesh = pxla_attrs.declared_mesh(final.operation) or pxla_attrs.declared_mesh(pxla.operation)
+    if mesh is not None and mesh.size == num_devices:
+        names, sizes = _name_inner_replicas(pxla, list(mesh.axis_names), list(mesh.axis_sizes))
+        return MeshView(tuple(names), tuple(sizes))
     return MeshView(("devices",), (num_devices,))
 
 
@@ -243,7 +237,7 @@ def _name_inner_replicas(pxla: ir.Module, names: list[str], sizes: list[int]):
     k = names.index(pxla_attrs.REP_AXIS)
     axes = set()
     for op in walk(pxla.operation):
-        if op.name in ("mhlo.custom_call", "stablehlo.custom_call") and "pxla.axis_name" in op.attributes:
+        if op.name in pxla_attrs.CUSTOM_CALLS and pxla_attrs.AXIS_NAME in op.attributes:
             axes.add((pxla_attrs.read_str(op, pxla_attrs.AXIS_NAME), pxla_attrs.read_int(op, pxla_attrs.AXIS_SIZE, 0),
                       pxla_attrs.read_int(op, pxla_attrs.STRIDE, 0)))
     ordered = sorted(axes, key=lambda a: -a[2])
@@ -293,14 +287,13 @@ def _dims(attr) -> tuple[tuple[str, ...], ...]:
 
 def _shardings(pxla: ir.Module) -> tuple[ShardingView, ...]:
     """Global shapes and pieces of @main's arguments and results in the pxla form."""
-    from pxla_mlir.mlir.sharding.mesh import AbstractMesh, mapping_from_dims
+    from pxla_mlir.mlir.sharding.mesh import mapping_from_dims
 
     main = _main(pxla)
     if main is None:
         return ()
-    text = pxla_attrs.read_str(pxla.operation, pxla_attrs.MESH) or ""
-    declared = dict((k, int(v)) for k, v in (p.split("=") for p in text.split(",") if "=" in p))
-    amesh = AbstractMesh(tuple(declared.values()), tuple(declared)) if declared else None
+    amesh = pxla_attrs.declared_mesh(pxla.operation)
+    declared = dict(amesh.shape) if amesh is not None else {}
     # A partitioned pmap's per-index tiles are whole along its automatic axes.
     manual = set(pxla_attrs.manual_axes(pxla.operation, amesh)) if amesh is not None else set()
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
@@ -309,13 +302,13 @@ def _shardings(pxla: ir.Module) -> tuple[ShardingView, ...]:
         attrs = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else [None] * len(types)
         for i, (t, a) in enumerate(zip(types, attrs)):
             d = ir.DictAttr(a) if a is not None else None
-            which = next((k for k in ("pxla.dims", "pxla.tile_dims") if d is not None and k in d), None)
+            which = next((k for k in (pxla_attrs.DIMS, pxla_attrs.TILE_DIMS) if d is not None and k in d), None)
             if which is None or d is None or amesh is None or not isinstance(t, ir.RankedTensorType):
                 continue
             rt = ir.RankedTensorType(t)
             dims = _dims(d[which])
             shape = list(rt.shape)
-            if which == "pxla.tile_dims":  # per-device tile: scale up to the global shape by its manual axes
+            if which == pxla_attrs.TILE_DIMS:  # per-device tile: scale up to the global shape by its manual axes
                 shape = [s * math.prod(declared[a] for a in axes if a in manual) for s, axes in zip(shape, dims)]
             spec = amesh.sharding_spec(len(shape), mapping_from_dims(dims))
             ranges = shard_ranges(shape, spec)

@@ -21,7 +21,7 @@ import dataclasses
 import os
 import threading
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from jaxlib.mlir import ir
@@ -30,7 +30,7 @@ from pxla_mlir.mlir.core import diagnostics
 from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
 
-__all__ = ["ModulePass", "NamedPipeline", "PassError"]
+__all__ = ["ModulePass", "NamedPipeline", "PassError", "Step"]
 
 Where = Any  # ir.Operation | ir.OpView | ir.Value | ir.Location | None
 
@@ -147,14 +147,23 @@ def _emit(severity, loc, message, notes, root) -> None:
     diagnostics.emit(severity, loc, message, notes)
 
 
+#: A step of a named pipeline: a pxla pass instance, or jaxlib passes as pipeline text.
+Step = ModulePass | str
+
+
 @dataclasses.dataclass(frozen=True)
 class NamedPipeline(_Configurable):
     """A named list of passes, expanded in place wherever its argument appears
-    in a pipeline. Subclasses implement :meth:`elements`."""
+    in a pipeline. Subclasses implement :meth:`steps`."""
+
+    def steps(self) -> Sequence[Step]:
+        """The passes, in order, for this instance's options."""
+        raise NotImplementedError
 
     def elements(self) -> str:
-        """The pipeline elements as text, e.g. ``"pxla-a{k=v},canonicalize"``."""
-        raise NotImplementedError
+        """The pipeline elements as text, e.g. ``"pxla-a{k=v},canonicalize"``:
+        each step's canonical spelling (a pass with all its options)."""
+        return ",".join(str(step) for step in self.steps())
 
     def anchored(self) -> str:
         """This pipeline as a whole pass pipeline: ``builtin.module(<spec>)``."""

@@ -28,7 +28,7 @@ from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
 from pxla_mlir.mlir.pass_infra import registry, reproducer as reproducer_file
-from pxla_mlir.mlir.pass_infra.base import ModulePass
+from pxla_mlir.mlir.pass_infra.base import ModulePass, Step
 from pxla_mlir.mlir.pass_infra.guards import guards_for
 from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields, split_top_level
 
@@ -159,7 +159,6 @@ def pass_element(name: str, options: str) -> str:
 
 # -- resolved pipeline -----------------------------------------------------------
 
-Step = ModulePass | str  # a pxla pass, or canonical text of jaxlib passes
 Verify = Literal["every-pass", "pxla-changes", "none"]
 
 

@@ -29,6 +29,7 @@ PASSES: dict[str, str] = {
     "pxla-inline-manual-computations": "pxla_mlir.passes.inline_manual_computations:InlineManualComputationsPass",
     "pxla-place-pieces": "pxla_mlir.passes.place_pieces:PlacePiecesPass",
     "pxla-place-tiles": "pxla_mlir.passes.place_tiles:PlaceTilesPass",
+    "pxla-verify-form": "pxla_mlir.passes.verify_form:VerifyFormPass",
     "pxla-verify-handoff": "pxla_mlir.passes.verify_handoff:VerifyHandoffPass",
     "pxla-wrap-manual-main": "pxla_mlir.passes.wrap_manual_main:WrapManualMainPass",
 }
