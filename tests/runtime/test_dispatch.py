@@ -288,6 +288,8 @@ def test_donated_arrays_cannot_be_reused_on_the_fast_path():
 
 @pytest.mark.subprocess
 def test_a_thousand_unblocked_calls_on_the_fast_path_do_not_deadlock():
+    """Plain jax.pmap aborts the process after ~40 un-blocked calls (XLA:CPU collective rendezvous); the
+    in-flight window prevents it, with and without donation."""
     p = run_isolated("""
         import numpy as np, pxla_mlir
         from jax import lax
@@ -299,6 +301,8 @@ def test_a_thousand_unblocked_calls_on_the_fast_path_do_not_deadlock():
         z = g(np.ones((8, 16), np.float32))
         for _ in range(1000):
             z = g(z)
+        np.testing.assert_allclose(np.asarray(y), 1.0)
+        np.testing.assert_allclose(np.asarray(z), 1.0)
         print(float(np.asarray(y)[0, 0]), float(np.asarray(z)[0, 0]))
     """)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -450,25 +454,6 @@ def test_a_donating_step_that_returns_its_state_first_never_waits_for_every_laun
 
 # -- call storms plain jax.pmap does not survive, each in its own process with a hard timeout
 # (tests/isolation.py): a crash fails one test, never the run --------------------------------------------
-
-
-@pytest.mark.subprocess
-def test_thousand_unblocked_calls_do_not_hang():
-    """Plain jax.pmap aborts the process here after ~40 un-blocked calls
-    (XLA:CPU collective rendezvous); the in-flight window prevents it."""
-    from isolation import run_isolated
-
-    out = run_isolated("""
-        import numpy as np, pxla_mlir
-        from jax import lax
-        f = pxla_mlir.pmap(lambda v: lax.psum(v, "i") / 8, "i")
-        y = np.ones((8, 16), np.float32)
-        for _ in range(1000):
-            y = f(y)
-        np.testing.assert_allclose(np.asarray(y), 1.0)
-        print("done", y.shape)
-    """)
-    assert out.strip() == "done (8, 16)"
 
 
 @pytest.mark.subprocess
