@@ -131,7 +131,7 @@ def test_broadcast_arguments_and_outputs(lowering):
     check(got, jax.vmap(f, in_axes=(0, None), axis_name="batch")(x, w))
 
 
-@pytest.mark.parametrize("lowering", ["replica", "vectorize"])
+@pytest.mark.parametrize("lowering", [pytest.param("replica", marks=pytest.mark.slow), "vectorize"])
 def test_key_arrays_mapped_and_broadcast(lowering):
     """A key array's buffer has its key data as a trailing dimension: not one of the named layout's."""
     def f(a, k, ks):
@@ -280,7 +280,8 @@ def control_flow_reference(x):
 
 
 @pytest.mark.parametrize("lowering", SHARDY_FAST)
-@pytest.mark.parametrize("resources", [("x", "y"), "x"], ids=["xy", "x-and-local"])
+@pytest.mark.parametrize("resources", [("x", "y"), pytest.param("x", marks=pytest.mark.slow)],
+                         ids=["xy", "x-and-local"])
 def test_collectives_needing_constant_tables_inside_control_flow(lowering, resources):
     x = data(16, 32)
     got = run(control_flow_tables, ["b", ...], ["b", ...], (x,), mesh(x=2, y=4), lowering,
