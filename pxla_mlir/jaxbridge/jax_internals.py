@@ -128,9 +128,9 @@ core = PrivateNames(
 pe = PrivateNames(
     _pe,
     "DynamicJaxprTracer JaxprTracer PartialVal convert_constvars_jaxpr custom_partial_eval_rules dce_jaxpr dce_rules "
-    "dce_jaxpr_closed_call_rule has_effects lower_jaxpr2 merge_lists move_binders_to_front new_eqn_recipe new_jaxpr_eqn "
-    "partial_eval_jaxpr_custom partial_eval_jaxpr_custom_rules partial_eval_jaxpr_nounits partition_list "
-    "trace_to_jaxpr_dynamic")
+    "dce_jaxpr_closed_call_rule has_effects lower_jaxpr2 merge_lists move_binders_to_front new_eqn_recipe "
+    "new_jaxpr_eqn partial_eval_jaxpr_custom partial_eval_jaxpr_custom_rules partial_eval_jaxpr_nounits "
+    "partition_list trace_to_jaxpr_dynamic")
 ad = PrivateNames(
     _ad,
     "JVPTracer LinearizeTracer UndefinedPrimal Zero backward_pass instantiate_zeros is_undefined_primal jvp_jaxpr "
