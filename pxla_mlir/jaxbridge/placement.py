@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from pxla_mlir.jaxbridge.jax_internals import batched_device_put, cc_shard_arg, core
+from pxla_mlir.jaxbridge.executables import batched_device_put
+from pxla_mlir.jaxbridge.jax_internals import cc_shard_arg, core
 
 __all__ = ["piece_indices", "piece_plan", "put_pieces", "copying_shard_arg", "same_platform"]
 

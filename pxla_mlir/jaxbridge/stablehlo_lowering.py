@@ -16,18 +16,8 @@ import numpy as np
 from jax.sharding import AxisType
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.jaxbridge.jax_internals import (
-    JaxAbstractMesh,
-    backend,
-    core,
-    effects,
-    high_level_avals,
-    jax_mlir,
-    lojax,
-    lower_jaxpr_to_module,
-    lowering_flags,
-    sharding_impls,
-)
+from pxla_mlir.jaxbridge.jax_internals import JaxAbstractMesh, backend, core, effects, jax_mlir, sharding_impls
+from pxla_mlir.jaxbridge.jaxpr_protocols import high_level_avals, lojax, lower_jaxpr_to_module, lowering_flags
 
 __all__ = ["LOWERING_LOCK", "CONTEXT_LOWERINGS", "shared_lowering_context", "spmd_axis_context",
            "sharding_impls_mesh", "lower_per_device", "lower_global", "refined_module", "low_level",

@@ -16,7 +16,8 @@ import functools
 
 from jax import tree_util
 
-from pxla_mlir.jaxbridge.jax_internals import checkify_jaxpr, core, register_checkify
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.jaxbridge.jaxpr_protocols import checkify_jaxpr, register_checkify
 from pxla_mlir.maps.rules import Ident, MapRules, memo
 
 __all__ = ["register"]

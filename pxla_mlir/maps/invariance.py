@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeAlias
 
-from pxla_mlir.jaxbridge.jax_internals import core, scan_counts
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.jaxbridge.jaxpr_protocols import scan_counts
 from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, COLLECTIVES, axes_of
 
 if TYPE_CHECKING:

@@ -20,17 +20,8 @@ import contextlib
 import functools
 from typing import TYPE_CHECKING, Any
 
-from pxla_mlir.jaxbridge.jax_internals import (
-    ad,
-    api_util,
-    batching,
-    core,
-    linearize_jaxpr,
-    pe,
-    register_dce,
-    register_linearization,
-    source_info_util as jax_source_info,
-)
+from pxla_mlir.jaxbridge.jax_internals import ad, api_util, batching, core, pe, source_info_util as jax_source_info
+from pxla_mlir.jaxbridge.jaxpr_protocols import linearize_jaxpr, register_dce, register_linearization
 from pxla_mlir.jaxbridge.stablehlo_lowering import low_level
 from pxla_mlir.maps.tracing import trace_flat
 from pxla_mlir.mlir.support.lru import LRU

@@ -9,7 +9,7 @@ One entry per jax primitive says:
   :mod:`..maps.invariance` uses it for ``out_axes=None`` and xmap's output checks;
 * ``mhlo``: the MHLO collectives jax lowers it to. Passes recognise those by
   their op names and read their device groups through the jax-free
-  :mod:`.core.device_groups` (``tests/mlir/test_collectives.py`` checks that every
+  :mod:`.core.device_groups` (``tests/maps/test_collectives.py`` checks that every
   name here is one it knows).
 
 How a map kind rebinds a collective is the kind's own business: xmap's

@@ -29,7 +29,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.jaxbridge import cache_access, executables, jax_internals
 from pxla_mlir.mlir.core import replica_shardings
 from pxla_mlir.mlir.core.pxla_attrs import device_counts
 from pxla_mlir.mlir.core.shardy import uses_shardy
@@ -99,7 +99,7 @@ def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -
     ``min_compile_time_secs``: only programs that took at least this long to
     compile are written (jax's default is 1 s; 0 keeps every program)."""
     path = _usable_cache_dir(path, "enable_compilation_cache(path)")
-    jax_internals.enable_persistent_cache(path, min_compile_time_secs)
+    cache_access.enable_persistent_cache(path, min_compile_time_secs)
 
 
 def _usable_cache_dir(path, source: str) -> str:
@@ -146,9 +146,9 @@ def _apply_env() -> None:
     global _env_applied
     if not _env_applied:
         path = os.environ.get(CACHE_DIR_ENV)
-        if path and not jax_internals.persistent_cache_enabled():
+        if path and not cache_access.persistent_cache_enabled():
             # Checked on every compile until it works: a bad directory is an error each time, never skipped.
-            jax_internals.enable_persistent_cache(_usable_cache_dir(path, CACHE_DIR_ENV), 0.0)
+            cache_access.enable_persistent_cache(_usable_cache_dir(path, CACHE_DIR_ENV), 0.0)
         _env_applied = True
 
 
@@ -256,7 +256,7 @@ def compile_program(module: ir.Module, devices: Sequence, *, platform: str | Non
         if host_callbacks:
             with logged() if logged else contextlib.nullcontext():
                 STATS["compiles"] += 1
-                return Program(jax_internals.compile_and_load(module, devices, opts, host_callbacks=host_callbacks))
+                return Program(executables.compile_and_load(module, devices, opts, host_callbacks=host_callbacks))
         text = cast(str, module.operation.get_asm(enable_debug_info=False))  # text, not bytes
         key = _program_key(text, opts, devices) if share else None
         with _shared_lock:
@@ -279,12 +279,12 @@ def compile_program(module: ir.Module, devices: Sequence, *, platform: str | Non
 def _compile_text(module, text: str, devices: Sequence, ids: np.ndarray, opts, platform: str, expected):
     """``module`` (whose MHLO without locations is ``text``) compiled, or loaded from the persistent cache."""
     STATS["compiles"] += 1
-    if jax_internals.persistent_cache_used(platform):
+    if cache_access.persistent_cache_used(platform):
         return load_or_compile(module, text, devices, ids, opts, platform, expected=expected,
-                               compile=lambda: jax_internals.compile_and_load(text, devices, opts))
-    if jax_internals.cache_gate_open(platform):  # jax's gate with no cache: every compile is after a miss
+                               compile=lambda: executables.compile_and_load(text, devices, opts))
+    if cache_access.cache_gate_open(platform):  # jax's gate with no cache: every compile is after a miss
         jax_internals.util.test_event("compile_after_persistent_compilation_miss")
-    return jax_internals.compile_and_load(text, devices, opts)
+    return executables.compile_and_load(text, devices, opts)
 
 
 def _program_key(text: str, opts, devices: Sequence) -> tuple:
@@ -309,4 +309,4 @@ def _checked_options(options) -> dict | None:
 
 def to_xla_computation(module: ir.Module):
     """XLA's HLO (``XlaComputation``) of a final MHLO module."""
-    return jax_internals.xla_computation(cast(str, module.operation.get_asm(enable_debug_info=True)))
+    return executables.xla_computation(cast(str, module.operation.get_asm(enable_debug_info=True)))

@@ -47,7 +47,8 @@ from collections.abc import Callable, Sequence
 
 from jax import tree_util
 
-from pxla_mlir.jaxbridge.jax_internals import ArrayImpl, core, cpp_dispatch, dispatch_flatten, float0, is_extended
+from pxla_mlir.jaxbridge.executables import cpp_dispatch
+from pxla_mlir.jaxbridge.jax_internals import ArrayImpl, core, dispatch_flatten, float0, is_extended
 from pxla_mlir.jaxbridge.placement import copying_shard_arg, same_platform
 from pxla_mlir.jaxbridge.pytree_depth import too_deep
 from pxla_mlir.mlir.support.stats import STATS

@@ -28,7 +28,8 @@ import numpy as np
 
 from pxla_mlir.distributed.processes import MultiProcessError, spans_processes
 from pxla_mlir.distributed.shares import LocalPlacement, is_global
-from pxla_mlir.jaxbridge.jax_internals import core, float0, is_extended, set_runtime_tokens
+from pxla_mlir.jaxbridge.executables import set_runtime_tokens
+from pxla_mlir.jaxbridge.jax_internals import core, float0, is_extended
 from pxla_mlir.jaxbridge.placement import piece_indices, put_pieces
 from pxla_mlir.runtime.callbacks import GuardedCallbacks, refuse_inside_callback
 from pxla_mlir.runtime.donation import check_donations

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from jax import monitoring
 
-from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.jaxbridge import cache_access, executables, jax_internals
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
 
 __all__ = ["load_or_compile", "CacheEntryRejected", "MAGIC", "KEY_PREFIX", "entry_key"]
@@ -46,7 +46,7 @@ class CacheEntryRejected(UserWarning):
 
 
 def entry_key(module, devices: Sequence, ids: np.ndarray, options, platform: str | None) -> str:
-    return KEY_PREFIX + jax_internals.cache_key(module, devices, ids, options, platform)
+    return KEY_PREFIX + cache_access.cache_key(module, devices, ids, options, platform)
 
 
 def _program_digest(text: str, ids: np.ndarray) -> bytes:
@@ -63,13 +63,13 @@ def load_or_compile(module, text: str, devices: Sequence, ids: np.ndarray, optio
         key = entry_key(module, devices, ids, options, platform)
     digest = _program_digest(text, ids)
     monitoring.record_event("/jax/compilation_cache/compile_requests_use_cache")
-    raw = jax_internals.cache_read(key, platform)
+    raw = cache_access.cache_read(key, platform)
     if raw is not None:
         executable, doubt = _load(raw, digest, devices, options, platform, expected)
         if executable is not None:
             monitoring.record_event("/jax/compilation_cache/cache_hits")
             return executable
-        jax_internals.cache_remove(key, platform)
+        cache_access.cache_remove(key, platform)
         warnings.warn(CacheEntryRejected(f"pxla_mlir: the compilation cache entry {key[:40]}... was not used: "
                                          f"{doubt}; it was removed and the program compiled anew"), stacklevel=4)
     jax_internals.util.test_event("compile_after_persistent_compilation_miss")  # as jax's compiler on a miss
@@ -94,7 +94,7 @@ def _load(raw: bytes, digest: bytes, devices, options, platform, expected):
     if hashlib.sha256(payload).digest() != payload_digest:
         return None, "its executable is damaged (checksum mismatch)"
     try:
-        executable = jax_internals.deserialize_executable(payload, devices, options)
+        executable = executables.deserialize_executable(payload, devices, options)
     except Exception as e:  # jaxlib's runtime error: not a loadable executable
         return None, f"its executable does not load ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
     if expected is not None:
@@ -131,12 +131,12 @@ def program_shapes(executable) -> tuple[list, list]:
 
 
 def _store(key: str, digest: bytes, executable, seconds: float, platform) -> None:
-    min_seconds, min_bytes = jax_internals.persistent_cache_thresholds()
-    if seconds < min_seconds or not jax_internals.is_process_zero():  # as jax: the first process writes
+    min_seconds, min_bytes = cache_access.persistent_cache_thresholds()
+    if seconds < min_seconds or not cache_access.is_process_zero():  # as jax: the first process writes
         return
-    payload = jax_internals.serialize_executable(executable)
+    payload = executables.serialize_executable(executable)
     entry = _HEADER.pack(MAGIC, digest, hashlib.sha256(payload).digest(), min(int(seconds), 2**32 - 1)) + \
         zlib.compress(payload)
     if len(entry) >= min_bytes:
         monitoring.record_event("/jax/compilation_cache/cache_misses")  # jax's name for an entry written
-        jax_internals.cache_write(key, entry, platform)
+        cache_access.cache_write(key, entry, platform)

@@ -9,16 +9,8 @@ import functools
 import jax
 import numpy as np
 
-from pxla_mlir.jaxbridge.jax_internals import (
-    array_result_handler,
-    assemble_array,
-    core,
-    dtypes,
-    is_extended,
-    pxla,
-    replica_results_need_assembly,
-    sharding_impls,
-)
+from pxla_mlir.jaxbridge.executables import array_result_handler, assemble_array, replica_results_need_assembly
+from pxla_mlir.jaxbridge.jax_internals import core, dtypes, is_extended, pxla, sharding_impls
 
 __all__ = ["physical", "typed_aval", "result_handler", "needs_assembly", "is_empty"]
 

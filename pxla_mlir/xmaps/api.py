@@ -39,7 +39,8 @@ from jax.sharding import NamedSharding
 from pxla_mlir.distributed.jit_shares import note_xmap
 from pxla_mlir.distributed.processes import is_multi_process, spans_processes
 from pxla_mlir.distributed.shares import scaled_avals, share_factor
-from pxla_mlir.jaxbridge.jax_internals import api_util, at_top_level, core, has_checks, pe
+from pxla_mlir.jaxbridge.jax_internals import api_util, at_top_level, core, pe
+from pxla_mlir.jaxbridge.jaxpr_protocols import has_checks
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import argnums
 from pxla_mlir.maps.function import MapFunction, Traced

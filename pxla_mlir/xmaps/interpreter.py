@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from pxla_mlir.jaxbridge.jax_internals import core, scan_counts
+from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.jaxbridge.jaxpr_protocols import scan_counts
 from pxla_mlir.maps import registry
 from pxla_mlir.maps.invariance import Names, value_names
 from pxla_mlir.mlir.collectives import CALL_JAXPR_PARAMS, axes_of

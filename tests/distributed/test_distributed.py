@@ -10,6 +10,7 @@ import pxla_mlir
 from pxla_mlir.distributed import MultiProcessError, check_devices, global_avals, is_process_local
 from pxla_mlir.distributed.program_check import check_before_launch, describe_difference
 from pxla_mlir.distributed.shares import Share, bound_avals
+from pxla_mlir.mlir.sharding import Mesh
 from pxla_mlir.pmaps.arguments import plain_aval
 
 
@@ -59,6 +60,12 @@ def test_single_process_runs_are_unchanged():
     assert check_before_launch(f.lower(x)) is None
     y = f(x)
     np.testing.assert_array_equal(pxla_mlir.process_local({"y": y})["y"], np.asarray(y))
+
+
+def test_a_mesh_of_real_devices_in_one_process_is_its_own_local_mesh():
+    m = Mesh.create({"x": 2, "y": 4})
+    assert not m.is_multi_process and m.local_mesh == m
+    assert len(m.local_devices) == 8 and m.devices.flat[0] == jax.devices()[0]
 
 
 def test_traced_values_keep_their_locality():

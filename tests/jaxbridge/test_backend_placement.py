@@ -18,7 +18,7 @@ import pytest
 from jax import lax
 
 import pxla_mlir
-from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.jaxbridge import executables, jax_internals
 from pxla_mlir.jaxbridge.placement import same_platform
 from pxla_mlir.maps.arguments import check_backend
 from pxla_mlir.runtime import compile as runtime_compile, dispatch
@@ -76,14 +76,14 @@ def test_xmap_with_backend_compiles_on_its_client(default_backend_is_elsewhere):
 
 def test_device_client_is_the_devices_own():
     devices = jax.devices("cpu")[:2]
-    assert jax_internals.device_client(devices) is devices[0].client
+    assert executables.device_client(devices) is devices[0].client
     with pytest.raises(ValueError, match="several XLA clients"):
-        jax_internals.device_client([devices[0], FakeDevice("tpu", client=object())])
+        executables.device_client([devices[0], FakeDevice("tpu", client=object())])
 
 
 def test_compile_module_refuses_another_platform_before_xla(monkeypatch):
     lowered = pxla_mlir.pmap(body, "i").lower(np.ones((2, 3), np.float32))
-    monkeypatch.setattr(jax_internals, "compile_and_load", lambda *a, **k: pytest.fail("reached jaxlib"))
+    monkeypatch.setattr(executables, "compile_and_load", lambda *a, **k: pytest.fail("reached jaxlib"))
     with pytest.raises(PlatformMismatchError, match="cannot compile for platform 'tpu' on CPU devices"):
         runtime_compile.compile_module(lowered.mhlo(), lowered.devices, platform="tpu")
 

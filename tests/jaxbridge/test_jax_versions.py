@@ -94,6 +94,7 @@ def _table_reads(path):
     return reads
 
 
+@pytest.mark.slow
 def test_every_private_name_read_in_the_code_base_is_listed():
     """A name read from a table but not listed fails only on the path that reads it; find them all here."""
     unlisted = []

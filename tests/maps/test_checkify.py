@@ -52,6 +52,7 @@ def test_an_out_of_bounds_index():
                                 "bounds for axis 0 with size 4")
 
 
+@pytest.mark.slow
 def test_nested_pmaps_xmap_and_grad_report_every_index():
     err, out = checkify.checkify(pxla_mlir.pmap(pxla_mlir.pmap(checked, "j"), "i"))(X.reshape(2, 4))
     np.testing.assert_array_equal(out, 2 * X.reshape(2, 4))

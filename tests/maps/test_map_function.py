@@ -105,6 +105,7 @@ def test_xmap_stored_on_a_class_is_not_bound():
     np.testing.assert_array_equal(np.asarray(Model().f(np.arange(4.0))), np.arange(4.0) * 2)
 
 
+@pytest.mark.slow
 def test_every_cache_of_a_map_is_bounded(monkeypatch):
     """Beyond its size a map drops its least recently used signature everywhere, the C++ fast path
     included: an executable dropped from the map's caches is freed (a C++ cache shared by every map,

@@ -78,6 +78,7 @@ def test_a_high_level_primitive_lowers_in_an_xmap_and_a_pxla_jit():
     np.testing.assert_array_equal(jitted(X), 2 * (3.0 * X + 1.0))
 
 
+@pytest.mark.slow  # about 2 s; the sweep's expm runs in the fast tier
 def test_jax_expm_under_pmap_as_the_issue_reported_it():
     """It failed on jax 0.12: expm's Padé degree is chosen by jnp.searchsorted (its gradient: the sweep)."""
     x = jnp.eye(3) * 0.2 + 0.05

@@ -30,7 +30,7 @@ def same_error(exc, call_ours, call_jax):
 
 # -- typed PRNG keys and other extended dtypes -------------------------------------------------------
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [pytest.param("replica", marks=pytest.mark.slow), "partition"])  # replica: 2-4 s
 def test_typed_keys_in_and_out_match_jax_pmap(mode):
     keys = jax.random.split(jax.random.key(0), 8)
 

@@ -83,6 +83,7 @@ def test_in_axes_and_out_axes(oracle):
     np.testing.assert_array_equal(np.asarray(out), np.moveaxis(np.asarray(oracle(X, W)), 0, 2))
 
 
+@pytest.mark.slow
 def test_grad_and_vmap_compose(f, oracle):
     # the cotangent of w sums over inner, then outer (the oracle's over both at once): equal up to rounding
     g = jax.grad(lambda w: f(X, w).sum())(W)

@@ -18,6 +18,10 @@ from pxla_mlir.runtime.compile import KnownCrashError
 # Partition mode runs in both sharding dialects (replica mode has no shardings).
 FORMS = [("replica", "sdy"), ("partition", "sdy"), ("partition", "gspmd")]
 MODES = [(mode, unshard, shardings) for mode, shardings in FORMS for unshard in ("all-gather", "all-reduce")]
+#: The multi-level tests run on two of MODES in the fast tier (both modes, both strategies, both sharding forms),
+#: on all six in make test.
+FAST_MODES = [("replica", "all-gather", "sdy"), ("partition", "all-reduce", "gspmd")]
+SOME_SLOW_MODES = [m if m in FAST_MODES else pytest.param(*m, marks=pytest.mark.slow) for m in MODES]
 RNG = np.random.default_rng(0)
 
 
@@ -169,7 +173,7 @@ def vmap_as_pmap(f, name, in_axes=0, out_axes=0):
 
 
 @pytest.mark.enable_checks
-@pytest.mark.parametrize("mode, unshard, shardings", MODES)
+@pytest.mark.parametrize("mode, unshard, shardings", SOME_SLOW_MODES)
 def test_two_levels(mode, unshard, shardings):
     x, w = data(2, 3, 4, 5), np.float32(2.0)
     got = pxla_mlir.pmap(make_outer(pxla_mlir.pmap), "i", in_axes=(0, None), mode=mode, unshard=unshard,
@@ -201,7 +205,7 @@ def bits(x):
     return x.view(f"u{x.dtype.itemsize}")
 
 
-@pytest.mark.parametrize("mode, unshard, shardings", MODES)
+@pytest.mark.parametrize("mode, unshard, shardings", SOME_SLOW_MODES)
 def test_unshard_keeps_every_value_exactly(mode, unshard, shardings):
     """An inner pmap's mapped outputs at every out_axis hold each device's
     value bit for bit: -0.0, NaN, infinities, integer extremes, booleans,
@@ -244,7 +248,7 @@ def three_levels(pmap_fn):
     return level1
 
 
-@pytest.mark.parametrize("mode, unshard, shardings", MODES)
+@pytest.mark.parametrize("mode, unshard, shardings", SOME_SLOW_MODES)
 def test_three_levels(mode, unshard, shardings):
     x = data(2, 2, 2, 3)
     f = pxla_mlir.pmap(three_levels(pxla_mlir.pmap), "i", mode=mode, unshard=unshard, shardings=shardings)

@@ -102,7 +102,10 @@ TRANSFORMS = {
 }
 
 
-@pytest.mark.parametrize("program", list(PROGRAMS))
+# The fast tier runs every first-order transform on the one-level program; the nested and pytree programs (1 to 5 s
+# each under grad and the jacobians) run in make test.
+@pytest.mark.parametrize("program", [p if p == "one_level" else pytest.param(p, marks=pytest.mark.slow)
+                                     for p in PROGRAMS])
 @pytest.mark.parametrize("transform", [pytest.param(t, marks=pytest.mark.slow) if t == "grad_of_grad" else t
                                        for t in TRANSFORMS])  # second order: about 2 s a program
 def test_transform_matches_vmap_reference(program, transform):
@@ -150,7 +153,7 @@ def test_vmap_with_collectives_over_both_axes():
     assert_close(got1, np.transpose(np.asarray(want), (2, 1, 0)))  # [feature, i, b]
 
 
-@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("order", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_check_grads(order):
     f = pxla_mlir.pmap(lambda x, w: jnp.sin(x * w) * lax.psum(x, "i"), "i", in_axes=(0, None))
     x, w = data(8, 2).astype(np.float64), data(2).astype(np.float64)
@@ -158,7 +161,8 @@ def test_check_grads(order):
         check_grads(f, (x, w), order=order, modes=("fwd", "rev"), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("transform", ["grad", "jvp", "vmap", "checkpoint", "grad_of_grad"])
+@pytest.mark.parametrize("transform", ["grad", "jvp", "vmap", "checkpoint",
+                                       pytest.param("grad_of_grad", marks=pytest.mark.slow)])
 def test_repeated_transformed_calls_reuse_traces_and_executables(transform):
     f = one_level(pxla_mlir.pmap)
     args = PROGRAMS["one_level"][1]()

@@ -58,6 +58,7 @@ def test_bare_call_is_one_group_with_global_values():
     assert re.search(r"f32\[2,2\]\S* add\(", hlo), hlo  # each of the 2 devices adds its rows
 
 
+@pytest.mark.slow
 def test_specs_that_refine_each_other_share_one_grid():
     f = pxla_mlir.sharded_jit(lambda a, b: jnp.sin(a) @ b, in_parts=(P(2, 2), P(1, 4)), out_parts=P(4, 1))
     a = (np.arange(64, dtype=np.float32).reshape(8, 8) - 30) / 10

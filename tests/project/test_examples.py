@@ -35,6 +35,7 @@ def run_example(name, seed=0):
         return args, prepared.fn(*args)
 
 
+@pytest.mark.slow
 def test_train_step_matches_single_device_training():
     loss_fn = resolve(f"{REPO}/examples/train_step.py:loss")
     args, (w1, b1, w2, loss) = run_example("train_step")

@@ -18,9 +18,15 @@ from conftest import REPO
 JAX_FREE = sorted(m for m in import_graph.modules() if import_graph.floor(m) <= import_graph.JAX_FREE)
 
 
+@pytest.fixture(scope="module")
+def violations():
+    """The graph's violations, computed once for the four rules (it parses every module)."""
+    return import_graph.violations()
+
+
 @pytest.mark.parametrize("rule", ["cycles", "upward imports", "imports between map kinds", "jax in the jax-free floor"])
-def test_import_graph_rule(rule):
-    broken = import_graph.violations()[rule]
+def test_import_graph_rule(rule, violations):
+    broken = violations[rule]
     assert not broken, f"{rule}:\n" + "\n".join(broken) + "\n(python tests/import_graph.py shows the whole graph)"
 
 

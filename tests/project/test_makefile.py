@@ -46,6 +46,7 @@ def stamp(checkout, *names):
         os.utime(checkout / ".venv" / name, (later, later))
 
 
+@pytest.mark.subprocess  # make -n
 def test_demo_on_a_fresh_checkout_installs_the_runtime_only_and_says_so(checkout):
     lines = recipe(checkout, "demo")
     (install,) = installs(lines)
@@ -55,6 +56,7 @@ def test_demo_on_a_fresh_checkout_installs_the_runtime_only_and_says_so(checkout
     assert lines[-1].startswith("echo ") and "source .venv/bin/activate" in lines[-1], lines[-1]
 
 
+@pytest.mark.subprocess  # make -n
 def test_make_test_after_make_demo_installs_the_test_extra(checkout):
     stamp(checkout, ".created", ".installed-runtime")
     assert not installs(recipe(checkout, "demo")), "a second make demo installs nothing"
@@ -65,6 +67,7 @@ def test_make_test_after_make_demo_installs_the_test_extra(checkout):
     assert said.startswith("echo ") and "about 1 GB" in said, said
 
 
+@pytest.mark.subprocess  # make -n
 def test_make_demo_after_make_test_installs_nothing(checkout):
     stamp(checkout, ".created", ".installed-runtime", ".installed")
     assert not installs(recipe(checkout, "demo"))

@@ -98,7 +98,7 @@ def test_unusable_cache_directories_are_clear_errors(tmp_path, monkeypatch):
         pxla_mlir.enable_compilation_cache(a_file)
     with pytest.raises(TypeError, match="needs a directory path"):
         pxla_mlir.enable_compilation_cache(None)
-    from pxla_mlir.jaxbridge.jax_internals import persistent_cache_enabled
+    from pxla_mlir.jaxbridge.cache_access import persistent_cache_enabled
 
     assert not persistent_cache_enabled()
 TRUST = """

@@ -65,7 +65,7 @@ def test_collectives_over_a_looped_axis(lowering, resources):
     assert_close(got, want)
 
 
-@pytest.mark.parametrize("lowering", ["replica", "vectorize"])
+@pytest.mark.parametrize("lowering", [pytest.param("replica", marks=pytest.mark.slow), "vectorize"])
 def test_the_loop_is_a_while_and_needs_memory_for_one_chunk(lowering):
     def f(a):
         sorted_rows = jnp.sort(jnp.tanh(jnp.outer(a, a)), axis=0)  # a 128x128 intermediate per row
@@ -86,7 +86,8 @@ def test_the_loop_is_a_while_and_needs_memory_for_one_chunk(lowering):
     assert temp[("x", "l")] < temp[("x",)] / 4
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", [pytest.param("replica", marks=pytest.mark.slow),
+                                      pytest.param("manual", marks=pytest.mark.slow), "vectorize"])  # 3 s each
 def test_two_named_axes_on_two_loops_and_a_nested_looped_xmap(lowering):
     def two(v):
         return v - lax.pmean(v, "a") + lax.psum(v, "b") * lax.axis_index("b")

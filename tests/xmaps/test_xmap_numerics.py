@@ -17,6 +17,9 @@ from pxla_mlir.runtime.compile import KnownCrashError
 
 # A lowering, with "-gspmd" for the GSPMD form of the SPMD lowerings (Shardy is the default).
 LOWERINGS = ["replica", "manual", "manual-gspmd", "vectorize", "vectorize-gspmd"]
+#: The sweeps over collectives and mesh layouts run the GSPMD forms in make test, the Shardy forms in the fast tier
+#: too (the two differ only in their sharding constructs: tests/maps/test_shardy_form.py).
+SHARDY_FAST = [pytest.param(l, marks=pytest.mark.slow) if l.endswith("-gspmd") else l for l in LOWERINGS]
 RNG = np.random.default_rng(0)
 
 
@@ -58,7 +61,7 @@ def test_one_mesh_axis(lowering):
     assert got.sharding.spec == jax.sharding.PartitionSpec("x", None)
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", SHARDY_FAST)
 @pytest.mark.parametrize("shape", [(4, 8, 3), (2, 4, 3)], ids=["tiles-2x2", "tiles-1x1"])
 def test_two_named_axes_on_a_2x4_mesh(lowering, shape):
     def f(b):
@@ -91,7 +94,7 @@ OUTS = {"pmean": ["batch", ...], "axis_index": ["batch", ...], "all_gather": {},
         "all_to_all": ["batch", ...]}
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", SHARDY_FAST)
 @pytest.mark.parametrize("resources", [("x", "y"), ("y", "x"), "x", ()], ids=["xy", "yx", "x-and-local", "vectorized"])
 def test_every_collective_over_two_mesh_axes(lowering, resources):
     x = data(16, 32)
@@ -128,7 +131,7 @@ def test_broadcast_arguments_and_outputs(lowering):
     check(got, jax.vmap(f, in_axes=(0, None), axis_name="batch")(x, w))
 
 
-@pytest.mark.parametrize("lowering", ["replica", "vectorize"])
+@pytest.mark.parametrize("lowering", [pytest.param("replica", marks=pytest.mark.slow), "vectorize"])
 def test_key_arrays_mapped_and_broadcast(lowering):
     """A key array's buffer has its key data as a trailing dimension: not one of the named layout's."""
     def f(a, k, ks):
@@ -161,7 +164,7 @@ def test_pytrees_and_axis_sizes(lowering):
 
 
 @pytest.mark.enable_checks
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", SHARDY_FAST)
 def test_collectives_inside_control_flow(lowering):
     def f(a):
         def step(c, _):
@@ -242,7 +245,7 @@ def grouped_reference(x):
     }
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", SHARDY_FAST)
 @pytest.mark.parametrize("resources", [("y", "x"), "x", ()], ids=["yx", "x-and-local", "vectorized"])
 def test_psum_scatter_pbroadcast_and_axis_index_groups(lowering, resources):
     x = data(16, 32)
@@ -276,8 +279,9 @@ def control_flow_reference(x):
     return c, np.stack(ys, 1), d, e
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS)
-@pytest.mark.parametrize("resources", [("x", "y"), "x"], ids=["xy", "x-and-local"])
+@pytest.mark.parametrize("lowering", SHARDY_FAST)
+@pytest.mark.parametrize("resources", [("x", "y"), pytest.param("x", marks=pytest.mark.slow)],
+                         ids=["xy", "x-and-local"])
 def test_collectives_needing_constant_tables_inside_control_flow(lowering, resources):
     x = data(16, 32)
     got = run(control_flow_tables, ["b", ...], ["b", ...], (x,), mesh(x=2, y=4), lowering,
@@ -323,7 +327,7 @@ EMPTY_OUT_AXES = {"scaled": ["i", ...], "sum": [...], "max": [...], "gathered": 
 
 
 @pytest.mark.enable_checks
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", SHARDY_FAST)
 @pytest.mark.parametrize("resources", [("x", "y"), "x", ()], ids=["xy", "x", "vectorized"])
 def test_a_named_axis_of_size_zero(lowering, resources):
     """Each device gets a tile of zero elements; reductions over it give their identities, as jax.vmap does."""

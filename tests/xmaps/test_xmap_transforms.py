@@ -18,6 +18,8 @@ import pxla_mlir
 from pxla_mlir.mlir.support.stats import STATS
 
 LOWERINGS = ["replica", "manual", "vectorize"]
+#: Replica lowering is the costliest (2 to 6 s a test here): some tests run it in make test only.
+REPLICA_SLOW = [pytest.param("replica", marks=pytest.mark.slow), "manual", "vectorize"]
 RNG = np.random.default_rng(0)
 
 
@@ -61,8 +63,11 @@ TRANSFORMS = {
 }
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS)
-@pytest.mark.parametrize("transform", list(TRANSFORMS))
+# Replica lowering costs the most under every transform: the fast tier runs grad and vmap on it, the others on
+# manual and vectorize; make test runs every pair.
+@pytest.mark.parametrize("transform, lowering", [
+    pytest.param(t, l, marks=pytest.mark.slow) if l == "replica" and t not in ("grad", "vmap") else (t, l)
+    for l in LOWERINGS for t in TRANSFORMS], ids=lambda v: v)
 def test_transform_matches_nested_vmap_reference(transform, lowering):
     with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
         got = TRANSFORMS[transform](as_xmap(lowering), ARGS)
@@ -74,7 +79,7 @@ def two_axes(v):
 
 
 @pytest.mark.enable_checks
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", REPLICA_SLOW)
 def test_grad_and_vmap_over_two_named_axes_with_local_tiles(lowering):
     x = data(4, 8, 3)  # m=4 over x (tile 2), n=8 over y (tile 2)
     with pxla_mlir.Mesh.create({"x": 2, "y": 4}):
@@ -214,7 +219,7 @@ def test_weight_gradients_sum_over_the_batch_in_one_dot(lowering):
     np.testing.assert_array_equal(np.asarray(summed), ints[0].T @ ints[1])
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS)
+@pytest.mark.parametrize("lowering", REPLICA_SLOW)
 def test_jit_takes_the_blocks_its_xmaps_slice(lowering):
     """pxla_mlir.jit of grad(xmap): the examples, which only the xmap reads,
     enter each device as its block (pxla-place-tiles), as jax.jit(shard_map)

@@ -2,10 +2,10 @@
 
     builtin.module(pxla-a{k=v},canonicalize,func.func(cse),pxla-handoff-pipeline)
 
-MLIR's pipeline parser cannot name Python passes, so this module parses the
-text itself: pxla passes become Python pass instances, pxla pipelines expand in
-place, and every other element is validated and canonicalized by jaxlib's own
-parser. :meth:`Pipeline.pass_manager` then builds ONE jaxlib ``PassManager``
+MLIR's pipeline parser cannot name Python passes, so this module resolves the
+tree :mod:`.pipeline_syntax` parses: pxla passes become Python pass instances,
+pxla pipelines expand in place, and every other element is validated and
+canonicalized by jaxlib's own parser. :meth:`Pipeline.pass_manager` then builds ONE jaxlib ``PassManager``
 that runs everything in order. ``str(pipeline)`` is the canonical, fully
 expanded text (a jaxlib pipeline whose expansion does not parse again stays
 as written); parsing it again gives the same text.
@@ -31,131 +31,19 @@ from pxla_mlir.mlir.pass_infra import registry, reproducer as reproducer_file
 from pxla_mlir.mlir.pass_infra.base import ModulePass, Step
 from pxla_mlir.mlir.pass_infra.guards import guards_for
 from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields, split_top_level
+from pxla_mlir.mlir.pass_infra.pipeline_syntax import (
+    ROOT_ANCHOR,
+    Element,
+    Parser,
+    PipelineSyntaxError,
+    pass_element,
+    source_text,
+    walk,
+)
 
-__all__ = ["Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "run_pipeline", "save_reproducer"]
-
-_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
-ROOT_ANCHOR = "builtin.module"
-#: Deepest nesting of anchors like ``func.func(...)`` (real pipelines use 2 or 3).
-MAX_PIPELINE_DEPTH = 64
-
-
-class PipelineSyntaxError(PxlaUserError, ValueError):
-    """A pipeline that cannot be parsed or refers to unknown passes/options."""
-
-    def __init__(self, message: str, text: str, col: int):
-        self.message, self.text, self.col = message, text, col
-        super().__init__(self.format())
-
-    def format(self) -> str:
-        text, col = self.text, self.col
-        if len(text) > 160:  # a window around the column, not the whole line
-            start = max(0, col - 80)
-            text = ("..." if start else "") + text[start:col + 80] + ("..." if col + 80 < len(text) else "")
-            col = col - start + (3 if start else 0)
-        return f"<pass-pipeline>:1:{self.col + 1}: error: {self.message}\n{text}\n{' ' * col}^"
-
-
-# -- syntax tree ---------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class _Element:
-    name: str
-    col: int
-    options: str | None = None  # text inside {...}
-    children: tuple[_Element, ...] | None = None  # nested anchor: name(...)
-
-
-class _Parser:
-    def __init__(self, text: str):
-        self.text, self.pos, self.depth = text, 0, 0
-
-    def error(self, msg: str, col: int | None = None) -> PipelineSyntaxError:
-        return PipelineSyntaxError(msg, self.text, self.pos if col is None else col)
-
-    def skip_ws(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos].isspace():
-            self.pos += 1
-
-    def peek(self) -> str:
-        self.skip_ws()
-        return self.text[self.pos] if self.pos < len(self.text) else ""
-
-    def expect(self, ch: str) -> None:
-        if self.peek() != ch:
-            got = repr(self.peek()) if self.peek() else "end of pipeline"
-            raise self.error(f"expected '{ch}', got {got}")
-        self.pos += 1
-
-    def element(self) -> _Element:
-        self.skip_ws()
-        col = self.pos
-        m = _NAME.match(self.text, self.pos)
-        if not m:
-            raise self.error("expected a pass or pipeline name")
-        self.pos = m.end()
-        if self.peek() == "{":
-            start = self.pos + 1
-            depth = 0
-            while self.pos < len(self.text):
-                ch = self.text[self.pos]
-                depth += ch == "{"
-                depth -= ch == "}"
-                self.pos += 1
-                if depth == 0:
-                    return _Element(m.group(0), col, options=self.text[start:self.pos - 1])
-            raise self.error("unbalanced '{' in pass options", col)
-        if self.peek() == "(":
-            self.depth += 1
-            if self.depth > MAX_PIPELINE_DEPTH:
-                raise self.error(f"the pipeline nests more than {MAX_PIPELINE_DEPTH} levels of '(...)'", col)
-            self.pos += 1
-            children = self.elements()
-            self.expect(")")
-            self.depth -= 1
-            return _Element(m.group(0), col, children=children)
-        return _Element(m.group(0), col)
-
-    def elements(self) -> tuple[_Element, ...]:
-        out = []
-        if self.peek() == ")":
-            return ()
-        while True:
-            out.append(self.element())
-            if self.peek() != ",":
-                return tuple(out)
-            self.pos += 1
-
-    def parse(self) -> tuple[_Element, ...]:
-        """The elements inside the root anchor."""
-        root = self.element()
-        if self.peek():
-            raise self.error(f"unexpected {self.peek()!r} after the pipeline")
-        if root.children is None or root.name != ROOT_ANCHOR:
-            raise self.error(f"the pipeline must be anchored on '{ROOT_ANCHOR}(...)', "
-                             f"e.g. '{ROOT_ANCHOR}({self.text.strip()})'", root.col)
-        return root.children
-
-
-def pass_element(name: str, options: str) -> str:
-    """``name{options}``, the pipeline element of options given apart from a pipeline (a pass flag's value).
-
-    Option text is a value: a brace in it that would close the element early
-    (``max-iterations=3},cse,canonicalize{``) or leave it open would make the
-    rest of it pipeline text, so it raises :class:`PipelineSyntaxError`."""
-    text = f"{name}{{{options}}}"
-    parser = _Parser(text)
-    try:
-        element = parser.element()
-    except PipelineSyntaxError:
-        raise PipelineSyntaxError(f"the options of '{name}' open a '{{' they do not close", text,
-                                  len(text) - 1) from None
-    if element.options != options or parser.peek():
-        closing = len(name) + 1 + len(element.options or "")
-        raise PipelineSyntaxError(f"this '}}' in the options of '{name}' would end them and make the rest passes; "
-                                  f"an option value cannot hold an unopened '}}'", text, closing)
-    return text
-
+# PipelineSyntaxError, pass_element and ROOT_ANCHOR live in pipeline_syntax; this module's names for them stay.
+__all__ = ["ROOT_ANCHOR", "Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "run_pipeline",
+           "save_reproducer"]
 
 # -- resolved pipeline -----------------------------------------------------------
 
@@ -198,7 +86,7 @@ def did_you_mean(name: str) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def _jaxlib_error(err: str, el: _Element, ctx: ir.Context, llvm_said: str = "") -> str:
+def _jaxlib_error(err: str, el: Element, ctx: ir.Context, llvm_said: str = "") -> str:
     m = re.search(r"for the --([\w-]+) option: (.+)", llvm_said)
     if m:  # an option value LLVM's command-line parser rejected
         reason = m.group(2).strip()
@@ -248,8 +136,9 @@ class Pipeline:
 
     @classmethod
     def parse(cls, text: str, ctx: ir.Context) -> Pipeline:
+        root = Parser(text).parse()
         steps: list[Step] = []
-        for el in _Parser(text).parse():
+        for el in root.children or ():  # never None: parse() refuses a root without its parentheses
             steps.extend(_resolve(el, text, ctx, depth=0))
         return cls(tuple(_merge_text(steps)))
 
@@ -304,9 +193,9 @@ def _merge_text(steps: list[Step]) -> list[Step]:
     return out
 
 
-def _resolve(el: _Element, text: str, ctx: ir.Context, depth: int) -> list[Step]:
+def _resolve(el: Element, text: str, ctx: ir.Context, depth: int) -> list[Step]:
     if el.children is not None:  # nested anchor, e.g. func.func(cse): jaxlib only
-        for child in _walk(el):
+        for child in walk(el):
             if registry.is_pxla_name(child.name):
                 raise PipelineSyntaxError(
                     f"'{child.name}' runs on {ROOT_ANCHOR}; it cannot be nested inside "
@@ -323,37 +212,25 @@ def _resolve(el: _Element, text: str, ctx: ir.Context, depth: int) -> list[Step]
         return [instance]
     if depth > 16:
         raise PipelineSyntaxError(f"pipeline '{el.name}' expands into itself", text, el.col)
-    sub = _Parser(f"{ROOT_ANCHOR}({instance.elements()})").parse()
-    return [s for child in sub for s in _resolve(child, text, ctx, depth + 1)]
+    sub = Parser(f"{ROOT_ANCHOR}({instance.elements()})").parse()
+    return [s for child in sub.children or () for s in _resolve(child, text, ctx, depth + 1)]
 
 
-def _walk(el: _Element):
-    for c in el.children or ():
-        yield c
-        yield from _walk(c)
-
-
-def _source(el: _Element) -> str:
-    if el.children is not None:
-        return f"{el.name}({','.join(_source(c) for c in el.children)})"
-    return el.name + (f"{{{el.options}}}" if el.options is not None else "")
-
-
-def _canonical_jaxlib(el: _Element, text: str, ctx: ir.Context) -> str:
-    source = _source(el)
+def _canonical_jaxlib(el: Element, text: str, ctx: ir.Context) -> str:
+    source = source_text(el)
     if source not in _CANONICAL:
         _CANONICAL[source] = _canonical_text(el, source, text, ctx)
     return _CANONICAL[source]
 
 
-def _canonical_text(el: _Element, source: str, text: str, ctx: ir.Context) -> str:
+def _canonical_text(el: Element, source: str, text: str, ctx: ir.Context) -> str:
     llvm_said: list[str] = []
     try:
         with _stderr_captured() as llvm_said:
             pm = passmanager.PassManager.parse(f"{ROOT_ANCHOR}({source})", context=ctx)
     except ValueError as e:  # the capture has closed: what LLVM printed is in llvm_said
         raise PipelineSyntaxError(_jaxlib_error(str(e), el, ctx, "".join(llvm_said)), text, el.col) from None
-    for node in (el, *_walk(el)):
+    for node in (el, *walk(el)):
         _check_lazy_pipeline(node, text, ctx)
     printed = _clean(str(pm)[len(ROOT_ANCHOR) + 1:-1])
     if not _parses(printed, ctx):
@@ -368,7 +245,7 @@ def _canonical_text(el: _Element, source: str, text: str, ctx: ir.Context) -> st
 _LAZY_PIPELINE_OPTIONS = {"inline": "default-pipeline"}
 
 
-def _check_lazy_pipeline(el: _Element, text: str, ctx: ir.Context) -> None:
+def _check_lazy_pipeline(el: Element, text: str, ctx: ir.Context) -> None:
     option = _LAZY_PIPELINE_OPTIONS.get(el.name)
     if option is None or not el.options:
         return
@@ -388,7 +265,7 @@ def _check_lazy_pipeline(el: _Element, text: str, ctx: ir.Context) -> None:
             unknown = re.search(r"'([^']*)' does not refer to a registered pass", said)
             reason = (f"unknown pass or pipeline '{unknown[1]}'{did_you_mean(unknown[1])} "
                       f"(pxla-opt --list-passes lists them)") if unknown else \
-                _jaxlib_error(str(e), _Element(value, el.col), ctx, "".join(llvm_said))
+                _jaxlib_error(str(e), Element(value, el.col), ctx, "".join(llvm_said))
             raise PipelineSyntaxError(f"{el.name}: option '{option}': {reason}", text, el.col) from None
 
 

@@ -13,7 +13,7 @@ The Shardy form of a layout names mesh axes instead of tiling devices:
   an open dimension takes them).
 
 ``str()`` is Shardy's canonical text: its parser reads it and its printer
-prints it back unchanged (``tests/mlir/sharding/test_sdy_sharding.py`` checks this against
+prints it back unchanged (``tests/runtime/test_sdy_sharding.py`` checks this against
 Shardy's own parser/printer, as ``test_sharding_xla_oracle.py`` checks HLO
 strings against XLA). Pure Python: no MLIR context needed.
 """

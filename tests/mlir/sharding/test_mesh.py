@@ -100,13 +100,6 @@ def test_local_mesh_is_the_contiguous_subcube_of_a_process():
         scattered.local_mesh_of(0)
 
 
-def test_real_devices_single_process():
-    jax = pytest.importorskip("jax")
-    m = Mesh.create({"x": 2, "y": 4})
-    assert not m.is_multi_process and m.local_mesh == m
-    assert len(m.local_devices) == 8 and m.devices.flat[0] == jax.devices()[0]
-
-
 def test_tile_untile_and_errors():
     m = AbstractMesh((2, 4), ("x", "y"))
     assert m.tile_shape((8, 12), {"x": 0, "y": 1}) == (4, 3)

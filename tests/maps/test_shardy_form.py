@@ -169,7 +169,7 @@ def test_compile_options_follow_the_module(monkeypatch):
 
 def test_an_sdy_module_compiled_without_shardy_fails_cleanly():
     """Why the flag must follow the form (checked once, against jaxlib)."""
-    from pxla_mlir.jaxbridge.jax_internals import compile_and_load
+    from pxla_mlir.jaxbridge.executables import compile_and_load
     from pxla_mlir.runtime.compile import compile_options
 
     f = pxla_mlir.pmap(lambda v: lax.psum(v, "i"), "i", mode="partition")

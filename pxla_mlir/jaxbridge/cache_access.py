@@ -1,0 +1,90 @@
+"""jax's persistent compilation cache, reached as jax.jit reaches it: whether
+it is on, its keys, and its entries read, written and removed.
+
+Built on the private names of :mod:`.jax_internals`; the client is looked up
+there at each call (``jax_internals.backend``), so that a test which replaces
+the default backend replaces it here too. What pxla_mlir stores in the cache
+and how it checks an entry is :mod:`pxla_mlir.runtime.persistent_cache`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from pxla_mlir.jaxbridge import jax_internals
+from pxla_mlir.jaxbridge.jax_internals import compilation_cache, config, jax_distributed, lru_cache
+
+__all__ = ["cache_gate_open", "cache_key", "cache_read", "cache_remove", "cache_write", "enable_persistent_cache",
+           "is_process_zero", "persistent_cache_enabled", "persistent_cache_thresholds", "persistent_cache_used"]
+
+
+def persistent_cache_enabled() -> bool:
+    """Is a persistent cache directory set (jax's or ours)?"""
+    return bool(config.compilation_cache_dir.value)
+
+
+def persistent_cache_used(platform: str | None = None) -> bool:
+    """Do compiles go through the persistent cache, as jax.jit's do: jax's own
+    gate (``is_cache_used``: ``jax_enable_compilation_cache`` on, a platform
+    that can serialize executables) says yes and jax has a cache (one made from
+    ``jax_compilation_cache_dir``, or one set in its place, as jax's tests do)."""
+    return compilation_cache.is_cache_used(jax_internals.backend(platform)) and \
+        compilation_cache._get_cache(jax_internals.backend(platform)) is not None
+
+
+def cache_gate_open(platform: str | None = None) -> bool:
+    """jax's ``is_cache_used`` alone: jax counts every compile under it as one
+    after a persistent-cache miss, a cache or none."""
+    return compilation_cache.is_cache_used(jax_internals.backend(platform))
+
+
+def enable_persistent_cache(path: str, min_compile_time_secs: float) -> None:
+    """Points jax's persistent compilation cache at ``path``. jax decides once
+    per process whether the cache is used: reset that decision."""
+    config.update("jax_compilation_cache_dir", path)
+    config.update("jax_persistent_cache_min_compile_time_secs", min_compile_time_secs)
+    compilation_cache.reset_cache()
+
+
+def cache_key(module, devices: Sequence, device_ids: np.ndarray, options, platform: str | None = None) -> str:
+    """jax's persistent-cache key: a hash of the module (without locations),
+    the compile options (an ``xc.CompileOptions``), the devices, the jaxlib
+    version and XLA's flags."""
+    grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
+    return compilation_cache.get_cache_key(module, grid, options, jax_internals.backend(platform))
+
+
+def cache_read(key: str, platform: str | None = None) -> bytes | None:
+    """The bytes stored under ``key`` in jax's persistent cache (None: none, or the cache is off)."""
+    cache = compilation_cache._get_cache(jax_internals.backend(platform))
+    return None if cache is None else cache.get(key)
+
+
+def cache_write(key: str, value: bytes, platform: str | None = None) -> None:
+    """Stores ``value`` under ``key`` (jax's cache keeps an entry that exists: remove it first)."""
+    cache = compilation_cache._get_cache(jax_internals.backend(platform))
+    if cache is not None:
+        cache.put(key, value)
+
+
+def cache_remove(key: str, platform: str | None = None) -> None:
+    """Removes the entry under ``key`` from a local cache directory (jax's cache has no delete)."""
+    cache = compilation_cache._get_cache(jax_internals.backend(platform))
+    path = getattr(getattr(cache, "_base_cache", cache), "path", None)
+    if path is not None:
+        with contextlib.suppress(OSError, AttributeError):  # gone already, or not a local directory
+            (path / f"{key}{lru_cache._CACHE_SUFFIX}").unlink()
+
+
+def persistent_cache_thresholds() -> tuple[float, int]:
+    """(seconds of compile time, bytes) below which jax writes no cache entry."""
+    return (float(config.persistent_cache_min_compile_time_secs.value),
+            int(config.persistent_cache_min_entry_size_bytes.value))
+
+
+def is_process_zero() -> bool:
+    """jax writes cache entries from the first process of a run only."""
+    return jax_distributed.global_state.process_id == 0
