@@ -372,7 +372,8 @@ def test_passes_suggests_the_name_spelled_with_hyphens(capsys):
     from pxla_mlir.tools import cli as cli_module
 
     assert cli_module.main(["passes", "pxla_expand_shard"]) == 2
-    assert "unknown pass or pipeline 'pxla_expand_shard'; did you mean 'pxla-expand-shard'?" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("pxla-mlir: error: unknown pass or pipeline 'pxla_expand_shard' (run 'pxla-mlir "
+                                       "passes'); did you mean 'pxla-expand-shard'?\n")
 
 
 def test_emit_with_a_failing_pipeline_saves_a_reproducer_pxla_opt_replays(monkeypatch, capsys, tmp_path):
