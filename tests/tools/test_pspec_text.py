@@ -37,6 +37,8 @@ def _same_as_jax(text: str, spec: PartitionSpec) -> None:
     ours = tuple(PartitionSpec.UNCONSTRAINED if e is UNCONSTRAINED else e for e in parsed.entries)
     assert ours == spec.partitions, text
     assert (parsed.unreduced, parsed.reduced) == (spec.unreduced, spec.reduced), text
+    kind = getattr(spec, "unreduced_kind", None)  # jax 0.12+: how unreduced values combine, printed by repr
+    assert parsed.unreduced_kind in (None, kind and kind.name), text
     assert PartitionSpec(*ours, unreduced=parsed.unreduced, reduced=parsed.reduced) == spec
 
 
@@ -66,7 +68,7 @@ def test_bare_tuples_and_plain_forms_parse_to_jaxs_spec(text, python):
     ("x,,y", "dimension 1's entry is empty"),
     (",", "dimension 0's entry is empty"),
     ("x y", "dimension 0's entry 'x y' is not"),
-    ("P('x', foo=1)", "keyword 'foo=1' is not unreduced={...} or reduced={...}"),
+    ("P('x', foo=1)", "keyword 'foo=1' is not unreduced={...}, reduced={...} or unreduced_kind=..."),
     ("P('x', unreduced='y')", "unreduced= takes a set of mesh axis names"),
     ("P('x', unreduced={'x'})", "mesh axis 'x' shards a dimension and is unreduced too"),
     ("P(unreduced={'y'}, reduced={'y'})", "mesh axis 'y' is both unreduced and reduced"),
@@ -84,3 +86,15 @@ def test_malformed_specs_say_which_entry_is_wrong(text, message):
 def test_specs_refused_here_are_refused_by_jax_too(text):
     with pytest.raises(ValueError):
         _jax(text)
+
+
+@pytest.mark.parametrize("text, kind", [("P('x', unreduced={'y'}, unreduced_kind=sum)", "sum"),
+                                        ("P('x', unreduced={'y'}, unreduced_kind='max')", "max"),
+                                        ("P(unreduced={'y'}, unreduced_kind=jax.sharding.UnreducedKind.min)", "min")])
+def test_the_kind_of_unreduced_axes_is_read_as_jax_0_12_prints_it(text, kind):
+    assert parse(text).unreduced_kind == kind
+
+
+def test_an_unknown_unreduced_kind_is_refused():
+    with pytest.raises(PartitionSpecSyntaxError, match="unreduced_kind= takes one of sum, max, min; got mean"):
+        parse("P('x', unreduced={'y'}, unreduced_kind=mean)")

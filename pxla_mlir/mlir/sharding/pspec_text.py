@@ -5,6 +5,7 @@
     x,y            x*y,-     (x, y),None      plain: names unquoted, ``*`` or (...) joining the axes
                                               of one dimension, ``None`` or ``-`` for none
     P('x', unreduced={'y'}, reduced={'z'})    jax's unreduced and reduced axes
+    P('x', unreduced={'y'}, unreduced_kind=sum)  how the unreduced values combine (jax 0.12+ prints it)
     P(UNCONSTRAINED, 'x')                     a dimension left to the partitioner
 
 The entries come out as jax's ``PartitionSpec`` keeps them (a list is a tuple,
@@ -26,6 +27,8 @@ _EXPECTED = "expected P('x', None), P(('x', 'y'),), ('x', None) or x,y"
 _ENTRIES = " (one entry per dimension: None, a mesh axis name or a tuple of names)"
 #: How the spec's class is spelled: P, PartitionSpec, jax.P, jax.sharding.PartitionSpec, ...
 _CLASS_NAMES = ("P", "PartitionSpec")
+#: jax's UnreducedKind: how the partial values over the unreduced axes combine.
+_UNREDUCED_KINDS = ("sum", "max", "min")
 
 
 class PartitionSpecSyntaxError(PxlaUserError, ValueError):
@@ -50,6 +53,7 @@ class PartitionSpecText:
     entries: tuple
     unreduced: frozenset[str] = frozenset()
     reduced: frozenset[str] = frozenset()
+    unreduced_kind: str | None = None  # one of _UNREDUCED_KINDS where the text names it
 
     def dims(self) -> list[list[str]]:
         """The mesh axes sharding each dimension (UNCONSTRAINED ones are the caller's to refuse first)."""
@@ -66,11 +70,16 @@ def parse(text: str) -> PartitionSpecText:
     if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in _CLASS_NAMES:
         entries = tuple(_entry(text, i, a) for i, a in enumerate(node.args))
         sets = {"unreduced": frozenset(), "reduced": frozenset()}
+        kind = None
         for keyword in node.keywords:
-            if keyword.arg not in sets:
-                raise _bad(text, f"keyword {ast.unparse(keyword)!r} is not unreduced={{...}} or reduced={{...}}")
-            sets[keyword.arg] = _axis_set(text, keyword)
-        return _checked(text, PartitionSpecText(entries, sets["unreduced"], sets["reduced"]))
+            if keyword.arg == "unreduced_kind":
+                kind = _unreduced_kind(text, keyword)
+            elif keyword.arg in sets:
+                sets[keyword.arg] = _axis_set(text, keyword)
+            else:
+                raise _bad(text, f"keyword {ast.unparse(keyword)!r} is not unreduced={{...}}, reduced={{...}} or "
+                                 f"unreduced_kind=...")
+        return _checked(text, PartitionSpecText(entries, sets["unreduced"], sets["reduced"], kind))
     unquoted = stripped and not re.search(r"['\"]", stripped)
     if isinstance(node, ast.Tuple):
         try:
@@ -128,6 +137,15 @@ def _axis_set(text: str, keyword: ast.keyword) -> frozenset[str]:
         return frozenset(e.value for e in value.elts)  # type: ignore[attr-defined]
     return _raise(text, f"{keyword.arg}= takes a set of mesh axis names, e.g. {keyword.arg}={{'x'}}; got "
                         f"{ast.unparse(keyword.value)}")
+
+
+def _unreduced_kind(text: str, keyword: ast.keyword) -> str:
+    """``unreduced_kind=sum`` as jax prints it (or ``'sum'``, ``UnreducedKind.sum``): the kind's name."""
+    value = keyword.value
+    name = value.value if isinstance(value, ast.Constant) else _dotted(value).split(".")[-1]
+    if name not in _UNREDUCED_KINDS:
+        return _raise(text, f"unreduced_kind= takes one of {', '.join(_UNREDUCED_KINDS)}; got {ast.unparse(value)}")
+    return name
 
 
 def _checked(text: str, spec: PartitionSpecText) -> PartitionSpecText:
