@@ -20,9 +20,9 @@ from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
 from pxla_mlir.runtime.compile import compile_program, to_xla_computation
 from pxla_mlir.runtime.debug_flags import compiling
 from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
-from pxla_mlir.stages.lowering import Lowering
+from pxla_mlir.stages.lowering import Layout, Lowering
 
-__all__ = ["module_text", "module_ir", "compile_lowering"]
+__all__ = ["FinalModule", "module_text", "module_ir", "compile_lowering"]
 
 _DIALECTS = ("mhlo", "stablehlo", "hlo")
 
@@ -55,6 +55,35 @@ def module_ir(module: ir.Module, dialect: str | None = None) -> Any:
 
 #: How an executable's inputs and outputs are laid out, given the executable.
 ShardingsOf = Callable[[Any], tuple[Sequence, Sequence]]
+
+
+class FinalModule:
+    """What a lowering answers from its final module and its :class:`Layout`
+    alone: the part both implementations of the protocol share."""
+
+    module: ir.Module
+    layout: Layout
+
+    @property
+    def devices(self) -> Sequence:
+        return self.layout.devices
+
+    @property
+    def in_avals(self) -> Sequence:
+        return self.layout.in_avals
+
+    @property
+    def out_avals(self) -> Sequence:
+        return self.layout.out_avals
+
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        return module_text(self.module, dialect, debug_info=debug_info)
+
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        return module_ir(self.module, dialect)
+
+    def mhlo(self) -> ir.Module:
+        return self.module
 
 
 def compile_lowering(lowering: Lowering, compiler_options: dict | None,

@@ -21,7 +21,7 @@ from pxla_mlir.mlir.support.stats import STATS, timed
 from pxla_mlir.runtime.debug_flags import dump_stage
 from pxla_mlir.runtime.executable import ShardedExecutable
 from pxla_mlir.stages.aot import Lowered
-from pxla_mlir.stages.final_module import compile_lowering, module_ir, module_text
+from pxla_mlir.stages.final_module import FinalModule, compile_lowering
 from pxla_mlir.stages.lowering import Layout
 from pxla_mlir.stages.signature import Signature
 
@@ -52,7 +52,7 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
     return Lowered(lowering, signature)
 
 
-class MapLowering:
+class MapLowering(FinalModule):
     """What a map lowered to (a :class:`~pxla_mlir.stages.lowering.Lowering`):
     the final module, the pxla form from import, the pipeline that ran
     between them, the :class:`~pxla_mlir.stages.lowering.Layout` of its flat
@@ -71,27 +71,6 @@ class MapLowering:
         self.host_callbacks = tuple(host_callbacks)
         self.jaxpr_text = jaxpr_text  # printed only if asked for
         self.plan = plan
-
-    @property
-    def devices(self) -> Sequence:
-        return self.layout.devices
-
-    @property
-    def in_avals(self) -> Sequence:
-        return self.layout.in_avals
-
-    @property
-    def out_avals(self) -> Sequence:
-        return self.layout.out_avals
-
-    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
-        return module_text(self.module, dialect, debug_info=debug_info)
-
-    def compiler_ir(self, dialect: str | None = None) -> Any:
-        return module_ir(self.module, dialect)
-
-    def mhlo(self) -> ir.Module:
-        return self.module
 
     def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         """The module compiled by XLA, wrapped for launches."""

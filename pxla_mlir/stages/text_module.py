@@ -51,7 +51,7 @@ from pxla_mlir.mlir.xla_handoff import ELEMENT_TYPES, ModuleError, check, parse,
 from pxla_mlir.runtime.executable import ShardedExecutable
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.devices import check_devices
-from pxla_mlir.stages.final_module import compile_lowering, module_ir, module_text
+from pxla_mlir.stages.final_module import FinalModule, compile_lowering
 from pxla_mlir.stages.lowering import Layout
 from pxla_mlir.stages.signature import Signature
 
@@ -119,7 +119,7 @@ class LoadedModule(Lowered):
         self.layout_note = layout_note
 
 
-class TextLowering:
+class TextLowering(FinalModule):
     """The lowering of a module from text (a :class:`~pxla_mlir.stages.lowering.Lowering`):
     the module XLA gets, the module as read, the pipeline that ran between
     them; no keepalive, host callbacks, jaxpr or plan. XLA says how its
@@ -135,27 +135,6 @@ class TextLowering:
         self.pipeline = pipeline
         self.layout = layout
         self.source = source
-
-    @property
-    def devices(self) -> Sequence:
-        return self.layout.devices
-
-    @property
-    def in_avals(self) -> Sequence:
-        return self.layout.in_avals
-
-    @property
-    def out_avals(self) -> Sequence:
-        return self.layout.out_avals
-
-    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
-        return module_text(self.module, dialect, debug_info=debug_info)
-
-    def compiler_ir(self, dialect: str | None = None):
-        return module_ir(self.module, dialect)
-
-    def mhlo(self) -> ir.Module:
-        return self.module
 
     def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         try:
