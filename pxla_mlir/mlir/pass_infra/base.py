@@ -85,6 +85,8 @@ class ModulePass(_Configurable):
     verify after it)."""
 
     checks_only: ClassVar[bool] = False
+    #: Changes whenever what the pass does changes: part of every cache key a pipeline holding it makes.
+    version: ClassVar[str] = "1"
 
     def run(self, module: ir.Operation) -> None:
         raise NotImplementedError

@@ -41,9 +41,23 @@ PIPELINES: dict[str, str] = {
 }
 
 
-@functools.cache
+#: Passes registered at run time (plugins), by argument; consulted before the built-in tables.
+REGISTERED: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Adds a pass class (a ``ModulePass`` subclass) under its ``argument``."""
+    REGISTERED[cls.argument] = cls
+    return cls
+
+
 def load(argument: str):
-    """The pass or pipeline class for an argument, or None if it is not ours."""
+    """The pass or pipeline class for an argument, or None if it is unknown."""
+    return REGISTERED.get(argument) or _load_builtin(argument)
+
+
+@functools.cache
+def _load_builtin(argument: str):
     target = PASSES.get(argument) or PIPELINES.get(argument)
     if target is None:
         return None
@@ -52,4 +66,4 @@ def load(argument: str):
 
 
 def is_pxla_name(name: str) -> bool:
-    return name in PASSES or name in PIPELINES
+    return name in PASSES or name in PIPELINES or name in REGISTERED
