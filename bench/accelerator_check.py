@@ -18,7 +18,9 @@ Then dispatch ratios (pxla_mlir / jax.pmap, median of cached calls: 1
 device-array argument, 100 arguments, a host numpy argument) and a small
 transformer training step (bf16 parameters, Adam written by hand, gradients
 pmean'd, state donated) on both sides: the steady step time ratio, the first
-step ratio (trace, lower, compile, run), the largest parameter difference
+step ratio (trace, lower, compile, run) in this process and in fresh
+processes, cold and with the persistent cache filled by an earlier process
+(a warm start), the largest parameter difference
 after ``--steps`` steps from one state, and both sides' optimized HLO (lines,
 fusions, all-reduces).
 
@@ -209,6 +211,10 @@ def run_children(args, env: dict, tmp: str) -> dict:
         found["cli_compare"] = proc
     except Exception as e:  # noqa: BLE001
         found["cli_error"] = e
+    try:
+        found["first_steps"] = first_steps(args, env, tmp)
+    except Exception as e:  # noqa: BLE001
+        found["first_steps"] = e
     return found
 
 
@@ -448,14 +454,15 @@ def hlo_program(text: str) -> list[str]:
     return out
 
 
-def training(n: int, steps: int, quick: bool, hlo_dir: str | None = None, blocks: int = 1, width: int = 128) -> None:
+def training_program(n: int, steps: int, quick: bool, blocks: int = 1, width: int = 128):
+    """The transformer training step (bf16 parameters, Adam, gradients pmean'd), its replicated
+    starting state, ``steps`` batches, and how each side maps it (state donated)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax import lax
 
     import pxla_mlir
-    from pxla_mlir.mlir.support.lru import clear_all
 
     vocab, seq, hidden, batch = (32, 8, 32, 2) if quick else (256, 64, 4 * width, 8)
     width = 16 if quick else width
@@ -503,6 +510,76 @@ def training(n: int, steps: int, quick: bool, hlo_dir: str | None = None, blocks
     batches = [rng.integers(0, vocab, (n, batch, seq)).astype(np.int32) for _ in range(steps)]
     sides = {"ours": lambda: pxla_mlir.pmap(step, "i", donate_argnums=0),
              "jax": lambda: jax.pmap(step, "i", donate_argnums=0)}
+    return state0, batches, sides
+
+
+FIRST_STEP_CHILD = textwrap.dedent("""
+    import time
+    t0 = time.perf_counter()
+    import importlib.util, json, sys
+    spec = importlib.util.spec_from_file_location("accelerator_check", sys.argv[1])
+    check = importlib.util.module_from_spec(spec); spec.loader.exec_module(check)
+    side, cache, blocks, width, quick = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6] == "1"
+    import jax
+    if cache:
+        jax.config.update("jax_compilation_cache_dir", cache)  # jax's cache, which pxla_mlir's entries share
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    n = min(len(jax.devices()), check.MAX_DEVICES)
+    state0, batches, sides = check.training_program(n, 1, quick, blocks, width)
+    fn = sides[side]()
+    t1 = time.perf_counter()
+    state, loss = fn(state0, batches[0])
+    jax.block_until_ready(loss)
+    t2 = time.perf_counter()
+    print("@@" + json.dumps({"first": t2 - t1, "process": t2 - t0, "loss": float(loss[0])}))
+""")
+
+
+def first_steps(args, env: dict, tmp: str) -> dict:
+    """The training step's first step in fresh processes, sides alternating: cold (an empty cache directory
+    each time) and warm (the cache filled by an earlier process of the same side). {label: {side: [runs]}}."""
+    rounds = 1 if args.quick else 3
+    common = [os.path.abspath(__file__), str(args.blocks), str(args.width), "1" if args.quick else "0"]
+
+    def run(side: str, cache: str) -> dict:
+        argv = [sys.executable, "-c", FIRST_STEP_CHILD, common[0], side, cache, *common[1:]]
+        return last_json(child(argv, env, args.timeout))
+
+    out: dict = {"cold": {"ours": [], "jax": []}, "warm": {"ours": [], "jax": []}}
+    for r in range(rounds):
+        for side in ("ours", "jax") if r % 2 == 0 else ("jax", "ours"):
+            out["cold"][side].append(run(side, os.path.join(tmp, f"cold-{side}-{r}")))
+    for side in ("ours", "jax"):
+        run(side, os.path.join(tmp, f"warm-{side}"))  # the earlier process that fills the cache
+    for r in range(rounds):
+        for side in ("ours", "jax") if r % 2 == 0 else ("jax", "ours"):
+            out["warm"][side].append(run(side, os.path.join(tmp, f"warm-{side}")))
+    return out
+
+
+def first_step_rows(found: dict) -> None:
+    runs = found.get("first_steps")
+    if isinstance(runs, Exception) or runs is None:
+        row("training: first step, fresh process", error_text(runs) if runs else "not run")
+        return
+    for label, what in (("cold", "trace, lower, compile, run"), ("warm", "cache filled by an earlier process")):
+        for key, name in (("first", "first step"), ("process", "whole process")):
+            a = statistics.median(r[key] for r in runs[label]["ours"])
+            b = statistics.median(r[key] for r in runs[label]["jax"])
+            row(f"training: {name}, {label} start", f"ratio {a / b:.2f}",
+                f"pxla_mlir {a:.2f} s, jax.pmap {b:.2f} s (fresh processes, median of {len(runs[label]['ours'])}, "
+                f"alternating; {what})")
+    losses = {r["loss"] for runs_ in runs.values() for side in runs_.values() for r in side}
+    row("training: first step loss, every process", "equal" if len(losses) == 1 else f"differs: {sorted(losses)}")
+
+
+def training(n: int, steps: int, quick: bool, hlo_dir: str | None = None, blocks: int = 1, width: int = 128) -> None:
+    import jax
+    import numpy as np
+
+    from pxla_mlir.mlir.support.lru import clear_all
+
+    state0, batches, sides = training_program(n, steps, quick, blocks, width)
 
     try:  # the optimized HLO of both sides
         counts, programs = {}, {}
@@ -593,6 +670,7 @@ def main(argv=None) -> int:
         correctness_cases(n, found)
         dispatch_ratios(n, args.quick)
         training(n, args.steps, args.quick, args.hlo_dir, args.blocks, args.width)
+        first_step_rows(found)
     print_table(platform, n)
     return 0
 

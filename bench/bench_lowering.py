@@ -3,9 +3,10 @@ in one run on virtual CPU devices.
 
     python bench/bench_lowering.py [--rounds 9] [--skip-scale]
 
-1. trace+lower+passes of four programs against ``jax.pmap(...).lower``
-   (target: <= 0.8x), and where pxla_mlir's time goes: tracing, jax's
-   lowering (import), then each pass of the pipeline, legalization first.
+1. trace+lower+passes of five programs against ``jax.pmap(...).lower``,
+   cold (the lowering cache off) and cached (an equal program lowered
+   before), and where pxla_mlir's time goes: tracing, jax's lowering
+   (import), then each pass of the pipeline, legalization first.
 2. Linearity: a chain of N elementwise ops (N = 100, 1,000, 10,000) and the
    time per op.
 3. Warm start: the first call of a pmap in a fresh process, without and with
@@ -41,6 +42,7 @@ from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 from pxla_mlir.mlir.pass_infra.stepwise import elementary_steps, step_name
 from pxla_mlir.mlir.support.stats import TIMINGS
+from pxla_mlir.runtime import lowering_cache
 
 
 def tiny(x):
@@ -63,6 +65,28 @@ def chain(n: int):
     return f
 
 
+def transformer(blocks: int):
+    """A pre-LN transformer of ``blocks`` blocks (attention and MLP), its loss's gradient pmeaned."""
+    def block(x, w):
+        h = jax.nn.standardize(x, axis=-1)
+        q, k, v = h @ w[0], h @ w[1], h @ w[2]
+        att = jax.nn.softmax(q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1]), axis=-1)
+        x = x + (att @ v) @ w[3]
+        return x + jax.nn.gelu(jax.nn.standardize(x, axis=-1) @ w[4]) @ w[5]
+
+    def loss(ws, x):
+        for w in ws:
+            x = block(x, w)
+        return (x ** 2).mean()
+
+    def step(ws, x):
+        return lax.pmean(jax.grad(loss)(ws, x), "i")
+
+    rng = np.random.default_rng(0)
+    ws = [rng.normal(size=(6, 32, 32)).astype(np.float32) * 0.1 for _ in range(blocks)]
+    return step, (None, 0), (ws, rng.normal(size=(8, 16, 32)).astype(np.float32))
+
+
 def hundred(*xs):
     return lax.psum(sum(xs), "i")
 
@@ -77,21 +101,31 @@ def programs():
                                                   rng.normal(size=(8, 16, 32)).astype(f32))),
         "chain 200, 4 psums": (chain(200), 0, (rng.normal(size=(8, 64)).astype(f32),)),
         "100 args, one psum": (hundred, 0, tuple(rng.normal(size=(8, 4)).astype(f32) for _ in range(100))),
+        "transformer, 32 blocks": transformer(32),
     }
 
 
-def lower_times(fn, in_axes, args, rounds: int) -> tuple[float, float]:
-    """Median seconds of a fresh lowering (new function objects: no trace or
-    lowering cache hits on either side), interleaved."""
-    ours, theirs = [], []
+def lower_times(fn, in_axes, args, rounds: int) -> tuple[float, float, float]:
+    """Median seconds of lowering new function objects of one program
+    (neither side's trace cache can hit), interleaved: pxla_mlir without its
+    lowering cache (``PXLA_MLIR_LOWERING_CACHE=0``: jax's lowering, import,
+    passes), pxla_mlir with it (the program was lowered before: trace, key,
+    parse), jax.pmap (trace, lower; jax keys its lowerings on the jaxpr object,
+    so it lowers each time)."""
+    cold, cached, theirs = [], [], []
     for _ in range(rounds + 1):
+        os.environ[lowering_cache.ENV] = "0"
         t = time.perf_counter()
         pxla_mlir.pmap(lambda *a: fn(*a), "i", in_axes=in_axes).lower(*args)
-        ours.append(time.perf_counter() - t)
+        cold.append(time.perf_counter() - t)
+        del os.environ[lowering_cache.ENV]
+        t = time.perf_counter()
+        pxla_mlir.pmap(lambda *a: fn(*a), "i", in_axes=in_axes).lower(*args)
+        cached.append(time.perf_counter() - t)
         t = time.perf_counter()
         jax.pmap(lambda *a: fn(*a), "i", in_axes=in_axes).lower(*args)
         theirs.append(time.perf_counter() - t)
-    return statistics.median(ours[1:]), statistics.median(theirs[1:])
+    return statistics.median(cold[1:]), statistics.median(cached[1:]), statistics.median(theirs[1:])
 
 
 def breakdown(fn, in_axes, args, rounds: int) -> dict:
@@ -100,7 +134,9 @@ def breakdown(fn, in_axes, args, rounds: int) -> dict:
     steps: dict = {}
     for _ in range(rounds):
         TIMINGS.clear()
+        os.environ[lowering_cache.ENV] = "0"  # a cold lowering
         lowered = pxla_mlir.pmap(lambda *a: fn(*a), "i", in_axes=in_axes).lower(*args)
+        del os.environ[lowering_cache.ENV]
         for k in ("trace", "import", "passes"):
             steps.setdefault(k, []).append(TIMINGS[k])
         ctx = make_context()
@@ -116,12 +152,11 @@ def breakdown(fn, in_axes, args, rounds: int) -> dict:
     return {k: statistics.median(v) * 1e3 for k, v in steps.items()}
 
 
-def linearity(rounds: int) -> list[tuple[int, float, float]]:
+def linearity(rounds: int) -> list[tuple[int, float, float, float]]:
     x = np.ones((8, 16), np.float32)
     rows = []
     for n in (100, 1000, 10000):
-        ours, theirs = lower_times(chain(n), 0, (x,), max(1, rounds // (1 if n < 10000 else 3)))
-        rows.append((n, ours, theirs))
+        rows.append((n, *lower_times(chain(n), 0, (x,), max(1, rounds // (1 if n < 10000 else 3)))))
     return rows
 
 
@@ -132,6 +167,7 @@ WARM = textwrap.dedent("""
     import jax, numpy as np, pxla_mlir
     from jax import lax
     from pxla_mlir.mlir.support.stats import TIMINGS
+from pxla_mlir.runtime import lowering_cache
     def layer(x):
         for _ in range(30):
             x = jax.numpy.tanh(x @ jax.numpy.full((64, 64), 0.01))
@@ -205,18 +241,22 @@ def main() -> None:
     args = ap.parse_args()
     print(f"jax {jax.__version__}, {len(jax.devices())} {jax.devices()[0].platform} devices, {os.cpu_count()} cores; "
           f"medians of {args.rounds} interleaved rounds\n")
-    print(f"{'trace+lower(+passes)':<24} {'pxla_mlir':>10} {'jax.pmap':>10} {'ratio':>7}")
+    print("cold: pxla_mlir's lowering cache off; cached: the program was lowered before (a new function object)\n")
+    print(f"{'trace+lower(+passes)':<24} {'cold':>10} {'cached':>10} {'jax.pmap':>10} {'ratios':>12}")
     for name, (fn, in_axes, fargs) in programs().items():
-        ours, theirs = lower_times(fn, in_axes, fargs, args.rounds)
-        print(f"{name:<24} {ours * 1e3:>8.2f}ms {theirs * 1e3:>8.2f}ms {ours / theirs:>7.2f}")
+        cold, cached, theirs = lower_times(fn, in_axes, fargs, args.rounds)
+        print(f"{name:<24} {cold * 1e3:>8.2f}ms {cached * 1e3:>8.2f}ms {theirs * 1e3:>8.2f}ms "
+              f"{cold / theirs:>5.2f} {cached / theirs:>5.2f}")
     print("\nwhere pxla_mlir's lowering time goes (tiny; ms; passes replayed one at a time):")
     fn, in_axes, fargs = programs()["tiny (x*2, psum)"]
     for step, ms in breakdown(fn, in_axes, fargs, args.rounds).items():
         print(f"  {step:<34} {ms:>7.3f}")
-    print(f"\n{'chain of N ops':<16} {'pxla_mlir':>10} {'per op':>9} {'jax.pmap':>10} {'per op':>9} {'ratio':>7}")
-    for n, ours, theirs in linearity(args.rounds):
-        print(f"N = {n:<12} {ours * 1e3:>8.1f}ms {ours / n * 1e6:>7.1f}us {theirs * 1e3:>8.1f}ms "
-              f"{theirs / n * 1e6:>7.1f}us {ours / theirs:>7.2f}")
+    print(f"\n{'chain of N ops':<12} {'cold':>9} {'per op':>8} {'cached':>9} {'per op':>8} {'jax.pmap':>9} "
+          f"{'per op':>8} {'ratios':>11}")
+    for n, cold, cached, theirs in linearity(args.rounds):
+        print(f"N = {n:<8} {cold * 1e3:>7.1f}ms {cold / n * 1e6:>6.1f}us {cached * 1e3:>7.1f}ms "
+              f"{cached / n * 1e6:>6.1f}us {theirs * 1e3:>7.1f}ms {theirs / n * 1e6:>6.1f}us "
+              f"{cold / theirs:>5.2f} {cached / theirs:>5.2f}")
     print("\nwarm start: first call of a 30-layer pmap in a fresh process (ms)")
     for label, row in warm_start().items():
         if "error" in row:

@@ -10,6 +10,8 @@ and how it checks an entry is :mod:`pxla_mlir.runtime.persistent_cache`.
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 from collections.abc import Sequence
 
 import numpy as np
@@ -64,10 +66,35 @@ def cache_read(key: str, platform: str | None = None) -> bytes | None:
 
 
 def cache_write(key: str, value: bytes, platform: str | None = None) -> None:
-    """Stores ``value`` under ``key`` (jax's cache keeps an entry that exists: remove it first)."""
+    """Stores ``value`` under ``key`` (jax's cache keeps an entry that exists: remove it first).
+
+    In a local directory the entry appears whole or not at all: written to a
+    temporary file beside it, then renamed (jax's own ``put`` writes in place,
+    so a process starting at the same moment could read half an entry).
+    With jax's size-bounded cache (``jax_compilation_cache_max_size``) jax's
+    ``put`` does the writing, under its file lock, to keep its accounting."""
     cache = compilation_cache._get_cache(jax_internals.backend(platform))
-    if cache is not None:
+    if cache is None:
+        return
+    base = getattr(cache, "_base_cache", cache)
+    path = getattr(base, "path", None)
+    if path is None or getattr(base, "eviction_enabled", False) or not isinstance(path, os.PathLike):
         cache.put(key, value)
+        return
+    target = os.path.join(os.fspath(path), f"{key}{lru_cache._CACHE_SUFFIX}")
+    if os.path.exists(target):
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.fspath(path), prefix=".pxla-tmp-")
+    except OSError:  # a read-only cache directory: the program still runs, as with jax's put
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(value)
+        os.replace(tmp, target)
+    except OSError:  # a full disk: no entry
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def cache_remove(key: str, platform: str | None = None) -> None:

@@ -156,7 +156,8 @@ dispatch = PrivateNames(
     "BACKEND_COMPILE_EVENT SourceInfo check_special get_intermediate_shardings log_elapsed_time runtime_tokens")
 config = PrivateNames(
     _config,
-    "compilation_cache_dir debug_infs debug_nans disable_jit log_compiles persistent_cache_min_compile_time_secs "
+    "compilation_cache_dir debug_infs debug_nans disable_jit jax_dump_ir_to log_compiles "
+    "persistent_cache_min_compile_time_secs "
     "persistent_cache_min_entry_size_bytes trace_context update use_shardy_partitioner",
     # jax 0.11+ has collectives write their groups as mesh axes unless told not to; jax 0.10 has no such flag.
     use_rgv3=getattr(_config, "use_rgv3", None))

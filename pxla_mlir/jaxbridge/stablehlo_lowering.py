@@ -19,7 +19,7 @@ from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import JaxAbstractMesh, backend, core, effects, jax_mlir, sharding_impls
 from pxla_mlir.jaxbridge.jaxpr_protocols import high_level_avals, lojax, lower_jaxpr_to_module, lowering_flags
 
-__all__ = ["LOWERING_LOCK", "CONTEXT_LOWERINGS", "shared_lowering_context", "spmd_axis_context",
+__all__ = ["LOWERING_LOCK", "CONTEXT_LOWERINGS", "shared_lowering_context", "parse_in_shared_context", "spmd_axis_context",
            "sharding_impls_mesh", "lower_per_device", "lower_global", "refined_module", "low_level",
            "HighLevelTypeError"]
 
@@ -84,6 +84,17 @@ def shared_lowering_context():
             yield
         finally:
             _shared.active = previous
+
+
+def parse_in_shared_context(text: str):
+    """``text`` parsed into a module of the shared lowering context, as a
+    lowering would have left it there (callers hold LOWERING_LOCK)."""
+    from jaxlib.mlir import ir
+
+    with LOWERING_LOCK, shared_lowering_context():
+        ctx = _make_ir_context()
+        with ctx:
+            return ir.Module.parse(text)
 
 
 def lower_per_device(closed_jaxpr: core.ClosedJaxpr, axis_names: Sequence, axis_sizes: Sequence[int],

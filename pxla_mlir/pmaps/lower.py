@@ -21,8 +21,9 @@ from pxla_mlir.pmaps.layout import Boundary
 from pxla_mlir.pmaps.nested_pmaps import program_partitioning
 from pxla_mlir.pmaps.partition_strategy import Partitioning
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
+from pxla_mlir.runtime import lowering_cache
 from pxla_mlir.stages.aot import Lowered
-from pxla_mlir.stages.map_lowering import lower
+from pxla_mlir.stages.map_lowering import lower_cached
 from pxla_mlir.stages.signature import Signature
 
 if TYPE_CHECKING:
@@ -86,21 +87,30 @@ def lower_traced(jaxpr: ClosedJaxpr, params: PmapParams, global_avals, *, signat
     nested = replicas_needed(jaxpr)
     devices = parts.devices(params.axis_size, params.devices, params.backend, what, nested=nested)
     devs = devices_for(params.axis_size * nested * parts.size, params.axis_size, devices, params.backend, what=what)
-    with timed("import"):
-        imported = import_pmap(jaxpr, params, platform=devs[0].platform, kind=kind, specs=(in_specs, out_specs),
-                               partitioning=parts, by_piece=params.options.pieces == "on" and
-                               _blocks_within_processes(devs, params.axis_size))
-    parts.check_module(imported.module, params.options.sharding_dialect, what)
+    by_piece = params.options.pieces == "on" and _blocks_within_processes(devs, params.axis_size)
+    platform = devs[0].platform
+    pipeline = params.options.anchored()
+
+    def build():
+        with timed("import"):
+            imported = import_pmap(jaxpr, params, platform=platform, kind=kind, specs=(in_specs, out_specs),
+                                   partitioning=parts, by_piece=by_piece)
+        parts.check_module(imported.module, params.options.sharding_dialect, what)
+        return imported
+
     out_avals = [core.unmapped_aval(params.axis_size, a, av) if a is not None else av
                  for av, a in zip(jaxpr.out_avals, params.out_axes)]
     boundary = Boundary(params.in_axes, tuple(global_avals), params.out_axes, tuple(out_avals), params.donation,
                         consts, in_specs, out_specs)
     levels = tuple(zip(nest_labels(params.axis_name, parts.levels), (s for _, s in parts.levels)))
-    layout = parts.layout(devs, params.axis_size, mesh_axis_label(params.axis_name), levels, boundary,
-                          module=imported.module)
-    return lower(imported, pipeline=params.options.anchored(), layout=layout,
-                 signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
-                 jaxpr_text=jaxpr.pretty_print)
+    key = lowering_cache.key("pmap", kind, jaxpr, params, tuple(global_avals), in_specs, out_specs, tuple(devs),
+                             by_piece, nested, parts, pipeline, lowering_cache.plugin_versions(pipeline))
+    by_module = not parts and len(devs) > params.axis_size  # nested pmaps: import may place values by piece
+    return lower_cached(key, build, lambda pxla: parts.layout(devs, params.axis_size, mesh_axis_label(params.axis_name),
+                                                              levels, boundary, module=pxla() if by_module else None),
+                        platform=platform, pipeline=pipeline,
+                        signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
+                        jaxpr_text=jaxpr.pretty_print)
 
 
 def _check_partition_mode(options: PmapPipeline, nest: Partitioning, name, kind: str) -> None:

@@ -57,6 +57,11 @@ def module_name(module) -> str:
     return op.attributes["sym_name"].value if "sym_name" in op.attributes else "module"
 
 
+def dumping() -> bool:
+    """Is ``jax_dump_ir_to`` set (do stages get dumped)?"""
+    return bool(config.jax_dump_ir_to.value)
+
+
 def dump_stage(module, stage: str) -> None:
     """``module`` (an ir.Module or operation) into ``jax_dump_ir_to``, if set."""
     dump_ir(module, stage)

@@ -9,23 +9,25 @@ over a :class:`MapLowering`."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
+from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, parse_in_shared_context
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, run_pipeline
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.support.stats import STATS, timed
-from pxla_mlir.runtime.debug_flags import dump_stage
+from pxla_mlir.runtime import lowering_cache
+from pxla_mlir.runtime.debug_flags import dump_stage, dumping
 from pxla_mlir.runtime.executable import ShardedExecutable
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.final_module import FinalModule, compile_lowering
 from pxla_mlir.stages.lowering import Layout
 from pxla_mlir.stages.signature import Signature
 
-__all__ = ["lower", "MapLowering"]
+__all__ = ["lower", "lower_cached", "MapLowering"]
 
 
 def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
@@ -36,6 +38,12 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
     A failing pipeline raises ``PipelineFailure`` with a reproducer: the
     imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``).
     """
+    return Lowered(_run_pipeline(imported, pipeline=pipeline, layout=layout, jaxpr_text=jaxpr_text, plan=plan),
+                   signature)
+
+
+def _run_pipeline(imported, *, pipeline: str, layout: Layout, jaxpr_text: Callable[[], str] | None,
+                  plan: Any) -> MapLowering:
     STATS["lowerings"] += 1
     module = imported.module
     pxla = module.operation.clone()  # printed only if asked for
@@ -47,8 +55,37 @@ def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
         # Printed only now: the copy made before the pipeline ran is what a rerun needs.
         saved = save_reproducer(pxla.get_asm(enable_debug_info=True), e.pipeline, verify_each=False)
         raise PipelineFailure(e.pipeline, e.diagnostics, saved) from None
-    lowering = MapLowering(module, pxla, pipeline=pipeline, layout=layout, keepalive=imported.keepalive,
-                           host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
+    return MapLowering(module, pxla, pipeline=pipeline, layout=layout, keepalive=imported.keepalive,
+                       host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
+
+
+def lower_cached(key: bytes | None, build: Callable[[], Any], layout_of: Callable[[Callable[[], ir.Module]], Layout], *,
+                 platform: str, pipeline: str, signature: Signature, jaxpr_text: Callable[[], str] | None = None,
+                 plan: Any = None) -> Lowered:
+    """:func:`lower` of what ``build()`` imports, unless the lowering cache
+    (:mod:`pxla_mlir.runtime.lowering_cache`) holds the modules of an equal
+    lowering under ``key`` (None: not cacheable): then jax's lowering, the
+    import and the pipeline are skipped. ``layout_of`` gives the layout,
+    calling its argument for the pxla form (before the pipeline ran) if it
+    needs it: a cached pxla form is parsed only then."""
+    entry = lowering_cache.lookup(key, platform) if key is not None else None
+    if entry is not None:
+        with timed("lowering cache"):
+            module = parse_in_shared_context(entry.final)
+            pxla = functools.cache(lambda: parse_in_shared_context(entry.pxla).operation)
+            layout = layout_of(pxla)
+        if dumping():
+            dump_stage(pxla(), "pxla")
+        return Lowered(MapLowering(module, pxla, pipeline=pipeline, layout=layout, jaxpr_text=jaxpr_text, plan=plan),
+                       signature)
+    imported = build()
+    lowering = _run_pipeline(imported, pipeline=pipeline, layout=layout_of(lambda: imported.module),
+                             jaxpr_text=jaxpr_text, plan=plan)
+    if key is not None and not imported.keepalive and not imported.host_callbacks:
+        with LOWERING_LOCK:
+            entry = lowering_cache.Entry(lowering.pxla.get_asm(enable_debug_info=True),
+                                         lowering.module.operation.get_asm(enable_debug_info=True))
+        lowering_cache.store(key, entry, platform)
     return Lowered(lowering, signature)
 
 
@@ -61,16 +98,23 @@ class MapLowering(FinalModule):
     resources); None for pmap. Its executable's inputs and outputs are laid
     out as the layout says."""
 
-    def __init__(self, module: ir.Module, pxla: ir.Operation, *, pipeline: str, layout: Layout,
-                 keepalive: Any = None, host_callbacks: Sequence = (), jaxpr_text: Callable[[], str] | None = None,
-                 plan: Any = None):
-        self.module, self.pxla = module, pxla
+    def __init__(self, module: ir.Module, pxla: ir.Operation | Callable[[], ir.Operation], *, pipeline: str,
+                 layout: Layout, keepalive: Any = None, host_callbacks: Sequence = (),
+                 jaxpr_text: Callable[[], str] | None = None, plan: Any = None):
+        self.module = module
+        self._pxla = pxla  # or how to parse it, for a cached lowering
         self.pipeline = pipeline
         self.layout = layout
         self.keepalive = keepalive
         self.host_callbacks = tuple(host_callbacks)
         self.jaxpr_text = jaxpr_text  # printed only if asked for
         self.plan = plan
+
+    @property
+    def pxla(self) -> ir.Operation:
+        if callable(self._pxla):
+            self._pxla = self._pxla()
+        return self._pxla
 
     def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         """The module compiled by XLA, wrapped for launches."""

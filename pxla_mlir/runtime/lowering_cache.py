@@ -1,0 +1,186 @@
+"""Lowerings kept by what decides them: a map traced to an equal jaxpr, with
+equal options, devices and versions, skips jax's lowering, the import and
+the pass pipeline, and parses the modules an earlier lowering produced.
+
+The key (:func:`key`) is a digest of the traced jaxpr and the map's params
+(:mod:`pxla_mlir.jaxbridge.jaxpr_fingerprint`; None when a value in them
+cannot be encoded losslessly, and then nothing is cached), jax's trace
+context, the pipeline text with the version of every plugin pass in it, and
+the versions of pxla_mlir (with a digest of its installed files), jax and
+jaxlib. A lowering is kept only when its module alone is the program: none
+holding host callbacks or a jax keepalive.
+
+Two levels: in memory (bounded) for re-lowering in one process, and, when
+jax's persistent compilation cache is on, in its directory beside the
+executables, so that a warm start skips lowering as well as compiling.
+A persistent entry says what it is before its payload:
+
+    MAGIC | sha256(key) | sha256(payload) | zlib(payload)
+
+and one that does not check out is removed, warned about
+(:class:`~pxla_mlir.runtime.persistent_cache.CacheEntryRejected`) and lowered
+anew. Entries are written whole or not at all (``cache_access.cache_write``).
+Set ``PXLA_MLIR_LOWERING_CACHE=0`` to lower every time.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import hashlib
+import os
+import struct
+import threading
+import warnings
+import zlib
+
+import jax
+
+from pxla_mlir.jaxbridge import cache_access, jax_internals, jaxpr_fingerprint
+from pxla_mlir.mlir.support.stats import STATS
+from pxla_mlir.runtime.persistent_cache import CacheEntryRejected
+
+__all__ = ["Entry", "key", "lookup", "store", "enabled", "clear", "ENV", "KEY_PREFIX"]
+
+ENV = "PXLA_MLIR_LOWERING_CACHE"
+MAGIC = b"pxla-mlir lowering v1\n"
+KEY_PREFIX = "pxla-lowering-"
+_HEADER = struct.Struct(f"{len(MAGIC)}s32s32s")
+_MEMORY_ENTRIES = 64
+_MEMORY_BYTES = 64 << 20
+
+_memory: collections.OrderedDict[bytes, Entry] = collections.OrderedDict()
+_memory_lock = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A lowering's modules as text, with locations: the pxla form and the final module."""
+
+    pxla: str
+    final: str
+
+    def size(self) -> int:
+        return len(self.pxla) + len(self.final)
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1") != "0"
+
+
+def key(*values) -> bytes | None:
+    """The digest of what decides a lowering (see the module docstring), or None if it cannot be told."""
+    if not enabled():
+        return None
+    return jaxpr_fingerprint.digest(*values, _versions())
+
+
+def plugin_versions(pipeline: str) -> tuple:
+    """(argument, module, version) of every pass registered at run time that ``pipeline`` names: built-in
+    passes are covered by the package's own digest."""
+    from pxla_mlir.mlir.pass_infra import registry
+
+    return tuple((name, cls.__module__, str(getattr(cls, "version", ""))) for name, cls in
+                 sorted(registry.REGISTERED.items()) if name in pipeline)
+
+
+def lookup(digest: bytes, platform: str | None) -> Entry | None:
+    with _memory_lock:
+        entry = _memory.get(digest)
+        if entry is not None:
+            _memory.move_to_end(digest)
+            STATS["lowering_cache_hits"] += 1
+            return entry
+    if not cache_access.persistent_cache_used(platform):
+        return None
+    raw = cache_access.cache_read(_file_key(digest), platform)
+    if raw is None:
+        return None
+    entry, doubt = _decode(raw, digest)
+    if entry is None:
+        cache_access.cache_remove(_file_key(digest), platform)
+        warnings.warn(CacheEntryRejected(f"pxla_mlir: the lowering cache entry {_file_key(digest)[:40]}... was not "
+                                         f"used: {doubt}; it was removed and the map lowered anew"), stacklevel=3)
+        return None
+    _remember(digest, entry)
+    STATS["lowering_cache_hits"] += 1
+    STATS["lowering_cache_loads"] += 1
+    return entry
+
+
+def store(digest: bytes, entry: Entry, platform: str | None) -> None:
+    _remember(digest, entry)
+    if cache_access.persistent_cache_used(platform) and cache_access.is_process_zero():
+        payload = _payload(entry)
+        cache_access.cache_write(_file_key(digest), _HEADER.pack(MAGIC, hashlib.sha256(digest).digest(),
+                                                                 hashlib.sha256(payload).digest()) +
+                                 zlib.compress(payload, 1), platform)
+
+
+def clear() -> None:
+    """Forgets the in-memory lowerings (the persistent ones stay)."""
+    with _memory_lock:
+        _memory.clear()
+
+
+def _remember(digest: bytes, entry: Entry) -> None:
+    with _memory_lock:
+        _memory[digest] = entry
+        _memory.move_to_end(digest)
+        while len(_memory) > _MEMORY_ENTRIES or (len(_memory) > 1 and
+                                                 sum(e.size() for e in _memory.values()) > _MEMORY_BYTES):
+            _memory.popitem(last=False)
+
+
+def _file_key(digest: bytes) -> str:
+    return KEY_PREFIX + digest.hex()
+
+
+def _payload(entry: Entry) -> bytes:
+    pxla = entry.pxla.encode()
+    return struct.pack("<Q", len(pxla)) + pxla + entry.final.encode()
+
+
+def _decode(raw: bytes, digest: bytes) -> tuple[Entry | None, str]:
+    if len(raw) < _HEADER.size or not raw.startswith(MAGIC):
+        return None, "it is not a pxla_mlir lowering entry of this version"
+    _, key_digest, payload_digest = _HEADER.unpack_from(raw)
+    if key_digest != hashlib.sha256(digest).digest():
+        return None, "it holds the lowering of another program"
+    try:
+        payload = zlib.decompress(raw[_HEADER.size:])
+    except zlib.error as e:
+        return None, f"its payload does not decompress ({e})"
+    if hashlib.sha256(payload).digest() != payload_digest:
+        return None, "its payload is damaged (checksum mismatch)"
+    try:
+        (n,) = struct.unpack_from("<Q", payload)
+        return Entry(payload[8:8 + n].decode(), payload[8 + n:].decode()), ""
+    except (struct.error, UnicodeDecodeError) as e:
+        return None, f"its payload does not read ({e})"
+
+
+@functools.cache
+def _versions() -> tuple:
+    """pxla_mlir's version and a digest of its installed files (a changed pass or importer is another
+    lowering, whatever the version says), jax's and jaxlib's versions."""
+    import jaxlib.version
+
+    return ("pxla_mlir", _package_digest(), "jax", jax.__version__, "jaxlib", jaxlib.version.__version__,
+            jax_internals.jaxlib_extension_version)
+
+
+def _package_digest() -> str:
+    import pxla_mlir
+    import pxla_mlir.passes
+
+    h = hashlib.sha256(pxla_mlir.__version__.encode())
+    for root in sorted({os.path.dirname(pxla_mlir.__file__), os.path.dirname(pxla_mlir.passes.__file__)}):
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    h.update(f"{os.path.relpath(os.path.join(folder, name), root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()

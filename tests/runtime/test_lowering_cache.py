@@ -1,0 +1,200 @@
+"""The lowering cache: an equal program (jaxpr, options, devices, versions)
+reuses an earlier lowering's modules, in the process and, with the persistent
+cache on, in later processes; anything else lowers anew."""
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import pxla_mlir
+from pxla_mlir.jaxbridge import jaxpr_fingerprint
+from pxla_mlir.mlir.pass_infra import ModulePass, registry
+from pxla_mlir.mlir.support.stats import STATS
+from pxla_mlir.runtime import lowering_cache
+
+X = np.arange(128, dtype=np.float32).reshape(8, 16)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    lowering_cache.clear()
+    yield
+    lowering_cache.clear()
+
+
+def counts():
+    return STATS["lowerings"], STATS["lowering_cache_hits"]
+
+
+def test_an_equal_program_is_lowered_once_and_gives_the_same_module():
+    before = counts()
+    texts = [pxla_mlir.pmap(lambda v: lax.psum(jnp.sin(v) * 2, "i"), "i").lower(X).as_text(debug_info=True)
+             for _ in range(3)]
+    assert np.subtract(counts(), before).tolist() == [1, 2]
+    assert texts[0] == texts[1] == texts[2]
+    os.environ[lowering_cache.ENV] = "0"
+    try:
+        cold = pxla_mlir.pmap(lambda v: lax.psum(jnp.sin(v) * 2, "i"), "i").lower(X)
+    finally:
+        del os.environ[lowering_cache.ENV]
+    assert cold.as_text() == pxla_mlir.pmap(lambda v: lax.psum(jnp.sin(v) * 2, "i"), "i").lower(X).as_text()
+
+
+def test_closed_over_arrays_are_arguments_so_their_values_never_come_from_the_cache():
+    outs = [np.asarray(pxla_mlir.pmap(lambda v: v + jnp.full((16,), float(c)), "i")(X)) for c in (1, 2, 3)]
+    for c, out in zip((1, 2, 3), outs):
+        np.testing.assert_array_equal(out, X + c)
+
+
+@pytest.mark.parametrize("change", ["literal", "dtype", "shape", "options", "axis", "name", "devices", "x64"])
+def test_what_decides_the_program_is_in_the_key(change):
+    def lowered(c=2.0, x=X, name="f", devices=None, **options):
+        def f(v):
+            return lax.psum(v * c, "i")
+        f.__name__ = name
+        return pxla_mlir.pmap(f, "i", devices=devices, **options).lower(x)
+
+    lowered()
+    before = counts()
+    if change == "literal":
+        changed = lowered(c=3.0)
+    elif change == "dtype":
+        changed = lowered(x=X.astype(np.int32), c=2)
+    elif change == "shape":
+        changed = lowered(x=X[:, :8])
+    elif change == "options":
+        changed = lowered(mode="partition")
+    elif change == "axis":
+        changed = pxla_mlir.pmap(lambda v: lax.psum(v * 2.0, "j"), "j").lower(X)
+    elif change == "name":
+        changed = lowered(name="g")
+    elif change == "devices":
+        changed = lowered(devices=jax.devices()[::-1])
+    else:
+        with jax.enable_x64(True):
+            changed = lowered(x=X.astype(np.float64))
+    assert np.subtract(counts(), before).tolist() == [1, 0], f"a changed {change} lowered anew"
+    assert changed.as_text()
+
+
+def test_programs_with_host_callbacks_are_never_cached():
+    def f(v):
+        return jax.pure_callback(lambda a: a * 2, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+
+    before = counts()
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(pxla_mlir.pmap(lambda v: f(v), "i")(X)), X * 2)
+    assert np.subtract(counts(), before).tolist() == [2, 0]
+
+
+def test_a_plugin_pass_with_a_new_version_is_another_lowering():
+    @dataclasses.dataclass(frozen=True)
+    class Tag(ModulePass):
+        argument = "test-lowering-cache-tag"
+        summary = "does nothing"
+        checks_only = True
+
+        def run(self, module):
+            pass
+
+    registry.register(Tag)
+    try:
+        first = lowering_cache.key("program", lowering_cache.plugin_versions("builtin.module(test-lowering-cache-tag)"))
+        Tag.version = "2"
+        second = lowering_cache.key("program", lowering_cache.plugin_versions("builtin.module(test-lowering-cache-tag)"))
+        assert first is not None and second is not None and first != second
+    finally:
+        registry.REGISTERED.pop(Tag.argument)
+
+
+def test_the_digest_reads_every_byte_and_refuses_what_it_cannot_read():
+    big = np.arange(5000, dtype=np.float32)
+    other = big.copy()
+    other[4321] += 1
+
+    def body(c):
+        return jax.make_jaxpr(lambda x: lax.cond(x[0] > 0, lambda y: y + c, lambda y: y, x))(big)
+
+    assert jaxpr_fingerprint.digest(body(big)) == jaxpr_fingerprint.digest(body(big.copy()))
+    assert jaxpr_fingerprint.digest(jax.make_jaxpr(lambda x: x + 1.0)(big)) != \
+        jaxpr_fingerprint.digest(jax.make_jaxpr(lambda x: x + 1.0000001)(big))
+    with_callable = jax.make_jaxpr(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x))(big)
+    assert jaxpr_fingerprint.digest(with_callable) is None
+    assert jaxpr_fingerprint.digest(object()) is None
+
+
+# -- across processes: the persistent cache --------------------------------------------------------------------
+
+CHILD = textwrap.dedent("""
+    import os, sys, json, warnings
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    import jax, numpy as np, pxla_mlir
+    from jax import lax
+    from pxla_mlir.mlir.support.stats import STATS
+    pxla_mlir.enable_compilation_cache(sys.argv[1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+        out = pxla_mlir.pmap(lambda v: lax.psum(jax.numpy.tanh(v), "i") + lax.axis_index("i"), "i")(x)
+    print(json.dumps({"out": np.asarray(out).tolist(), "lowerings": STATS["lowerings"],
+                      "loads": STATS["lowering_cache_loads"],
+                      "rejected": [str(w.message) for w in caught if "cache entry" in str(w.message)]}))
+""")
+
+
+def child(cache, n: int = 1) -> list[dict]:
+    import json
+
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(cache)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-2000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+def expected():
+    x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    return np.tanh(x).sum(0) + np.arange(8, dtype=np.float32)[:, None]
+
+
+@pytest.mark.subprocess
+def test_a_later_process_skips_lowering_and_a_damaged_entry_is_rejected(tmp_path):
+    (cold,) = child(tmp_path)
+    assert (cold["lowerings"], cold["loads"]) == (1, 0)
+    entries = [p for p in tmp_path.iterdir() if p.name.startswith(lowering_cache.KEY_PREFIX)]
+    assert len(entries) == 1
+    (warm,) = child(tmp_path)
+    assert (warm["lowerings"], warm["loads"], warm["rejected"]) == (0, 1, [])
+    np.testing.assert_allclose(np.asarray(warm["out"]), expected(), rtol=1e-6)
+    assert warm["out"] == cold["out"]
+    raw = bytearray(entries[0].read_bytes())
+    raw[-5] ^= 0xFF
+    entries[0].write_bytes(bytes(raw))
+    (damaged,) = child(tmp_path)
+    assert (damaged["lowerings"], damaged["loads"]) == (1, 0)
+    assert damaged["rejected"] and "lowering cache entry" in damaged["rejected"][0]
+    assert damaged["out"] == cold["out"]
+    (again,) = child(tmp_path)
+    assert (again["lowerings"], again["loads"], again["rejected"]) == (0, 1, [])
+
+
+@pytest.mark.subprocess
+def test_processes_starting_at_once_never_read_half_an_entry(tmp_path):
+    runs = child(tmp_path, n=4)
+    for run in runs:
+        assert run["rejected"] == []
+        np.testing.assert_allclose(np.asarray(run["out"]), expected(), rtol=1e-6)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".pxla-tmp-")], "no temporary file is left"
+    (later,) = child(tmp_path)
+    assert (later["lowerings"], later["loads"], later["rejected"]) == (0, 1, [])
