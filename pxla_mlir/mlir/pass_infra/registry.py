@@ -43,17 +43,37 @@ PIPELINES: dict[str, str] = {
 
 #: Passes registered at run time (plugins), by argument; consulted before the built-in tables.
 REGISTERED: dict[str, type] = {}
+#: Where each registered pass came from (a plugin file, module or entry point), by argument.
+SOURCES: dict[str, str] = {}
 
 
-def register(cls: type) -> type:
-    """Adds a pass class (a ``ModulePass`` subclass) under its ``argument``."""
-    REGISTERED[cls.argument] = cls
+def register(cls: type, source: str | None = None) -> type:
+    """Adds a pass class (a ``ModulePass`` subclass) under its ``argument``
+    (:func:`pxla_mlir.mlir.pass_infra.plugins.register_pass` checks it first)."""
+    argument: str = cls.argument  # pyright: ignore[reportAttributeAccessIssue]
+    REGISTERED[argument] = cls
+    SOURCES[argument] = source or cls.__module__
     return cls
 
 
 def load(argument: str):
-    """The pass or pipeline class for an argument, or None if it is unknown."""
-    return REGISTERED.get(argument) or _load_builtin(argument)
+    """The pass or pipeline class for an argument, or None if it is unknown
+    (installed plugins, the ``pxla_mlir.passes`` entry points, are loaded for a name not found)."""
+    found = REGISTERED.get(argument) or _load_builtin(argument)
+    if found is None:
+        from pxla_mlir.mlir.pass_infra import jaxlib_passes, plugins
+
+        jaxlib_names = (jaxlib_passes.MODULE_PASSES, jaxlib_passes.FUNC_PASSES, jaxlib_passes.PIPELINES)
+        # Only a name nobody knows pays for reading the installed packages' entry points.
+        if not any(argument in names for names in jaxlib_names) and plugins.load_entry_points():
+            found = REGISTERED.get(argument)
+    return found
+
+
+def origin(argument: str) -> str:
+    """``" (plugin SOURCE)"`` for a registered pass, ``""`` for a built-in one: error messages name the plugin."""
+    source = SOURCES.get(argument)
+    return f" (plugin {source})" if source and argument in REGISTERED else ""
 
 
 @functools.cache
