@@ -135,10 +135,11 @@ class ModulePass(_Configurable):
                           f"may rewrite its body)", (), op)
                     state["failed"] = True
             except ir.MLIRError as e:  # the verifier's errors (already routed to a collector, if one is active)
-                said = f"{self.argument}{origin} left invalid IR: " if verifying and origin else ""
                 for d in e.error_diagnostics:
-                    diagnostics.emit("error", d.location, said + d.message,
-                                     [(n.location, n.message) for n in d.notes])
+                    diagnostics.emit("error", d.location, d.message, [(n.location, n.message) for n in d.notes])
+                if verifying and origin:  # say whose IR it is: the verifier's own errors name no pass
+                    _emit("error", op.location, f"{self.argument}{origin} left invalid IR (the verifier's errors "
+                          f"say where): fix the pass", (), op)
                 state["failed"] = True
             except PassError as e:
                 _emit("error", location(e.where, op.location), e.message, e.notes, op)

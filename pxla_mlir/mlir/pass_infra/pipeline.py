@@ -178,8 +178,9 @@ class Pipeline:
                     guard.add_to(pm)
                 pm.add(step)
             else:
-                # A plugin's pass is verified after it whatever the policy: no later pass sees IR it broke.
-                plugin = verify == "none" and step.argument in registry.REGISTERED
+                # A plugin's pass is verified by its bridge whatever the policy: no later pass sees IR it broke,
+                # and the error names the plugin.
+                plugin = step.argument in registry.REGISTERED
                 step.add_to(pm, verify=verify == "pxla-changes" or plugin)
         return pm
 
