@@ -1,4 +1,4 @@
-"""Plugin files the plugin tests (tests/mlir/pass_infra, tests/mlir/cli) write, and a fixture that leaves the registry as it found it."""
+"""Plugin files the plugin tests write (tests/mlir/pass_infra, tests/mlir/cli), and a registry fixture."""
 
 import pytest
 

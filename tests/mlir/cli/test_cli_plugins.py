@@ -80,7 +80,7 @@ def test_failing_plugin_passes_exit_1_and_leave_the_input(tmp_path, capsys, name
     assert pxla_opt.main(argv) == 1
     err = capsys.readouterr().err
     assert fragment in err and "Traceback" not in err
-    assert open(module).read() == MODULE
+    assert (tmp_path / "in.mlir").read_text() == MODULE
     # The reproducer records the plugin: a fresh registry replays it to the same error.
     assert f'pxla_plugins: "[\\22{plugin}\\22]"' in repro.read_text()
     from pxla_mlir.mlir.pass_infra import plugins, registry

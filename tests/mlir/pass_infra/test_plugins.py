@@ -90,7 +90,7 @@ def test_a_bad_plugin_says_what_and_registers_nothing(tmp_path, text, fragment):
         plugins.load_plugin(path)
     assert fragment in str(e.value) and f"'{path}'" in str(e.value)
     assert "\n" not in str(e.value)
-    assert registry.REGISTERED == before and plugins.plugin_specs() == ()
+    assert before == registry.REGISTERED and plugins.plugin_specs() == ()
 
 
 def test_a_syntax_error_names_the_line(tmp_path):
