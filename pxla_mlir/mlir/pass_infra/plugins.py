@@ -65,7 +65,7 @@ def load_plugin(spec: str) -> list[type]:
         module = _import_file(spec, key) if _is_file(spec) else _import_module(spec)
         classes = _passes_of(module, spec)
         for cls in classes:
-            register_pass(cls, source=spec, _reloadable=key)
+            _register(cls, spec, key)
     except BaseException:
         for table, before in saved:
             table.clear()
@@ -142,16 +142,22 @@ def _passes_of(module: types.ModuleType, spec: str) -> list[type]:
     return found
 
 
-def register_pass(cls: type, *, source: str | None = None, _reloadable: str | None = None) -> type:
+def register_pass(cls: type) -> type:
     """Checks ``cls`` (a ``pxla_mlir.passes.ModulePass`` subclass) and registers it under its ``argument``;
     returns it, so it serves as a class decorator. Raises :class:`PluginError` for a class that is not a pass
     or whose argument is taken (by a built-in pass or pipeline, a jaxlib pass, or another plugin's pass)."""
-    source = source or getattr(cls, "__module__", "?")
+    module = getattr(cls, "__module__", "__main__")
+    # A reproducer can load the class's module again, unless it is a script or a plugin file (recorded by path).
+    from_file = module.startswith("pxla_plugin_")
+    reloadable = module if module != "__main__" and not from_file else None
+    source = getattr(sys.modules.get(module), "__file__", None) if from_file else None
+    return _register(cls, source or module, reloadable)
+
+
+def _register(cls: type, source: str, reloadable: str | None) -> type:
     _check(cls, source)
     argument: str = cls.argument  # pyright: ignore[reportAttributeAccessIssue]
     registry.register(cls, source=source)
-    module = getattr(cls, "__module__", "__main__")
-    reloadable = _reloadable or (module if module != "__main__" and not module.startswith("pxla_plugin_") else None)
     if reloadable is not None:
         _RELOADABLE[argument] = reloadable
     return cls
@@ -228,8 +234,21 @@ def load_entry_points() -> bool:
         except Exception as e:
             raise PluginError(f"pass plugin {label} does not load: {type(e).__name__}: {e} (fix or uninstall "
                               f"{dist or 'the package'})") from None
-        _with_label(label, lambda cls=cls, ep=ep: register_pass(cls, source=ep.value, _reloadable=ep.module))
+        _with_label(label, lambda cls=cls, ep=ep: _register(cls, ep.value, ep.module))
     return True
+
+
+def _on_unknown_name(argument: str) -> bool:
+    """Reads the entry points for a name that is no pxla or jaxlib pass: only such a name pays for it."""
+    from pxla_mlir.mlir.pass_infra import jaxlib_passes
+
+    if any(argument in names for names in (jaxlib_passes.MODULE_PASSES, jaxlib_passes.FUNC_PASSES,
+                                           jaxlib_passes.PIPELINES)):
+        return False
+    return load_entry_points()
+
+
+registry.unknown_name_hook = _on_unknown_name
 
 
 def _with_label(label: str, load) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 
 PASSES: dict[str, str] = {
     "pxla-add-device-axis": "pxla_mlir.passes.add_device_axis:AddDeviceAxisPass",
@@ -56,17 +57,16 @@ def register(cls: type, source: str | None = None) -> type:
     return cls
 
 
-def load(argument: str):
-    """The pass or pipeline class for an argument, or None if it is unknown
-    (installed plugins, the ``pxla_mlir.passes`` entry points, are loaded for a name not found)."""
-    found = REGISTERED.get(argument) or _load_builtin(argument)
-    if found is None:
-        from pxla_mlir.mlir.pass_infra import jaxlib_passes, plugins
+#: Called with a name no table knows, before load() gives up; True if it registered passes meanwhile
+#: (:mod:`.plugins` sets it: it reads the installed packages' entry points then).
+unknown_name_hook: Callable[[str], bool] | None = None
 
-        jaxlib_names = (jaxlib_passes.MODULE_PASSES, jaxlib_passes.FUNC_PASSES, jaxlib_passes.PIPELINES)
-        # Only a name nobody knows pays for reading the installed packages' entry points.
-        if not any(argument in names for names in jaxlib_names) and plugins.load_entry_points():
-            found = REGISTERED.get(argument)
+
+def load(argument: str):
+    """The pass or pipeline class for an argument, or None if it is unknown."""
+    found = REGISTERED.get(argument) or _load_builtin(argument)
+    if found is None and unknown_name_hook is not None and unknown_name_hook(argument):
+        found = REGISTERED.get(argument)
     return found
 
 
