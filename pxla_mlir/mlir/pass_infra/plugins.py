@@ -27,6 +27,7 @@ import re
 import sys
 import types
 from collections.abc import Iterable
+from typing import Any
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.pass_infra import registry
@@ -60,19 +61,23 @@ def load_plugin(spec: str) -> list[type]:
     key = os.path.realpath(spec) if _is_file(spec) else spec
     if key in _LOADED:
         return list(_LOADED[key])
-    saved = [(table, dict(table)) for table in (registry.REGISTERED, registry.SOURCES, _RELOADABLE)]
+    saved = dict(registry.REGISTERED), dict(registry.SOURCES), dict(_RELOADABLE)
     try:  # all or nothing: a plugin that registers some passes with register_pass and then fails keeps none
         module = _import_file(spec, key) if _is_file(spec) else _import_module(spec)
         classes = _passes_of(module, spec)
         for cls in classes:
             _register(cls, spec, key)
     except BaseException:
-        for table, before in saved:
-            table.clear()
-            table.update(before)
+        for table, before in zip((registry.REGISTERED, registry.SOURCES, _RELOADABLE), saved):
+            _restore(table, before)
         raise
     _LOADED[key] = classes
     return list(classes)
+
+
+def _restore(table: dict[str, Any], before: dict[str, Any]) -> None:
+    table.clear()
+    table.update(before)
 
 
 def _import_file(spec: str, path: str) -> types.ModuleType:

@@ -51,7 +51,7 @@ SOURCES: dict[str, str] = {}
 def register(cls: type, source: str | None = None) -> type:
     """Adds a pass class (a ``ModulePass`` subclass) under its ``argument``
     (:func:`pxla_mlir.mlir.pass_infra.plugins.register_pass` checks it first)."""
-    argument: str = cls.argument  # pyright: ignore[reportAttributeAccessIssue]
+    argument = str(getattr(cls, "argument"))  # noqa: B009 (a ModulePass subclass; type says no more)
     REGISTERED[argument] = cls
     SOURCES[argument] = source or cls.__module__
     return cls
