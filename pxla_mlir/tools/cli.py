@@ -109,8 +109,7 @@ def _cmd_passes(args) -> int:
         cls = registry.load(name)
         if cls is None:
             known = [*registry.PASSES, *registry.PIPELINES, *registry.REGISTERED]
-            raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes'; a plugin's passes: "
-                           f"pxla-mlir passes --load-pass-plugin=FILE.py){did_you_mean(name, known)}")
+            raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes'){did_you_mean(name, known)}")
         origin = registry.origin(name)
         if args.names:
             module_doc = inspect.getdoc(sys.modules[cls.__module__])  # a pass's file documents it
