@@ -11,7 +11,7 @@ from plugin_helpers import BAD_PASSES, MODULE, TAG_PLUGIN, clean_registry, write
 
 import pxla_mlir
 from pxla_mlir.mlir.core.context import make_context
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, plugins, registry, run_pipeline
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, plugins, registry, reproducer, run_pipeline
 from pxla_mlir.passes import ModulePass, option
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -195,3 +195,18 @@ def test_the_public_names():
 def test_importing_the_public_package_loads_no_jax():
     code = "import sys, pxla_mlir.passes; assert not any(m.split('.')[0] in ('jax', 'jaxlib') for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_failing_pipeline_saves_a_reproducer_that_names_the_plugin(tmp_path, monkeypatch):
+    path = write(tmp_path, "bad_passes.py", BAD_PASSES)
+    plugins.load_plugin(path)
+    monkeypatch.setenv("PXLA_REPRO_DIR", str(tmp_path / "repro"))
+    with make_context() as ctx, pytest.raises(PipelineFailure) as e:
+        module = ir.Module.parse(MODULE)
+        run_pipeline(module, Pipeline.parse("builtin.module(canonicalize,plugin-raises)", ctx))
+    saved = e.value.reproducer
+    assert saved is not None
+    with open(saved, "rb") as f:
+        _, recorded = reproducer.split(f.read())
+    assert recorded is not None and recorded.plugins == (path,)  # canonicalize is jaxlib's: no plugin
+    assert recorded.pipeline.startswith("builtin.module(canonicalize{") and recorded.pipeline.endswith(",plugin-raises)")
