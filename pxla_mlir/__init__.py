@@ -31,6 +31,7 @@ _LAZY = {
     "ShardingSpec": ("pxla_mlir.mlir.sharding", "ShardingSpec"),
     "process_local": ("pxla_mlir.distributed", "process_local"),
     "distributed": ("pxla_mlir.distributed", None),
+    "register_pass": ("pxla_mlir.mlir.pass_infra.plugins", "register_pass"),
 }
 
 # The lazy names as type checkers see them (a test keeps this block equal to _LAZY).
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from pxla_mlir import distributed as distributed
     from pxla_mlir.distributed import process_local as process_local
     from pxla_mlir.jit import jit as jit
+    from pxla_mlir.mlir.pass_infra.plugins import register_pass as register_pass
     from pxla_mlir.mlir.sharding import AbstractMesh as AbstractMesh, Mesh as Mesh, ShardingSpec as ShardingSpec
     from pxla_mlir.pmaps import PmapInsideJitWarning as PmapInsideJitWarning, pmap as pmap
     from pxla_mlir.pmaps.sharded import sharded_jit as sharded_jit, with_sharding_constraint as sharded_jit_constraint
@@ -67,4 +69,4 @@ def __getattr__(name: str) -> object:
 # Spelled out for type checkers (a test keeps it equal to _LAZY's names).
 __all__ = ["__version__", "pmap", "xmap", "jit", "sharded_jit", "sharded_jit_constraint", "load", "PmapInsideJitWarning",
            "XmapInsideJitWarning", "serial_loop", "SerialLoop", "example_args", "enable_compilation_cache", "Mesh",
-           "AbstractMesh", "ShardingSpec", "process_local", "distributed"]
+           "AbstractMesh", "ShardingSpec", "process_local", "distributed", "register_pass"]

@@ -28,6 +28,7 @@ from pxla_mlir import __version__
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
 from pxla_mlir.mlir.pass_infra import registry
+from pxla_mlir.mlir.pass_infra.pipeline import describe_options
 from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_example, cmd_explore, cmd_run, cmd_sharding
 from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, invalid_choice, positive_int
@@ -94,17 +95,32 @@ def examples_epilog(examples: list[str]) -> str:
 
 
 def _cmd_passes(args) -> int:
-    names = args.names or [*registry.PASSES, *registry.PIPELINES]
+    from pxla_mlir.mlir.pass_infra import plugins
+
+    for spec in args.load_pass_plugin:
+        try:
+            plugins.load_plugin(spec)
+        except plugins.PluginError as e:
+            raise CliError(str(e)) from None
+    if not args.names:
+        plugins.load_entry_points()
+    names = args.names or [*registry.PASSES, *registry.PIPELINES, *registry.REGISTERED]
     for name in names:
         cls = registry.load(name)
         if cls is None:
-            known = [*registry.PASSES, *registry.PIPELINES]
+            known = [*registry.PASSES, *registry.PIPELINES, *registry.REGISTERED]
             raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes'){did_you_mean(name, known)}")
+        origin = registry.origin(name)
         if args.names:
-            is_pass = name in registry.PASSES
-            print(inspect.getdoc(sys.modules[cls.__module__] if is_pass else cls) or cls.summary)
+            module_doc = inspect.getdoc(sys.modules[cls.__module__])  # a pass's file documents it
+            print((module_doc if name in registry.PASSES or (origin and module_doc) else inspect.getdoc(cls))
+                  or cls.summary)
+            if origin:
+                print(f"\nFrom {origin[2:-1]}. Options:")
+                for line in describe_options(cls) or ["none"]:
+                    print(f"  {line}")
         else:
-            print(f"{name:<34} {cls.summary}")
+            print(f"{name:<34} {cls.summary}{' [' + origin[2:-1] + ']' if origin else ''}")
     return 0
 
 
@@ -130,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
     p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
+    p.add_argument("--load-pass-plugin", action="append", default=[], metavar="FILE.py|MODULE",
+                   help="load the passes of a plugin first (repeatable), to list or document them")
     p.set_defaults(func=_cmd_passes)
     cmd_emit.add_parser(sub)
     cmd_run.add_parser(sub)

@@ -357,3 +357,17 @@ def test_every_filecheck_is_captured_but_one_expected_to_fail():
         f'a -o %t && {shim} "/x/bin/FileCheck" %s --input-file=%t'
     assert _with_capture("not filecheck %t.c --input-file=%t") == "not filecheck %t.c --input-file=%t"
     assert _with_capture("a | not --crash FileCheck-19 %s") == "a | not --crash FileCheck-19 %s"
+
+
+@pytest.mark.subprocess
+def test_a_run_line_that_loads_a_pass_plugin(suite):
+    """update-checks runs the RUN line as lit does: the plugin's pass, given by --load-pass-plugin=%S/..., runs."""
+    (suite / "tag.py").write_text((REPO / "test" / "lit" / "plugins" / "Inputs" / "tag_functions.py").read_text())
+    test = suite / "tagged.mlir"
+    test.write_text("// RUN: pxla-opt %s --load-pass-plugin=%S/tag.py -tag-functions='n=7' | filecheck %s\n"
+                    "// CHECK-GEN-BEGIN\n// CHECK-GEN-END\n"
+                    "func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32> {\n"
+                    "  return %a : tensor<3xf32>\n}\n")
+    write(update(str(test)))
+    assert "--load-pass-plugin=%S/tag.py" in test.read_text()  # the RUN line stays as written
+    assert "plugin.tag = 7 : i64" in test.read_text() and lit(test)[0] == 0

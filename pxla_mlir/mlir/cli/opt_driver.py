@@ -20,7 +20,7 @@ from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
 from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.core.verify_diagnostics import parse_expectations, verify
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, registry, reproducer
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, plugins, registry, reproducer
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR
 
 BYTECODE_MAGIC = b"ML\xefR"
@@ -161,7 +161,7 @@ class Driver:
         a = self.args
         path = a.mlir_pass_pipeline_crash_reproducer
         recorded = reproducer.Recorded(str(pipeline), verify_each=a.verify_each,
-                                       disable_threading=a.mlir_disable_threading)
+                                       disable_threading=a.mlir_disable_threading, plugins=pipeline.plugins())
         try:
             with open(path, "w", encoding="utf-8") as f:
                 reproducer.write(f, text, recorded)
@@ -231,7 +231,8 @@ class Driver:
     def check_print_names(self, ctx: ir.Context) -> None:
         for flag, names in (("before", self.print_before), ("after", self.print_after)):
             for name in names:
-                kind = "pipeline" if name in registry.PIPELINES else "pass" if name in registry.PASSES else \
+                known = name in registry.PASSES or name in registry.REGISTERED
+                kind = "pipeline" if name in registry.PIPELINES else "pass" if known else \
                     jaxlib_passes.kind(name, ctx)
                 if kind is None:
                     raise UsageError(f"--mlir-print-ir-{flag}: unknown pass '{name}' ({PROG} --list-passes lists them)")
@@ -252,6 +253,12 @@ class Driver:
             raise UsageError(f"{self.buffer_name} records no pipeline: a reproducer ends with "
                              f"{{-# external_resources: {{mlir_reproducer: {{pipeline: \"...\"}}}} #-}}; "
                              f"give the pipeline with -p PIPELINE instead of --run-reproducer")
+        for spec in recorded.plugins:  # the plugins whose passes the pipeline runs
+            try:
+                plugins.load_plugin(spec)
+            except plugins.PluginError as e:
+                raise UsageError(f"{self.buffer_name} records the pass plugin '{spec}', which does not load: {e}") \
+                    from None
         a.pass_pipeline = recorded.pipeline
         a.verify_each = a.verify_each or recorded.verify_each
         a.mlir_disable_threading = a.mlir_disable_threading or recorded.disable_threading

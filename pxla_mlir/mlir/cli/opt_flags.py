@@ -12,7 +12,7 @@ import re
 
 from pxla_mlir import __version__
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
-from pxla_mlir.mlir.pass_infra import PipelineSyntaxError, jaxlib_passes, registry
+from pxla_mlir.mlir.pass_infra import PipelineSyntaxError, jaxlib_passes, plugins, registry
 from pxla_mlir.mlir.pass_infra.pipeline import describe_options
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import pass_element
 
@@ -76,6 +76,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout, the default)")
     p.add_argument("-p", "-pass-pipeline", "--pass-pipeline", dest="pass_pipeline", metavar="PIPELINE",
                    help="textual pipeline, e.g. 'builtin.module(pxla-verify-handoff,canonicalize)' (default: none)")
+    _flag(p, "load-pass-plugin", "load the passes of FILE.py or of a dotted module before the pipeline is read "
+                                 "(repeatable); they run as -NAME or in -p, as pxla's own do",
+          metavar="FILE.py|MODULE", action="append", default=[])
     _flag(p, "run-reproducer", "run the pipeline the input records in its trailer, {-# external_resources: "
                                "{mlir_reproducer: {pipeline: ...}} #-} (a reproducer that a failing pipeline saved)",
           action="store_true")
@@ -138,6 +141,13 @@ def list_passes(out) -> None:
             print(f"  {arg:<34} {cls.summary}", file=out)
             for line in describe_options(cls):
                 print(f"      {line}", file=out)
+    plugins.load_entry_points()
+    if registry.REGISTERED:
+        print("Plugin passes:", file=out)
+        for arg, cls in registry.REGISTERED.items():
+            print(f"  {arg:<34} {cls.summary} [plugin {registry.SOURCES.get(arg, '?')}]", file=out)
+            for line in describe_options(cls):
+                print(f"      {line}", file=out)
     print(f"jaxlib's passes (jaxlib {jaxlib_passes.JAXLIB_VERSION}, which does not expose their descriptions):",
           file=out)
     _columns(jaxlib_passes.MODULE_PASSES, out)
@@ -175,7 +185,7 @@ def bool_flags_argv(argv: list[str]) -> list[str]:
 
 def _pass_names() -> dict[str, str]:
     """Every registered pass and pipeline, with where it runs: "module", or "func" (jaxlib's passes on func.func)."""
-    names = dict.fromkeys([*registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES,
+    names = dict.fromkeys([*registry.REGISTERED, *registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES,
                            *jaxlib_passes.PIPELINES], "module")
     names.update(dict.fromkeys(jaxlib_passes.FUNC_PASSES, "func"))
     return names
@@ -202,6 +212,8 @@ def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[l
             taken = not taken and a in valued
             continue
         name, eq, options = a.lstrip("-").partition("=")
+        if name not in names and plugins.load_entry_points():  # an installed plugin's pass, perhaps
+            names = _pass_names()
         if name not in names:
             # Not '-oFILE' or '-pPIPELINE' but a misspelled flag or pass; '-pxla_expand_shard' is no '-p' either.
             if _FLAG_LIKE.fullmatch(a) or _with_underscores(name, names, flags):
@@ -241,6 +253,28 @@ def unknown_flag_message(unknown: list[str], parser: argparse.ArgumentParser) ->
         return message
     dashes = "--" if arg.startswith("--") else "-"
     return f"{message}\n{PROG}: did you mean '{dashes}{close[0]}'?"
+
+
+_PLUGIN_FLAGS = ("-load-pass-plugin", "--load-pass-plugin")
+
+
+def load_plugins_argv(argv: list[str]) -> None:
+    """Loads the ``--load-pass-plugin`` plugins (``=`` and space forms) first: their passes become pass flags and
+    pipeline elements. A plugin that does not load is a :class:`UsageError` naming it."""
+    specs = []
+    for i, a in enumerate(argv):
+        name, eq, value = a.partition("=")
+        if name in _PLUGIN_FLAGS:
+            if not eq and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+                raise UsageError(f"argument {name}: expected a plugin, {name}=FILE.py or {name}=dotted.module")
+            specs.append(value if eq else argv[i + 1])
+    for spec in specs:
+        if not spec.strip():
+            raise UsageError("--load-pass-plugin= needs a plugin: a .py file or a dotted module name")
+        try:
+            plugins.load_plugin(spec)
+        except plugins.PluginError as e:
+            raise UsageError(str(e)) from None
 
 
 def end_of_flags(argv: list[str]) -> tuple[list[str], list[str]]:

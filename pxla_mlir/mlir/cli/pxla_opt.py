@@ -4,6 +4,7 @@
     pxla-opt in.mlir -p 'builtin.module(pxla-expand-shard,canonicalize)'
     pxla-opt in.mlir -pxla-expand-unshard='strategy=all-reduce' -canonicalize  # a flag per pass, run in order
     pxla-opt --run-reproducer /tmp/pxla_repro_abc.mlir                         # a failed pipeline, again
+    pxla-opt in.mlir --load-pass-plugin=my_passes.py -my-pass='n=2'          # passes of a plugin
 
 jax-free on purpose: it loads jaxlib's MLIR bindings only, so it starts fast.
 Errors in the input print ``file:line:col: error: ...`` (with the source line
@@ -27,12 +28,14 @@ from pxla_mlir.mlir.cli.opt_flags import (
     build_arg_parser,
     end_of_flags,
     list_passes,
+    load_plugins_argv,
     pass_flags_argv,
     split_marker_argv,
     unknown_flag_message,
     version_text,
 )
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR
+from pxla_mlir.mlir.pass_infra.plugins import PluginError
 
 # The command line (opt_flags) and the run over the input (opt_driver) live beside this module; the names
 # tests, docs and tools read from here stay.
@@ -44,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         flags, operands = end_of_flags(sys.argv[1:] if argv is None else list(argv))
         flags = bool_flags_argv(split_marker_argv(flags))
+        load_plugins_argv(flags)  # before the pass flags: a plugin's passes are flags too
         parser = build_arg_parser()
         flags, pass_flags = pass_flags_argv(flags, parser)
         args, unknown = parser.parse_known_args(flags + operands)
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             list_passes(sys.stdout)
             return 0
         return Driver(args).run()
-    except UsageError as e:
+    except (UsageError, PluginError) as e:  # PluginError: an installed plugin (entry point) that does not load
         print(f"{PROG}: error: {e}" if not str(e).startswith("<pass-pipeline>") else str(e), file=sys.stderr)
         return USAGE_EXIT
     except KeyboardInterrupt:

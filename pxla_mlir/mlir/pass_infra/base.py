@@ -28,6 +28,7 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import diagnostics
 from pxla_mlir.mlir.core.diagnostics import PassError
+from pxla_mlir.mlir.pass_infra import registry
 from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
 
 __all__ = ["ModulePass", "NamedPipeline", "PassError", "Step"]
@@ -113,18 +114,32 @@ class ModulePass(_Configurable):
         pm.add(callback, name=type(self).__name__, argument=self.argument, description=self.summary)
 
     def _callback(self, *, verify: bool = False):
+        origin = registry.origin(self.argument)  # a plugin's pass: its errors name the plugin
+
         def callback(op, pass_handle):
             state = {"root": op, "failed": False}
             _run_state.stack.append(state)
+            entries = _public_functions(op) if origin and not self.checks_only else set()
+            verifying = False
             try:
                 # A default location and context for types/attributes built in run().
                 with op.context, op.location:
                     self.run(op)
                 if verify and not state["failed"]:
+                    verifying = True
                     op.verify()
+                lost = sorted(entries - _public_functions(op)) if not state["failed"] else []
+                if lost:
+                    _emit("error", op.location, f"{self.argument}{origin} removed the public function "
+                          f"{', '.join('@' + n for n in lost)}, which callers of the module call: keep it (a pass "
+                          f"may rewrite its body)", (), op)
+                    state["failed"] = True
             except ir.MLIRError as e:  # the verifier's errors (already routed to a collector, if one is active)
                 for d in e.error_diagnostics:
                     diagnostics.emit("error", d.location, d.message, [(n.location, n.message) for n in d.notes])
+                if verifying and origin:  # say whose IR it is: the verifier's own errors name no pass
+                    _emit("error", op.location, f"{self.argument}{origin} left invalid IR (the verifier's errors "
+                          f"say where): fix the pass", (), op)
                 state["failed"] = True
             except PassError as e:
                 _emit("error", location(e.where, op.location), e.message, e.notes, op)
@@ -133,7 +148,7 @@ class ModulePass(_Configurable):
                 if os.environ.get("PXLA_DEBUG"):
                     traceback.print_exc()
                 hint = "" if os.environ.get("PXLA_DEBUG") else " (set PXLA_DEBUG=1 for the traceback)"
-                _emit("error", op.location, f"internal error in {self.argument}: "
+                _emit("error", op.location, f"internal error in {self.argument}{origin}: "
                       f"{type(e).__name__}: {e}{hint}", (), op)
                 state["failed"] = True
             finally:
@@ -142,6 +157,16 @@ class ModulePass(_Configurable):
                 pass_handle.signal_pass_failure()
 
         return callback
+
+
+def _public_functions(module) -> set[str]:
+    """The module's public ``func.func`` names: what its callers (jax, XLA, another module) call."""
+    names = set()
+    for op in module.regions[0].blocks[0].operations:
+        visibility = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None  # noqa: SIM401 (no .get)
+        if op.operation.name == "func.func" and (visibility is None or ir.StringAttr(visibility).value == "public"):
+            names.add(ir.StringAttr(op.attributes["sym_name"]).value)
+    return names
 
 
 def _emit(severity, loc, message, notes, root) -> None:

@@ -80,7 +80,7 @@ def did_you_mean(name: str) -> str:
     """``"; did you mean 'NAME'?"`` for the registered pass or pipeline spelled most like ``name``, or ``""``."""
     from pxla_mlir.mlir.pass_infra import jaxlib_passes
 
-    known = [*registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES, *jaxlib_passes.FUNC_PASSES,
+    known = [*registry.REGISTERED, *registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES, *jaxlib_passes.FUNC_PASSES,
              *jaxlib_passes.PIPELINES]
     close = difflib.get_close_matches(name, known, n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
@@ -145,6 +145,12 @@ class Pipeline:
     def __str__(self) -> str:
         return f"{ROOT_ANCHOR}({','.join(str(s) for s in self.steps)})"
 
+    def plugins(self) -> tuple[str, ...]:
+        """The pass plugins to load for this pipeline to parse again (what a reproducer records)."""
+        from pxla_mlir.mlir.pass_infra import plugins
+
+        return plugins.specs_for(s.argument for s in self.steps if isinstance(s, ModulePass))
+
     def verified_at_end(self, verify: Verify) -> bool:
         """Whether the PassManager of this policy leaves the module verified:
         under ``"pxla-changes"``, when no jaxlib pass runs after the last pxla
@@ -172,7 +178,10 @@ class Pipeline:
                     guard.add_to(pm)
                 pm.add(step)
             else:
-                step.add_to(pm, verify=verify == "pxla-changes")
+                # A plugin's pass is verified by its bridge whatever the policy: no later pass sees IR it broke,
+                # and the error names the plugin.
+                plugin = step.argument in registry.REGISTERED
+                step.add_to(pm, verify=verify == "pxla-changes" or plugin)
         return pm
 
 
@@ -207,7 +216,7 @@ def _resolve(el: Element, text: str, ctx: ir.Context, depth: int) -> list[Step]:
     try:
         instance = cls.from_options(el.options or "")
     except OptionError as e:
-        raise PipelineSyntaxError(str(e), text, el.col) from None
+        raise PipelineSyntaxError(f"{e}{registry.origin(el.name)}", text, el.col) from None
     if isinstance(instance, ModulePass):
         return [instance]
     if depth > 16:
@@ -293,7 +302,8 @@ class PipelineFailure(PxlaUserError, RuntimeError):
 
 def save_reproducer(module_text: str, pipeline: Pipeline, *, verify_each: bool) -> str | None:
     """Saves the module a pipeline failed on with the trailer naming the pipeline, as it ran; returns the path."""
-    return reproducer_file.save(module_text, reproducer_file.Recorded(str(pipeline), verify_each=verify_each))
+    return reproducer_file.save(module_text, reproducer_file.Recorded(str(pipeline), verify_each=verify_each,
+                                                                      plugins=pipeline.plugins()))
 
 
 def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: bool = True,

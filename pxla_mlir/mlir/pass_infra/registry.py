@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 
 PASSES: dict[str, str] = {
     "pxla-add-device-axis": "pxla_mlir.passes.add_device_axis:AddDeviceAxisPass",
@@ -43,17 +44,36 @@ PIPELINES: dict[str, str] = {
 
 #: Passes registered at run time (plugins), by argument; consulted before the built-in tables.
 REGISTERED: dict[str, type] = {}
+#: Where each registered pass came from (a plugin file, module or entry point), by argument.
+SOURCES: dict[str, str] = {}
 
 
-def register(cls: type) -> type:
-    """Adds a pass class (a ``ModulePass`` subclass) under its ``argument``."""
-    REGISTERED[cls.argument] = cls
+def register(cls: type, source: str | None = None) -> type:
+    """Adds a pass class (a ``ModulePass`` subclass) under its ``argument``
+    (:func:`pxla_mlir.mlir.pass_infra.plugins.register_pass` checks it first)."""
+    argument = str(getattr(cls, "argument"))  # noqa: B009 (a ModulePass subclass; type says no more)
+    REGISTERED[argument] = cls
+    SOURCES[argument] = source or cls.__module__
     return cls
+
+
+#: Called with a name no table knows, before load() gives up; True if it registered passes meanwhile
+#: (:mod:`.plugins` sets it: it reads the installed packages' entry points then).
+unknown_name_hook: Callable[[str], bool] | None = None
 
 
 def load(argument: str):
     """The pass or pipeline class for an argument, or None if it is unknown."""
-    return REGISTERED.get(argument) or _load_builtin(argument)
+    found = REGISTERED.get(argument) or _load_builtin(argument)
+    if found is None and unknown_name_hook is not None and unknown_name_hook(argument):
+        found = REGISTERED.get(argument)
+    return found
+
+
+def origin(argument: str) -> str:
+    """``" (plugin SOURCE)"`` for a registered pass, ``""`` for a built-in one: error messages name the plugin."""
+    source = SOURCES.get(argument)
+    return f" (plugin {source})" if source and argument in REGISTERED else ""
 
 
 @functools.cache

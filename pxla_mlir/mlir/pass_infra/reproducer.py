@@ -19,6 +19,10 @@ MLIR's own crash reproducers end with, naming the pipeline::
       }
     #-}
 
+A pipeline that runs passes of plugins records them too, ``pxla_plugins:
+"[\\22/abs/my_passes.py\\22]"`` (a JSON list, escaped as MLIR strings are), so
+that ``--run-reproducer`` loads them before it parses the pipeline.
+
 A module printed with ``dialect_resources`` gets one block holding both, as
 mlir-opt writes its reproducers. ``pxla-opt --run-reproducer FILE`` (as
 ``mlir-opt --run-reproducer``) runs that pipeline on the module; :func:`split`
@@ -28,6 +32,7 @@ takes the trailer off for it, and reads mlir-opt's reproducers too.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pathlib
 import re
@@ -57,6 +62,8 @@ class Recorded:
     pipeline: str
     verify_each: bool = True
     disable_threading: bool = False
+    #: Pass plugins to load first (``--load-pass-plugin``): files as absolute paths, or module names.
+    plugins: tuple[str, ...] = ()
 
 
 def _escaped(text: str) -> str:
@@ -77,7 +84,9 @@ def trailer(recorded: Recorded) -> str:
     return ("{-#\n  external_resources: {\n    mlir_reproducer: {\n"
             f'      pipeline: "{_escaped(recorded.pipeline)}",\n'
             f"      disable_threading: {flag[recorded.disable_threading]},\n"
-            f"      verify_each: {flag[recorded.verify_each]}\n"
+            f"      verify_each: {flag[recorded.verify_each]}"
+            + (f',\n      pxla_plugins: "{_escaped(json.dumps(list(recorded.plugins)))}"' if recorded.plugins else "")
+            + "\n"
             "    }\n  }\n#-}\n")
 
 
@@ -169,7 +178,21 @@ def _recorded(external: bytes) -> Recorded | None:
         return {b"true": True, b"false": False}.get(found.get(name, b""), default)
 
     return Recorded(_unescaped(pipeline[1:-1].decode("utf-8", "replace")),
-                    verify_each=flag(b"verify_each", True), disable_threading=flag(b"disable_threading", False))
+                    verify_each=flag(b"verify_each", True), disable_threading=flag(b"disable_threading", False),
+                    plugins=_plugins(found.get(b"pxla_plugins", b"")))
+
+
+def _plugins(value: bytes) -> tuple[str, ...]:
+    """The plugin list a trailer records (none if it records none, or not as a JSON list of strings)."""
+    if not (len(value) >= 2 and value.startswith(b'"') and value.endswith(b'"')):
+        return ()
+    try:
+        found = json.loads(_unescaped(value[1:-1].decode("utf-8", "replace")))
+    except ValueError:
+        return ()
+    if not isinstance(found, list):
+        return ()
+    return tuple(str(p) for p in found if isinstance(p, str))  # pyright: ignore[reportUnknownVariableType]
 
 
 def split(data: bytes) -> tuple[bytes, Recorded | None]:

@@ -1,0 +1,273 @@
+"""Passes from outside the package: plugin files and modules, installed entry points, ``register_pass``.
+
+    pxla-opt in.mlir --load-pass-plugin=my_passes.py -my-pass='n=2'
+    pxla-opt in.mlir --load-pass-plugin=my_package.passes -p 'builtin.module(my-pass)'
+
+:func:`load_plugin` imports a ``.py`` file or a dotted module and registers
+every pass it defines (a module-level ``ModulePass`` subclass with an
+``argument``); installed packages declare theirs in the ``pxla_mlir.passes``
+entry-point group (:func:`load_entry_points`, loaded the first time a name
+is not found); :func:`register_pass` registers one class from Python.
+A registered pass is a pass like the built-in ones: pipelines, pass flags,
+``--list-passes``, reproducers (which record the plugins, :func:`specs_for`).
+
+Loading is all or nothing: a plugin that does not import, defines no pass, or
+whose pass is malformed or clashes with a pass already known raises
+:class:`PluginError` (one line: the plugin, the pass, how to fix it) and
+registers none of its passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import os
+import re
+import sys
+import types
+from collections.abc import Iterable
+from typing import Any
+
+from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.mlir.pass_infra import registry
+from pxla_mlir.mlir.pass_infra.base import ModulePass
+from pxla_mlir.mlir.pass_infra.options import option_fields
+
+__all__ = ["ENTRY_POINT_GROUP", "PluginError", "load_entry_points", "load_plugin", "plugin_specs", "register_pass",
+           "specs_for"]
+
+ENTRY_POINT_GROUP = "pxla_mlir.passes"
+_ARGUMENT = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*")
+
+#: Plugins loaded so far, by spec as given (and by resolved path for files): the classes each registered.
+_LOADED: dict[str, list[type]] = {}
+#: Plugin spec of each registered pass that a reproducer can load again (absolute path or module name).
+_RELOADABLE: dict[str, str] = {}
+_entry_points_loaded = False
+
+
+class PluginError(PxlaUserError, ValueError):
+    """A plugin that cannot be loaded, or a pass that cannot be registered; nothing of it was registered."""
+
+
+def _is_file(spec: str) -> bool:
+    return spec.endswith(".py") or os.sep in spec or (os.altsep is not None and os.altsep in spec)
+
+
+def load_plugin(spec: str) -> list[type]:
+    """Imports the plugin ``spec`` (a path to a ``.py`` file or a dotted module name) and registers every pass it
+    defines; returns their classes. Loading the same plugin again returns them again."""
+    key = os.path.realpath(spec) if _is_file(spec) else spec
+    if key in _LOADED:
+        return list(_LOADED[key])
+    saved = dict(registry.REGISTERED), dict(registry.SOURCES), dict(_RELOADABLE)
+    try:  # all or nothing: a plugin that registers some passes with register_pass and then fails keeps none
+        module = _import_file(spec, key) if _is_file(spec) else _import_module(spec)
+        classes = _passes_of(module, spec)
+        for cls in classes:
+            _register(cls, spec, key)
+    except BaseException:
+        for table, before in zip((registry.REGISTERED, registry.SOURCES, _RELOADABLE), saved):
+            _restore(table, before)
+        raise
+    _LOADED[key] = classes
+    return list(classes)
+
+
+def _restore(table: dict[str, Any], before: dict[str, Any]) -> None:
+    table.clear()
+    table.update(before)
+
+
+def _import_file(spec: str, path: str) -> types.ModuleType:
+    import importlib.util  # here: pxla-opt without a plugin does not pay for it
+
+    if not os.path.isfile(path):
+        why = "is a directory" if os.path.isdir(path) else "does not exist"
+        raise PluginError(f"pass plugin '{spec}' {why}: give the path to a .py file that defines passes, "
+                          f"or a dotted module name")
+    # A name of its own per file: two plugins called passes.py do not replace each other in sys.modules.
+    name = "pxla_plugin_" + re.sub(r"\W", "_", os.path.splitext(path)[0])
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise PluginError(f"pass plugin '{spec}' cannot be imported: name a .py file")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module  # dataclasses look their module up while the body runs
+    try:
+        loader_spec.loader.exec_module(module)
+    except BaseException as e:
+        sys.modules.pop(name, None)
+        raise _import_failed(spec, e) from None
+    return module
+
+
+def _import_module(spec: str) -> types.ModuleType:
+    if not all(part.isidentifier() for part in spec.split(".")):
+        raise PluginError(f"pass plugin '{spec}' is neither a .py file nor a dotted module name "
+                          f"(e.g. my_package.passes)")
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (spec == e.name or spec.startswith(e.name + ".")):
+            raise PluginError(f"pass plugin '{spec}': no module named '{e.name}' (install the package that "
+                              f"provides it, add its folder to PYTHONPATH, or give the path to the .py file)") \
+                from None
+        raise _import_failed(spec, e) from None
+    except BaseException as e:
+        raise _import_failed(spec, e) from None
+
+
+def _import_failed(spec: str, e: BaseException) -> PluginError:
+    if isinstance(e, KeyboardInterrupt):
+        raise e
+    if isinstance(e, SyntaxError):
+        where = f"{e.filename}:{e.lineno}" if e.filename else f"line {e.lineno}"
+        return PluginError(f"pass plugin '{spec}' does not import: {where}: SyntaxError: {e.msg} (fix the plugin)")
+    frames = [f for f in inspect.getinnerframes(e.__traceback__) if f.filename != __file__] \
+        if e.__traceback__ else []
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return PluginError(f"pass plugin '{spec}' does not import: {type(e).__name__}: {e}{where} (fix the plugin)")
+
+
+def _passes_of(module: types.ModuleType, spec: str) -> list[type]:
+    """The module's own passes: module-level ModulePass subclasses defined in it (private ones are bases)."""
+    found: list[type] = []
+    for name, value in vars(module).items():
+        if not isinstance(value, type) or value.__module__ != module.__name__ or name.startswith("_"):
+            continue
+        if issubclass(value, ModulePass):
+            found.append(value)
+        elif "argument" in vars(value):
+            raise PluginError(f"pass plugin '{spec}': class {name} has an argument but is not a pass "
+                              f"(derive it from pxla_mlir.passes.ModulePass)")
+    if not found:
+        raise PluginError(f"pass plugin '{spec}' defines no pass: define a module-level subclass of "
+                          f"pxla_mlir.passes.ModulePass with an argument and a run(module) method")
+    return found
+
+
+def register_pass(cls: type) -> type:
+    """Checks ``cls`` (a ``pxla_mlir.passes.ModulePass`` subclass) and registers it under its ``argument``;
+    returns it, so it serves as a class decorator. Raises :class:`PluginError` for a class that is not a pass
+    or whose argument is taken (by a built-in pass or pipeline, a jaxlib pass, or another plugin's pass)."""
+    module = getattr(cls, "__module__", "__main__")
+    # A reproducer can load the class's module again, unless it is a script or a plugin file (recorded by path).
+    from_file = module.startswith("pxla_plugin_")
+    reloadable = module if module != "__main__" and not from_file else None
+    source = getattr(sys.modules.get(module), "__file__", None) if from_file else None
+    return _register(cls, source or module, reloadable)
+
+
+def _register(cls: type, source: str, reloadable: str | None) -> type:
+    _check(cls, source)
+    argument: str = cls.argument  # pyright: ignore[reportAttributeAccessIssue]
+    registry.register(cls, source=source)
+    if reloadable is not None:
+        _RELOADABLE[argument] = reloadable
+    return cls
+
+
+def _check(cls: type, source: str) -> None:
+    what = f"pass plugin '{source}': {getattr(cls, '__name__', cls)!s}"
+    if not (isinstance(cls, type) and issubclass(cls, ModulePass)) or cls is ModulePass:
+        raise PluginError(f"{what} is not a pass (derive it from pxla_mlir.passes.ModulePass)")
+    argument = vars(cls).get("argument")
+    if not isinstance(argument, str) or not _ARGUMENT.fullmatch(argument):
+        found = "has no argument" if argument is None else f"has argument {argument!r}"
+        raise PluginError(f"{what} {found}: set argument = 'my-pass' (lower case words joined by '-'), the name "
+                          f"pipelines and flags call it by")
+    what = f"pass plugin '{source}': pass '{argument}' ({cls.__name__})"
+    if not isinstance(getattr(cls, "summary", None), str):
+        raise PluginError(f"{what} has no summary: set summary = 'one line: what it does'")
+    if cls.run is ModulePass.run:
+        raise PluginError(f"{what} has no run(self, module) method")
+    if not isinstance(cls.version, str):
+        raise PluginError(f"{what}: version must be a string, got {cls.version!r}")
+    if not dataclasses.is_dataclass(cls) or "__dataclass_fields__" not in vars(cls) and _own_fields(cls):
+        raise PluginError(f"{what}: decorate it with @dataclasses.dataclass(frozen=True), which makes its "
+                          f"fields its options")
+    try:
+        option_fields(cls)
+        cls()
+    except Exception as e:
+        raise PluginError(f"{what}: its options do not work: {type(e).__name__}: {e} (declare each as "
+                          f"NAME: TYPE = option(DEFAULT, 'help'))") from None
+    _check_free(argument, cls, what)
+
+
+def _own_fields(cls: type) -> bool:
+    return any(not str(t).startswith(("ClassVar", "typing.ClassVar")) for t in vars(cls).get("__annotations__", {})
+               .values())
+
+
+def _check_free(argument: str, cls: type, what: str) -> None:
+    from pxla_mlir.mlir.pass_infra import jaxlib_passes
+
+    if argument in registry.PASSES or argument in registry.PIPELINES:
+        kind = "pass" if argument in registry.PASSES else "pipeline"
+        raise PluginError(f"{what} has the name of the built-in {kind} '{argument}': rename it")
+    if argument in jaxlib_passes.all_names():
+        raise PluginError(f"{what} has the name of jaxlib's pass '{argument}': rename it")
+    taken = registry.REGISTERED.get(argument)
+    if taken is not None and not _same_class(taken, cls):
+        raise PluginError(f"{what} has the name of a pass already loaded from {registry.SOURCES.get(argument)} "
+                          f"({taken.__module__}.{taken.__qualname__}): rename one of them")
+
+
+def _same_class(a: type, b: type) -> bool:
+    return a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+
+
+def load_entry_points() -> bool:
+    """Loads the installed ``pxla_mlir.passes`` entry points once; whether this call loaded them. An entry point
+    names a module (``my-pass = "my_package.passes"``) or one class (``"my_package.passes:MyPass"``)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return False
+    _entry_points_loaded = True
+    from importlib import metadata
+
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep.dist, "name", None)
+        label = f"entry point '{ep.name} = {ep.value}'" + (f" of {dist}" if dist else "")
+        if ep.attr is None:
+            _with_label(label, lambda ep=ep: load_plugin(ep.module))
+            continue
+        try:
+            cls = ep.load()
+        except Exception as e:
+            raise PluginError(f"pass plugin {label} does not load: {type(e).__name__}: {e} (fix or uninstall "
+                              f"{dist or 'the package'})") from None
+        _with_label(label, lambda cls=cls, ep=ep: _register(cls, ep.value, ep.module))
+    return True
+
+
+def _on_unknown_name(argument: str) -> bool:
+    """Reads the entry points for a name that is no pxla or jaxlib pass: only such a name pays for it."""
+    from pxla_mlir.mlir.pass_infra import jaxlib_passes
+
+    if any(argument in names for names in (jaxlib_passes.MODULE_PASSES, jaxlib_passes.FUNC_PASSES,
+                                           jaxlib_passes.PIPELINES)):
+        return False
+    return load_entry_points()
+
+
+registry.unknown_name_hook = _on_unknown_name
+
+
+def _with_label(label: str, load) -> None:
+    try:
+        load()
+    except PluginError as e:
+        raise PluginError(f"{e} [{label}]") from None
+
+
+def plugin_specs() -> tuple[str, ...]:
+    """The plugins loaded so far, as given (files as absolute paths)."""
+    return tuple(_LOADED)
+
+
+def specs_for(arguments: Iterable[str]) -> tuple[str, ...]:
+    """The plugins to load for these pass arguments to be known again (a reproducer records them)."""
+    return tuple(dict.fromkeys(_RELOADABLE[a] for a in arguments if a in _RELOADABLE))
