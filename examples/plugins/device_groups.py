@@ -32,11 +32,10 @@ def kind(op: ir.Operation) -> str:
 
 def device_counts(module: ir.Operation) -> tuple[int, int]:
     """``(mhlo.num_replicas, mhlo.num_partitions)``, 1 where absent."""
-    counts = []
-    for name in ("mhlo.num_replicas", "mhlo.num_partitions"):
-        attr = module.attributes[name] if name in module.attributes else None
-        counts.append(ir.IntegerAttr(attr).value if attr is not None else 1)
-    return counts[0], counts[1]
+    attrs = module.attributes
+    replicas, partitions = (ir.IntegerAttr(attrs[n]).value if n in attrs else 1
+                            for n in ("mhlo.num_replicas", "mhlo.num_partitions"))
+    return replicas, partitions
 
 
 def mode(op: ir.Operation) -> str:

@@ -49,12 +49,14 @@ Integers (and floats summed as their bits, pxla's own form) give that value
 exactly, booleans too (``x or false``): the all_gather's result is the same,
 bit for bit. A float sum is exact too, but for signed zeros: ``-0.0 + 0.0``
 is ``+0.0``, so the all-reduce returns ``+0.0`` where a device had ``-0.0``.
-Option ``float-sums`` says what to do with a float (or complex) sum:
-``add-zero`` (default) gathers and then adds ``+0.0``, which maps ``-0.0``
-to ``+0.0`` and nothing else, so the result keeps the all-reduce's bits
-(its zeros must be ``+0.0``); ``gather`` gathers only (each device's own
-value, ``-0.0`` included: what ``jax.pmap`` returns, not what the all-reduce
-did); ``keep`` leaves float sums alone.
+Option ``float-sums`` says what to do with a float sum:
+``as-sum`` (default) gathers, then writes every zero as ``+0.0``
+(``select(x == 0, +0.0, x)``; XLA folds a plain ``x + 0.0`` away), so the
+result has the all-reduce's bits (its zeros must be ``+0.0``; a NaN stays a
+NaN, though the sum may have quieted a signalling one); ``gather`` gathers
+only (each device's own value, ``-0.0`` included: what ``jax.pmap`` returns,
+not what the all-reduce did); ``keep`` leaves float sums alone. Complex
+sums are left alone.
 
 Dead ops left behind (the zeros, the index arithmetic) are erased.
 
@@ -93,8 +95,8 @@ class UnshardAsAllGatherPass(ModulePass):
     argument = "unshard-as-all-gather"
     summary = "Rewrite the 2022 unshard (pad into zeros at the device's index, then all-reduce sum) as an all_gather"
 
-    float_sums: Literal["add-zero", "gather", "keep"] = option(
-        "add-zero", "float sums: gather then add +0.0 (same bits), gather only (keeps -0.0), or leave them")
+    float_sums: Literal["as-sum", "gather", "keep"] = option(
+        "as-sum", "float sums: gather, zeros as +0.0 (the sum's bits); gather only (keeps -0.0); or leave them")
 
     def run(self, module):
         replicas, partitions = device_groups.device_counts(module)
@@ -127,7 +129,7 @@ def _producer(value: ir.Value) -> ir.Operation | None:
 
 
 def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
-    """(update, dimension, add_zero) for an op that is the unshard pattern; raises Mismatch otherwise."""
+    """(update, dimension, as_sum) for an op that is the unshard pattern; raises Mismatch otherwise."""
     if len(op.operands) != 1 or len(op.results) != 1:
         raise Mismatch("more than one operand")
     dus = _producer(op.operands[0])
@@ -140,7 +142,7 @@ def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
         raise Mismatch("a float sum, and float-sums=keep")
     _check_reducer(op, element)
     zero_bits = _zeros(target)
-    if is_float and float_sums == "add-zero" and not zero_bits:
+    if is_float and float_sums == "as-sum" and not zero_bits:
         raise Mismatch("its zeros are -0.0: the sum's signed zeros then depend on the backend (float-sums=gather "
                        "gathers anyway)")
     whole, piece = ir.RankedTensorType(target.type).shape, ir.RankedTensorType(update.type).shape
@@ -161,7 +163,7 @@ def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
             if got != want:
                 raise Mismatch(f"device {devices} (replica {r}, partition {p}) writes at index {got} of dimension "
                                f"{d}, but its place in its group is {want}")
-    return update, dim, is_float and float_sums == "add-zero"
+    return update, dim, is_float and float_sums == "as-sum"
 
 
 def _check_reducer(op: ir.Operation, element: ir.Type) -> None:
@@ -251,7 +253,7 @@ def _wrap(x: int, type_: ir.Type) -> int:
     return x - (1 << t.width) if not t.is_unsigned and x >> (t.width - 1) else x
 
 
-def _rewrite(op: ir.Operation, update: ir.Value, dim: int, add_zero: bool) -> None:
+def _rewrite(op: ir.Operation, update: ir.Value, dim: int, as_sum: bool) -> None:
     dialect = op.name.partition(".")[0]
     attributes = {"all_gather_dim": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)}
     for name in ("replica_groups", "channel_handle", "use_global_device_ids"):
@@ -261,11 +263,8 @@ def _rewrite(op: ir.Operation, update: ir.Value, dim: int, add_zero: bool) -> No
     with ir.InsertionPoint(op), op.location:
         gathered = ir.Operation.create(f"{dialect}.all_gather", results=[result_type], operands=[update],
                                        attributes=attributes).results[0]
-        if add_zero:  # -0.0 + 0.0 = +0.0, as in the sum; every other value is unchanged
-            zero = ir.Operation.create(f"{dialect}.constant", results=[result_type], attributes={
-                "value": ir.DenseElementsAttr.get_splat(result_type, _zero_scalar(result_type))}).results[0]
-            gathered = ir.Operation.create(f"{dialect}.add", results=[result_type],
-                                           operands=[gathered, zero]).results[0]
+        if as_sum:  # every zero as +0.0, as the sum gives it (XLA folds a plain `x + 0.0` away)
+            gathered = _positive_zeros(dialect, gathered)
     dus = _producer(op.operands[0])
     op.results[0].replace_all_uses_with(gathered)
     op.erase()
@@ -273,9 +272,15 @@ def _rewrite(op: ir.Operation, update: ir.Value, dim: int, add_zero: bool) -> No
         _erase_dead(dus)
 
 
-def _zero_scalar(tensor_type: ir.Type) -> ir.Attribute:
-    # complex zeros never get here: _zeros reads splat integers and floats only
-    return ir.FloatAttr.get(ir.RankedTensorType(tensor_type).element_type, 0.0)
+def _positive_zeros(dialect: str, x: ir.Value) -> ir.Value:
+    """``select(x == 0, +0.0, x)``: -0.0 becomes +0.0, every other value (NaN included) stays."""
+    t = ir.RankedTensorType(x.type)
+    zero = ir.Operation.create(f"{dialect}.constant", results=[t], attributes={
+        "value": ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, 0.0))}).results[0]
+    mask_type = ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(1))
+    is_zero = ir.Operation.create(f"{dialect}.compare", results=[mask_type], operands=[x, zero], attributes={
+        "comparison_direction": ir.Attribute.parse(f"#{dialect}<comparison_direction EQ>")}).results[0]
+    return ir.Operation.create(f"{dialect}.select", results=[t], operands=[is_zero, zero, x]).results[0]
 
 
 def _erase_dead(op: ir.Operation) -> None:
