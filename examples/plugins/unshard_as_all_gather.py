@@ -136,6 +136,8 @@ def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
     if dus is None or device_groups.kind(dus) != "dynamic_update_slice":
         raise Mismatch("its operand is not a dynamic_update_slice")
     target, update, starts = dus.operands[0], dus.operands[1], list(dus.operands[2:])
+    if op.results[0].type != target.type:
+        raise Mismatch(f"its result type {op.results[0].type} is not its operand's {target.type}")
     element = ir.RankedTensorType(target.type).element_type
     is_float = isinstance(element, ir.FloatType | ir.ComplexType)
     if is_float and float_sums == "keep":
@@ -155,14 +157,15 @@ def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
         raise Mismatch("its groups span replicas and every partition (a channel without use_global_device_ids)")
     groups = device_groups.groups(op, replicas, partitions)
     _check_groups(groups, replicas * partitions, whole[dim], piece[dim])
-    for position, devices in ((k, d) for g in groups for k, d in enumerate(g)):
-        r, p = divmod(devices, partitions)
+    for position, device in ((k, d) for g in groups for k, d in enumerate(g)):
+        r, p = divmod(device, partitions)
         for d, start in enumerate(starts):
             want = position * piece[dim] if d == dim else 0
             got = _evaluate(start, r, p, {})
             if got != want:
-                raise Mismatch(f"device {devices} (replica {r}, partition {p}) writes at index {got} of dimension "
-                               f"{d}, but its place in its group is {want}")
+                where = f"but its place in its group is {want}" if d == dim else "not 0"
+                raise Mismatch(f"device {device} (replica {r}, partition {p}) writes at index {got} of dimension "
+                               f"{d}, {where}")
     return update, dim, is_float and float_sums == "as-sum"
 
 

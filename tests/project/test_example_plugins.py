@@ -121,6 +121,7 @@ def test_float_sums_keep_the_sums_signed_zeros_or_each_devices_own(float_sums):
     ("mhlo.add %a, %b", "mhlo.maximum %a, %b", "its reduction is not a single add"),
     ("dense<[[0, 1], [2, 3]]>", "dense<[[1, 0], [2, 3]]>", "device 1 (replica 1, partition 0) writes at index 1"),
     ("dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", "dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>", "make 4, not the 2"),
+    ("%u, %i, %c0", "%u, %i, %i", "device 1 (replica 1, partition 0) writes at index 1 of dimension 1, not 0"),
 ])
 def test_near_misses_are_left_alone_with_a_remark(old, new, why):
     assert FLOAT_SUM.count(old) == 1
