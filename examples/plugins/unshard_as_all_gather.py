@@ -228,7 +228,7 @@ def _evaluate(value: ir.Value, replica: int, partition: int, seen: dict) -> int:
         result = partition
     elif name == "constant" and op is not None:
         attr = ir.DenseElementsAttr(op.attributes["value"])
-        if not attr.is_splat or not isinstance(attr.type.element_type, ir.IntegerType):
+        if not attr.is_splat or not isinstance(ir.ShapedType(attr.type).element_type, ir.IntegerType):
             raise Mismatch("an index is a constant this pass cannot read")
         result = ir.IntegerAttr(attr.get_splat_value()).value
     elif name in ("convert", "reshape"):
@@ -258,7 +258,7 @@ def _wrap(x: int, type_: ir.Type) -> int:
 
 def _rewrite(op: ir.Operation, update: ir.Value, dim: int, as_sum: bool) -> None:
     dialect = op.name.partition(".")[0]
-    attributes = {"all_gather_dim": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)}
+    attributes: dict[str, ir.Attribute] = {"all_gather_dim": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)}
     for name in ("replica_groups", "channel_handle", "use_global_device_ids"):
         if name in op.attributes:
             attributes[name] = op.attributes[name]
