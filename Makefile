@@ -136,6 +136,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_first_result.py
 	$(BIN)/python bench/bench_xmap.py
 	$(BIN)/python bench/bench_partitioned.py
+	$(BIN)/python bench/bench_plugins.py
 	$(BIN)/python bench/bench_explore.py
 	$(BIN)/python bench/bench_multiprocess.py
 	$(BIN)/python bench/bench_memory.py

@@ -3,6 +3,7 @@
     pxla-mlir example --list                 # each example, with what it shows
     pxla-mlir example train_step             # copy train_step.py into the current directory
     pxla-mlir example train_step --run       # run it (here: its map on its declared example inputs)
+    pxla-mlir example collective_bytes       # copy a pass plugin (plugins/), with the pxla-opt line that loads it
 
 :data:`EXAMPLES` names each one: its file here, and what ``--run`` runs.
 """
@@ -15,4 +16,7 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
     "nested_reduction": ("nested_reduction.py", "two_level_sum"),
     "xmap_2d": ("xmap_2d.py", "normalise_2d"),
     "per_device_psum": ("per_device_psum.mlir", None),
+    # Pass plugins: pxla-opt loads them (--load-pass-plugin); pxla-mlir example lists and copies them.
+    "collective_bytes": ("plugins/collective_bytes.py", None),
+    "unshard_as_all_gather": ("plugins/unshard_as_all_gather.py", None),
 }

@@ -3,10 +3,14 @@
     pxla-mlir example --list                   # names, what each shows, and how it runs
     pxla-mlir example train_step               # copy train_step.py into the current directory
     pxla-mlir example train_step --run         # run the installed copy: pxla-mlir run .../train_step.py:train_step
+    pxla-mlir example collective_bytes         # copy a pass plugin, to load into pxla-opt (or to start your own)
 
 The examples are the repository's ``examples/`` folder, shipped in the wheel as
 ``pxla_mlir.examples`` (its ``EXAMPLES`` table names them). Reading the table
 imports no jax; ``--run`` starts it as ``pxla-mlir run`` or ``python FILE`` would.
+The pass plugins (``plugins/``) run inside ``pxla-opt`` on a module, so they
+are listed and copied with the ``pxla-opt`` line that loads them, and have
+no ``--run``.
 """
 
 from __future__ import annotations
@@ -66,9 +70,17 @@ class Example:
         sentence, dot, _ = first.partition(". ")
         return sentence + ("." if dot else "")
 
+    @property
+    def plugin(self) -> bool:
+        """A pass plugin (plugins/NAME.py, whose pass argument is NAME in kebab case)."""
+        return self.path.parent.name == "plugins"
+
     def run_command(self, path: pathlib.Path | str | None = None) -> str:
         """The command that runs the example at ``path`` (default: where it is installed)."""
         where = str(self.path if path is None else path)
+        if self.plugin:
+            return (f"pxla-opt IN.mlir --load-pass-plugin={where} "
+                    f"-p 'builtin.module({self.name.replace('_', '-')})'")
         if self.function is not None:
             return f"pxla-mlir run {where}:{self.function}"
         return f"pxla-mlir run {where}" if self.path.suffix == ".mlir" else f"python {where}"
@@ -144,6 +156,9 @@ def _reason(error: OSError) -> str:
 
 
 def _run(example: Example, args) -> int:
+    if example.plugin:
+        raise CliError(f"{example.name} is a pass plugin: it runs inside pxla-opt on a module, not on its own; "
+                       f"run {example.run_command()}")
     print(f"$ {example.run_command()}", file=sys.stderr)
     if example.function is None and example.path.suffix == ".py":
         # A script sets up its devices before jax starts: its own process, as `python FILE` runs it.

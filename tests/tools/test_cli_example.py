@@ -97,3 +97,15 @@ def test_a_fresh_directory_still_gets_the_copy(capsys, installed, tmp_path):
     assert cli.main(["example", "train_step", "-o", str(tmp_path / "new")]) == 0
     assert (tmp_path / "new" / "train_step.py").read_bytes() == installed.path.read_bytes()
     assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 'new' / 'train_step.py'}\n")
+
+
+def test_a_pass_plugin_is_copied_with_the_line_that_loads_it_and_has_no_run(capsys, tmp_path):
+    assert cli.main(["example", "collective_bytes", "-o", str(tmp_path)]) == 0
+    copied = tmp_path / "collective_bytes.py"
+    assert copied.read_bytes() == (REPO / "examples" / "plugins" / "collective_bytes.py").read_bytes()
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"run it with: pxla-opt IN.mlir --load-pass-plugin={copied} -p 'builtin.module(collective-bytes)'")
+    assert cli.main(["example", "unshard_as_all_gather", "--run"]) == 2
+    err = capsys.readouterr().err
+    assert "unshard_as_all_gather is a pass plugin: it runs inside pxla-opt on a module" in err
+    assert "-p 'builtin.module(unshard-as-all-gather)'" in err and err.count("\n") == 1
