@@ -129,11 +129,12 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pxla_opt.py
+	$(BIN)/python bench/bench_pass_scaling.py
 	$(BIN)/python bench/bench_pmap.py
 	$(BIN)/python bench/bench_dispatch.py
 	$(BIN)/python bench/bench_dropin.py
 	$(BIN)/python bench/bench_lowering.py
-	$(BIN)/python bench/bench_first_result.py
+	$(BIN)/python bench/bench_first_result.py --cache
 	$(BIN)/python bench/bench_xmap.py
 	$(BIN)/python bench/bench_partitioned.py
 	$(BIN)/python bench/bench_plugins.py

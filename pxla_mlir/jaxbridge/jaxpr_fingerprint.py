@@ -30,7 +30,7 @@ from jax.extend import core as jex_core
 
 from pxla_mlir.jaxbridge.jax_internals import trace_context
 
-__all__ = ["Unkeyable", "digest", "NOT_LOWERED"]
+__all__ = ["Unkeyable", "digest", "encode_as", "NOT_LOWERED"]
 
 #: Params that lowering never reads, by primitive: the rules for transformations a lowered body no longer needs.
 NOT_LOWERED: dict[str, frozenset[str]] = {
@@ -266,6 +266,12 @@ def _rule_for(cls: type) -> Callable[[_Encoder, Any], None]:
         raise Unkeyable(f"{qualname}")
     _RULES[cls] = rule
     return rule
+
+
+def encode_as(cls: type, content: Callable[[Any], Any]) -> None:
+    """Encodes values of ``cls`` (exactly) as ``content(value)``: for a type of ours whose content the rules
+    cannot see (a dict subclass with an attribute for messages, a mesh keeping its devices in slots)."""
+    _RULES[cls] = lambda enc, v: enc.seq(f"X{cls.__module__}.{cls.__qualname__}", (content(v),))
 
 
 def digest(*values: Any) -> bytes | None:

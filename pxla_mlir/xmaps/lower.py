@@ -17,6 +17,7 @@ import jax
 from jax.sharding import Mesh as JaxMesh, NamedSharding, PartitionSpec
 
 from pxla_mlir.distributed.processes import check_devices, is_multi_process
+from pxla_mlir.jaxbridge import jaxpr_fingerprint
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import check_backend
@@ -25,14 +26,16 @@ from pxla_mlir.maps.kind import JitBody
 from pxla_mlir.mlir.pipelines import XmapPipeline
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.runtime import lowering_cache
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.lowering import Layout
-from pxla_mlir.stages.map_lowering import lower as lower_imported
+from pxla_mlir.stages.map_lowering import lower_cached
 from pxla_mlir.stages.signature import Signature
 from pxla_mlir.xmaps.body_programs import global_function
 from pxla_mlir.xmaps.importer import import_xmap, mesh_labels
 from pxla_mlir.xmaps.plan import Plan, XmapError
 from pxla_mlir.xmaps.primitive import XmapParams, abstract_eval, mapping_of, plan_of, pxla_xmap_p, spec_of
+from pxla_mlir.xmaps.specs import NamedDims
 from pxla_mlir.xmaps.tiles import place_tiles
 
 if TYPE_CHECKING:
@@ -40,6 +43,12 @@ if TYPE_CHECKING:
     from jax.extend.core import ClosedJaxpr
 
 __all__ = ["XmapCall", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
+
+
+# What decides a lowering in our own types, for the lowering cache's key: the dims a value maps (its text
+# as the user wrote it is for messages) and a mesh's axes and devices.
+jaxpr_fingerprint.encode_as(NamedDims, dict)
+jaxpr_fingerprint.encode_as(Mesh, lambda m: (tuple(m.axis_names), m.devices.shape, tuple(m.devices.flat)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,20 +126,34 @@ def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = Fa
     else:
         devices = jax.local_devices(backend=call.backend)[:1]
     check_backend(devices, call.backend, f"xmap {call.name!r} (its mesh)")
-    with timed("import"):
-        imported = import_xmap(call, mesh, call.options.lowering, len(devices), devices[0].platform, call.name)
+    platform = devices[0].platform
     jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
     options = call.options if mesh is not None else dataclasses.replace(call.options, lowering="vectorize")
-    placed = {}
-    if by_tile and mesh is not None and options.lowering != "vectorize" and not is_multi_process():
-        placed = place_tiles(imported.module, mesh_labels(dict(mesh.shape)), jmesh, [av.ndim for av in call.global_in])
-    layout = Layout(devices, call.global_in, call.global_out,
-                    [placed.get(i) or value_sharding(jmesh, plan, m, av.ndim, devices)
-                     for i, (m, av) in enumerate(zip(call.in_maps, call.global_in))],
-                    [value_sharding(jmesh, plan, m, av.ndim, devices) for m, av in zip(call.out_maps, call.global_out)],
-                    call.donated, consts)
-    return lower_imported(imported, pipeline=options.anchored(), layout=layout, signature=signature,
-                          jaxpr_text=call.jaxpr.pretty_print, plan=plan)
+    pipeline = options.anchored()
+    # Placing tiles rewrites the pxla form and decides the input layout from it: such lowerings are not cached.
+    tiles = by_tile and mesh is not None and options.lowering != "vectorize" and not is_multi_process()
+    placed: dict = {}
+
+    def build():
+        with timed("import"):
+            imported = import_xmap(call, mesh, call.options.lowering, len(devices), platform, call.name)
+        if tiles:
+            placed.update(place_tiles(imported.module, mesh_labels(dict(mesh.shape)), jmesh,
+                                      [av.ndim for av in call.global_in]))
+        return imported
+
+    def layout_of(pxla) -> Layout:
+        return Layout(devices, call.global_in, call.global_out,
+                      [placed.get(i) or value_sharding(jmesh, plan, m, av.ndim, devices)
+                       for i, (m, av) in enumerate(zip(call.in_maps, call.global_in))],
+                      [value_sharding(jmesh, plan, m, av.ndim, devices)
+                       for m, av in zip(call.out_maps, call.global_out)],
+                      call.donated, consts)
+
+    key = None if tiles else lowering_cache.key("xmap", call, tuple(devices), pipeline,
+                                                lowering_cache.plugin_versions(pipeline))
+    return lower_cached(key, build, layout_of, platform=platform, pipeline=pipeline, signature=signature,
+                        jaxpr_text=call.jaxpr.pretty_print, plan=plan)
 
 
 @overload

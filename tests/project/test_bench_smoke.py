@@ -20,6 +20,7 @@ SMOKE_ARGS = {
     "bench_memory.py": ["--signatures", "3", "--every", "3"],
     "bench_multiprocess.py": ["--calls", "2", "--rounds", "1", "--timeout", "240"],
     "bench_partitioned.py": ["--rounds", "1", "--calls", "2"],
+    "bench_pass_scaling.py": ["--sizes", "100,200", "--repeat", "1"],
     "bench_plugins.py": ["--rows", "8", "--rounds", "1", "--calls", "2"],
     "bench_pmap.py": ["--rounds", "1", "--calls", "2", "--skip-unblocked"],
     "bench_pxla_opt.py": ["--sizes", "100", "--repeat", "1"],

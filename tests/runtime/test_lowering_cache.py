@@ -85,6 +85,28 @@ def test_what_decides_the_program_is_in_the_key(change):
     assert changed.as_text()
 
 
+@pytest.mark.parametrize("lowering", ["replica", "manual", "vectorize"])
+def test_xmaps_share_lowerings_only_on_the_same_mesh_and_resources(lowering):
+    devices = np.array(jax.devices())
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+
+    def run(mesh_devices, resource):
+        mesh = pxla_mlir.Mesh(mesh_devices.reshape(4, 2), ("x", "y"))
+        with mesh:
+            f = pxla_mlir.xmap(lambda v: lax.psum(v * 2, "a") + lax.axis_index("a"), in_axes=["a", ...],
+                               out_axes=["a", ...], axis_resources={"a": resource}, lowering=lowering)
+            out = np.asarray(f(x))
+        np.testing.assert_array_equal(out, np.broadcast_to(2 * x.sum(0), x.shape) + np.arange(8)[:, None])
+
+    before = counts()
+    run(devices, "x")
+    run(devices, "x")
+    assert np.subtract(counts(), before).tolist() == [1, 1]
+    run(devices[::-1], "x")  # other devices: another program
+    run(devices, "y")
+    assert np.subtract(counts(), before).tolist() == [3, 1]
+
+
 def test_programs_with_host_callbacks_are_never_cached():
     def f(v):
         return jax.pure_callback(lambda a: a * 2, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
