@@ -121,7 +121,16 @@ class ModulePass(_Configurable):
                 with op.context, op.location:
                     self.run(op)
                 if verify and not state["failed"]:
-                    op.verify()
+                    try:
+                        op.verify()
+                    except ir.MLIRError as e:  # say which pass left the module invalid
+                        for d in e.error_diagnostics:
+                            diagnostics.emit("error", d.location, f"{self.argument} left invalid IR: {d.message}",
+                                             [(n.location, n.message) for n in d.notes])
+                        if not e.error_diagnostics:  # a collector took the verifier's errors
+                            _emit("error", op.location, f"{self.argument} left invalid IR: the verifier rejects "
+                                  f"the module it wrote (errors above)", (), op)
+                        state["failed"] = True
             except ir.MLIRError as e:  # the verifier's errors (already routed to a collector, if one is active)
                 for d in e.error_diagnostics:
                     diagnostics.emit("error", d.location, d.message, [(n.location, n.message) for n in d.notes])

@@ -80,8 +80,8 @@ def did_you_mean(name: str) -> str:
     """``"; did you mean 'NAME'?"`` for the registered pass or pipeline spelled most like ``name``, or ``""``."""
     from pxla_mlir.mlir.pass_infra import jaxlib_passes
 
-    known = [*registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES, *jaxlib_passes.FUNC_PASSES,
-             *jaxlib_passes.PIPELINES]
+    known = [*registry.REGISTERED, *registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES,
+             *jaxlib_passes.FUNC_PASSES, *jaxlib_passes.PIPELINES]
     close = difflib.get_close_matches(name, known, n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -172,7 +172,8 @@ class Pipeline:
                     guard.add_to(pm)
                 pm.add(step)
             else:
-                step.add_to(pm, verify=verify == "pxla-changes")
+                plugin = verify == "none" and registry.REGISTERED.get(step.argument) is type(step)
+                step.add_to(pm, verify=verify == "pxla-changes" or plugin)
         return pm
 
 
