@@ -135,6 +135,8 @@ class PmapFunction(MapFunction[Traced]):
     def _environment(self):
         # A partitioned body traced inside other pmaps names their axes in its mesh. The versions of its own
         # passes as registered now: a pass registered again with another version lowers anew.
+        if not self.options.pass_versions:
+            return self.partitions.environment()
         self.options = refreshed(self.options)
         return self.partitions.environment(), self.options.pass_versions
 
