@@ -119,7 +119,7 @@ class VerifyHandoffPass(ModulePass):
     def run(self, module):
         replicas, partitions = self._device_counts(module)
         if ir_utils.find_function(module, "main") is None:
-            self.error(module, "the module has no @main function, which XLA runs: a pass before this one removed "
+            self.error(module, "the module has no func.func @main, which XLA runs: a pass before this one removed "
                                "or renamed it")
         # An op of a plain name without a sharding attribute (most of a large
         # module) passes every check below: only the others are checked.
