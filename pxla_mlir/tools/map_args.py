@@ -6,7 +6,7 @@ run and explore. Building them loads no kind (and no jax)."""
 from __future__ import annotations
 
 from pxla_mlir.maps import registry
-from pxla_mlir.mlir.pipelines import api_options
+from pxla_mlir.mlir.pipelines import EXTRA_PASSES, api_options
 from pxla_mlir.tools.emit import MapOptions, map_flags
 
 __all__ = ["MAP_FLAGS", "add_map_arguments", "map_options"]
@@ -41,6 +41,8 @@ def add_map_arguments(p, target_help: str = "module:function or path/to/file.py:
         text = f"{'/'.join(kinds_of[field])}: {helps[field][0]}"
         if field in option_choices:
             g.add_argument(_flag(field), choices=option_choices[field], help=text)
+        elif field == EXTRA_PASSES:
+            g.add_argument(_flag(field), metavar="PIPELINE", help=text)
         else:
             g.add_argument(_flag(field), help=text)
     g.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
