@@ -308,3 +308,19 @@ def test_jnp_reference():
     # the doubling pass against jax on a non-collective body
     f = pxla_mlir.pmap(jnp.sin, "i", extra_passes="test-double-results")
     np.testing.assert_allclose(np.asarray(f(X)), 2 * np.sin(X), rtol=1e-6)
+
+
+def test_jit_of_xmaps_runs_the_jits_passes():
+    xm = pxla_mlir.xmap(lambda v: lax.psum(v, "i"), in_axes=["i", ...], out_axes=[...], axis_resources={"i": "x"})
+    f = pxla_mlir.jit(lambda v: xm(v) + 1, extra_passes="test-double-results")
+    with pxla_mlir.Mesh.create({"x": 8}):
+        out = f(X)
+        assert "mhlo-passes={test-double-results}" in f.lower(X).pipeline
+    np.testing.assert_allclose(np.asarray(out), 2 * (X.sum(0) + 1))
+
+
+def test_xmap_with_options_takes_extra_passes():
+    xm = pxla_mlir.xmap(body, in_axes=["i", ...], out_axes=["i", ...], axis_resources={"i": "x"})
+    with pxla_mlir.Mesh.create({"x": 8}):
+        doubled = xm.with_options(extra_passes={"mhlo": "test-double-results"})
+        np.testing.assert_allclose(np.asarray(doubled(X)), 2 * np.asarray(expected(X)))
