@@ -125,6 +125,7 @@ class PmapFunction(MapFunction[Traced]):
                   self.axis_size, options, self.partitions.key())
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
         self._no_environment = not self.partitions.partitioning and not options.pass_versions  # see _environment
+        self._versioned_env: tuple | None = None
 
     @property
     def axis_name(self):
@@ -138,7 +139,11 @@ class PmapFunction(MapFunction[Traced]):
         if not self.options.pass_versions:
             return self.partitions.environment()
         self.options = refreshed(self.options)
-        return self.partitions.environment(), self.options.pass_versions
+        env, last = (self.partitions.environment(), self.options.pass_versions), self._versioned_env
+        # the same tuple while nothing changed: the cached call finds its dispatcher by identity
+        if last is None or last != env:
+            self._versioned_env = last = env
+        return last
 
     def _examine(self, args, kwargs) -> Call:
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,

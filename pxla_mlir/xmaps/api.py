@@ -168,6 +168,8 @@ class XmapFunction(MapFunction[_Traced]):
                   tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate, backend,
                   self.options, ensure_fixed_sharding)
         super().__init__(fun, donate_argnums=donate, options=shared)
+        if options.pass_versions:  # (an xmap without passes of its own keeps the plain, fastest one)
+            self._environment = self._versioned_environment
 
     def with_options(self, **options) -> XmapFunction:
         """The same xmap with other options (e.g. ``lowering``, ``shardings``)."""
@@ -183,16 +185,14 @@ class XmapFunction(MapFunction[_Traced]):
         return self
 
     # -- the front end's hooks (see maps.function) -------------------------------------------
-    def _environment(self) -> tuple:
-        scope = self._scope()
-        if not self.options.pass_versions:
-            return scope
-        # the versions of its own passes as registered now: a pass registered again with another version
-        # lowers anew
+    def _versioned_environment(self) -> tuple:
+        """The environment of an xmap with passes of its own (see __init__): the scope and the versions
+        of its passes as registered now, so that a pass registered again with another version lowers anew."""
+        scope = XmapFunction._environment(self)
         self.options = refreshed(self.options)
         return (*scope, self.options.pass_versions)
 
-    def _scope(self) -> tuple:
+    def _environment(self) -> tuple:
         """The mesh and the serial loops in scope."""
         if at_top_level() and not (_enclosing.meshes or loops_in_scope()):  # no trace, no axis bound
             # A top-level call (every cached call of a loop): nothing to check. The same mesh gives the same
