@@ -25,6 +25,8 @@ error at the offending op, when:
   1`` carries a tiled ``mhlo.sharding`` (jaxlib 0.10.2 aborts the process
   running it, :mod:`pxla_mlir.mlir.core.replica_shardings`);
 * a ``pxla.*`` placeholder (``mhlo.custom_call @pxla.shard`` etc.) survived;
+* the module has no ``@main`` (XLA runs it; a pass of your own may have
+  removed it);
 * ``mhlo.num_replicas`` / ``mhlo.num_partitions`` are missing, not positive,
   or differ from the expected counts given as options;
 * a collective's device ids do not fit the module: in every mode (see
@@ -116,6 +118,9 @@ class VerifyHandoffPass(ModulePass):
 
     def run(self, module):
         replicas, partitions = self._device_counts(module)
+        if ir_utils.find_function(module, "main") is None:
+            self.error(module, "the module has no func.func @main, which XLA runs: a pass before this one removed "
+                               "or renamed it")
         # An op of a plain name without a sharding attribute (most of a large
         # module) passes every check below: only the others are checked.
         ops = ir_utils.walk_selected(module, lambda n: not _is_plain(n),

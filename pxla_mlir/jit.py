@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, overload
 
 import jax
@@ -36,6 +36,7 @@ from pxla_mlir.maps.arguments import Call, argnums, check_backend, check_donatio
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.kind import JitBody
 from pxla_mlir.maps.tracing import trace_flat
+from pxla_mlir.mlir.pass_infra.extra_passes import EXTRA_FIELDS, current_versions
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.mlir.sharding.mesh import current_mesh
 from pxla_mlir.mlir.support.lru import LRU
@@ -78,7 +79,14 @@ class JitFunction(MapFunction[_Traced]):
         self._shares = LRU(64)  # multi-process: the arguments that are shares, by call (distributed/jit_shares.py)
 
     def _environment(self) -> tuple:
-        return tuple(kind.environment() for kind in registry.kinds())  # xmaps: the mesh and loops in scope
+        scope = tuple(kind.environment() for kind in registry.kinds())  # xmaps: the mesh and loops in scope
+        versions = self.options.get("pass_versions")
+        if not versions:
+            return scope
+        now = current_versions(versions)  # a pass registered again with another version lowers anew
+        if now != versions:
+            self.options = {**self.options, "pass_versions": now}
+        return (*scope, now)
 
     def _examine(self, args, kwargs) -> Call:
         call = examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
@@ -253,23 +261,31 @@ def _map_eqns(jaxpr, found: list | None = None) -> list:
 @overload
 def jit(fun: Callable, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
         devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
-        unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect) -> JitFunction: ...
+        unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect,
+        extra_passes: str | Mapping[str, str] | None = None) -> JitFunction: ...
 @overload
 def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
         devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
         unshard: str = PmapPipeline.unshard,
-        shardings: str = PmapPipeline.sharding_dialect) -> Callable[[Callable], JitFunction]: ...
+        shardings: str = PmapPipeline.sharding_dialect,
+        extra_passes: str | Mapping[str, str] | None = None) -> Callable[[Callable], JitFunction]: ...
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
         devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
         unshard: str = PmapPipeline.unshard,
-        shardings: str = PmapPipeline.sharding_dialect) -> JitFunction | Callable[[Callable], JitFunction]:
+        shardings: str = PmapPipeline.sharding_dialect,
+        extra_passes: str | Mapping[str, str] | None = None) -> JitFunction | Callable[[Callable], JitFunction]:
     """Compiles ``fun`` (which may call pxla_mlir maps, at any depth) into one
     program over the devices its maps need; see the module docs. ``mode``,
     ``unshard`` and ``shardings`` are pmap's options for the program of a
-    body holding pmaps."""
+    body holding pmaps. ``extra_passes`` runs passes of your own in the
+    program's pipeline, as pmap's does (the maps inside lower in that one
+    program: their own ``extra_passes`` do not run)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, donate_argnums=donate_argnums,
-                                 devices=devices, backend=backend, mode=mode, unshard=unshard, shardings=shardings)
-    configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings)  # checked now, as pmap's
+                                 devices=devices, backend=backend, mode=mode, unshard=unshard, shardings=shardings,
+                                 extra_passes=extra_passes)
+    # checked now, as pmap's; the own passes kept as the pipeline's fields (canonical text and versions)
+    checked = configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings, extra_passes=extra_passes)
+    own = {k: getattr(checked, k) for k in EXTRA_FIELDS} if checked.pxla_passes or checked.mhlo_passes else {}
     return JitFunction(fun, static_argnums=static_argnums, donate_argnums=donate_argnums, devices=devices,
-                       backend=backend, options=dict(mode=mode, unshard=unshard, shardings=shardings))
+                       backend=backend, options=dict(mode=mode, unshard=unshard, shardings=shardings, **own))

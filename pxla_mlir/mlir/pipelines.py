@@ -19,22 +19,29 @@ without warnings) or ``gspmd`` (``mhlo.sharding`` strings and the
 ``@Sharding``/``@SPMDFullToShardShape``/``@SPMDShardToFullShape`` custom
 calls, which XLA warns are deprecated on every compile). Replica-mode
 modules have no shardings: the option does not change them.
+
+The map pipelines also run a map's own passes (``extra_passes=``, see
+:mod:`pxla_mlir.mlir.pass_infra.extra_passes`): ``pxla-passes`` right after
+the pxla form is legalized to MHLO (``pxla-verify-form`` checks it again
+after them), ``mhlo-passes`` on the final MHLO, before
+``pxla-verify-handoff``. Their text is left out while they are empty.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, option, registry, run_pipeline
 from pxla_mlir.mlir.pass_infra.base import ModulePass, Step
-from pxla_mlir.mlir.pass_infra.options import choices, configure
+from pxla_mlir.mlir.pass_infra.extra_passes import EXTRA_FIELDS, check_versions, extra_pass_options, unbraced
+from pxla_mlir.mlir.pass_infra.options import choices, configure as configure_choices, option_fields
 
-__all__ = ["LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "ShardingDialect", "choices",
-           "configure", "to_stablehlo"]
+__all__ = ["EXTRA_PASSES", "LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "ShardingDialect",
+           "api_options", "choices", "configure", "to_stablehlo"]
 
 #: jaxlib's legalization of jax's StableHLO/CHLO output to MHLO.
 LEGALIZE_TO_MHLO = "func.func(chlo-legalize-to-hlo),stablehlo-legalize-to-hlo"
@@ -50,6 +57,38 @@ def to_stablehlo(module: ir.Module) -> ir.Module:
         copy = ir.Module.parse(ir_utils.asm_text(module.operation, debug_info=True))
     run_pipeline(copy, Pipeline.cached(EXPORT_TO_STABLEHLO), reproducer=False)
     return copy
+
+
+#: The API keyword (and command-line flag) of a map's own passes; every map pipeline takes it.
+EXTRA_PASSES = "extra_passes"
+
+
+def configure(cls, **values):
+    """``cls(**values)`` as :func:`pxla_mlir.mlir.pass_infra.options.configure` makes it (each choice
+    checked; an instance keeps its other options), where a map pipeline also takes ``extra_passes``
+    (checked and made canonical: :func:`~pxla_mlir.mlir.pass_infra.extra_passes.extra_pass_options`)
+    and the fields that hold them (as a map pipeline's text has them)."""
+    own = {k: values.pop(k) for k in EXTRA_FIELDS if k in values}
+    if EXTRA_PASSES in values:
+        text = values.pop(EXTRA_PASSES)
+        own = {**dict.fromkeys(("pxla_passes", "mhlo_passes"), ""), "pass_versions": (),
+               **extra_pass_options(text, EXTRA_PASSES)}
+    options = configure_choices(cls, **values)
+    return dataclasses.replace(options, **own) if own else options
+
+
+def api_options(cls) -> dict[str, tuple[str, tuple[str, ...] | None]]:
+    """A pipeline's options as the maps' API and the command line name them: name -> (help, its
+    choices; None for pipeline text). A map pipeline's own passes are one option, ``extra_passes``."""
+    out: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+    for info in option_fields(cls):
+        if info.field not in EXTRA_FIELDS:
+            name = info.api_name or info.field
+            out[name] = (info.help, choices(cls, name))
+    if issubclass(cls, _OwnPasses):
+        out[EXTRA_PASSES] = ("passes of your own, as pipeline text (-p's), run on the final MHLO before "
+                             "pxla-verify-handoff", None)
+    return out
 
 
 ShardingDialect = Literal["gspmd", "sdy"]
@@ -91,7 +130,7 @@ def _wrap_manual_main() -> Step:
     return _pass("pxla-wrap-manual-main")
 
 
-def _finish(steps: list[Step], dialect: ShardingDialect) -> list[Step]:
+def _finish(steps: list[Step], dialect: ShardingDialect, own: str = "") -> list[Step]:
     # Collectives over groups of one device (a size-1 axis) are their
     # operands: XLA's TPU compiler drops such all-reduces from jax's (SPMD)
     # program but not from a replica-mode one, so drop them here, once every
@@ -101,8 +140,45 @@ def _finish(steps: list[Step], dialect: ShardingDialect) -> list[Step]:
     # emitted MHLO small and stable; the verifier must see the final module,
     # and knows which dialect to expect.
     inline = [_pass("pxla-inline-manual-computations")] if dialect == "sdy" else []
+    # A map's own MHLO passes (``own``) see that final module, and the verifier sees what they leave.
     return [*steps, _pass("pxla-elide-trivial-collectives"), *inline, *CLEAN_UP, "symbol-dce",
-            _pass("pxla-verify-handoff", sharding_dialect=dialect)]
+            *([own] if own else []), _pass("pxla-verify-handoff", sharding_dialect=dialect)]
+
+
+class _OwnPasses:
+    """The options of a map pipeline that hold the map's own passes (``extra_passes=``), as element text
+    (re-read by the pipeline parser where the pipeline expands) and ``pass@version`` entries."""
+
+    argument: ClassVar[str]
+    pxla_passes: str
+    mhlo_passes: str
+    pass_versions: tuple[str, ...]
+
+    def __post_init__(self):
+        for name in ("pxla_passes", "mhlo_passes"):  # as parsed from text, the value keeps its quoting braces
+            object.__setattr__(self, name, unbraced(getattr(self, name)))
+        object.__setattr__(self, "pass_versions", tuple(self.pass_versions))
+        check_versions(self.argument, self.pass_versions)
+
+    def _own_pxla_steps(self) -> list[Step]:
+        # the pxla passes, then the form checked again: the passes after them read it
+        return [self.pxla_passes, _verify_form()] if self.pxla_passes else []
+
+    def spec(self) -> str:
+        items = []
+        for info in option_fields(type(self)):
+            value = getattr(self, info.field)
+            if info.field not in EXTRA_FIELDS:
+                items.append(f"{info.name}={value}")
+            elif value:
+                items.append(f"{info.name}={{{value}}}" if isinstance(value, str) else f"{info.name}={','.join(value)}")
+        return f"{self.argument}{{{' '.join(items)}}}"
+
+
+_PXLA_PASSES_HELP = ("passes run on the pxla form once legalized to MHLO, before the placeholders expand "
+                     "(a map's extra_passes={'pxla': ...})")
+_MHLO_PASSES_HELP = "passes run on the final MHLO, before pxla-verify-handoff (a map's extra_passes=)"
+_VERSIONS_HELP = "the version each pxla pass of pxla-passes and mhlo-passes declares, as pass@version"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +199,7 @@ class HandoffPipeline(NamedPipeline):
 
 
 @dataclasses.dataclass(frozen=True)
-class PmapPipeline(NamedPipeline):
+class PmapPipeline(_OwnPasses, NamedPipeline):
     """pmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs.
 
     ``pieces`` configures pmap's import, which runs ``pxla-place-pieces``
@@ -140,6 +216,9 @@ class PmapPipeline(NamedPipeline):
     # Read by pmap's import, not by a step of this pipeline (see the docstring).
     pieces: Literal["on", "off"] = option("on", "nested pmaps' values enter and leave by piece where they can "
                                                 "(off: 2022's layout, replicated over the inner devices)")
+    pxla_passes: str = option("", _PXLA_PASSES_HELP)
+    mhlo_passes: str = option("", _MHLO_PASSES_HELP)
+    pass_versions: tuple[str, ...] = option((), _VERSIONS_HELP)
 
     def steps(self) -> list[Step]:
         # Check the form before any pass reads it. Import leaves jax's
@@ -147,18 +226,19 @@ class PmapPipeline(NamedPipeline):
         # pmap to the next need no collective. Placeholders then expand into
         # partition-mode code, so the mode conversion below sees (and
         # converts) their collectives too.
-        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, _pass("pxla-fold-shard-of-unshard"),
-                             _pass("pxla-expand-shard"), _pass("pxla-expand-unshard", strategy=self.unshard)]
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, *self._own_pxla_steps(),
+                             _pass("pxla-fold-shard-of-unshard"), _pass("pxla-expand-shard"),
+                             _pass("pxla-expand-unshard", strategy=self.unshard)]
         if self.mode == "replica":
-            return _finish(steps + _replica_steps(), "gspmd")
+            return _finish(steps + _replica_steps(), "gspmd", self.mhlo_passes)
         steps += [_wrap_manual_main(), *_sharding_steps(self.sharding_dialect, manual=True),
                   # a partitioned body's layouts inside (a no-op for other pmaps)
                   _constraints_step(self.sharding_dialect)]
-        return _finish(steps, self.sharding_dialect)
+        return _finish(steps, self.sharding_dialect, self.mhlo_passes)
 
 
 @dataclasses.dataclass(frozen=True)
-class XmapPipeline(NamedPipeline):
+class XmapPipeline(_OwnPasses, NamedPipeline):
     """xmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs."""
 
     argument = "pxla-xmap-pipeline"
@@ -167,18 +247,22 @@ class XmapPipeline(NamedPipeline):
     lowering: Literal["replica", "manual", "vectorize"] = option(
         "replica", "devices as replicas, one SPMD manual region, or the global view for XLA's partitioner")
     sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
+    pxla_passes: str = option("", _PXLA_PASSES_HELP)
+    mhlo_passes: str = option("", _MHLO_PASSES_HELP)
+    pass_versions: tuple[str, ...] = option((), _VERSIONS_HELP)
 
     def steps(self) -> list[Step]:
         # Check the form before any pass reads it. Import leaves jax's
         # StableHLO/CHLO. Gradients of weights broadcast over a named axis
         # sum per-example products: contract them in one dot.
-        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, _pass("pxla-contract-batch-sums")]
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, *self._own_pxla_steps(),
+                             _pass("pxla-contract-batch-sums")]
         if self.lowering == "replica":
-            return _finish(steps + _replica_steps(), "gspmd")
+            return _finish(steps + _replica_steps(), "gspmd", self.mhlo_passes)
         if self.lowering == "manual":
             steps.append(_wrap_manual_main())
         steps += _sharding_steps(self.sharding_dialect, manual=self.lowering == "manual")
         if self.lowering == "vectorize":
             # the global view: its boundary shardings, and the layouts it constrains inside (nested xmaps)
             steps.append(_constraints_step(self.sharding_dialect))
-        return _finish(steps, self.sharding_dialect)
+        return _finish(steps, self.sharding_dialect, self.mhlo_passes)

@@ -28,7 +28,8 @@ from pxla_mlir.maps.arguments import argnums, check_backend, check_donation
 from pxla_mlir.maps.function import MapFunction, Traced as _Traced
 from pxla_mlir.maps.invariance import varying_outputs
 from pxla_mlir.maps.tracing import trace_flat
-from pxla_mlir.mlir.pipelines import PmapPipeline, configure
+from pxla_mlir.mlir.pass_infra.extra_passes import refreshed
+from pxla_mlir.mlir.pipelines import PmapPipeline, api_options, configure
 from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.pmaps import partitions as partitions_mod
 from pxla_mlir.pmaps.arguments import (
@@ -123,7 +124,8 @@ class PmapFunction(MapFunction[Traced]):
         shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
                   self.axis_size, options, self.partitions.key())
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
-        self._no_environment = not self.partitions.partitioning  # see _environment
+        self._no_environment = not self.partitions.partitioning and not options.pass_versions  # see _environment
+        self._versioned_env: tuple | None = None
 
     @property
     def axis_name(self):
@@ -132,8 +134,16 @@ class PmapFunction(MapFunction[Traced]):
 
     # -- the front end's hooks (see maps.function) ----------------------------------------------
     def _environment(self):
-        # a partitioned body traced inside other pmaps names their axes in its mesh
-        return self.partitions.environment()
+        # A partitioned body traced inside other pmaps names their axes in its mesh. The versions of its own
+        # passes as registered now: a pass registered again with another version lowers anew.
+        if not self.options.pass_versions:
+            return self.partitions.environment()
+        self.options = refreshed(self.options)
+        env, last = (self.partitions.environment(), self.options.pass_versions), self._versioned_env
+        # the same tuple while nothing changed: the cached call finds its dispatcher by identity
+        if last is None or last != env:
+            self._versioned_env = last = env
+        return last
 
     def _examine(self, args, kwargs) -> Call:
         return examine_call(args, kwargs, in_axes=self.in_axes, static_argnums=self.static_argnums,
@@ -189,8 +199,8 @@ def _axes_key(axes):
     return tree, tuple(leaves)
 
 
-#: pmap's pipeline options, by their API names (mode, unshard, shardings).
-_PIPELINE_OPTIONS = tuple(i.api_name or i.field for i in PmapPipeline.options())
+#: pmap's pipeline options, by their API names (mode, unshard, shardings, extra_passes).
+_PIPELINE_OPTIONS = tuple(api_options(PmapPipeline))
 
 
 @overload
@@ -199,20 +209,23 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
          mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
          shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
-         in_partitions: Any = None, out_partitions: Any = None) -> PmapFunction: ...
+         in_partitions: Any = None, out_partitions: Any = None,
+         extra_passes: str | Mapping[str, str] | None = None) -> PmapFunction: ...
 @overload
 def pmap(fun: None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
          mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
          shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
-         in_partitions: Any = None, out_partitions: Any = None) -> Callable[[Callable], PmapFunction]: ...
+         in_partitions: Any = None, out_partitions: Any = None,
+         extra_passes: str | Mapping[str, str] | None = None) -> Callable[[Callable], PmapFunction]: ...
 def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
          mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
          shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
-         in_partitions: Any = None, out_partitions: Any = None) -> PmapFunction | Callable[[Callable], PmapFunction]:
+         in_partitions: Any = None, out_partitions: Any = None,
+         extra_passes: str | Mapping[str, str] | None = None) -> PmapFunction | Callable[[Callable], PmapFunction]:
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
     device, like ``jax.pmap``; collectives over ``axis_name`` work inside, and
     pmaps nest.
@@ -234,6 +247,14 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
     (:mod:`pxla_mlir.pmaps.sharded`). Such a pmap nests in other pmaps given
     ``mode="partition"``: the nest is one program over (outer, inner, ...,
     partition axes), manual over the pmap axes (:mod:`pxla_mlir.pmaps.nested_pmaps`).
+
+    ``extra_passes`` runs passes of your own (registered with
+    ``pxla_mlir.register_pass`` or a plugin) in the pipeline: pipeline text as
+    ``pxla-opt -p`` takes it, run on the final MHLO before
+    ``pxla-verify-handoff``, or ``{"pxla": text, "mhlo": text}`` to also run
+    some on the pxla form before its placeholders expand
+    (:mod:`pxla_mlir.mlir.pass_infra.extra_passes`). A pmap nested in another
+    map or inside ``jax.jit`` lowers with its enclosing program's pipeline.
     """
     sharded = getattr(fun, "sharded_body", None)
     if isinstance(sharded, partitions_mod.ShardedBody):
@@ -250,9 +271,11 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
                                  static_broadcasted_argnums=static_broadcasted_argnums, devices=devices,
                                  backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
                                  mode=mode, unshard=unshard, shardings=shardings, partitions=partitions,
-                                 in_partitions=in_partitions, out_partitions=out_partitions)
+                                 in_partitions=in_partitions, out_partitions=out_partitions,
+                                 extra_passes=extra_passes)
     return PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes,
                         static_broadcasted_argnums=static_broadcasted_argnums, devices=devices, backend=backend,
                         axis_size=axis_size, donate_argnums=donate_argnums,
-                        options=configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings),
+                        options=configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings,
+                                          extra_passes=extra_passes),
                         partitions=partitions, in_partitions=in_partitions, out_partitions=out_partitions)

@@ -236,6 +236,15 @@ def _cpu_devices(n: int | None) -> None:
         sys.modules["jax"].config.update("jax_num_cpu_devices", n)
 
 
+def _load_plugins(specs) -> None:
+    """--load-pass-plugin: the passes of each plugin, registered before the command names them."""
+    if specs:
+        from pxla_mlir.mlir.pass_infra.plugins import load_plugin
+
+        for spec in specs:
+            load_plugin(spec)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = None
@@ -249,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             return ERROR_EXIT
         _backend(args.backend)
         _cpu_devices(args.cpu_devices)
+        _load_plugins(getattr(args, "load_pass_plugin", None) or ())
         return args.func(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

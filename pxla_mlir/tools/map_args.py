@@ -6,7 +6,7 @@ run and explore. Building them loads no kind (and no jax)."""
 from __future__ import annotations
 
 from pxla_mlir.maps import registry
-from pxla_mlir.mlir.pass_infra.options import choices, option_fields
+from pxla_mlir.mlir.pipelines import EXTRA_PASSES, api_options
 from pxla_mlir.tools.emit import MapOptions, map_flags
 
 __all__ = ["MAP_FLAGS", "add_map_arguments", "map_options"]
@@ -32,20 +32,24 @@ def add_map_arguments(p, target_help: str = "module:function or path/to/file.py:
         for flag in registry.cli_flags(kind):
             helps.setdefault(flag.field, [flag.help])
             kinds_of.setdefault(flag.field, []).append(kind)
-        pipeline = registry.pipeline(kind)
-        for info in option_fields(pipeline):
-            name = info.api_name or info.field
-            helps.setdefault(name, [info.help])
+        for name, (help, values) in api_options(registry.pipeline(kind)).items():
+            helps.setdefault(name, [help])
             kinds_of.setdefault(name, []).append(kind)
-            option_choices[name] = choices(pipeline, name)
+            if values is not None:
+                option_choices[name] = values
     for field in MAP_FLAGS[1:]:
         text = f"{'/'.join(kinds_of[field])}: {helps[field][0]}"
         if field in option_choices:
             g.add_argument(_flag(field), choices=option_choices[field], help=text)
+        elif field == EXTRA_PASSES:
+            g.add_argument(_flag(field), metavar="PIPELINE", help=text)
         else:
             g.add_argument(_flag(field), help=text)
     g.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
                    help="argument shape, one per positional argument: f32[8,128], i32[], bool[4]")
+    p.add_argument("--load-pass-plugin", action="append", default=[], metavar="FILE.py|dotted.module",
+                   help="load passes of your own (repeatable, as mlir-opt's flag): --extra-passes and "
+                        "--pipeline can then name them")
 
 
 def map_options(args) -> MapOptions:

@@ -46,7 +46,8 @@ from pxla_mlir.maps.arguments import argnums
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.invariance import named_shapes
 from pxla_mlir.maps.tracing import trace_flat
-from pxla_mlir.mlir.pipelines import XmapPipeline, choices, configure
+from pxla_mlir.mlir.pass_infra.extra_passes import refreshed
+from pxla_mlir.mlir.pipelines import XmapPipeline, api_options, choices, configure
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.stages.aot import Lowered
@@ -167,6 +168,8 @@ class XmapFunction(MapFunction[_Traced]):
                   tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate, backend,
                   self.options, ensure_fixed_sharding)
         super().__init__(fun, donate_argnums=donate, options=shared)
+        if options.pass_versions:  # (an xmap without passes of its own keeps the plain, fastest one)
+            self._environment = self._versioned_environment
 
     def with_options(self, **options) -> XmapFunction:
         """The same xmap with other options (e.g. ``lowering``, ``shardings``)."""
@@ -182,7 +185,15 @@ class XmapFunction(MapFunction[_Traced]):
         return self
 
     # -- the front end's hooks (see maps.function) -------------------------------------------
+    def _versioned_environment(self) -> tuple:
+        """The environment of an xmap with passes of its own (see __init__): the scope and the versions
+        of its passes as registered now, so that a pass registered again with another version lowers anew."""
+        scope = XmapFunction._environment(self)
+        self.options = refreshed(self.options)
+        return (*scope, self.options.pass_versions)
+
     def _environment(self) -> tuple:
+        """The mesh and the serial loops in scope."""
         if at_top_level() and not (_enclosing.meshes or loops_in_scope()):  # no trace, no axis bound
             # A top-level call (every cached call of a loop): nothing to check. The same mesh gives the same
             # tuple, so the program lookup matches it by identity (hashing a mesh is a Python call).
@@ -279,7 +290,7 @@ class XmapFunction(MapFunction[_Traced]):
 
     # -- tracing -------------------------------------------------------------------------
     def _trace(self, call: _Call, env) -> _Traced:
-        mesh, loops = env
+        mesh, loops = env[:2]
         return self._trace_body(call.in_tree, call.avals, mesh, dict(loops))
 
     def _trace_body(self, in_tree, avals, mesh: Mesh | None, loops: dict) -> _Traced:
@@ -360,7 +371,8 @@ def _unmapped(aval, mapping: Mapping[int, str], plan) -> ShapedArray:
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
          donate_argnums: int | Sequence[int] = (), backend: str | None = None, lowering: str = XmapPipeline.lowering,
-         shardings: str = XmapPipeline.sharding_dialect, ensure_fixed_sharding: bool = False) -> XmapFunction:
+         shardings: str = XmapPipeline.sharding_dialect, ensure_fixed_sharding: bool = False,
+         extra_passes: str | Mapping[str, str] | None = None) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
     prefixes); inside ``fun`` those dimensions are gone and collectives refer
@@ -372,12 +384,15 @@ def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_res
     ``experimental_xmap_ensure_fixed_sharding``) constrains every
     intermediate of the global view to the layout of its named axes, so
     XLA's partitioner keeps them split as the xmap maps them. xmap composes
-    with jax transformations and nests."""
+    with jax transformations and nests. ``extra_passes`` runs passes of your
+    own in its pipeline, as pmap's does (pipeline text, run on the final MHLO
+    before ``pxla-verify-handoff``, or ``{"pxla": text, "mhlo": text}``)."""
     return XmapFunction(fun, in_axes, out_axes, axis_sizes=axis_sizes, axis_resources=axis_resources,
                         donate_argnums=donate_argnums, backend=backend,
-                        options=configure(XmapPipeline, lowering=lowering, shardings=shardings),
+                        options=configure(XmapPipeline, lowering=lowering, shardings=shardings,
+                                          extra_passes=extra_passes),
                         ensure_fixed_sharding=ensure_fixed_sharding)
 
 
-#: xmap's pipeline options, by their API names (lowering, shardings).
-_PIPELINE_OPTIONS = tuple(i.api_name or i.field for i in XmapPipeline.options())
+#: xmap's pipeline options, by their API names (lowering, shardings, extra_passes).
+_PIPELINE_OPTIONS = tuple(api_options(XmapPipeline))

@@ -190,6 +190,10 @@ def lower_jit_body(jaxpr: ClosedJaxpr, xmaps: list, jit: JitBody) -> Lowered:
         raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} ask for different lowerings "
                         f"({', '.join(shown)}); give them the same lowering=, shardings= and ensure_fixed_sharding=")
     (mesh,), ((options, fixed),) = meshes, lowerings
+    if "pass_versions" in jit.options:  # the jit's own passes run in its one program (its xmaps' own do not)
+        options = dataclasses.replace(options, pxla_passes=jit.options.get("pxla_passes", ""),
+                                      mhlo_passes=jit.options.get("mhlo_passes", ""),
+                                      pass_versions=jit.options["pass_versions"])
     consts = tuple(jaxpr.consts)
     body = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
     in_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)

@@ -193,18 +193,19 @@ def test_run_prints_timings_and_outputs():
     (("emit", NESTED, "--pipeline", "builtin.module(nope)"), "bad --pipeline: unknown pass or pipeline 'nope'"),
     (("emit", NESTED, "--lowering", "manual"),
      "--lowering does not apply to 'two_level_sum', which is already a pxla_mlir.pmap (on the command line it "
-     "takes --mode, --unshard, --shardings, --pieces)"),
+     "takes --mode, --unshard, --shardings, --pieces, --extra-passes)"),
     (("emit", NESTED, "--axis-name", "k"), "--axis-name does not apply to 'two_level_sum'"),
     (("emit", NESTED, "--mesh", "2x4:x,y"), "--mesh does not apply to 'two_level_sum'"),
     (("emit", NESTED, "--map", "xmap"), "--map xmap does not apply to 'two_level_sum'"),
     (("emit", XMAP, "--unshard", "all-reduce"), "--unshard does not apply to 'normalise', which is already a "
-                                                "pxla_mlir.xmap (on the command line it takes --lowering, --shardings, --mesh)"),
+                                                "pxla_mlir.xmap (on the command line it takes --lowering, --shardings, "
+                                                "--extra-passes, --mesh)"),
     (("emit", PLAIN, "--map", "xmap", "--in-axes", "['j', ...]", "--out-axes", "['j', ...]", "--mode", "partition",
       "--arg", "f32[8,3]"), "--mode does not apply to --map xmap (xmap takes --in-axes, --out-axes, "
-                            "--axis-resources, --axis-sizes, --mesh, --lowering, --shardings)"),
+                            "--axis-resources, --axis-sizes, --mesh, --lowering, --shardings, --extra-passes)"),
     (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--lowering", "manual", "--arg", "f32[8,3]"),
      "--lowering does not apply to --map pmap (pmap takes --axis-name, --in-axes, --out-axes, --mode, --unshard, "
-     "--shardings, --pieces)"),
+     "--shardings, --pieces, --extra-passes)"),
     (("emit", PLAIN, "--map", "pmap", "--axis-name", "j", "--axis-sizes", "{'j': 8}", "--arg", "f32[8,3]"),
      "--axis-sizes does not apply to --map pmap"),
     (("emit", NESTED, "--arg", "f32[8,1 2]"), "bad argument shape 'f32[8,1 2]': dimension '1 2' is not a "

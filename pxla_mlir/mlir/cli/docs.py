@@ -60,7 +60,8 @@ def _options(cls) -> list[str]:
     for i in infos:
         default = ",".join(map(str, i.default)) if isinstance(i.default, tuple) else i.default
         default = str(default).lower() if isinstance(default, bool) else default
-        rows.append(f"| `{i.name}` | {_cell(i.type_name())} | `{default}` | {_cell(i.help)} |")
+        shown = f"`{default}`" if default != "" else "(none)"  # an empty code span renders as two backquotes
+        rows.append(f"| `{i.name}` | {_cell(i.type_name())} | {shown} | {_cell(i.help)} |")
     return rows
 
 

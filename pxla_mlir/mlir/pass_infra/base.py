@@ -137,7 +137,7 @@ class ModulePass(_Configurable):
             except ir.MLIRError as e:  # the verifier's errors (already routed to a collector, if one is active)
                 for d in e.error_diagnostics:
                     diagnostics.emit("error", d.location, d.message, [(n.location, n.message) for n in d.notes])
-                if verifying and origin:  # say whose IR it is: the verifier's own errors name no pass
+                if verifying:  # say whose IR it is: the verifier's own errors name no pass
                     _emit("error", op.location, f"{self.argument}{origin} left invalid IR (the verifier's errors "
                           f"say where): fix the pass", (), op)
                 state["failed"] = True

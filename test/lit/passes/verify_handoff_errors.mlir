@@ -151,6 +151,7 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
 
 // A Shardy mesh must name exactly the module's partitions.
 
+// expected-error @+1 {{the module has no func.func @main}}
 module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
   // expected-error @+1 {{sdy.mesh <["x"=2, "y"=2]> has 4 devices, but the module runs as 1 replicas x 8 partitions; XLA needs mhlo.num_partitions = 4 and mhlo.num_replicas = 1}}
   sdy.mesh @mesh = <["x"=2, "y"=2]>
@@ -158,6 +159,7 @@ module attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
 
 // -----
 
+// expected-error @+1 {{the module has no func.func @main}}
 module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32} {
   // expected-error @+1 {{sdy.mesh <["x"=8]> has 8 devices, but the module runs as 8 replicas x 1 partitions}}
   sdy.mesh @mesh = <["x"=8]>
@@ -304,5 +306,15 @@ module attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
       sdy.return %t : tensor<1xf32>
     } : (tensor<1xf32>) -> tensor<1xf32>
     return %0 : tensor<1xf32>
+  }
+}
+
+// -----
+
+// A module without @main (a pass before the check removed it): XLA would refuse it.
+// expected-error @+1 {{the module has no func.func @main, which XLA runs}}
+module @no_main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @helper(%x: tensor<f32>) -> tensor<f32> {
+    return %x : tensor<f32>
   }
 }

@@ -5,27 +5,34 @@
 // RUN: filecheck %s --check-prefix=ERR < %t.err
 
 // CHECK: module @first attributes {{.*}} {{{$}}
-// CHECK-NEXT: {{^}}}{{$}}
+// CHECK-NEXT: func.func public @main() {
+// CHECK: {{^}}}{{$}}
 // CHECK-NEXT: {{^}}// -----{{$}}
 // CHECK-NEXT: {{^}}module @third
 module @first attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main() {
+    return
+  }
 }
 
 // -----
 
-// ERR: split_input_file.mlir:17:1: error: module has no 'mhlo.num_replicas' attribute
+// ERR: split_input_file.mlir:21:1: error: module has no 'mhlo.num_replicas' attribute
 module @second {
 }
 
 // -----
 
 module @third attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main() {
+    return
+  }
 }
 
 // -----
 
 // A parse error in a later chunk keeps its real line number too.
-// ERR: split_input_file.mlir:30:3: error: custom op 'bogus' is unknown
+// ERR: split_input_file.mlir:37:3: error: custom op 'bogus' is unknown
 module @fourth {
   bogus
 }
