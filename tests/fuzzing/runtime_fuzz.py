@@ -176,16 +176,20 @@ def cache_scenario(rng: random.Random, log: list[str]) -> None:
     programs = [(k, cols) for k in (2.0, 3.0, 5.0) for cols in (3, 4)]
     entries: dict = {}  # program -> its entry file, once written
 
+    def executable_entries() -> set:  # the executables' entries (each lowering's is beside its executable's)
+        return {p for p in glob.glob(os.path.join(root, "pxla-*-cache"))
+                if not os.path.basename(p).startswith("pxla-lowering-")}
+
     def run(program):
         k, cols = program
         x = np.arange(8 * cols, dtype=np.float32).reshape(8, cols)
-        before = set(glob.glob(os.path.join(root, "pxla-*-cache")))
+        before = executable_entries()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pc.CacheEntryRejected)
             got = np.asarray(pxla_mlir.pmap(lambda v: v * k, "i")(x))  # a new pmap: compiled or loaded anew
         if not np.array_equal(got, x * k):
             raise Mismatch(f"x * {k} on {x.shape} gave other numbers (another program ran)")
-        new = set(glob.glob(os.path.join(root, "pxla-*-cache"))) - before
+        new = executable_entries() - before
         if new:
             entries[program] = new.pop()
 

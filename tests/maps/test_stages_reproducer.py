@@ -19,11 +19,11 @@ from pxla_mlir.stages import map_lowering
 def failing_pmap_pipeline(monkeypatch):
     """pmaps lower with their real pipeline followed by a handoff check no module of 8 devices passes."""
 
-    def lower_then_fail(imported, *, pipeline, **kwargs):
+    def lower_then_fail(key, build, layout_of, *, pipeline, **kwargs):
         failing = pipeline.removesuffix(")") + ",pxla-verify-handoff{num-replicas=3 num-partitions=3})"
-        return map_lowering.lower(imported, pipeline=failing, **kwargs)
+        return map_lowering.lower_cached(None, build, layout_of, pipeline=failing, **kwargs)
 
-    monkeypatch.setattr(pmap_lower, "lower", lower_then_fail)
+    monkeypatch.setattr(pmap_lower, "lower_cached", lower_then_fail)
 
 
 @pytest.mark.subprocess
