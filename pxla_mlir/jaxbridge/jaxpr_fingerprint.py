@@ -226,14 +226,14 @@ def _array(enc: _Encoder, v: Any) -> None:
 
 def _typed_scalar(enc: _Encoder, v: Any) -> None:
     """jax's TypedInt/TypedFloat/TypedComplex: a Python scalar with a dtype and a weak type."""
-    builtin = next(t for t in (bool, int, float, complex) if isinstance(v, t))
+    builtin: Any = next(t for t in (bool, int, float, complex) if isinstance(v, t))
     aval = getattr(v, "aval", None)
-    enc.parts.append(f"{type(v).__qualname__}({builtin(v)!r},{getattr(v, 'dtype', None)},"
+    enc.parts.append(f"{type(v).__qualname__}({builtin.__repr__(v)},{getattr(v, 'dtype', None)},"
                      f"{getattr(aval, 'weak_type', None)})")
 
 
 def _frozen_dataclass(cls: type) -> bool:
-    return dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    return dataclasses.is_dataclass(cls) and getattr(cls, "__dataclass_params__").frozen  # noqa: B009
 
 
 def _extended_dtype(cls: type) -> bool:  # jax's key<impl> dtypes: their repr names the implementation

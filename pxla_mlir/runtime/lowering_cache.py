@@ -172,11 +172,15 @@ def _versions() -> tuple:
 
 
 def _package_digest() -> str:
-    import pxla_mlir
-    import pxla_mlir.passes
+    import importlib.util
 
+    import pxla_mlir
+
+    passes = importlib.util.find_spec("pxla_mlir.passes")  # the top-level passes/ folder in a checkout
+    roots = {os.path.dirname(pxla_mlir.__file__)} | ({os.path.dirname(passes.origin)} if passes and passes.origin
+                                                     else set())
     h = hashlib.sha256(pxla_mlir.__version__.encode())
-    for root in sorted({os.path.dirname(pxla_mlir.__file__), os.path.dirname(pxla_mlir.passes.__file__)}):
+    for root in sorted(roots):
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):

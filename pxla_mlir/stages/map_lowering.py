@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from jaxlib.mlir import ir
 
@@ -72,19 +72,19 @@ def lower_cached(key: bytes | None, build: Callable[[], Any], layout_of: Callabl
     if entry is not None:
         with timed("lowering cache"):
             module = parse_in_shared_context(entry.final)
-            pxla = functools.cache(lambda: parse_in_shared_context(entry.pxla).operation)
+            pxla = functools.cache(lambda: parse_in_shared_context(entry.pxla))
             layout = layout_of(pxla)
         if dumping():
             dump_stage(pxla(), "pxla")
-        return Lowered(MapLowering(module, pxla, pipeline=pipeline, layout=layout, jaxpr_text=jaxpr_text, plan=plan),
-                       signature)
+        return Lowered(MapLowering(module, lambda: pxla().operation, pipeline=pipeline, layout=layout,
+                                   jaxpr_text=jaxpr_text, plan=plan), signature)
     imported = build()
     lowering = _run_pipeline(imported, pipeline=pipeline, layout=layout_of(lambda: imported.module),
                              jaxpr_text=jaxpr_text, plan=plan)
     if key is not None and not imported.keepalive and not imported.host_callbacks:
         with LOWERING_LOCK:
-            entry = lowering_cache.Entry(lowering.pxla.get_asm(enable_debug_info=True),
-                                         lowering.module.operation.get_asm(enable_debug_info=True))
+            entry = lowering_cache.Entry(cast(str, lowering.pxla.get_asm(enable_debug_info=True)),
+                                         cast(str, lowering.module.operation.get_asm(enable_debug_info=True)))
         lowering_cache.store(key, entry, platform)
     return Lowered(lowering, signature)
 

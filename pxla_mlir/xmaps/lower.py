@@ -137,7 +137,7 @@ def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = Fa
     def build():
         with timed("import"):
             imported = import_xmap(call, mesh, call.options.lowering, len(devices), platform, call.name)
-        if tiles:
+        if tiles and mesh is not None:
             placed.update(place_tiles(imported.module, mesh_labels(dict(mesh.shape)), jmesh,
                                       [av.ndim for av in call.global_in]))
         return imported
