@@ -531,7 +531,9 @@ FIRST_STEP_CHILD = textwrap.dedent("""
     state, loss = fn(state0, batches[0])
     jax.block_until_ready(loss)
     t2 = time.perf_counter()
-    print("@@" + json.dumps({"first": t2 - t1, "process": t2 - t0, "loss": float(loss[0])}))
+    from pxla_mlir.mlir.support.stats import STATS
+    print("@@" + json.dumps({"first": t2 - t1, "process": t2 - t0, "loss": float(loss[0]),
+                             "lowering_loads": STATS["lowering_cache_loads"]}))
 """)
 
 
@@ -569,6 +571,9 @@ def first_step_rows(found: dict) -> None:
             row(f"training: {name}, {label} start", f"ratio {a / b:.2f}",
                 f"pxla_mlir {a:.2f} s, jax.pmap {b:.2f} s (fresh processes, median of {len(runs[label]['ours'])}, "
                 f"alternating; {what})")
+    loaded = sum(r["lowering_loads"] > 0 for r in runs["warm"]["ours"])
+    row("training: warm start, lowering from the cache", f"{loaded} of {len(runs['warm']['ours'])} processes",
+        "pxla_mlir processes that parsed their lowering from the persistent cache instead of lowering")
     losses = {r["loss"] for runs_ in runs.values() for side in runs_.values() for r in side}
     row("training: first step loss, every process", "equal" if len(losses) == 1 else f"differs: {sorted(losses)}")
 
