@@ -284,6 +284,8 @@ def digest(*values: Any) -> bytes | None:
             enc.value(v)
     except Unkeyable:
         return None
+    except Exception:  # noqa: BLE001 - a value that will not read (a key array's bytes...): not keyed, never an error
+        return None
     h = hashlib.sha256("\x00".join(enc.parts).encode())
     for blob in enc.blobs:
         h.update(blob)

@@ -10,7 +10,7 @@ the versions of pxla_mlir (with a digest of its installed files), jax and
 jaxlib. A lowering is kept only when its module alone is the program: none
 holding host callbacks or a jax keepalive.
 
-Two levels: in memory (bounded) for re-lowering in one process, and, when
+Two levels: in memory (the latest 64) for re-lowering in one process, and, when
 jax's persistent compilation cache is on, in its directory beside the
 executables, so that a warm start skips lowering as well as compiling.
 A persistent entry says what it is before its payload:
@@ -25,19 +25,18 @@ Set ``PXLA_MLIR_LOWERING_CACHE=0`` to lower every time.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import hashlib
 import os
 import struct
-import threading
 import warnings
 import zlib
 
 import jax
 
 from pxla_mlir.jaxbridge import cache_access, jax_internals, jaxpr_fingerprint
+from pxla_mlir.mlir.support.lru import LRU
 from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime.persistent_cache import CacheEntryRejected
 
@@ -47,11 +46,10 @@ ENV = "PXLA_MLIR_LOWERING_CACHE"
 MAGIC = b"pxla-mlir lowering v1\n"
 KEY_PREFIX = "pxla-lowering-"
 _HEADER = struct.Struct(f"{len(MAGIC)}s32s32s")
-_MEMORY_ENTRIES = 64
-_MEMORY_BYTES = 64 << 20
-
-_memory: collections.OrderedDict[bytes, Entry] = collections.OrderedDict()
-_memory_lock = threading.Lock()
+#: In memory: the latest lowerings (lru.clear_all() empties it, as every other cache of ours), each at most
+#: _MEMORY_BYTES of text (a bigger one is read from disk again, or lowered).
+_memory = LRU(64)
+_MEMORY_BYTES = 16 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,12 +84,10 @@ def plugin_versions(pipeline: str) -> tuple:
 
 
 def lookup(digest: bytes, platform: str | None) -> Entry | None:
-    with _memory_lock:
-        entry = _memory.get(digest)
-        if entry is not None:
-            _memory.move_to_end(digest)
-            STATS["lowering_cache_hits"] += 1
-            return entry
+    entry = _memory.get(digest)
+    if entry is not None:
+        STATS["lowering_cache_hits"] += 1
+        return entry
     if not cache_access.persistent_cache_used(platform):
         return None
     raw = cache_access.cache_read(_file_key(digest), platform)
@@ -120,17 +116,12 @@ def store(digest: bytes, entry: Entry, platform: str | None) -> None:
 
 def clear() -> None:
     """Forgets the in-memory lowerings (the persistent ones stay)."""
-    with _memory_lock:
-        _memory.clear()
+    _memory.clear()
 
 
 def _remember(digest: bytes, entry: Entry) -> None:
-    with _memory_lock:
+    if entry.size() <= _MEMORY_BYTES:
         _memory[digest] = entry
-        _memory.move_to_end(digest)
-        while len(_memory) > _MEMORY_ENTRIES or (len(_memory) > 1 and
-                                                 sum(e.size() for e in _memory.values()) > _MEMORY_BYTES):
-            _memory.popitem(last=False)
 
 
 def _file_key(digest: bytes) -> str:
