@@ -167,7 +167,6 @@ WARM = textwrap.dedent("""
     import jax, numpy as np, pxla_mlir
     from jax import lax
     from pxla_mlir.mlir.support.stats import TIMINGS
-from pxla_mlir.runtime import lowering_cache
     def layer(x):
         for _ in range(30):
             x = jax.numpy.tanh(x @ jax.numpy.full((64, 64), 0.01))

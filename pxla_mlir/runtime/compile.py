@@ -142,7 +142,8 @@ def _file_on_the_way(path: str) -> str | None:
         probe = parent
 
 
-def _apply_env() -> None:
+def apply_cache_env() -> None:
+    """Turns the persistent cache on if ``PXLA_MLIR_CACHE_DIR`` says so (once it works)."""
     global _env_applied
     if not _env_applied:
         path = os.environ.get(CACHE_DIR_ENV)
@@ -248,7 +249,7 @@ def compile_program(module: ir.Module, devices: Sequence, *, platform: str | Non
     sdy = uses_shardy(module.operation)
     opts = compile_options(replicas, partitions, ids, spmd=partitions > 1 or sdy, shardy=sdy,
                                          overrides=options, platform=platform)
-    _apply_env()
+    apply_cache_env()
     try:
         dump_stage(module, "compile")  # jax_dump_ir_to
         # Only the ir.Module overload of compile_and_load takes host callbacks; their programs are never

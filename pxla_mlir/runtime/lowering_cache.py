@@ -25,6 +25,7 @@ Set ``PXLA_MLIR_LOWERING_CACHE=0`` to lower every time.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -38,6 +39,7 @@ import jax
 from pxla_mlir.jaxbridge import cache_access, jax_internals, jaxpr_fingerprint
 from pxla_mlir.mlir.support.lru import LRU
 from pxla_mlir.mlir.support.stats import STATS
+from pxla_mlir.runtime.compile import CacheDirError, apply_cache_env
 from pxla_mlir.runtime.persistent_cache import CacheEntryRejected
 
 __all__ = ["Entry", "key", "lookup", "store", "enabled", "clear", "ENV", "KEY_PREFIX"]
@@ -88,6 +90,10 @@ def lookup(digest: bytes, platform: str | None) -> Entry | None:
     if entry is not None:
         STATS["lowering_cache_hits"] += 1
         return entry
+    # PXLA_MLIR_CACHE_DIR turns the persistent cache on before the first compile would; a bad directory is
+    # the compile's error to report, as it has always been, and lowering goes on.
+    with contextlib.suppress(CacheDirError):
+        apply_cache_env()
     if not cache_access.persistent_cache_used(platform):
         return None
     raw = cache_access.cache_read(_file_key(digest), platform)

@@ -161,7 +161,8 @@ CHILD = textwrap.dedent("""
     import jax, numpy as np, pxla_mlir
     from jax import lax
     from pxla_mlir.mlir.support.stats import STATS
-    pxla_mlir.enable_compilation_cache(sys.argv[1])
+    if sys.argv[2] == "python":  # else PXLA_MLIR_CACHE_DIR names it
+        pxla_mlir.enable_compilation_cache(sys.argv[1])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
@@ -172,11 +173,13 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def child(cache, n: int = 1) -> list[dict]:
+def child(cache, n: int = 1, how: str = "python") -> list[dict]:
     import json
 
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(cache)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    env = {**os.environ, "PXLA_MLIR_CACHE_DIR": str(cache)} if how == "env" else \
+        {k: v for k, v in os.environ.items() if k != "PXLA_MLIR_CACHE_DIR"}
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(cache), how], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(n)]
     results = []
     for p in procs:
         out, err = p.communicate(timeout=240)
@@ -188,6 +191,14 @@ def child(cache, n: int = 1) -> list[dict]:
 def expected():
     x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
     return np.tanh(x).sum(0) + np.arange(8, dtype=np.float32)[:, None]
+
+
+@pytest.mark.subprocess
+def test_the_environment_variable_turns_the_persistent_lowerings_on(tmp_path):
+    (cold,) = child(tmp_path, how="env")
+    (warm,) = child(tmp_path, how="env")
+    assert (cold["lowerings"], cold["loads"], warm["lowerings"], warm["loads"]) == (1, 0, 0, 1)
+    assert warm["out"] == cold["out"]
 
 
 @pytest.mark.subprocess
