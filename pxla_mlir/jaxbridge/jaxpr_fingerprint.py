@@ -141,7 +141,11 @@ class _Encoder:
 
 @functools.cache
 def _slot_names(cls: type) -> tuple[str, ...]:
-    return tuple(name for c in cls.__mro__ for name in getattr(c, "__slots__", ()) if name not in ("__weakref__", "__dict__"))
+    return tuple(name for c in cls.__mro__ for name in getattr(c, "__slots__", ()) if name not in _NOT_STATE)
+
+
+#: Slots that hold no state of their own: jax 0.12's ShapedArray keeps its weak-type-stripped twin in one.
+_NOT_STATE = ("__weakref__", "__dict__", "_stripped_weak_type")
 
 
 def _plain(enc: _Encoder, v: Any) -> None:
@@ -214,7 +218,7 @@ _RULES: dict[type, Callable[[_Encoder, Any], None]] = {
 #: jax's types (by name) encoded by their slots: avals and contexts, all of whose state is in slots.
 _SLOTTED = ("ShapedArray", "JaxprEqnContext", "ManualAxisType", "AxisEnv", "AbstractToken")
 #: Types whose repr is all they hold.
-_REPR = ("UnspecifiedValue", "AUTO", "Token")
+_REPR = ("UnspecifiedValue", "AUTO", "Token", "AutoLayoutSingleton", "Layout")  # Layout: jax 0.12's avals
 
 
 def _array(enc: _Encoder, v: Any) -> None:
