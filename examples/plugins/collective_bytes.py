@@ -84,16 +84,8 @@ class CollectiveBytesPass(ModulePass):
 
     def run(self, module):
         replicas, partitions = device_groups.device_counts(module)
-        ops: list[ir.Operation] = []
-
-        def visit(op):
-            if device_groups.kind(op) in _KINDS and op.name.partition(".")[0] in ("mhlo", "stablehlo"):
-                ops.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
         entries = []
-        for op in ops:
+        for op in device_groups.collectives(module, _KINDS):
             entry = _measure(op, replicas, partitions)
             self.remark(op, _describe(entry))
             entries.append(entry)

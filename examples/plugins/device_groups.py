@@ -30,6 +30,19 @@ def kind(op: ir.Operation) -> str:
     return op.name.partition(".")[2]
 
 
+def collectives(module: ir.Operation, kinds: tuple[str, ...]) -> list[ir.Operation]:
+    """The mhlo and stablehlo ops of ``kinds`` (``all_reduce``, ...) in ``module``, in order."""
+    found: list[ir.Operation] = []
+
+    def visit(op):
+        if kind(op) in kinds and op.name.partition(".")[0] in ("mhlo", "stablehlo"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    return found
+
+
 def device_counts(module: ir.Operation) -> tuple[int, int]:
     """``(mhlo.num_replicas, mhlo.num_partitions)``, 1 where absent."""
     attrs = module.attributes

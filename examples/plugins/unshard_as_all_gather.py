@@ -98,15 +98,7 @@ class UnshardAsAllGatherPass(ModulePass):
 
     def run(self, module):
         replicas, partitions = device_groups.device_counts(module)
-        found: list[ir.Operation] = []
-
-        def visit(op):
-            if device_groups.kind(op) in _SUMS and op.name.partition(".")[0] in ("mhlo", "stablehlo"):
-                found.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.walk(visit)
-        for op in found:
+        for op in device_groups.collectives(module, _SUMS):
             try:
                 plan = _match(op, replicas, partitions, self.float_sums)
             except Mismatch as why:
