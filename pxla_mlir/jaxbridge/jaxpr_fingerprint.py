@@ -102,7 +102,11 @@ class _Encoder:
         self.parts.append("->")
         for atom in jaxpr.outvars:
             self.atom(atom)
-        self.parts.append(f"!{sorted(map(repr, jaxpr.effects))})")
+        self.parts.append(f"!{sorted(map(repr, jaxpr.effects))}")
+        consts = getattr(jaxpr, "consts", ())  # jax 0.11+: a jaxpr holds its constants (ClosedJaxpr is Jaxpr)
+        if consts:
+            self.seq("K", consts)
+        self.parts.append(")")
         self._vars = outer
 
     def eqn(self, eqn: Any) -> None:

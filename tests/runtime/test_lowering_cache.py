@@ -54,6 +54,14 @@ def test_closed_over_arrays_are_arguments_so_their_values_never_come_from_the_ca
         np.testing.assert_array_equal(out, X + c)
 
 
+def test_constants_inside_branches_and_calls_give_their_own_numbers():
+    for c in (1.0, 2.0, 2.5):
+        arr = np.full((16,), c, np.float32)
+        out = pxla_mlir.pmap(lambda v: lax.cond(v[0] > -1, lambda y: y + arr, lambda y: y - arr, v) +
+                             jax.jit(lambda y: y * arr)(v), "i")(X)
+        np.testing.assert_array_equal(np.asarray(out), (X + c) + X * c)
+
+
 @pytest.mark.parametrize("change", ["literal", "dtype", "shape", "options", "axis", "name", "devices", "x64"])
 def test_what_decides_the_program_is_in_the_key(change):
     def lowered(c=2.0, x=X, name="f", devices=None, **options):
@@ -146,6 +154,7 @@ def test_the_digest_reads_every_byte_and_refuses_what_it_cannot_read():
         return jax.make_jaxpr(lambda x: lax.cond(x[0] > 0, lambda y: y + c, lambda y: y, x))(big)
 
     assert jaxpr_fingerprint.digest(body(big)) == jaxpr_fingerprint.digest(body(big.copy()))
+    assert jaxpr_fingerprint.digest(body(big)) != jaxpr_fingerprint.digest(body(other))  # one element of 5,000
     assert jaxpr_fingerprint.digest(jax.make_jaxpr(lambda x: x + 1.0)(big)) != \
         jaxpr_fingerprint.digest(jax.make_jaxpr(lambda x: x + 1.0000001)(big))
     with_callable = jax.make_jaxpr(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x))(big)
