@@ -10,8 +10,11 @@ and how it checks an entry is :mod:`pxla_mlir.runtime.persistent_cache`.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,12 +54,33 @@ def enable_persistent_cache(path: str, min_compile_time_secs: float) -> None:
     compilation_cache.reset_cache()
 
 
-def cache_key(module, devices: Sequence, device_ids: np.ndarray, options, platform: str | None = None) -> str:
-    """jax's persistent-cache key: a hash of the module (without locations),
-    the compile options (an ``xc.CompileOptions``), the devices, the jaxlib
-    version and XLA's flags."""
+def cache_key(name: str, program_digest: bytes, devices: Sequence, device_ids: np.ndarray, options,
+              platform: str | None = None) -> str:
+    """A persistent-cache key of the program ``name`` whose text has the
+    digest ``program_digest``: jax's key (the compile options, an
+    ``xc.CompileOptions``, the devices, the jaxlib version, XLA's flags) with
+    that digest in place of jax's hash of the module, which would need the
+    module parsed. jax hashes the rest of a stand-in module's key as it would
+    hash a real one's, so whatever jax adds to its keys is in ours too."""
     grid = np.array(list(devices), dtype=object).reshape(device_ids.shape)
-    return compilation_cache.get_cache_key(module, grid, options, jax_internals.backend(platform))
+    with _stand_in_lock:
+        theirs = compilation_cache.get_cache_key(_stand_in_module(), grid, options, jax_internals.backend(platform))
+    h = hashlib.sha256(b"pxla-mlir program\0")
+    h.update(program_digest)
+    h.update(theirs.encode())
+    return f"{name}-{h.hexdigest()}"
+
+
+_stand_in_lock = threading.Lock()  # jax's key clones the module in its context: one thread at a time
+
+
+@functools.cache
+def _stand_in_module():
+    """An empty module in a context of its own (one without dialects: nothing to load)."""
+    from jaxlib.mlir import ir
+
+    with ir.Context(), ir.Location.unknown():
+        return ir.Module.parse("module @program {}")
 
 
 def cache_read(key: str, platform: str | None = None) -> bytes | None:

@@ -13,7 +13,7 @@ The module is the *per-device* program of a top-level pmap over
 * with nested pmaps (not in ``pxla_mlir.jit``), pxla-place-pieces then moves the placeholders that
   meet an argument or a result of @main to the boundary: those values are
   placed by piece over the inner devices too (``pxla.mesh`` gets their axes,
-  ``pxla.tile_dims`` says how each value is split; :func:`.layout.from_module`
+  ``pxla.tile_dims`` says how each value is split; :func:`.layout.placed_by_piece`
   reads it back for the runtime).
 
 The pxla-pmap-pipeline then legalizes it to MHLO and makes replica- or

@@ -18,7 +18,7 @@ from pxla_mlir.stages.lowering import Layout
 if TYPE_CHECKING:
     from jax.core import ShapedArray
 
-__all__ = ["Boundary", "DeviceLayout", "from_module"]
+__all__ = ["Boundary", "DeviceLayout", "Placed", "placed_by_piece"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +46,7 @@ class DeviceLayout:
     mapped on axis ``a`` is ``P(None, ..., axis)`` (``a`` Nones), as jax.pmap
     lays it out; a pmap with nested pmaps adds the inner devices as a second
     mesh axis, ``_pxla_rep``, over which every value is replicated, unless
-    import placed some values by piece over them (:func:`from_module`).
+    import placed some values by piece over them (:func:`placed_by_piece`).
     """
 
     def __init__(self, devices: Sequence, axis_size: int, label: str):
@@ -64,37 +64,53 @@ class DeviceLayout:
             return self._replicated
         return NamedSharding(self.mesh, PartitionSpec(*[None] * axis, self.label))
 
-    def layout(self, b: Boundary, module: ir.Module | None = None) -> Layout:
-        """The Layout of the flat inputs and outputs; with the imported ``module``,
-        as its @main says where it placed values by piece."""
-        pieces = from_module(module, self.devices) if module is not None and self.replication > 1 else None
-        if pieces is not None and module is not None:
-            layout = Layout(self.devices, b.in_avals, b.out_avals, *pieces, b.donated, b.consts)
-            _check_tiles(layout, module)
+    def layout(self, b: Boundary, placed: Placed | None = None, module: ir.Module | None = None) -> Layout:
+        """The Layout of the flat inputs and outputs; with ``placed`` (:func:`placed_by_piece`
+        of the imported module), as import placed values by piece. With the module, its
+        @main's tiles are checked against that layout."""
+        if placed is not None and self.replication > 1:
+            layout = Layout(self.devices, b.in_avals, b.out_avals, *_shardings(placed, self.devices), b.donated,
+                            b.consts)
+            if module is not None:
+                _check_tiles(layout, module)
             return layout
         return Layout(self.devices, b.in_avals, b.out_avals,
                       [self.sharding(a, av.ndim) for a, av in zip(b.in_axes, b.in_avals)],
                       [self.sharding(a, av.ndim) for a, av in zip(b.out_axes, b.out_avals)], b.donated, b.consts)
 
 
-def from_module(module: ir.Module, devices: Sequence) -> tuple[list, list] | None:
-    """The in and out shardings @main's ``pxla.tile_dims`` state over the
-    module's ``pxla.mesh``, when that mesh splits the inner devices (values
-    placed by piece); None for the plain (pmap axis, replicas) mesh."""
+#: Where import placed values by piece, as plain data (kept in the lowering cache): the mesh's
+#: ``[[axis, size], ...]`` and, per argument and result, the mesh axes splitting each dimension.
+Placed = dict
+
+
+def placed_by_piece(module: ir.Module) -> Placed | None:
+    """Where @main's ``pxla.tile_dims`` place values over the module's
+    ``pxla.mesh``, when that mesh splits the inner devices (values placed by
+    piece); None for the plain (pmap axis, replicas) mesh."""
     op = module.operation
     mesh_text = pxla_attrs.read_str(op, MESH)
     assert mesh_text is not None  # import sets it
     mesh = pxla_attrs.parse_mesh(mesh_text, op)
     if REP_AXIS in mesh.axis_names or len(mesh.axis_names) < 2:
         return None
-    grid = Mesh(np.array(list(devices), dtype=object).reshape(mesh.axis_sizes), tuple(mesh.axis_names))
     main = _main(op)
-    return ([_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "arg_attrs")],
-            [_sharding(grid, d) for d in pxla_attrs.boundary_attrs(main, "res_attrs")])
+    return {"mesh": [[str(a), int(n)] for a, n in zip(mesh.axis_names, mesh.axis_sizes)],
+            "in": [_tile_axes(d) for d in pxla_attrs.boundary_attrs(main, "arg_attrs")],
+            "out": [_tile_axes(d) for d in pxla_attrs.boundary_attrs(main, "res_attrs")]}
 
 
-def _sharding(mesh: Mesh, entries: dict) -> NamedSharding:
-    dims = [[ir.StringAttr(a).value for a in ir.ArrayAttr(d)] for d in ir.ArrayAttr(entries[TILE_DIMS])]
+def _tile_axes(entries: dict) -> list[list[str]]:
+    return [[ir.StringAttr(a).value for a in ir.ArrayAttr(d)] for d in ir.ArrayAttr(entries[TILE_DIMS])]
+
+
+def _shardings(placed: Placed, devices: Sequence) -> tuple[list, list]:
+    names, sizes = zip(*placed["mesh"])
+    grid = Mesh(np.array(list(devices), dtype=object).reshape(sizes), tuple(names))
+    return [_sharding(grid, d) for d in placed["in"]], [_sharding(grid, d) for d in placed["out"]]
+
+
+def _sharding(mesh: Mesh, dims: list[list[str]]) -> NamedSharding:
     spec = [None if not axes else axes[0] if len(axes) == 1 else tuple(axes) for axes in dims]
     while spec and spec[-1] is None:
         spec.pop()

@@ -17,7 +17,7 @@ from pxla_mlir.mlir.sharding.devices import too_few_devices
 from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.pmaps.arguments import PmapUsageError
 from pxla_mlir.pmaps.importer import import_pmap, mesh_axis_label, nest_labels
-from pxla_mlir.pmaps.layout import Boundary
+from pxla_mlir.pmaps.layout import Boundary, placed_by_piece
 from pxla_mlir.pmaps.nested_pmaps import program_partitioning
 from pxla_mlir.pmaps.partition_strategy import Partitioning
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
@@ -105,10 +105,11 @@ def lower_traced(jaxpr: ClosedJaxpr, params: PmapParams, global_avals, *, signat
     levels = tuple(zip(nest_labels(params.axis_name, parts.levels), (s for _, s in parts.levels)))
     key = lowering_cache.key("pmap", kind, jaxpr, params, tuple(global_avals), in_specs, out_specs, tuple(devs),
                              by_piece, nested, parts, pipeline, lowering_cache.plugin_versions(pipeline))
-    by_module = not parts and len(devs) > params.axis_size  # nested pmaps: import may place values by piece
-    return lower_cached(key, build, lambda pxla: parts.layout(devs, params.axis_size, mesh_axis_label(params.axis_name),
-                                                              levels, boundary, module=pxla() if by_module else None),
-                        platform=platform, pipeline=pipeline,
+    by_piece_maybe = not parts and len(devs) > params.axis_size  # nested pmaps: import may place values by piece
+    return lower_cached(key, build, lambda placed, pxla: parts.layout(devs, params.axis_size,
+                                                                      mesh_axis_label(params.axis_name), levels,
+                                                                      boundary, placed, pxla),
+                        hints_of=placed_by_piece if by_piece_maybe else None, platform=platform, pipeline=pipeline,
                         signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
                         jaxpr_text=jaxpr.pretty_print)
 

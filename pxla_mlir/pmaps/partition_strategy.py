@@ -134,10 +134,11 @@ class Partitioning:
         return partitioned_devices(axis_size, self.axes, devices, backend, what, nested)
 
     def layout(self, devices: Sequence[Any], axis_size: int, label: str, nested: tuple[tuple[str, int], ...],
-               boundary: Boundary, module: Any = None) -> Layout:
-        """The Layout of a pmap's boundary on ``devices`` (nested: (label, size) of the nest's levels)."""
+               boundary: Boundary, placed: Any = None, module: Any = None) -> Layout:
+        """The Layout of a pmap's boundary on ``devices`` (nested: (label, size) of the nest's levels;
+        ``placed``: where import placed values by piece, :func:`.layout.placed_by_piece`)."""
         if not self:
-            return DeviceLayout(devices, axis_size, label).layout(boundary, module=module)
+            return DeviceLayout(devices, axis_size, label).layout(boundary, placed, module)
         return PartitionedLayout(devices, axis_size, label, self.axes, nested).layout(boundary)
 
     # -- import (.importer) ----------------------------------------------------------------------

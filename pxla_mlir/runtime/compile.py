@@ -30,11 +30,9 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge import cache_access, executables, jax_internals
-from pxla_mlir.mlir.core import replica_shardings
-from pxla_mlir.mlir.core.pxla_attrs import device_counts
-from pxla_mlir.mlir.core.shardy import uses_shardy
 from pxla_mlir.mlir.support.stats import STATS
-from pxla_mlir.runtime.debug_flags import dump_stage
+from pxla_mlir.runtime.debug_flags import dump_stage, dumping
+from pxla_mlir.runtime.module_facts import KNOWN_CRASH, ModuleToCompile
 from pxla_mlir.runtime.persistent_cache import load_or_compile
 
 __all__ = ["compile_module", "compile_program", "Program", "enable_compilation_cache", "CacheDirError",
@@ -70,27 +68,6 @@ class ReplicaShardingError(PxlaUserError, ValueError):
 
 class KnownCrashError(PxlaUserError, ValueError):
     """A module the installed jaxlib's compiler would crash the process on."""
-
-
-def _known_crash(module: ir.Module, partitions: int) -> str | None:
-    """Why the installed jaxlib would kill the process compiling ``module``, or None.
-
-    jaxlib 0.11 segfaults partitioning a Shardy program that takes an
-    argument with no elements beside others (jax.jit of shard_map does too).
-    """
-    if jax_internals.JAX_VERSION[:2] != (0, 11) or partitions < 2 or not uses_shardy(module.operation):
-        return None
-    main = next((op for op in module.body.operations if op.operation.name == "func.func"
-                 and ir.StringAttr(op.attributes["sym_name"]).value == "main"), None)
-    if main is None:
-        return None
-    inputs = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs
-    sizes = [int(np.prod(ir.RankedTensorType(t).shape)) for t in inputs if isinstance(t, ir.RankedTensorType)]
-    if 0 in sizes and len(sizes) > 1:
-        return (f"argument {sizes.index(0)} has no elements, and jaxlib {jax_internals.JAX_VERSION_TEXT}'s compiler "
-                f"crashes the process on a partitioned Shardy program with such an argument beside others; lower "
-                f"the map with shardings=\"gspmd\" (a pmap also with mode=\"replica\"), or use another jax release")
-    return None
 
 
 def enable_compilation_cache(path: str, *, min_compile_time_secs: float = 0.0) -> None:
@@ -212,9 +189,9 @@ def compile_module(module: ir.Module, devices: Sequence, *, platform: str | None
                            host_callbacks=host_callbacks, expected=expected).xla
 
 
-def compile_program(module: ir.Module, devices: Sequence, *, platform: str | None = None,
+def compile_program(module: ir.Module | ModuleToCompile, devices: Sequence, *, platform: str | None = None,
                     compiler_options: dict | None = None, host_callbacks: Sequence = (), expected=None,
-                    share: bool = False, logged: Callable[[], contextlib.AbstractContextManager] | None = None
+                    share: bool = False, logged: Callable[[str], contextlib.AbstractContextManager] | None = None
                     ) -> Program:
     """The :class:`Program` (a LoadedExecutable) of ``module`` on ``devices`` (replica-major order).
 
@@ -230,41 +207,45 @@ def compile_program(module: ir.Module, devices: Sequence, *, platform: str | Non
     options, devices) compiled before with ``share`` and still held by someone
     is returned instead of compiling; only for a module whose text alone decides
     what it computes (no host callbacks, nothing of jax's lowering kept alive
-    for it). ``logged``: a context around the XLA compile itself (jax_log_compiles).
+    for it). ``logged``: a context around the XLA compile itself (jax_log_compiles),
+    given the module's name.
+
+    ``module`` may be a :class:`ModuleToCompile` that knows the module's facts
+    without the module: then a program loaded from the persistent cache (or
+    shared) is never parsed or printed.
     """
-    replicas, partitions = device_counts(module.operation)
+    subject = module if isinstance(module, ModuleToCompile) else ModuleToCompile(module)
+    facts = subject.facts
+    replicas, partitions = facts.replicas, facts.partitions
     if len(devices) != replicas * partitions:
         raise ValueError(f"the module needs {replicas * partitions} devices (num_replicas = {replicas}, "
                          f"num_partitions = {partitions}), got {len(devices)}")
-    crash = _known_crash(module, partitions)
-    if crash is not None:
-        raise KnownCrashError(f"cannot compile the module: {crash}")
-    found = replica_shardings.first_problem(module.operation)
-    if found is not None:
-        op, problem = found
-        raise ReplicaShardingError(f"cannot compile the module: {problem} (at {op.location})")
+    if facts.refusal is not None:
+        kind, why = facts.refusal
+        raise (KnownCrashError if kind == KNOWN_CRASH else ReplicaShardingError)(f"cannot compile the module: {why}")
     ids = np.array([d.id for d in devices]).reshape(replicas, partitions)
     options = _checked_options(compiler_options)
     platform = device_platform(devices, platform)
-    sdy = uses_shardy(module.operation)
-    opts = compile_options(replicas, partitions, ids, spmd=partitions > 1 or sdy, shardy=sdy,
-                                         overrides=options, platform=platform)
+    opts = compile_options(replicas, partitions, ids, spmd=partitions > 1 or facts.shardy, shardy=facts.shardy,
+                           overrides=options, platform=platform)
     apply_cache_env()
+    compiling = (lambda: logged(facts.name)) if logged else contextlib.nullcontext
     try:
-        dump_stage(module, "compile")  # jax_dump_ir_to
+        if dumping():
+            dump_stage(subject.module, "compile")  # jax_dump_ir_to
         # Only the ir.Module overload of compile_and_load takes host callbacks; their programs are never
         # cached (as in jax: the callables' addresses are part of the program).
         if host_callbacks:
-            with logged() if logged else contextlib.nullcontext():
+            with compiling():
                 STATS["compiles"] += 1
-                return Program(executables.compile_and_load(module, devices, opts, host_callbacks=host_callbacks))
-        text = cast(str, module.operation.get_asm(enable_debug_info=False))  # text, not bytes
-        key = _program_key(text, opts, devices) if share else None
+                return Program(executables.compile_and_load(subject.module, devices, opts,
+                                                            host_callbacks=host_callbacks))
+        key = _program_key(facts.digest, opts, devices) if share else None
         with _shared_lock:
             program = _shared.get(key) if key is not None else None
         if program is None:
-            with logged() if logged else contextlib.nullcontext():
-                program = Program(_compile_text(module, text, devices, ids, opts, platform, expected))
+            with compiling():
+                program = Program(_compile_text(subject, devices, ids, opts, platform, expected))
             if key is not None:
                 with _shared_lock:
                     _shared[key] = program
@@ -277,22 +258,21 @@ def compile_program(module: ir.Module, devices: Sequence, *, platform: str | Non
         raise
 
 
-def _compile_text(module, text: str, devices: Sequence, ids: np.ndarray, opts, platform: str, expected):
-    """``module`` (whose MHLO without locations is ``text``) compiled, or loaded from the persistent cache."""
+def _compile_text(subject: ModuleToCompile, devices: Sequence, ids: np.ndarray, opts, platform: str, expected):
+    """The module compiled from its text, or loaded from the persistent cache (then never printed)."""
     STATS["compiles"] += 1
     if cache_access.persistent_cache_used(platform):
-        return load_or_compile(module, text, devices, ids, opts, platform, expected=expected,
-                               compile=lambda: executables.compile_and_load(text, devices, opts))
+        return load_or_compile(subject.facts, devices, ids, opts, platform, expected=expected,
+                               compile=lambda: executables.compile_and_load(subject.text, devices, opts))
     if cache_access.cache_gate_open(platform):  # jax's gate with no cache: every compile is after a miss
         jax_internals.util.test_event("compile_after_persistent_compilation_miss")
-    return executables.compile_and_load(text, devices, opts)
+    return executables.compile_and_load(subject.text, devices, opts)
 
 
-def _program_key(text: str, opts, devices: Sequence) -> tuple:
-    """What decides an executable: the program, XLA's options (jax's flags among them) and the devices."""
-    digest = hashlib.sha256(text.encode())
-    digest.update(opts.SerializeAsString())
-    return digest.digest(), tuple(devices)
+def _program_key(digest: bytes, opts, devices: Sequence) -> tuple:
+    """What decides an executable: the program (its text's digest), XLA's options (jax's flags among them) and
+    the devices."""
+    return digest, hashlib.sha256(opts.SerializeAsString()).digest(), tuple(devices)
 
 
 def _checked_options(options) -> dict | None:

@@ -68,9 +68,8 @@ def dump_stage(module, stage: str) -> None:
 
 
 @contextlib.contextmanager
-def compiling(module, avals, shardings):
-    """Logs a compile of ``module`` as jax logs its own."""
-    name = module_name(module)
+def compiling(name: str, avals, shardings):
+    """Logs a compile of the module named ``name`` as jax logs its own."""
     log_compiling(name, avals, shardings)
     with log_backend_compile(name):
         yield

@@ -194,11 +194,10 @@ def device_shapes(avals: Sequence, shardings: Sequence) -> list:
     return out
 
 
-def map_description(module) -> str:
-    """``pmap 'step'``: the kind and name of a map's final module (its ``sym_name``, ``<kind>_<name>``)."""
-    attributes = module.operation.attributes
-    if "sym_name" not in attributes:  # a module read from text may have no name
-        return "module"
-    name = str(attributes["sym_name"]).strip('"')
+def map_description(name: str) -> str:
+    """``pmap 'step'``: the kind and name of a map from its final module's ``sym_name`` (``<kind>_<name>``;
+    "module" for a module read from text without one)."""
+    if name == "module":
+        return name
     kind, _, rest = name.partition("_")
     return f"{kind} {rest!r}" if rest else repr(name)

@@ -10,6 +10,13 @@ the versions of pxla_mlir (with a digest of its installed files), jax and
 jaxlib. A lowering is kept only when its module alone is the program: none
 holding host callbacks or a jax keepalive.
 
+An entry also holds what compiling reads of the final module
+(:class:`~pxla_mlir.runtime.module_facts.ModuleFacts`: its name, the digest
+of its text, device counts, form): a warm start whose executable is in the
+persistent cache then parses no module and makes no MLIR context at all;
+the modules are parsed when something asks for them (``as_text``, a
+compile that misses).
+
 Two levels: in memory (the latest 64) for re-lowering in one process, and, when
 jax's persistent compilation cache is on, in its directory beside the
 executables, so that a warm start skips lowering as well as compiling.
@@ -29,10 +36,12 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import json
 import os
 import struct
 import warnings
 import zlib
+from typing import Any
 
 import jax
 
@@ -40,12 +49,13 @@ from pxla_mlir.jaxbridge import cache_access, jax_internals, jaxpr_fingerprint
 from pxla_mlir.mlir.support.lru import LRU
 from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime.compile import CacheDirError, apply_cache_env
+from pxla_mlir.runtime.module_facts import ModuleFacts
 from pxla_mlir.runtime.persistent_cache import CacheEntryRejected
 
 __all__ = ["Entry", "key", "lookup", "store", "enabled", "clear", "ENV", "KEY_PREFIX"]
 
 ENV = "PXLA_MLIR_LOWERING_CACHE"
-MAGIC = b"pxla-mlir lowering v1\n"
+MAGIC = b"pxla-mlir lowering v2\n"
 KEY_PREFIX = "pxla-lowering-"
 _HEADER = struct.Struct(f"{len(MAGIC)}s32s32s")
 #: In memory: the latest lowerings (lru.clear_all() empties it, as every other cache of ours), each at most
@@ -56,10 +66,15 @@ _MEMORY_BYTES = 16 << 20
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """A lowering's modules as text, with locations: the pxla form and the final module."""
+    """A lowering's modules as text, with locations: the pxla form and the
+    final module, and what compiling reads of the final module (its
+    :class:`~pxla_mlir.runtime.module_facts.ModuleFacts`), so that a warm start
+    whose executable is cached parses neither."""
 
     pxla: str
     final: str
+    facts: ModuleFacts
+    hints: Any = None  # what the map read from its pxla form for its layout (plain data: JSON)
 
     def size(self) -> int:
         return len(self.pxla) + len(self.final)
@@ -134,9 +149,13 @@ def _file_key(digest: bytes) -> str:
     return KEY_PREFIX + digest.hex()
 
 
+_LENGTHS = struct.Struct("<QQ")
+
+
 def _payload(entry: Entry) -> bytes:
     pxla = entry.pxla.encode()
-    return struct.pack("<Q", len(pxla)) + pxla + entry.final.encode()
+    facts = json.dumps({"facts": entry.facts.to_json(), "hints": entry.hints}).encode()
+    return _LENGTHS.pack(len(pxla), len(facts)) + pxla + facts + entry.final.encode()
 
 
 def _decode(raw: bytes, digest: bytes) -> tuple[Entry | None, str]:
@@ -152,9 +171,13 @@ def _decode(raw: bytes, digest: bytes) -> tuple[Entry | None, str]:
     if hashlib.sha256(payload).digest() != payload_digest:
         return None, "its payload is damaged (checksum mismatch)"
     try:
-        (n,) = struct.unpack_from("<Q", payload)
-        return Entry(payload[8:8 + n].decode(), payload[8 + n:].decode()), ""
-    except (struct.error, UnicodeDecodeError) as e:
+        n_pxla, n_facts = _LENGTHS.unpack_from(payload)
+        start = _LENGTHS.size
+        pxla, facts = payload[start:start + n_pxla], payload[start + n_pxla:start + n_pxla + n_facts]
+        final = payload[start + n_pxla + n_facts:]
+        data = json.loads(facts)
+        return Entry(pxla.decode(), final.decode(), ModuleFacts.from_json(data["facts"]), data["hints"]), ""
+    except (struct.error, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError) as e:
         return None, f"its payload does not read ({e})"
 
 
@@ -180,8 +203,9 @@ def _package_digest() -> str:
     for root in sorted(roots):
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            where = folder[len(root):]
             for name in sorted(files):
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(folder, name))
-                    h.update(f"{os.path.relpath(os.path.join(folder, name), root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+                    h.update(f"{where}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()

@@ -4,10 +4,12 @@ jax loads whatever bytes a cache file holds under a key and runs them: a file
 holding another program with the same signature computes that program's
 numbers, and a damaged payload (inside valid compression) or an executable
 compiled for other shapes crashes the process. Our entries therefore say
-what they are before the executable (under a key of their own, jax's key
-with a ``pxla-`` prefix, so jax.jit never reads them):
+what they are before the executable (under a key of their own, so jax.jit
+never reads them: ``pxla-`` and jax's key of the options, devices, versions
+and flags, with the digest of the module's text in place of jax's hash of
+the module, so a key is made without the module):
 
-    MAGIC | sha256(module text + device ids) | sha256(executable) | compile seconds | zlib(executable)
+    MAGIC | sha256(sha256(module text) + device ids) | sha256(executable) | compile seconds | zlib(executable)
 
 A load checks both digests against the module and devices asked for, then the
 deserialized executable's per-device parameter and result shapes against the
@@ -24,16 +26,19 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from jax import monitoring
 
 from pxla_mlir.jaxbridge import cache_access, executables, jax_internals
-from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
+
+if TYPE_CHECKING:
+    from pxla_mlir.runtime.module_facts import ModuleFacts
 
 __all__ = ["load_or_compile", "CacheEntryRejected", "MAGIC", "KEY_PREFIX", "entry_key"]
 
-MAGIC = b"pxla-mlir cache entry v1\n"
+MAGIC = b"pxla-mlir cache entry v2\n"
 KEY_PREFIX = "pxla-"
 _HEADER = struct.Struct(f"{len(MAGIC)}s32s32sI")
 
@@ -45,23 +50,22 @@ class CacheEntryRejected(UserWarning):
     """A persistent cache entry did not hold the program asked for; it was compiled anew."""
 
 
-def entry_key(module, devices: Sequence, ids: np.ndarray, options, platform: str | None) -> str:
-    return KEY_PREFIX + cache_access.cache_key(module, devices, ids, options, platform)
+def entry_key(facts: ModuleFacts, devices: Sequence, ids: np.ndarray, options, platform: str | None) -> str:
+    return KEY_PREFIX + cache_access.cache_key(facts.name, facts.digest, devices, ids, options, platform)
 
 
-def _program_digest(text: str, ids: np.ndarray) -> bytes:
-    h = hashlib.sha256(text.encode())
+def _program_digest(facts: ModuleFacts, ids: np.ndarray) -> bytes:
+    h = hashlib.sha256(facts.digest)
     h.update(np.asarray(ids, np.int64).tobytes())
     return h.digest()
 
 
-def load_or_compile(module, text: str, devices: Sequence, ids: np.ndarray, options, platform: str | None,
+def load_or_compile(facts: ModuleFacts, devices: Sequence, ids: np.ndarray, options, platform: str | None,
                     compile: Callable[[], object], expected: Expected | None = None):
-    """The executable of ``module`` (whose MHLO without locations is ``text``)
-    from the cache when its entry checks out, else from ``compile()`` (then stored)."""
-    with LOWERING_LOCK:  # the module may live in the shared lowering context
-        key = entry_key(module, devices, ids, options, platform)
-    digest = _program_digest(text, ids)
+    """The executable of the module ``facts`` tell of from the cache when its
+    entry checks out, else from ``compile()`` (then stored)."""
+    key = entry_key(facts, devices, ids, options, platform)
+    digest = _program_digest(facts, ids)
     monitoring.record_event("/jax/compilation_cache/compile_requests_use_cache")
     raw = cache_access.cache_read(key, platform)
     if raw is not None:

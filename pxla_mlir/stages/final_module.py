@@ -13,13 +13,13 @@ from jaxlib.mlir import ir
 from pxla_mlir.distributed.program_check import check_before_launch
 from pxla_mlir.jaxbridge.jax_internals import hlo_text
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
-from pxla_mlir.mlir.core.pxla_attrs import device_counts
 from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.runtime.callbacks import GuardedCallbacks, callback_results
 from pxla_mlir.runtime.compile import compile_program, to_xla_computation
 from pxla_mlir.runtime.debug_flags import compiling
 from pxla_mlir.runtime.executable import ShardedExecutable, device_shapes, map_description
+from pxla_mlir.runtime.module_facts import ModuleToCompile
 from pxla_mlir.stages.lowering import Layout, Lowering
 
 __all__ = ["FinalModule", "module_text", "module_ir", "compile_lowering"]
@@ -85,30 +85,38 @@ class FinalModule:
     def mhlo(self) -> ir.Module:
         return self.module
 
+    def to_compile(self) -> ModuleToCompile:
+        """The final module as compiling reads it."""
+        return ModuleToCompile(self.module)
+
 
 def compile_lowering(lowering: Lowering, compiler_options: dict | None,
                      executable_shardings: ShardingsOf) -> ShardedExecutable:
     """``lowering``'s module compiled by XLA, wrapped for launches with its
-    inputs and outputs laid out as ``executable_shardings`` says."""
-    module, layout = lowering.module, lowering.layout
-    what = map_description(module)
+    inputs and outputs laid out as ``executable_shardings`` says. Reads the
+    module only through :meth:`~FinalModule.to_compile`: a lowering that knows
+    its module's facts is launched from a cached executable without it."""
+    subject, layout = lowering.to_compile(), lowering.layout
+    facts = subject.facts
+    what = map_description(facts.name)
     callbacks = None
     if lowering.host_callbacks:  # none may raise into XLA (runtime/callbacks.py)
         with LOWERING_LOCK:
-            callbacks = GuardedCallbacks(lowering.host_callbacks, callback_results(module), what)
+            callbacks = GuardedCallbacks(lowering.host_callbacks, callback_results(subject.module), what)
     expected = (device_shapes(layout.in_avals, layout.in_shardings),
                 device_shapes(layout.out_avals, layout.out_shardings))
     # Closed-over arrays are arguments: closures over other values of their shapes lower to the same
     # program and share its executable, unless jax's keepalive or host callbacks tie it to this lowering.
     with timed("compile"):
-        program = compile_program(module, layout.devices, compiler_options=compiler_options,
+        program = compile_program(subject, layout.devices, compiler_options=compiler_options,
                                   host_callbacks=callbacks.callables if callbacks else (), expected=expected,
                                   share=not (lowering.keepalive or callbacks),
-                                  logged=lambda: compiling(module, layout.in_avals, layout.in_shardings))
+                                  logged=lambda name: compiling(name, layout.in_avals, layout.in_shardings))
+    subject.forget_text()
     xla = program.xla
     in_shardings, out_shardings = executable_shardings(xla)
     placed = dataclasses.replace(layout, in_shardings=in_shardings, out_shardings=out_shardings)
     # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
     return ShardedExecutable(xla, placed, keepalive=(lowering.keepalive, callbacks, program), callbacks=callbacks,
                              agreement=check_before_launch(lowering), what=what,
-                             replicas=device_counts(module.operation)[0] > 1)
+                             replicas=facts.replicas > 1)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from jax.sharding import Sharding
 
     from pxla_mlir.runtime.executable import Device
+    from pxla_mlir.runtime.module_facts import ModuleToCompile
 
 __all__ = ["Layout", "Lowering"]
 
@@ -96,6 +97,10 @@ class Lowering(Protocol):
     def compiler_ir(self, dialect: str | None = None) -> Any: ...
 
     def mhlo(self) -> ir.Module: ...
+
+    def to_compile(self) -> ModuleToCompile:
+        """The final module as compiling reads it (:mod:`pxla_mlir.runtime.module_facts`)."""
+        ...
 
     def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         """The module compiled by XLA, wrapped for launches."""

@@ -22,6 +22,7 @@ from pxla_mlir.mlir.support.stats import STATS, timed
 from pxla_mlir.runtime import lowering_cache
 from pxla_mlir.runtime.debug_flags import dump_stage, dumping
 from pxla_mlir.runtime.executable import ShardedExecutable
+from pxla_mlir.runtime.module_facts import ModuleFacts, ModuleToCompile
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.final_module import FinalModule, compile_lowering
 from pxla_mlir.stages.lowering import Layout
@@ -59,32 +60,39 @@ def _run_pipeline(imported, *, pipeline: str, layout: Layout, jaxpr_text: Callab
                        host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
 
 
-def lower_cached(key: bytes | None, build: Callable[[], Any], layout_of: Callable[[Callable[[], ir.Module]], Layout], *,
+def lower_cached(key: bytes | None, build: Callable[[], Any],
+                 layout_of: Callable[[Any, ir.Module | None], Layout], *, hints_of: Callable[[ir.Module], Any] | None = None,
                  platform: str, pipeline: str, signature: Signature, jaxpr_text: Callable[[], str] | None = None,
                  plan: Any = None) -> Lowered:
     """:func:`lower` of what ``build()`` imports, unless the lowering cache
     (:mod:`pxla_mlir.runtime.lowering_cache`) holds the modules of an equal
     lowering under ``key`` (None: not cacheable): then jax's lowering, the
-    import and the pipeline are skipped. ``layout_of`` gives the layout,
-    calling its argument for the pxla form (before the pipeline ran) if it
-    needs it: a cached pxla form is parsed only then."""
+    import and the pipeline are skipped, and no module is parsed until asked
+    for (compiling reads the entry's facts; an executable from the persistent
+    cache needs no module). The layout is ``layout_of(hints, pxla)``: ``hints``
+    is what ``hints_of`` read from the imported pxla form (plain data, kept in
+    the entry; None without ``hints_of``), ``pxla`` that form when it was just
+    imported, None when the lowering came from the cache."""
     entry = lowering_cache.lookup(key, platform) if key is not None else None
     if entry is not None:
         with timed("lowering cache"):
-            module = parse_in_shared_context(entry.final)
+            layout = layout_of(entry.hints, None)
             pxla = functools.cache(lambda: parse_in_shared_context(entry.pxla))
-            layout = layout_of(pxla)
         if dumping():
             dump_stage(pxla(), "pxla")
-        return Lowered(MapLowering(module, lambda: pxla().operation, pipeline=pipeline, layout=layout,
-                                   jaxpr_text=jaxpr_text, plan=plan), signature)
+        return Lowered(MapLowering(lambda: parse_in_shared_context(entry.final), lambda: pxla().operation,
+                                   facts=entry.facts, pipeline=pipeline, layout=layout, jaxpr_text=jaxpr_text,
+                                   plan=plan), signature)
     imported = build()
-    lowering = _run_pipeline(imported, pipeline=pipeline, layout=layout_of(lambda: imported.module),
+    hints = hints_of(imported.module) if hints_of is not None else None
+    lowering = _run_pipeline(imported, pipeline=pipeline, layout=layout_of(hints, imported.module),
                              jaxpr_text=jaxpr_text, plan=plan)
     if key is not None and not imported.keepalive and not imported.host_callbacks:
+        facts = lowering.to_compile().facts  # read once: the compile reads the same
         with LOWERING_LOCK:
             entry = lowering_cache.Entry(cast(str, lowering.pxla.get_asm(enable_debug_info=True)),
-                                         cast(str, lowering.module.operation.get_asm(enable_debug_info=True)))
+                                         cast(str, lowering.module.operation.get_asm(enable_debug_info=True)), facts,
+                                         hints)
         lowering_cache.store(key, entry, platform)
     return Lowered(lowering, signature)
 
@@ -96,12 +104,13 @@ class MapLowering(FinalModule):
     inputs and outputs, jax's keepalive and the Python callables its host
     callbacks call. ``plan`` is an xmap's plan (named axes, sizes,
     resources); None for pmap. Its executable's inputs and outputs are laid
-    out as the layout says."""
+    out as the layout says. A lowering from the cache holds how to parse its
+    modules, and its final module's ``facts``, instead of the modules."""
 
-    def __init__(self, module: ir.Module, pxla: ir.Operation | Callable[[], ir.Operation], *, pipeline: str,
-                 layout: Layout, keepalive: Any = None, host_callbacks: Sequence = (),
-                 jaxpr_text: Callable[[], str] | None = None, plan: Any = None):
-        self.module = module
+    def __init__(self, module: ir.Module | Callable[[], ir.Module], pxla: ir.Operation | Callable[[], ir.Operation],
+                 *, pipeline: str, layout: Layout, facts: ModuleFacts | None = None, keepalive: Any = None,
+                 host_callbacks: Sequence = (), jaxpr_text: Callable[[], str] | None = None, plan: Any = None):
+        self._to_compile = ModuleToCompile(module, facts)  # holds the module (or how to parse it)
         self._pxla = pxla  # or how to parse it, for a cached lowering
         self.pipeline = pipeline
         self.layout = layout
@@ -111,10 +120,17 @@ class MapLowering(FinalModule):
         self.plan = plan
 
     @property
+    def module(self) -> ir.Module:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return self._to_compile.module
+
+    @property
     def pxla(self) -> ir.Operation:
         if callable(self._pxla):
             self._pxla = self._pxla()
         return self._pxla
+
+    def to_compile(self) -> ModuleToCompile:
+        return self._to_compile
 
     def compile(self, compiler_options: dict | None = None) -> ShardedExecutable:
         """The module compiled by XLA, wrapped for launches."""

@@ -142,7 +142,7 @@ def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = Fa
                                       [av.ndim for av in call.global_in]))
         return imported
 
-    def layout_of(pxla) -> Layout:
+    def layout_of(hints, pxla) -> Layout:  # the input layout is import's (tiles placed) or the plan's
         return Layout(devices, call.global_in, call.global_out,
                       [placed.get(i) or value_sharding(jmesh, plan, m, av.ndim, devices)
                        for i, (m, av) in enumerate(zip(call.in_maps, call.global_in))],

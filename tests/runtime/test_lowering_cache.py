@@ -169,15 +169,22 @@ CHILD = textwrap.dedent("""
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     import jax, numpy as np, pxla_mlir
     from jax import lax
+    from pxla_mlir.jaxbridge import stablehlo_lowering
     from pxla_mlir.mlir.support.stats import STATS
+    contexts = []  # MLIR contexts made (jax's make_ir_context, which every lowering and parse goes through)
+    make_context = stablehlo_lowering._jax_make_ir_context
+    stablehlo_lowering._jax_make_ir_context = lambda *a, **k: contexts.append(1) or make_context(*a, **k)
     if sys.argv[2] == "python":  # else PXLA_MLIR_CACHE_DIR names it
         pxla_mlir.enable_compilation_cache(sys.argv[1])
+    f = lambda v: lax.psum(jax.numpy.tanh(v), "i") + lax.axis_index("i")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
-        out = pxla_mlir.pmap(lambda v: lax.psum(jax.numpy.tanh(v), "i") + lax.axis_index("i"), "i")(x)
+        out = pxla_mlir.pmap(f, "i")(x)
+    made = len(contexts)
     print(json.dumps({"out": np.asarray(out).tolist(), "lowerings": STATS["lowerings"],
-                      "loads": STATS["lowering_cache_loads"],
+                      "loads": STATS["lowering_cache_loads"], "contexts": made,
+                      "text": pxla_mlir.pmap(f, "i").lower(x).as_text(debug_info=True),
                       "rejected": [str(w.message) for w in caught if "cache entry" in str(w.message)]}))
 """)
 
@@ -220,6 +227,10 @@ def test_a_later_process_skips_lowering_and_a_damaged_entry_is_rejected(tmp_path
     assert (warm["lowerings"], warm["loads"], warm["rejected"]) == (0, 1, [])
     np.testing.assert_allclose(np.asarray(warm["out"]), expected(), rtol=1e-6)
     assert warm["out"] == cold["out"]
+    # The executable came from the cache as well: nothing was parsed, no MLIR context made; the module is
+    # parsed when asked for, and is the one the cold process lowered.
+    assert cold["contexts"] >= 1 and warm["contexts"] == 0
+    assert warm["text"] == cold["text"]
     raw = bytearray(entries[0].read_bytes())
     raw[-5] ^= 0xFF
     entries[0].write_bytes(bytes(raw))

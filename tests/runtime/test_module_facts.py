@@ -1,0 +1,86 @@
+"""What compiling reads of a final module (runtime/module_facts.py): read
+once from the module, kept in the lowering cache, and enough on their own to
+refuse a module or to load its executable without parsing it."""
+
+import dataclasses
+import hashlib
+
+import jax
+import numpy as np
+import pytest
+from jax import lax
+
+import pxla_mlir
+from pxla_mlir.jaxbridge import cache_access
+from pxla_mlir.runtime.compile import KnownCrashError, ReplicaShardingError, compile_program
+from pxla_mlir.runtime.module_facts import KNOWN_CRASH, REPLICA_SHARDING, ModuleFacts, ModuleToCompile
+
+X = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
+
+
+def lowered(**options):
+    return pxla_mlir.pmap(lambda v: lax.psum(v * 2, "i"), "i", **options).lower(X)
+
+
+def facts_of(lowering) -> ModuleFacts:
+    return ModuleToCompile(lowering.mhlo()).facts
+
+
+@pytest.mark.parametrize("mode", ["replica", "partition"])
+def test_facts_are_the_modules_and_survive_a_round_trip(mode):
+    low = lowered(mode=mode)
+    facts = facts_of(low)
+    assert facts.name == "pmap__lambda"
+    assert facts.digest == hashlib.sha256(low.as_text().encode()).digest()
+    assert (facts.replicas, facts.partitions) == ((8, 1) if mode == "replica" else (1, 8))
+    assert facts.refusal is None
+    assert ModuleFacts.from_json(facts.to_json()) == facts
+
+
+@pytest.mark.parametrize("broken", [{"digest": "00"}, {"replicas": 0}, {"refusal": 3}, {"name": None, "digest": 1}])
+def test_facts_that_are_not_a_modules_do_not_read(broken):
+    data = {**facts_of(lowered()).to_json(), **broken}
+    with pytest.raises((ValueError, TypeError, KeyError)):
+        ModuleFacts.from_json(data)
+
+
+def never_parsed():
+    pytest.fail("the module was parsed")
+
+
+@pytest.mark.parametrize("kind, error", [(REPLICA_SHARDING, ReplicaShardingError), (KNOWN_CRASH, KnownCrashError)])
+def test_a_refusal_in_the_facts_is_raised_without_the_module(kind, error):
+    facts = dataclasses.replace(facts_of(lowered()), refusal=(kind, "it would abort the process"))
+    with pytest.raises(error, match="cannot compile the module: it would abort the process"):
+        compile_program(ModuleToCompile(never_parsed, facts), jax.devices()[:8])
+
+
+def test_device_counts_come_from_the_facts():
+    facts = facts_of(lowered())
+    with pytest.raises(ValueError, match=r"the module needs 8 devices \(num_replicas = 8, num_partitions = 1\), got 4"):
+        compile_program(ModuleToCompile(never_parsed, facts), jax.devices()[:4])
+
+
+def test_an_executable_shared_in_the_process_is_found_from_the_facts_alone():
+    low = lowered()
+    first = compile_program(ModuleToCompile(low.mhlo()), low.devices, share=True)
+    again = compile_program(ModuleToCompile(never_parsed, facts_of(low)), low.devices, share=True)
+    assert again is first
+
+
+def test_the_executable_key_holds_the_program_the_options_and_the_devices():
+    low = lowered()
+    facts = facts_of(low)
+    devices = list(low.devices)
+    ids = np.array([d.id for d in devices]).reshape(8, 1)
+    from pxla_mlir.runtime.compile import compile_options
+
+    def key(facts=facts, devices=devices, overrides=None):
+        opts = compile_options(8, 1, np.array([d.id for d in devices]).reshape(8, 1), overrides=overrides)
+        return cache_access.cache_key(facts.name, facts.digest, devices, ids, opts)
+
+    base = key()
+    assert base.startswith("pmap__lambda-") and base == key()
+    assert key(facts=dataclasses.replace(facts, digest=hashlib.sha256(b"other").digest())) != base
+    assert key(devices=devices[::-1]) != base
+    assert key(overrides={"xla_cpu_enable_fast_math": True}) != base
