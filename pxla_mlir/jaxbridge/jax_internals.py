@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
-import jax.extend.core as jex_core
 import numpy as np
 from jax._src import (
     api_util as _api_util,
@@ -119,13 +118,14 @@ class PrivateNames:
 
 core = PrivateNames(
     _core,
-    "Jaxpr JaxprTypeError Literal Primitive ShapedArray Tracer Var axis_env_state check_jaxpr custom_typechecks "
+    "DropVar Jaxpr JaxprTypeError Literal Primitive ShapedArray Tracer Var axis_env_state check_jaxpr custom_typechecks "
     "eval_jaxpr eval_trace extend_axis_env_nd filter_named_axis_effects gensym get_axis_env jaxprs_in_params "
     "mapped_aval physical_aval positional_effects shaped_abstractify top_axis_env trace_state_clean "
     "trace_state_strong_ref typecompat unmapped_aval valid_jaxtype",
     # jax 0.11 merged ClosedJaxpr into Jaxpr (a Jaxpr carries its consts; ClosedJaxpr(jaxpr, consts) still
-    # builds one, and .jaxpr gives the Jaxpr itself); jax.extend.core names the class on every release.
-    ClosedJaxpr=jex_core.ClosedJaxpr)
+    # builds one, and .jaxpr gives the Jaxpr itself); jax._src.core names the class on every release (as
+    # jax.extend.core does, whose import also imports Pallas: ~15 ms of every process).
+    ClosedJaxpr=_core.ClosedJaxpr)
 pe = PrivateNames(
     _pe,
     "DynamicJaxprTracer JaxprTracer PartialVal convert_constvars_jaxpr custom_partial_eval_rules dce_jaxpr dce_rules "

@@ -26,9 +26,8 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.extend import core as jex_core
 
-from pxla_mlir.jaxbridge.jax_internals import trace_context
+from pxla_mlir.jaxbridge.jax_internals import core, trace_context
 
 __all__ = ["Unkeyable", "digest", "encode_as", "NOT_LOWERED"]
 
@@ -127,7 +126,7 @@ class _Encoder:
         self.parts.append(")")
 
     def atom(self, atom: Any) -> None:
-        if isinstance(atom, jex_core.Literal):
+        if isinstance(atom, core.Literal):
             self.parts.append("L")
             self.value(atom.val)
             self.value(atom.aval)
@@ -135,7 +134,7 @@ class _Encoder:
             self.var(atom)
 
     def var(self, var: Any) -> None:
-        if isinstance(var, jex_core.DropVar):
+        if isinstance(var, core.DropVar):
             self.parts.append("_")
         else:
             n = self._vars.setdefault(id(var), len(self._vars))
@@ -211,8 +210,8 @@ def _by_repr(enc: _Encoder, v: Any) -> None:  # only for types whose repr is all
 _RULES: dict[type, Callable[[_Encoder, Any], None]] = {
     type(None): _plain, bool: _plain, int: _plain, float: _plain, complex: _plain, str: _plain, bytes: _plain,
     tuple: _tuple, list: _tuple, dict: _dict, frozenset: _set, set: _set,
-    jex_core.ClosedJaxpr: _closed_jaxpr, jex_core.Jaxpr: lambda enc, v: enc.jaxpr(v),
-    jex_core.Primitive: lambda enc, v: enc.parts.append(f"P{v.name}"),
+    core.ClosedJaxpr: _closed_jaxpr, core.Jaxpr: lambda enc, v: enc.jaxpr(v),
+    core.Primitive: lambda enc, v: enc.parts.append(f"P{v.name}"),
     np.dtype: lambda enc, v: enc.parts.append(f"dt{v.str}{v.name}"),
     jax.sharding.PartitionSpec: _by_repr, jax.sharding.Mesh: _mesh,
     jax.sharding.NamedSharding: lambda enc, v: enc.seq("NS", (v.mesh, v.spec, v.memory_kind)),

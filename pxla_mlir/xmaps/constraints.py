@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import jax
-from jax.extend.core import Primitive
 
 from pxla_mlir.jaxbridge.jax_internals import batching, core, is_extended, jax_mlir
 from pxla_mlir.maps.pxla_form import mesh_label
@@ -28,7 +27,7 @@ from pxla_mlir.mlir.core.pxla_attrs import DIMS, SHARDING_CONSTRAINT, dims_attr
 
 __all__ = ["constrain", "pxla_sharding_constraint_p"]
 
-pxla_sharding_constraint_p = Primitive("pxla_sharding_constraint")
+pxla_sharding_constraint_p = core.Primitive("pxla_sharding_constraint")
 
 
 def constrain(x, dims: Sequence[Sequence[str] | None], named: Sequence[tuple], mesh_shape: Mapping[str, int]):

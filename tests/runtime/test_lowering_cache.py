@@ -251,3 +251,23 @@ def test_processes_starting_at_once_never_read_half_an_entry(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".pxla-tmp-")], "no temporary file is left"
     (later,) = child(tmp_path)
     assert (later["lowerings"], later["loads"], later["rejected"]) == (0, 1, [])
+
+
+def test_a_nested_pmap_placed_by_piece_keeps_its_layout_from_the_cache():
+    """Import places a nested pmap's values by piece and the layout says so: a lowering from the cache takes
+    that layout from the entry (no pxla form parsed) and computes the same numbers."""
+    x = np.arange(2 * 4 * 3, dtype=np.int32).reshape(2, 4, 3)
+
+    def outer(v):  # a new function object each time: only the lowering cache can share
+        return pxla_mlir.pmap(lambda y: y * 2 + lax.axis_index("j"), "j")(v).cumsum(0)
+
+    before = counts()
+    cold, warm = (pxla_mlir.pmap(lambda v: outer(v), "i").lower(x) for _ in range(2))
+    assert np.subtract(counts(), before).tolist() == [1, 1]
+    layouts = [low._lowering.layout for low in (cold, warm)]
+    assert layouts[0].in_shardings[0].mesh.axis_names != ("i", "_pxla_rep")  # placed over the inner level
+    assert layouts[0] == layouts[1]
+    assert warm._lowering._pxla is not None and callable(warm._lowering._pxla), "the pxla form was not parsed"
+    want = (x * 2 + np.arange(4)[None, :, None]).cumsum(1)
+    for low in (cold, warm):
+        np.testing.assert_array_equal(np.asarray(low.compile()(x)), want)
