@@ -13,8 +13,9 @@ and of the first call alone (after the imports, which both sides share).
 ``--cache`` adds the same rows with the persistent compilation cache on
 (pxla_mlir.enable_compilation_cache against jax's own, every program kept),
 each side's cache directory filled by one unmeasured process first: a warm
-start then loads pxla_mlir's lowering and executable
-(:mod:`pxla_mlir.runtime.lowering_cache`), jax's lowers and loads.
+start then loads pxla_mlir's lowering and executable without parsing a module
+(:mod:`pxla_mlir.runtime.lowering_cache`, :mod:`pxla_mlir.runtime.module_facts`),
+jax's lowers and loads.
 
 Both sides import from bytecode, as an installed package does: the children
 may write ``__pycache__`` (whatever PYTHONDONTWRITEBYTECODE says) and one

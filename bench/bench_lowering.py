@@ -152,6 +152,21 @@ def breakdown(fn, in_axes, args, rounds: int) -> dict:
     return {k: statistics.median(v) * 1e3 for k, v in steps.items()}
 
 
+def jax_breakdown(fn, in_axes, args, rounds: int) -> dict:
+    """Median milliseconds of jax.pmap's side: its trace (``jax.make_jaxpr`` of the pmap) and the rest of
+    ``.lower`` (jax's lowering of the traced program)."""
+    trace, total = [], []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        jax.make_jaxpr(jax.pmap(lambda *a: fn(*a), "i", in_axes=in_axes))(*args)
+        trace.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        jax.pmap(lambda *a: fn(*a), "i", in_axes=in_axes).lower(*args)
+        total.append(time.perf_counter() - t)
+    return {"trace": statistics.median(trace) * 1e3,
+            "lowering (the rest of .lower)": (statistics.median(total) - statistics.median(trace)) * 1e3}
+
+
 def linearity(rounds: int) -> list[tuple[int, float, float, float]]:
     x = np.ones((8, 16), np.float32)
     rows = []
@@ -250,12 +265,23 @@ def main() -> None:
     fn, in_axes, fargs = programs()["tiny (x*2, psum)"]
     for step, ms in breakdown(fn, in_axes, fargs, args.rounds).items():
         print(f"  {step:<34} {ms:>7.3f}")
+    print("and jax.pmap's (ms):")
+    for name in ("tiny (x*2, psum)", "chain 200, 4 psums"):
+        fn, in_axes, fargs = programs()[name]
+        for step, ms in jax_breakdown(fn, in_axes, fargs, args.rounds).items():
+            print(f"  {name + ': ' + step:<50} {ms:>7.3f}")
     print(f"\n{'chain of N ops':<12} {'cold':>9} {'per op':>8} {'cached':>9} {'per op':>8} {'jax.pmap':>9} "
           f"{'per op':>8} {'ratios':>11}")
-    for n, cold, cached, theirs in linearity(args.rounds):
+    rows = linearity(args.rounds)
+    for n, cold, cached, theirs in rows:
         print(f"N = {n:<8} {cold * 1e3:>7.1f}ms {cold / n * 1e6:>6.1f}us {cached * 1e3:>7.1f}ms "
               f"{cached / n * 1e6:>6.1f}us {theirs * 1e3:>7.1f}ms {theirs / n * 1e6:>6.1f}us "
               f"{cold / theirs:>5.2f} {cached / theirs:>5.2f}")
+    first = rows[0]
+    for n, cold, cached, theirs in rows[1:]:  # the cost of each op beyond the first program's: no fixed costs
+        print(f"  from N = {first[0]} to {n}: each added op {(cold - first[1]) / (n - first[0]) * 1e6:.1f}us cold, "
+              f"{(cached - first[2]) / (n - first[0]) * 1e6:.1f}us cached, "
+              f"{(theirs - first[3]) / (n - first[0]) * 1e6:.1f}us jax.pmap")
     print("\nwarm start: first call of a 30-layer pmap in a fresh process (ms)")
     for label, row in warm_start().items():
         if "error" in row:

@@ -123,9 +123,9 @@ core = PrivateNames(
     "mapped_aval physical_aval positional_effects shaped_abstractify top_axis_env trace_state_clean "
     "trace_state_strong_ref typecompat unmapped_aval valid_jaxtype",
     # jax 0.11 merged ClosedJaxpr into Jaxpr (a Jaxpr carries its consts; ClosedJaxpr(jaxpr, consts) still
-    # builds one, and .jaxpr gives the Jaxpr itself); jax._src.core names the class on every release (as
-    # jax.extend.core does, whose import also imports Pallas: ~15 ms of every process).
-    ClosedJaxpr=_core.ClosedJaxpr)
+    # builds one, and .jaxpr gives the Jaxpr itself; from 0.12 only Jaxpr is left). Named as jax.extend.core
+    # names it, without importing jax.extend, whose package imports Pallas: ~15 ms of every process.
+    ClosedJaxpr=getattr(_core, "ClosedJaxpr", _core.Jaxpr))
 pe = PrivateNames(
     _pe,
     "DynamicJaxprTracer JaxprTracer PartialVal convert_constvars_jaxpr custom_partial_eval_rules dce_jaxpr dce_rules "
