@@ -573,7 +573,7 @@ def first_step_rows(found: dict) -> None:
                 f"alternating; {what})")
     loaded = sum(r["lowering_loads"] > 0 for r in runs["warm"]["ours"])
     row("training: warm start, lowering from the cache", f"{loaded} of {len(runs['warm']['ours'])} processes",
-        "pxla_mlir processes that parsed their lowering from the persistent cache instead of lowering")
+        "pxla_mlir processes that loaded their lowering from the persistent cache instead of lowering")
     losses = {r["loss"] for runs_ in runs.values() for side in runs_.values() for r in side}
     row("training: first step loss, every process", "equal" if len(losses) == 1 else f"differs: {sorted(losses)}")
 
