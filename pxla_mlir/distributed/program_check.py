@@ -28,6 +28,7 @@ import hashlib
 import json
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -71,16 +72,23 @@ class LaunchAgreement:
     """Runs a launch once every process is about to launch the same program."""
 
     def __init__(self, lowered):
-        text = lowered.as_text()
-        self.record = {
-            "name": _name(lowered.mhlo().operation),
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "devices": [d.id for d in lowered.devices],
-            "inputs": [av.str_short() for av in lowered.layout.in_avals],
-            "text": text if len(text) <= _TEXT_LIMIT else None,
-        }
-        devices = hashlib.sha256(json.dumps(self.record["devices"]).encode()).hexdigest()
-        self.fingerprint = f"{self.record['sha256'][:32]}:{devices[:16]}"
+        # The program by its facts (runtime/module_facts.py): a warm start parses no module for its agreement.
+        facts = lowered.to_compile().facts
+        self.name = facts.name or "module"
+        self.sha256 = facts.digest.hex()  # of the module's text without locations, as_text()
+        self.devices = [d.id for d in lowered.devices]
+        self.inputs = [av.str_short() for av in lowered.layout.in_avals]
+        self._lowered = weakref.ref(lowered)  # printed only for a mismatch's record (weak: it may be gone then)
+        devices = hashlib.sha256(json.dumps(self.devices).encode()).hexdigest()
+        self.fingerprint = f"{self.sha256[:32]}:{devices[:16]}"
+
+    @property
+    def record(self) -> dict:
+        """What a mismatch publishes for the other processes to name the difference."""
+        lowered = self._lowered()
+        text = lowered.as_text() if lowered is not None else None
+        return {"name": self.name, "sha256": self.sha256, "devices": self.devices, "inputs": self.inputs,
+                "text": text if text is not None and len(text) <= _TEXT_LIMIT else None}
 
     def __call__(self, launch: Callable[[], T]) -> T:
         client = distributed_client()
@@ -103,12 +111,13 @@ class LaunchAgreement:
             client, _fingerprint_key(other, number), other, number, timeout, deadline) != self.fingerprint]
         if not differing:
             return
-        client.key_value_set(f"{_KEY}/mismatch/{number}/{me}", json.dumps(self.record))
+        mine = self.record
+        client.key_value_set(f"{_KEY}/mismatch/{number}/{me}", json.dumps(mine))
         other = differing[0]
         try:
             theirs = json.loads(client.blocking_key_value_get(f"{_KEY}/mismatch/{number}/{other}",
                                                               int(_RECORD_WAIT_S * 1000)))
-            differences = describe_difference(self.record, theirs, me, other)
+            differences = describe_difference(mine, theirs, me, other)
         except Exception:  # the peer did not say: still a mismatch
             differences = f"the programs' fingerprints differ (process {other} did not publish its record)"
         raise ProgramMismatchError(
@@ -119,7 +128,7 @@ class LaunchAgreement:
 
     def _read(self, client, key: str, other: int, number: int, timeout: float, deadline: float) -> str:
         """Process ``other``'s fingerprint, waiting for it in slices while it still runs its program."""
-        me, name = jax.process_index(), self.record["name"]
+        me, name = jax.process_index(), self.name
         while True:
             remaining_ms = int((deadline - time.monotonic()) * 1000)
             try:
@@ -176,8 +185,3 @@ def describe_difference(mine: dict, theirs: dict, me: int, other: int) -> str:
         else:
             parts.append(f"the MHLO differs (sha256 {mine['sha256'][:12]} here, {theirs['sha256'][:12]} there)")
     return "; ".join(parts)
-
-
-def _name(module) -> str:
-    """The module's symbol name (a module read from text may have none)."""
-    return str(module.attributes["sym_name"]).strip('"') if "sym_name" in module.attributes else "module"

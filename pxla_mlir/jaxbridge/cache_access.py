@@ -76,7 +76,7 @@ _stand_in_lock = threading.Lock()  # jax's key clones the module in its context:
 
 @functools.cache
 def _stand_in_module():
-    """An empty module in a context of its own (one without dialects: nothing to load)."""
+    """An empty module in a bare context of its own: none of jax's dialects is loaded for it."""
     from jaxlib.mlir import ir
 
     with ir.Context(), ir.Location.unknown():

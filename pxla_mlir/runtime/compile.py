@@ -229,7 +229,7 @@ def compile_program(module: ir.Module | ModuleToCompile, devices: Sequence, *, p
     opts = compile_options(replicas, partitions, ids, spmd=partitions > 1 or facts.shardy, shardy=facts.shardy,
                            overrides=options, platform=platform)
     apply_cache_env()
-    compiling = (lambda: logged(facts.name)) if logged else contextlib.nullcontext
+    compiling = (lambda: logged(facts.name or "module")) if logged else contextlib.nullcontext
     try:
         if dumping():
             dump_stage(subject.module, "compile")  # jax_dump_ir_to

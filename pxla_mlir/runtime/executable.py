@@ -194,10 +194,10 @@ def device_shapes(avals: Sequence, shardings: Sequence) -> list:
     return out
 
 
-def map_description(name: str) -> str:
+def map_description(name: str | None) -> str:
     """``pmap 'step'``: the kind and name of a map from its final module's ``sym_name`` (``<kind>_<name>``;
-    "module" for a module read from text without one)."""
-    if name == "module":
-        return name
+    None, "module": a module read from text may have no name)."""
+    if name is None:
+        return "module"
     kind, _, rest = name.partition("_")
     return f"{kind} {rest!r}" if rest else repr(name)

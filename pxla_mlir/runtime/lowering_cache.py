@@ -13,9 +13,9 @@ holding host callbacks or a jax keepalive.
 An entry also holds what compiling reads of the final module
 (:class:`~pxla_mlir.runtime.module_facts.ModuleFacts`: its name, the digest
 of its text, device counts, form): a warm start whose executable is in the
-persistent cache then parses no module and makes no MLIR context at all;
-the modules are parsed when something asks for them (``as_text``, a
-compile that misses).
+persistent cache then parses no module of the program (jax's MLIR context,
+with its dialects, is never made); the modules are parsed when something
+asks for them (``as_text``, a compile that misses).
 
 Two levels: in memory (the latest 64) for re-lowering in one process, and, when
 jax's persistent compilation cache is on, in its directory beside the

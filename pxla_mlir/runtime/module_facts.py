@@ -15,7 +15,6 @@ read (or parsed, or printed) once, when first needed.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 from collections.abc import Callable
 from typing import cast
@@ -40,7 +39,7 @@ KNOWN_CRASH = "known-crash"
 class ModuleFacts:
     """A final module as compiling sees it, without the module."""
 
-    name: str  # its sym_name ("module" if it has none), which names its executable and its cache entry
+    name: str | None  # its sym_name (None: a module read from text may have none): names its executable
     digest: bytes  # sha256 of its MHLO text without locations: what XLA compiles
     replicas: int
     partitions: int
@@ -56,8 +55,10 @@ class ModuleFacts:
     def from_json(cls, data: dict) -> ModuleFacts:
         """The facts :meth:`to_json` wrote; ValueError/KeyError/TypeError for anything else."""
         refusal = data["refusal"]
-        facts = cls(str(data["name"]), bytes.fromhex(data["digest"]), int(data["replicas"]), int(data["partitions"]),
-                    bool(data["shardy"]), (str(refusal[0]), str(refusal[1])) if refusal else None)
+        name = data["name"]
+        facts = cls(None if name is None else str(name), bytes.fromhex(data["digest"]), int(data["replicas"]),
+                    int(data["partitions"]), bool(data["shardy"]),
+                    (str(refusal[0]), str(refusal[1])) if refusal else None)
         if len(facts.digest) != 32 or facts.replicas < 1 or facts.partitions < 1:
             raise ValueError(f"not the facts of a module: {data!r}")
         return facts
@@ -66,7 +67,7 @@ class ModuleFacts:
     def of(cls, module: ir.Module, text: str) -> ModuleFacts:
         """The facts of ``module``, whose MHLO text without locations is ``text``."""
         op = module.operation
-        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else "module"
+        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
         replicas, partitions = device_counts(op)
         shardy = uses_shardy(op)
         return cls(name, hashlib.sha256(text.encode()).digest(), replicas, partitions, shardy,
@@ -108,30 +109,41 @@ def _known_crash(module: ir.Module, partitions: int, shardy: bool) -> str | None
 class ModuleToCompile:
     """A final module for :func:`~pxla_mlir.runtime.compile.compile_program`:
     the ``ir.Module`` (or how to parse it), its text without locations and its
-    :class:`ModuleFacts` (given, or read from the module), each made once."""
+    :class:`ModuleFacts` (given, or read from the module), each made once.
+
+    Each is made under LOWERING_LOCK, taken first (the module may live in the
+    shared lowering context, whose parses and prints take that lock too): one
+    lock, one order, whichever thread asks first."""
 
     def __init__(self, module: ir.Module | Callable[[], ir.Module], facts: ModuleFacts | None = None):
         self._module = module
+        self._parsed: ir.Module | None = None if callable(module) else module
+        self._text: str | None = None
         self._facts = facts
-        self._lock = LOWERING_LOCK  # the module may live in the shared lowering context
 
-    @functools.cached_property
+    @property
     def module(self) -> ir.Module:
-        return self._module() if callable(self._module) else self._module
+        with LOWERING_LOCK:
+            if self._parsed is None:
+                assert callable(self._module)
+                self._parsed = self._module()
+            return self._parsed
 
-    @functools.cached_property
+    @property
     def text(self) -> str:
         """The MHLO text without locations: what XLA compiles."""
-        with self._lock:
-            return cast(str, self.module.operation.get_asm(enable_debug_info=False))  # text, not bytes
+        with LOWERING_LOCK:
+            if self._text is None:
+                self._text = cast(str, self.module.operation.get_asm(enable_debug_info=False))  # text, not bytes
+            return self._text
 
     def forget_text(self) -> None:
         """Drops the printed text (XLA has compiled it): a lowering holds no second copy of its module."""
-        self.__dict__.pop("text", None)
+        self._text = None
 
-    @functools.cached_property
+    @property
     def facts(self) -> ModuleFacts:
-        if self._facts is not None:
+        with LOWERING_LOCK:
+            if self._facts is None:
+                self._facts = ModuleFacts.of(self.module, self.text)
             return self._facts
-        with self._lock:
-            return ModuleFacts.of(self.module, self.text)

@@ -51,7 +51,7 @@ class CacheEntryRejected(UserWarning):
 
 
 def entry_key(facts: ModuleFacts, devices: Sequence, ids: np.ndarray, options, platform: str | None) -> str:
-    return KEY_PREFIX + cache_access.cache_key(facts.name, facts.digest, devices, ids, options, platform)
+    return KEY_PREFIX + cache_access.cache_key(facts.name or "module", facts.digest, devices, ids, options, platform)
 
 
 def _program_digest(facts: ModuleFacts, ids: np.ndarray) -> bytes:

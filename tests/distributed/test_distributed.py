@@ -122,11 +122,16 @@ class FakeClient:
         return self.store[key]
 
 
+_LIVE: list = []
+
+
 def _agreement_with(monkeypatch, theirs):
     from pxla_mlir.distributed import program_check as pc
 
     x = np.ones((8, 3), np.float32)
-    agreement = pc.LaunchAgreement(pxla_mlir.pmap(lambda v: jax.lax.psum(v, "i"), "i").lower(x))
+    lowered = pxla_mlir.pmap(lambda v: jax.lax.psum(v, "i"), "i").lower(x)
+    _LIVE.append(lowered)  # an agreement prints its module only for a mismatch, while the lowering lives
+    agreement = pc.LaunchAgreement(lowered._lowering)
     client = FakeClient(theirs)
     monkeypatch.setattr(pc, "distributed_client", lambda: client)
     monkeypatch.setattr(pc.jax, "process_count", lambda: 2)

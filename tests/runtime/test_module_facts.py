@@ -13,6 +13,7 @@ from jax import lax
 import pxla_mlir
 from pxla_mlir.jaxbridge import cache_access
 from pxla_mlir.runtime.compile import KnownCrashError, ReplicaShardingError, compile_program
+from pxla_mlir.runtime.executable import map_description
 from pxla_mlir.runtime.module_facts import KNOWN_CRASH, REPLICA_SHARDING, ModuleFacts, ModuleToCompile
 
 X = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
@@ -35,6 +36,7 @@ def test_facts_are_the_modules_and_survive_a_round_trip(mode):
     assert (facts.replicas, facts.partitions) == ((8, 1) if mode == "replica" else (1, 8))
     assert facts.refusal is None
     assert ModuleFacts.from_json(facts.to_json()) == facts
+    assert ModuleFacts.from_json({**facts.to_json(), "name": None}).name is None  # a module without sym_name
 
 
 @pytest.mark.parametrize("broken", [{"digest": "00"}, {"replicas": 0}, {"refusal": 3}, {"name": None, "digest": 1}])
@@ -84,3 +86,61 @@ def test_the_executable_key_holds_the_program_the_options_and_the_devices():
     assert key(facts=dataclasses.replace(facts, digest=hashlib.sha256(b"other").digest())) != base
     assert key(devices=devices[::-1]) != base
     assert key(overrides={"xla_cpu_enable_fast_math": True}) != base
+
+
+def test_a_description_tells_an_unnamed_module_from_one_named_module():
+    assert map_description(None) == "module"
+    assert map_description("module") == "'module'"
+    assert map_description("pmap_step") == "pmap 'step'"
+
+
+def test_a_multi_process_agreement_reads_the_facts_and_prints_only_for_a_mismatch():
+    from pxla_mlir.distributed.program_check import LaunchAgreement
+
+    x = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
+    cold = pxla_mlir.pmap(lambda v: lax.psum(v * 5, "i"), "i").lower(x)
+    warm = pxla_mlir.pmap(lambda v: lax.psum(v * 5, "i"), "i").lower(x)  # an equal program: from the lowering cache
+    agreements = [LaunchAgreement(low._lowering) for low in (cold, warm)]
+    assert warm._lowering._to_compile._parsed is None, "the agreement parsed the module"
+    assert agreements[0].fingerprint == agreements[1].fingerprint
+    assert agreements[1].sha256 == hashlib.sha256(cold.as_text().encode()).hexdigest()
+    assert agreements[1].record["text"] == cold.as_text()  # a mismatch's record: printed then
+
+
+DEADLOCK = """
+    import threading, time
+    import numpy as np, pxla_mlir
+    from jax import lax
+    from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK
+    from pxla_mlir.runtime.module_facts import ModuleToCompile
+
+    x = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
+    pxla_mlir.pmap(lambda v: lax.psum(v * 3, "i"), "i").lower(x)
+    warm = pxla_mlir.pmap(lambda v: lax.psum(v * 3, "i"), "i").lower(x)  # from the lowering cache: not parsed
+    fresh = ModuleToCompile(pxla_mlir.pmap(lambda v: v + 1, "i").lower(x).mhlo())  # facts not read yet
+    release = threading.Event()
+
+    def inside_a_lowering():
+        with LOWERING_LOCK:
+            release.wait()
+
+    threads = [threading.Thread(target=t, daemon=True)
+               for t in (inside_a_lowering, lambda: fresh.facts, lambda: warm.as_text())]
+    for t in threads:
+        t.start()
+        time.sleep(0.2)
+    release.set()
+    for t in threads:
+        t.join(20)
+    print("stuck" if any(t.is_alive() for t in threads) else "done")
+"""
+
+
+@pytest.mark.subprocess
+def test_reading_facts_and_parsing_from_threads_never_deadlock():
+    """Facts of one module and the parse of another, asked from two threads while a third holds the lowering
+    lock: each waits for that lock first (on Python 3.11 functools.cached_property's lock, shared by every
+    instance, was taken first by one and second by the other)."""
+    from isolation import run_isolated
+
+    assert run_isolated(DEADLOCK, timeout=120).strip() == "done"
