@@ -18,6 +18,7 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.jaxbridge.jax_internals import hlo_cost_analysis
 from pxla_mlir.runtime.executable import ShardedExecutable
+from pxla_mlir.runtime.module_facts import ModuleToCompile
 from pxla_mlir.stages.lowering import Lowering
 from pxla_mlir.stages.signature import Signature, check_avals
 
@@ -144,6 +145,11 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
 
     def mhlo(self) -> ir.Module:
         return self._lowering.module
+
+    def to_compile(self) -> ModuleToCompile:
+        """The final module as compiling reads it: its facts (name, text digest, device counts) without
+        parsing a lowering from the cache (:mod:`pxla_mlir.runtime.module_facts`)."""
+        return self._lowering.to_compile()
 
     def explore(self, path: str | None = None, **options) -> str:
         """Writes the explore page (every stage, collectives, shardings) to

@@ -131,7 +131,7 @@ def _agreement_with(monkeypatch, theirs):
     x = np.ones((8, 3), np.float32)
     lowered = pxla_mlir.pmap(lambda v: jax.lax.psum(v, "i"), "i").lower(x)
     _LIVE.append(lowered)  # an agreement prints its module only for a mismatch, while the lowering lives
-    agreement = pc.LaunchAgreement(lowered._lowering)
+    agreement = pc.LaunchAgreement(lowered)
     client = FakeClient(theirs)
     monkeypatch.setattr(pc, "distributed_client", lambda: client)
     monkeypatch.setattr(pc.jax, "process_count", lambda: 2)

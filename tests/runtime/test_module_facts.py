@@ -100,7 +100,7 @@ def test_a_multi_process_agreement_reads_the_facts_and_prints_only_for_a_mismatc
     x = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
     cold = pxla_mlir.pmap(lambda v: lax.psum(v * 5, "i"), "i").lower(x)
     warm = pxla_mlir.pmap(lambda v: lax.psum(v * 5, "i"), "i").lower(x)  # an equal program: from the lowering cache
-    agreements = [LaunchAgreement(low._lowering) for low in (cold, warm)]
+    agreements = [LaunchAgreement(low) for low in (cold, warm)]
     assert warm._lowering._to_compile._parsed is None, "the agreement parsed the module"
     assert agreements[0].fingerprint == agreements[1].fingerprint
     assert agreements[1].sha256 == hashlib.sha256(cold.as_text().encode()).hexdigest()
