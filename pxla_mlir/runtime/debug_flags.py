@@ -51,12 +51,6 @@ def dump_ir(module, stage: str) -> str | None:
     return name
 
 
-def module_name(module) -> str:
-    """The module's symbol name (``pmap_step``), as jax names its own modules in logs and dumps."""
-    op = module.operation
-    return op.attributes["sym_name"].value if "sym_name" in op.attributes else "module"
-
-
 def dumping() -> bool:
     """Is ``jax_dump_ir_to`` set (do stages get dumped)?"""
     return bool(config.jax_dump_ir_to.value)

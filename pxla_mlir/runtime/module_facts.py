@@ -108,8 +108,13 @@ def _known_crash(module: ir.Module, partitions: int, shardy: bool) -> str | None
 
 class ModuleToCompile:
     """A final module for :func:`~pxla_mlir.runtime.compile.compile_program`:
-    the ``ir.Module`` (or how to parse it), its text without locations and its
-    :class:`ModuleFacts` (given, or read from the module), each made once.
+    the ``ir.Module`` (or how to parse it), its text without locations (printed
+    once per compile: :meth:`forget_text`) and its :class:`ModuleFacts`.
+
+    Given facts stand for the module only while it has not been parsed. A
+    module in hand may have been rewritten in place since its facts were read
+    (``Lowered.mhlo()`` is the module itself), so its facts are those of its
+    text as printed now: read again when that text's digest is another.
 
     Each is made under LOWERING_LOCK, taken first (the module may live in the
     shared lowering context, whose parses and prints take that lock too): one
@@ -138,12 +143,16 @@ class ModuleToCompile:
             return self._text
 
     def forget_text(self) -> None:
-        """Drops the printed text (XLA has compiled it): a lowering holds no second copy of its module."""
+        """Drops the printed text (XLA has compiled it): a lowering holds no second copy of its module, and
+        the next compile prints the module as it is then."""
         self._text = None
 
     @property
     def facts(self) -> ModuleFacts:
         with LOWERING_LOCK:
-            if self._facts is None:
-                self._facts = ModuleFacts.of(self.module, self.text)
+            if self._parsed is None and self._facts is not None:  # a cached lowering nobody parsed
+                return self._facts
+            text = self.text
+            if self._facts is None or self._facts.digest != hashlib.sha256(text.encode()).digest():
+                self._facts = ModuleFacts.of(self.module, text)
             return self._facts

@@ -96,8 +96,16 @@ def compile_lowering(lowering: Lowering, compiler_options: dict | None,
     inputs and outputs laid out as ``executable_shardings`` says. Reads the
     module only through :meth:`~FinalModule.to_compile`: a lowering that knows
     its module's facts is launched from a cached executable without it."""
-    subject, layout = lowering.to_compile(), lowering.layout
-    facts = subject.facts
+    subject = lowering.to_compile()
+    try:  # the text is printed once for this compile, and again for the next (the module may be rewritten)
+        return _compile_and_wrap(lowering, subject, compiler_options, executable_shardings)
+    finally:
+        subject.forget_text()
+
+
+def _compile_and_wrap(lowering: Lowering, subject: ModuleToCompile, compiler_options: dict | None,
+                      executable_shardings: ShardingsOf) -> ShardedExecutable:
+    layout, facts = lowering.layout, subject.facts
     what = map_description(facts.name)
     callbacks = None
     if lowering.host_callbacks:  # none may raise into XLA (runtime/callbacks.py)
@@ -112,11 +120,9 @@ def compile_lowering(lowering: Lowering, compiler_options: dict | None,
                                   host_callbacks=callbacks.callables if callbacks else (), expected=expected,
                                   share=not (lowering.keepalive or callbacks),
                                   logged=lambda name: compiling(name, layout.in_avals, layout.in_shardings))
-    subject.forget_text()
     xla = program.xla
     in_shardings, out_shardings = executable_shardings(xla)
     placed = dataclasses.replace(layout, in_shardings=in_shardings, out_shardings=out_shardings)
     # Multi-process: every launch agrees on the program with the other processes (distributed/program_check.py).
     return ShardedExecutable(xla, placed, keepalive=(lowering.keepalive, callbacks, program), callbacks=callbacks,
-                             agreement=check_before_launch(lowering), what=what,
-                             replicas=facts.replicas > 1)
+                             agreement=check_before_launch(lowering), what=what, replicas=facts.replicas > 1)

@@ -88,7 +88,9 @@ def lower_cached(key: bytes | None, build: Callable[[], Any],
     lowering = _run_pipeline(imported, pipeline=pipeline, layout=layout_of(hints, imported.module),
                              jaxpr_text=jaxpr_text, plan=plan)
     if key is not None and not imported.keepalive and not imported.host_callbacks:
-        facts = lowering.to_compile().facts  # read once: the compile reads the same
+        subject = lowering.to_compile()
+        facts = subject.facts
+        subject.forget_text()  # the compile prints the module again: it may be rewritten before (mhlo())
         with LOWERING_LOCK:
             entry = lowering_cache.Entry(cast(str, lowering.pxla.get_asm(enable_debug_info=True)),
                                          cast(str, lowering.module.operation.get_asm(enable_debug_info=True)), facts,

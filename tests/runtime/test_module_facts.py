@@ -144,3 +144,26 @@ def test_reading_facts_and_parsing_from_threads_never_deadlock():
     from isolation import run_isolated
 
     assert run_isolated(DEADLOCK, timeout=120).strip() == "done"
+
+
+def test_a_module_rewritten_in_place_compiles_as_it_is_then():
+    """``mhlo()`` is the module itself: an edit made after lowering (or after a first compile) is what the next
+    compile runs, under a key of its own text, never the facts read before the edit."""
+    from jaxlib.mlir import ir
+
+    x = np.ones((8, 4), np.float32)
+    lowered = pxla_mlir.pmap(lambda v: v * 2.0, "i").lower(x)
+
+    def set_constant(value):
+        module = lowered.mhlo()
+        with module.context:
+            main = next(op for op in module.body.operations if op.operation.name == "func.func")
+            for op in main.regions[0].blocks[0].operations:
+                if op.operation.name == "mhlo.constant":
+                    op.attributes["value"] = ir.DenseElementsAttr.get(np.full(op.result.type.shape, value, np.float32),
+                                                                      type=op.result.type)
+
+    set_constant(3.0)
+    np.testing.assert_array_equal(np.asarray(lowered.compile({"xla_cpu_enable_fast_math": False})(x)), x * 3)
+    set_constant(5.0)
+    np.testing.assert_array_equal(np.asarray(lowered.compile({"xla_cpu_enable_fast_math": True})(x)), x * 5)
