@@ -127,22 +127,13 @@ fuzz: $(STAMP)
 	$(BIN)/python tests/fuzzing/runtime_fuzz.py --cases 200 --seed $(FUZZ_SEED)
 	$(BIN)/python tests/fuzzing/library_sweep.py --auto
 
+# Every benchmark in bench/ (accelerator_check.py is its own target): a new bench_*.py runs without an edit here.
 bench: $(STAMP)
-	$(BIN)/python bench/bench_pxla_opt.py
-	$(BIN)/python bench/bench_pass_scaling.py
-	$(BIN)/python bench/bench_pmap.py
-	$(BIN)/python bench/bench_dispatch.py
-	$(BIN)/python bench/bench_dropin.py
-	$(BIN)/python bench/bench_lowering.py
-	$(BIN)/python bench/bench_first_result.py --cache
-	$(BIN)/python bench/bench_xmap.py
-	$(BIN)/python bench/bench_partitioned.py
-	$(BIN)/python bench/bench_plugins.py
-	$(BIN)/python bench/bench_explore.py
-	$(BIN)/python bench/bench_multiprocess.py
-	$(BIN)/python bench/bench_memory.py
-	$(BIN)/python bench/bench_training.py
-	$(BIN)/python bench/bench_scale.py
+	@set -e; for script in bench/bench_*.py; do \
+	  case $$script in */bench_first_result.py) flags=--cache ;; *) flags= ;; esac; \
+	  echo "make: $$script $$flags"; \
+	  $(BIN)/python $$script $$flags; \
+	done
 
 # pxla_mlir against jax on the accelerator jax finds (TPU, GPU): one table of cases, dispatch ratios and a
 # training step; prints one line and exits 0 without one (ACCELERATOR_CHECK_ARGS=--cpu runs it on CPU devices).

@@ -14,7 +14,7 @@ and of the first call alone (after the imports, which both sides share).
 (pxla_mlir.enable_compilation_cache against jax's own, every program kept),
 each side's cache directory filled by one unmeasured process first: a warm
 start then loads pxla_mlir's lowering and executable without parsing a module
-(:mod:`pxla_mlir.runtime.lowering_cache`, :mod:`pxla_mlir.runtime.module_facts`),
+(:mod:`pxla_mlir.stages.lowering_cache`, :mod:`pxla_mlir.runtime.module_facts`),
 jax's lowers and loads.
 
 Both sides import from bytecode, as an installed package does: the children

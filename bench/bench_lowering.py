@@ -42,7 +42,7 @@ from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
 from pxla_mlir.mlir.pass_infra.stepwise import elementary_steps, step_name
 from pxla_mlir.mlir.support.stats import TIMINGS
-from pxla_mlir.runtime import lowering_cache
+from pxla_mlir.stages import lowering_cache
 
 
 def tiny(x):

@@ -35,7 +35,8 @@ from pxla_mlir.examples.plugins.collective_bytes import CollectiveBytesPass
 from pxla_mlir.examples.plugins.unshard_as_all_gather import UnshardAsAllGatherPass
 from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
-from pxla_mlir.mlir.pass_infra import Pipeline, registry
+from pxla_mlir.mlir.pass_infra import Pipeline
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
 
 def gather_rows(x):
@@ -111,7 +112,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args()
     for cls in (UnshardAsAllGatherPass, CollectiveBytesPass):
-        registry.register(cls)
+        REGISTRY.add(cls, cls.__module__)
     print(f"jax {jax.__version__}, {jax.device_count()} {jax.devices()[0].platform.upper()} devices, "
           f"blocks of {args.rows}x256 f32 ({args.rows * 256 * 4 / 2**20:.2f} MiB)")
     print(f"{'program':<12} {'form':<19} {'optimized HLO':<26} {'HLO B in/dev':>12} {'MHLO B sent':>12} "

@@ -4,6 +4,7 @@
 The public API for writing a pass of your own (docs/writing-a-pass.md)::
 
     from pxla_mlir.passes import ModulePass, PassError, option
+    from pxla_mlir.passes import helpers  # read-only: ops by kind, @main, device counts, collectives' groups
 
 Importing this package stays cheap: those names load jaxlib's MLIR bindings on first use.
 """
@@ -16,20 +17,25 @@ _PUBLIC = {
     "option": "pxla_mlir.mlir.pass_infra.options",
 }
 
+#: Modules of the public API, by the name it gives them.
+_MODULES = {"helpers": "pxla_mlir.mlir.pass_infra.helpers"}
+
 if TYPE_CHECKING:
     from pxla_mlir.mlir.core.diagnostics import PassError as PassError
+    from pxla_mlir.mlir.pass_infra import helpers as helpers
     from pxla_mlir.mlir.pass_infra.base import ModulePass as ModulePass
     from pxla_mlir.mlir.pass_infra.options import option as option
 
 
 def __getattr__(name: str) -> object:
-    if name in _PUBLIC:
+    if name in _PUBLIC or name in _MODULES:
         import importlib
 
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        value = importlib.import_module(_MODULES[name]) if name in _MODULES else \
+            getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'pxla_mlir.passes' has no attribute {name!r}")
 
 
-__all__ = ["ModulePass", "PassError", "option"]
+__all__ = ["ModulePass", "PassError", "helpers", "option"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 # (device lists on stderr at every backend start); keep jax's own default.
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-__version__ = "0.1.0"
+from pxla_mlir.version import __version__
 
 _LAZY = {
     "pmap": ("pxla_mlir.pmaps", "pmap"),

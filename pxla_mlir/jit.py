@@ -36,7 +36,8 @@ from pxla_mlir.maps.arguments import Call, argnums, check_backend, check_donatio
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.kind import JitBody
 from pxla_mlir.maps.tracing import trace_flat
-from pxla_mlir.mlir.pass_infra.extra_passes import EXTRA_FIELDS, current_versions
+from pxla_mlir.mlir.pass_infra.extra_passes import EXTRA_FIELDS
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.pipelines import PmapPipeline, configure
 from pxla_mlir.mlir.sharding.mesh import current_mesh
 from pxla_mlir.mlir.support.lru import LRU
@@ -80,13 +81,9 @@ class JitFunction(MapFunction[_Traced]):
 
     def _environment(self) -> tuple:
         scope = tuple(kind.environment() for kind in registry.kinds())  # xmaps: the mesh and loops in scope
-        versions = self.options.get("pass_versions")
-        if not versions:
+        if not (self.options.get("pxla_passes") or self.options.get("mhlo_passes")):
             return scope
-        now = current_versions(versions)  # a pass registered again with another version lowers anew
-        if now != versions:
-            self.options = {**self.options, "pass_versions": now}
-        return (*scope, now)
+        return (*scope, REGISTRY.generation)  # a pass registered again (another version) lowers anew
 
     def _examine(self, args, kwargs) -> Call:
         call = examine_broadcast(args, kwargs, static_argnums=self.static_argnums, fn_name=self.name)
@@ -171,10 +168,13 @@ class JitTraced(jax.stages.Traced):
     jaxpr = property(lambda self: self._body.jaxpr)
     fun_name = property(lambda self: self._jitted.name)
     out_tree = property(lambda self: self._body.out_tree)
-    out_avals = property(lambda self: tree_util.tree_unflatten(self._body.out_tree, self._body.jaxpr.out_avals))
 
     @property
-    def lojax(self) -> JitTraced:
+    def out_avals(self):
+        return tree_util.tree_unflatten(self._body.out_tree, self._body.jaxpr.out_avals)
+
+    @property
+    def lojax(self) -> JitTraced:  # pyright: ignore[reportIncompatibleMethodOverride] (what jax reads of a LoJax)
         """jax's view of a trace with its high-level types lowered; a
         pxla_mlir.jit trace has none, so it is this trace."""
         return self

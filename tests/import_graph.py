@@ -25,7 +25,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 #: (folder or module prefix, floor); the first matching prefix wins. Floors 0-4 are the jax-free floor,
 #: the folder pxla_mlir/mlir/ (and the top-level passes/): they never import jax.
 FLOORS: list[tuple[str, int]] = [
-    ("pxla_mlir.__version__", 0), ("pxla_mlir.errors", 0),
+    ("pxla_mlir.version", 0), ("pxla_mlir.errors", 0),
     ("pxla_mlir.mlir.support", 0), ("pxla_mlir.mlir.collectives", 0),
     ("pxla_mlir.mlir.sharding", 1),
     ("pxla_mlir.mlir.core", 2),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pxla_mlir.mlir.pass_infra import plugins, registry
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
 #: A plugin with one pass that has an option: it tags every public function with ``plugin.tag = N``.
 TAG_PLUGIN = '''
@@ -73,14 +73,11 @@ MODULE = """func.func public @main(%a: tensor<3xf32>) -> tensor<3xf32> {
 
 
 @pytest.fixture
-def clean_registry(monkeypatch):
-    """The registry and the plugin tables as they were, after the test; no installed entry points read."""
-    saved = [(t, dict(t)) for t in (registry.REGISTERED, registry.SOURCES, plugins._LOADED, plugins._RELOADABLE)]
-    monkeypatch.setattr(plugins, "_entry_points_loaded", True)
-    yield
-    for table, before in saved:
-        table.clear()
-        table.update(before)
+def clean_registry():
+    """The registry as it was, after the test; no installed entry points read."""
+    with REGISTRY.restored_after():
+        REGISTRY.entry_points_read = True
+        yield
 
 
 def write(tmp_path, name: str, text: str) -> str:

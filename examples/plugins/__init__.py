@@ -9,5 +9,6 @@ Each file is one plugin: load it into ``pxla-opt`` with
   (a piece written into zeros at the device's index, then summed over the
   devices) rewritten as one all_gather.
 
-:mod:`.device_groups` is the helper both read collectives' device groups with.
+Both read collectives' device groups with ``pxla_mlir.passes.helpers``, the
+public helpers for pass authors.
 """

@@ -36,7 +36,7 @@ collective_broadcast    ``(n-1)/n * in``           the source's in reaches n - 1
 sends). Sizes count whole bytes per element (``i1`` is a byte, as XLA stores
 ``pred``; complex is twice its part). An op over a shape with a dynamic
 dimension is reported without sizes. Groups are read as XLA reads them
-(see :mod:`.device_groups`), devices numbered ``replica * partitions + partition``.
+(see ``pxla_mlir.passes.helpers``), devices numbered ``replica * partitions + partition``.
 
 The JSON file holds ``ops`` (for each: ``op``, ``location``, ``mode``,
 ``groups``, ``group_size``, ``bytes_in``, ``bytes_out``,
@@ -56,8 +56,7 @@ from fractions import Fraction
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.examples.plugins import device_groups
-from pxla_mlir.passes import ModulePass, PassError, option
+from pxla_mlir.passes import ModulePass, PassError, helpers, option
 
 _KINDS = ("all_reduce", "cross-replica-sum", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
           "collective_broadcast")
@@ -83,9 +82,9 @@ class CollectiveBytesPass(ModulePass):
     json: str = option("", "also write the report to this file (JSON); empty: remarks only")
 
     def run(self, module):
-        replicas, partitions = device_groups.device_counts(module)
+        replicas, partitions = helpers.device_counts(module)
         entries = []
-        for op in device_groups.collectives(module, _KINDS):
+        for op in helpers.collectives(module, _KINDS):
             entry = _measure(op, replicas, partitions)
             self.remark(op, _describe(entry))
             entries.append(entry)
@@ -102,33 +101,25 @@ class CollectiveBytesPass(ModulePass):
 
 
 def _measure(op: ir.Operation, replicas: int, partitions: int) -> dict:
-    kind = "all_reduce" if device_groups.kind(op) == "cross-replica-sum" else device_groups.kind(op)
+    kind = "all_reduce" if helpers.kind(op) == "cross-replica-sum" else helpers.kind(op)
     bytes_in = _bytes(op.operands)
     bytes_out = _bytes(op.results)
-    entry: dict = {"op": op.name, "location": str(op.location), "mode": device_groups.mode(op),
+    entry: dict = {"op": op.name, "location": str(op.location), "mode": helpers.group_mode(op),
                    "bytes_in": bytes_in, "bytes_out": bytes_out}
     if kind == "collective_permute":
-        pairs = _pairs(op, replicas, partitions)
+        pairs = helpers.device_groups(op, replicas, partitions)
         moving = [p for p in pairs if p[0] != p[1]]
         entry.update(groups=pairs, group_size=2, formula=_FORMULA[kind])
         entry["bytes_sent_per_device"] = None if bytes_in is None else _per_source(moving, bytes_in)
         entry["bytes_sent_total"] = None if bytes_in is None else len(moving) * bytes_in
         return entry
-    groups = device_groups.groups(op, replicas, partitions)
+    groups = helpers.device_groups(op, replicas, partitions)
     n = len(groups[0]) if groups else 0
     entry.update(groups=groups, group_size=n, formula=_FORMULA[kind])
     sent = None if bytes_in is None or not n else _SENT[kind](n) * bytes_in
     entry["bytes_sent_per_device"] = None if sent is None else _number(sent)
     entry["bytes_sent_total"] = None if sent is None else _number(sent * sum(len(g) for g in groups))
     return entry
-
-
-def _pairs(op: ir.Operation, replicas: int, partitions: int) -> list[list[int]]:
-    """A collective_permute's (source, target) pairs as devices, in every replica (or partition) they repeat in."""
-    rows = device_groups.id_rows(op, "source_target_pairs")
-    if device_groups.mode(op) == "cross-partition":
-        return [[r * partitions + s, r * partitions + t] for r in range(replicas) for s, t in rows]
-    return [[s * partitions + p, t * partitions + p] for p in range(partitions) for s, t in rows]
 
 
 def _per_source(pairs: list[list[int]], size: int) -> int:

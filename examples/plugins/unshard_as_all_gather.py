@@ -74,8 +74,7 @@ from typing import Literal
 
 from jaxlib.mlir import ir
 
-from pxla_mlir.examples.plugins import device_groups
-from pxla_mlir.passes import ModulePass, option
+from pxla_mlir.passes import ModulePass, helpers, option
 
 _SUMS = ("all_reduce", "cross-replica-sum")
 #: Ops that compute nothing but their result: erased once unused.
@@ -97,8 +96,8 @@ class UnshardAsAllGatherPass(ModulePass):
         "as-sum", "float sums: gather, zeros as +0.0 (the sum's bits); gather only (keeps -0.0); or leave them")
 
     def run(self, module):
-        replicas, partitions = device_groups.device_counts(module)
-        for op in device_groups.collectives(module, _SUMS):
+        replicas, partitions = helpers.device_counts(module)
+        for op in helpers.collectives(module, _SUMS):
             try:
                 plan = _match(op, replicas, partitions, self.float_sums)
             except Mismatch as why:
@@ -110,7 +109,7 @@ class UnshardAsAllGatherPass(ModulePass):
 
 def _looks_like_unshard(op: ir.Operation) -> bool:
     source = _producer(op.operands[0]) if len(op.operands) == 1 else None
-    return source is not None and device_groups.kind(source) == "dynamic_update_slice"
+    return source is not None and helpers.kind(source) == "dynamic_update_slice"
 
 
 def _producer(value: ir.Value) -> ir.Operation | None:
@@ -123,7 +122,7 @@ def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
     if len(op.operands) != 1 or len(op.results) != 1:
         raise Mismatch("more than one operand")
     dus = _producer(op.operands[0])
-    if dus is None or device_groups.kind(dus) != "dynamic_update_slice":
+    if dus is None or helpers.kind(dus) != "dynamic_update_slice":
         raise Mismatch("its operand is not a dynamic_update_slice")
     target, update, starts = dus.operands[0], dus.operands[1], list(dus.operands[2:])
     if op.results[0].type != target.type:
@@ -142,10 +141,10 @@ def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
     if len(differ) != 1:
         raise Mismatch(f"the piece {piece} and the whole {whole} differ in {len(differ)} dimensions, not one")
     dim = differ[0]
-    mode = device_groups.mode(op) if device_groups.kind(op) == "all_reduce" else "cross-replica"
+    mode = helpers.group_mode(op) if helpers.kind(op) == "all_reduce" else "cross-replica"
     if mode == "cross-replica-and-partition" and partitions > 1:
         raise Mismatch("its groups span replicas and every partition (a channel without use_global_device_ids)")
-    groups = device_groups.groups(op, replicas, partitions)
+    groups = helpers.device_groups(op, replicas, partitions)
     _check_groups(groups, replicas * partitions, whole[dim], piece[dim])
     for position, device in ((k, d) for g in groups for k, d in enumerate(g)):
         r, p = divmod(device, partitions)
@@ -160,13 +159,13 @@ def _match(op: ir.Operation, replicas: int, partitions: int, float_sums: str):
 
 
 def _check_reducer(op: ir.Operation, element: ir.Type) -> None:
-    if device_groups.kind(op) == "cross-replica-sum":
+    if helpers.kind(op) == "cross-replica-sum":
         return
     body = op.regions[0].blocks[0]
     ops = list(body.operations)
     args = list(body.arguments)
     wanted = ("or", "add") if isinstance(element, ir.IntegerType) and ir.IntegerType(element).width == 1 else ("add",)
-    if len(ops) != 2 or len(args) != 2 or device_groups.kind(ops[0]) not in wanted:
+    if len(ops) != 2 or len(args) != 2 or helpers.kind(ops[0]) not in wanted:
         raise Mismatch(f"its reduction is not a single {' or '.join(wanted)}")
     combine, ret = ops
     if {combine.operands[0], combine.operands[1]} != set(args) or combine.operands[0] == combine.operands[1] \
@@ -177,9 +176,9 @@ def _check_reducer(op: ir.Operation, element: ir.Type) -> None:
 def _zeros(value: ir.Value) -> bool:
     """Whether ``value`` is all zeros: True for zero bits, False for -0.0; raises Mismatch otherwise."""
     op = _producer(value)
-    if op is not None and device_groups.kind(op) == "broadcast_in_dim":
+    if op is not None and helpers.kind(op) == "broadcast_in_dim":
         op = _producer(op.operands[0])
-    if op is None or device_groups.kind(op) != "constant":
+    if op is None or helpers.kind(op) != "constant":
         raise Mismatch("it writes into a value that is not a constant")
     attr = ir.DenseElementsAttr(op.attributes["value"])
     splat = attr.get_splat_value() if attr.is_splat else None
@@ -210,7 +209,7 @@ def _evaluate(value: ir.Value, replica: int, partition: int, seen: dict) -> int:
     if value in seen:
         return seen[value]
     op = _producer(value)
-    name = device_groups.kind(op) if op is not None else "a block argument"
+    name = helpers.kind(op) if op is not None else "a block argument"
     args = [] if op is None else [_evaluate(v, replica, partition, seen) for v in op.operands]
     if name == "replica_id":
         result = replica
@@ -281,7 +280,7 @@ def _erase_dead(op: ir.Operation) -> None:
     todo = [op]
     while todo:
         o = todo.pop()
-        if device_groups.kind(o) not in _PURE or any(True for r in o.results for _ in r.uses):
+        if helpers.kind(o) not in _PURE or any(True for r in o.results for _ in r.uses):
             continue
         producers = [p for p in map(_producer, o.operands) if p is not None]
         o.erase()

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -22,8 +23,14 @@ import numpy as np
 from pxla_mlir.jaxbridge import jax_internals
 from pxla_mlir.jaxbridge.jax_internals import compilation_cache, config, jax_distributed, lru_cache
 
-__all__ = ["cache_gate_open", "cache_key", "cache_read", "cache_remove", "cache_write", "enable_persistent_cache",
-           "is_process_zero", "persistent_cache_enabled", "persistent_cache_thresholds", "persistent_cache_used"]
+__all__ = ["UnreadableEntry", "cache_gate_open", "cache_key", "cache_read", "cache_remove", "cache_write",
+           "enable_persistent_cache", "is_process_zero", "persistent_cache_enabled", "persistent_cache_thresholds",
+           "persistent_cache_used"]
+
+
+class UnreadableEntry(Exception):
+    """A cache entry that is there but cannot be read as one (a directory, a FIFO, a dangling link, no
+    permission): the message says which."""
 
 
 def persistent_cache_enabled() -> bool:
@@ -84,9 +91,47 @@ def _stand_in_module():
 
 
 def cache_read(key: str, platform: str | None = None) -> bytes | None:
-    """The bytes stored under ``key`` in jax's persistent cache (None: none, or the cache is off)."""
+    """The bytes stored under ``key`` in jax's persistent cache (None: none, or the cache is off). Raises
+    :class:`UnreadableEntry` for an entry that is not a regular file one can read: jax's own ``get`` would
+    raise for a directory or a missing permission, and block forever on a FIFO."""
     cache = compilation_cache._get_cache(jax_internals.backend(platform))
-    return None if cache is None else cache.get(key)
+    if cache is None:
+        return None
+    path = _entry_path(cache, key)
+    if path is not None:
+        _check_readable(path)
+    try:
+        return cache.get(key)
+    except OSError as e:
+        raise UnreadableEntry(f"it cannot be read ({type(e).__name__}: {e.strerror or e})") from None
+
+
+def _entry_path(cache, key: str) -> str | None:
+    """The file of ``key`` in a local cache directory; None for another kind of cache."""
+    path = getattr(getattr(cache, "_base_cache", cache), "path", None)
+    if not isinstance(path, os.PathLike):
+        return None
+    return os.path.join(os.fspath(path), f"{key}{lru_cache._CACHE_SUFFIX}")
+
+
+def _check_readable(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return  # no entry
+    except OSError as e:
+        raise UnreadableEntry(f"it cannot be read ({type(e).__name__}: {e.strerror or e})") from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise UnreadableEntry("it is a symbolic link to nothing") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UnreadableEntry("it is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableEntry("it is not a regular file (a FIFO, a socket or a device)")
+    if not os.access(path, os.R_OK):
+        raise UnreadableEntry("it cannot be read (permission denied)")
 
 
 def cache_write(key: str, value: bytes, platform: str | None = None) -> None:
@@ -121,13 +166,23 @@ def cache_write(key: str, value: bytes, platform: str | None = None) -> None:
             os.unlink(tmp)
 
 
-def cache_remove(key: str, platform: str | None = None) -> None:
-    """Removes the entry under ``key`` from a local cache directory (jax's cache has no delete)."""
+def cache_remove(key: str, platform: str | None = None) -> bool:
+    """Removes the entry under ``key`` from a local cache directory (jax's cache has no delete); whether
+    nothing is left there (an empty directory in its place is removed too)."""
     cache = compilation_cache._get_cache(jax_internals.backend(platform))
-    path = getattr(getattr(cache, "_base_cache", cache), "path", None)
-    if path is not None:
-        with contextlib.suppress(OSError, AttributeError):  # gone already, or not a local directory
-            (path / f"{key}{lru_cache._CACHE_SUFFIX}").unlink()
+    path = _entry_path(cache, key) if cache is not None else None
+    if path is None:
+        return False
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:  # not ours to remove (a read-only directory, a directory with files in it)
+        return False
+    return True
 
 
 def persistent_cache_thresholds() -> tuple[float, int]:

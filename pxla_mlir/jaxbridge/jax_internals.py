@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import jax
 import numpy as np
@@ -338,9 +338,10 @@ def debug_nans_active() -> bool:
     return bool(_config.debug_nans.value)
 
 
-def no_special_values_in_deoptimized(what: str, kind: str) -> None:
+def no_special_values_in_deoptimized(what: str, kind: str) -> NoReturn:
     """jax's FloatingPointError for a program whose de-optimized run found no nan/inf."""
     _api_util._raise_no_nan_in_deoptimized(f"Invalid value ({kind}) encountered in {what}")
+    raise FloatingPointError(f"Invalid value ({kind}) encountered in {what}")  # jax raised already
 
 
 def summarize_frame(frame) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pxla_mlir.jaxbridge.jax_internals import core
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.support.lru import LRU
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ def plain_avals(args) -> tuple:
 
 
 class ImplCache:
-    """Compiled programs by (body, params, avals)."""
+    """Compiled programs by (body, params, avals) and the pass registry's generation (a pass of the map's own
+    registered again, with another version, makes another program)."""
 
     def __init__(self, size: int = 256):
         self._cache = LRU(size)
@@ -39,6 +41,7 @@ class ImplCache:
     def compiled(self, jaxpr: ClosedJaxpr, params: tuple, build: Callable[[], Compiled]) -> Compiled:
         """The compiled program of ``jaxpr`` with hashable ``params`` (avals
         included); ``build()`` makes it on a miss."""
+        params = (params, REGISTRY.generation)
         with self._lock:
             fast = (id(jaxpr), params)
             hit = self._cache.get(fast)

@@ -34,6 +34,7 @@ class CliFlag:
     help: str
     literal: bool = True  # its value is a Python literal (else a plain string)
     required: bool = False
+    choices: tuple[str, ...] | None = None  # the values it takes, when they are few
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ import importlib
 
 from pxla_mlir.maps.kind import CliFlag, MapKind
 
-__all__ = ["KindEntry", "KINDS", "get", "kinds", "kind_of", "kind_of_eqn", "pipeline", "cli_flags"]
+__all__ = ["KindEntry", "KINDS", "get", "kinds", "kind_of", "kind_of_eqn", "pipeline", "cli_flags", "options"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +26,7 @@ class KindEntry:
     pipeline: str  # "module:Class" of its NamedPipeline (its options are the API's and the CLI's)
     cli_flags: tuple[CliFlag, ...] = ()  # flags that map a plain function (--map NAME)
     object_flags: tuple[str, ...] = ()  # flags that also apply to an already mapped object (xmap: its mesh)
+    options: tuple[CliFlag, ...] = ()  # the API's options besides its pipeline's, which with_options takes too
 
 
 _LITERAL = "a Python literal: 0, (0, None), ['batch', ...], ..."
@@ -33,7 +34,10 @@ _LITERAL = "a Python literal: 0, (0, None), ['batch', ...], ..."
 KINDS: dict[str, KindEntry] = {
     "pmap": KindEntry("pxla_mlir.pmaps.kind:PMAP", "pxla_mlir.mlir.pipelines:PmapPipeline",
                       (CliFlag("axis_name", "the axis name", literal=False), CliFlag("in_axes", _LITERAL),
-                       CliFlag("out_axes", "a Python literal, like --in-axes"))),
+                       CliFlag("out_axes", "a Python literal, like --in-axes")),
+                      options=(CliFlag("pieces", "nested pmaps' values enter and leave by piece where they can "
+                                                 "(off: 2022's layout, replicated over the inner devices)",
+                                       literal=False, choices=("on", "off")),)),
     "xmap": KindEntry("pxla_mlir.xmaps.kind:XMAP", "pxla_mlir.mlir.pipelines:XmapPipeline",
                       (CliFlag("in_axes", _LITERAL, required=True),
                        CliFlag("out_axes", "a Python literal, like --in-axes", required=True),
@@ -61,6 +65,16 @@ def pipeline(name: str) -> type:
 
 def cli_flags(name: str) -> tuple[CliFlag, ...]:
     return KINDS[name].cli_flags
+
+
+def options(name: str) -> dict[str, tuple[str, tuple[str, ...] | None]]:
+    """A kind's options as its API and the command line name them: its pipeline's and its own
+    (name -> (help, its choices; None for free text)); ``with_options`` takes every one."""
+    from pxla_mlir.mlir.pipelines import EXTRA_PASSES, api_options
+
+    options = api_options(pipeline(name))
+    own = {EXTRA_PASSES: options.pop(EXTRA_PASSES)} if EXTRA_PASSES in options else {}  # stays last
+    return {**options, **{f.field: (f.help, f.choices) for f in KINDS[name].options}, **own}
 
 
 def kinds() -> tuple[MapKind, ...]:

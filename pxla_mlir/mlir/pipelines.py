@@ -1,3 +1,6 @@
+# The top-level passes/ folder is installed as the package pxla_mlir.passes, a mapping pyright cannot follow:
+# the pass classes the pipelines name are imported from there where a pipeline expands.
+# pyright: reportMissingImports=false
 """Named pipelines: lists of passes expanded in place by the pipeline parser.
 
 A pipeline's ``steps()`` lists its passes: pxla passes as instances (their
@@ -30,14 +33,20 @@ after them), ``mhlo-passes`` on the final MHLO, before
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import ir_utils
-from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, option, registry, run_pipeline
-from pxla_mlir.mlir.pass_infra.base import ModulePass, Step
-from pxla_mlir.mlir.pass_infra.extra_passes import EXTRA_FIELDS, check_versions, extra_pass_options, unbraced
+from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, option, run_pipeline
+from pxla_mlir.mlir.pass_infra.base import Step
+from pxla_mlir.mlir.pass_infra.extra_passes import (
+    EXTRA_FIELDS,
+    check_versions,
+    extra_pass_options,
+    own_pass_versions,
+    unbraced,
+)
 from pxla_mlir.mlir.pass_infra.options import choices, configure as configure_choices, option_fields
 
 __all__ = ["EXTRA_PASSES", "LEGALIZE_TO_MHLO", "HandoffPipeline", "PmapPipeline", "XmapPipeline", "ShardingDialect",
@@ -71,8 +80,7 @@ def configure(cls, **values):
     own = {k: values.pop(k) for k in EXTRA_FIELDS if k in values}
     if EXTRA_PASSES in values:
         text = values.pop(EXTRA_PASSES)
-        own = {**dict.fromkeys(("pxla_passes", "mhlo_passes"), ""), "pass_versions": (),
-               **extra_pass_options(text, EXTRA_PASSES)}
+        own = {**dict.fromkeys(("pxla_passes", "mhlo_passes"), ""), **extra_pass_options(text, EXTRA_PASSES)}
     options = configure_choices(cls, **values)
     return dataclasses.replace(options, **own) if own else options
 
@@ -97,40 +105,52 @@ _SHARDING_HELP = "how partition-mode modules state shardings: Shardy (sdy) or GS
 
 # The passes are imported where a pipeline expands, not here: listing
 # pipelines and configuring a map stay as fast as the registry keeps them.
-def _pass(argument: str, **options) -> ModulePass:
-    """An instance of the registered pass ``argument`` with ``options`` (field names)."""
-    cls = registry.load(argument)
-    assert cls is not None and issubclass(cls, ModulePass), argument
-    return cls(**options)
-
-
 def _verify_form() -> Step:
-    return _pass("pxla-verify-form")
+    from pxla_mlir.passes.verify_form import VerifyFormPass
+
+    return VerifyFormPass()
 
 
 def _replica_steps() -> list[Step]:
-    return [_pass("pxla-convert-to-replica-mode"), _pass("pxla-annotate-shardings")]
+    from pxla_mlir.passes.annotate_shardings import AnnotateShardingsPass
+    from pxla_mlir.passes.convert_to_replica_mode import ConvertToReplicaModePass
+
+    return [ConvertToReplicaModePass(), AnnotateShardingsPass()]
 
 
 def _sharding_steps(dialect: ShardingDialect, *, manual: bool) -> list[Step]:
     """The passes that write a global @main's layout (and its manual region) in one dialect."""
     if dialect == "sdy":
+        from pxla_mlir.passes.add_sdy_mesh import AddSdyMeshPass
+        from pxla_mlir.passes.annotate_sdy_shardings import AnnotateSdyShardingsPass
+        from pxla_mlir.passes.convert_op_shardings_to_sdy import ConvertOpShardingsToSdyPass
+        from pxla_mlir.passes.expand_manual_computation import ExpandManualComputationPass
 
-        return [_pass("pxla-add-sdy-mesh"), *([_pass("pxla-expand-manual-computation")] if manual else []),
-                _pass("pxla-annotate-sdy-shardings"), _pass("pxla-convert-op-shardings-to-sdy")]
+        return [AddSdyMeshPass(), *([ExpandManualComputationPass()] if manual else []), AnnotateSdyShardingsPass(),
+                ConvertOpShardingsToSdyPass()]
+    from pxla_mlir.passes.annotate_shardings import AnnotateShardingsPass
+    from pxla_mlir.passes.expand_manual_sharding import ExpandManualShardingPass
 
-    return [*([_pass("pxla-expand-manual-sharding")] if manual else []), _pass("pxla-annotate-shardings")]
+    return [*([ExpandManualShardingPass()] if manual else []), AnnotateShardingsPass()]
 
 
 def _constraints_step(dialect: ShardingDialect) -> Step:
-    return _pass("pxla-expand-sharding-constraints", sharding_dialect=dialect)
+    from pxla_mlir.passes.expand_sharding_constraints import ExpandShardingConstraintsPass
+
+    return ExpandShardingConstraintsPass(sharding_dialect=dialect)
 
 
 def _wrap_manual_main() -> Step:
-    return _pass("pxla-wrap-manual-main")
+    from pxla_mlir.passes.wrap_manual_main import WrapManualMainPass
+
+    return WrapManualMainPass()
 
 
 def _finish(steps: list[Step], dialect: ShardingDialect, own: str = "") -> list[Step]:
+    from pxla_mlir.passes.elide_trivial_collectives import ElideTrivialCollectivesPass
+    from pxla_mlir.passes.inline_manual_computations import InlineManualComputationsPass
+    from pxla_mlir.passes.verify_handoff import VerifyHandoffPass
+
     # Collectives over groups of one device (a size-1 axis) are their
     # operands: XLA's TPU compiler drops such all-reduces from jax's (SPMD)
     # program but not from a replica-mode one, so drop them here, once every
@@ -139,15 +159,16 @@ def _finish(steps: list[Step], dialect: ShardingDialect, own: str = "") -> list[
     # apart; jax emits none there). Folding after the rewrites keeps the
     # emitted MHLO small and stable; the verifier must see the final module,
     # and knows which dialect to expect.
-    inline = [_pass("pxla-inline-manual-computations")] if dialect == "sdy" else []
+    inline = [InlineManualComputationsPass()] if dialect == "sdy" else []
     # A map's own MHLO passes (``own``) see that final module, and the verifier sees what they leave.
-    return [*steps, _pass("pxla-elide-trivial-collectives"), *inline, *CLEAN_UP, "symbol-dce",
-            *([own] if own else []), _pass("pxla-verify-handoff", sharding_dialect=dialect)]
+    return [*steps, ElideTrivialCollectivesPass(), *inline, *CLEAN_UP, "symbol-dce", *([own] if own else []),
+            VerifyHandoffPass(sharding_dialect=dialect)]
 
 
 class _OwnPasses:
     """The options of a map pipeline that hold the map's own passes (``extra_passes=``), as element text
-    (re-read by the pipeline parser where the pipeline expands) and ``pass@version`` entries."""
+    (resolved where the pipeline expands, as registered then), and, in a recorded pipeline's text only
+    (:meth:`recorded`), the ``pass@version`` each of them had when it ran."""
 
     argument: ClassVar[str]
     pxla_passes: str
@@ -163,6 +184,14 @@ class _OwnPasses:
     def _own_pxla_steps(self) -> list[Step]:
         # the pxla passes, then the form checked again: the passes after them read it
         return [self.pxla_passes, _verify_form()] if self.pxla_passes else []
+
+    def recorded(self) -> str:
+        """This pipeline as a lowering records it (``Lowered.pipeline``, reproducers): anchored, with the
+        version of each of its own passes as registered now, so that a replay with another version is
+        refused."""
+        named: Any = self
+        versions = own_pass_versions(named)
+        return (dataclasses.replace(named, pass_versions=versions) if versions else named).anchored()
 
     def spec(self) -> str:
         items = []
@@ -191,21 +220,19 @@ class HandoffPipeline(NamedPipeline):
     mode: Literal["replica", "partition"] = option("replica", "run devices as replicas or as partitions")
 
     def steps(self) -> list[Step]:
+        from pxla_mlir.passes.convert_to_replica_mode import ConvertToReplicaModePass
+        from pxla_mlir.passes.verify_handoff import VerifyHandoffPass
+
         steps: list[Step] = [LEGALIZE_TO_MHLO]
         if self.mode == "replica":
-            steps.append(_pass("pxla-convert-to-replica-mode"))
+            steps.append(ConvertToReplicaModePass())
         # Clean up after the rewrites; the verifier must see the final module.
-        return [*steps, *CLEAN_UP, _pass("pxla-verify-handoff")]
+        return [*steps, *CLEAN_UP, VerifyHandoffPass()]
 
 
 @dataclasses.dataclass(frozen=True)
 class PmapPipeline(_OwnPasses, NamedPipeline):
-    """pmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs.
-
-    ``pieces`` configures pmap's import, which runs ``pxla-place-pieces``
-    before this pipeline: no step of the pipeline reads it. It is an option
-    here so that one options value (``with_options``, ``--pieces``, the
-    pipeline text a ``Lowered`` records) holds all of a pmap's choices."""
+    """pmap's imported pxla form in, XLA-ready MHLO out: what ``lower()`` runs."""
 
     argument = "pxla-pmap-pipeline"
     summary = "Legalize pmap's pxla form to MHLO, expand nested-pmap placeholders, make replica- or partition-mode MHLO"
@@ -213,9 +240,6 @@ class PmapPipeline(_OwnPasses, NamedPipeline):
     mode: Literal["replica", "partition"] = option("replica", "run devices as replicas (2022 pmap) or partitions")
     unshard: Literal["all-gather", "all-reduce"] = option("all-gather", "how nested pmap outputs are collected")
     sharding_dialect: ShardingDialect = option("sdy", _SHARDING_HELP, api_name="shardings")
-    # Read by pmap's import, not by a step of this pipeline (see the docstring).
-    pieces: Literal["on", "off"] = option("on", "nested pmaps' values enter and leave by piece where they can "
-                                                "(off: 2022's layout, replicated over the inner devices)")
     pxla_passes: str = option("", _PXLA_PASSES_HELP)
     mhlo_passes: str = option("", _MHLO_PASSES_HELP)
     pass_versions: tuple[str, ...] = option((), _VERSIONS_HELP)
@@ -226,9 +250,12 @@ class PmapPipeline(_OwnPasses, NamedPipeline):
         # pmap to the next need no collective. Placeholders then expand into
         # partition-mode code, so the mode conversion below sees (and
         # converts) their collectives too.
-        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, *self._own_pxla_steps(),
-                             _pass("pxla-fold-shard-of-unshard"), _pass("pxla-expand-shard"),
-                             _pass("pxla-expand-unshard", strategy=self.unshard)]
+        from pxla_mlir.passes.expand_shard import ExpandShardPass
+        from pxla_mlir.passes.expand_unshard import ExpandUnshardPass
+        from pxla_mlir.passes.fold_shard_of_unshard import FoldShardOfUnshardPass
+
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, *self._own_pxla_steps(), FoldShardOfUnshardPass(),
+                             ExpandShardPass(), ExpandUnshardPass(strategy=self.unshard)]
         if self.mode == "replica":
             return _finish(steps + _replica_steps(), "gspmd", self.mhlo_passes)
         steps += [_wrap_manual_main(), *_sharding_steps(self.sharding_dialect, manual=True),
@@ -255,8 +282,9 @@ class XmapPipeline(_OwnPasses, NamedPipeline):
         # Check the form before any pass reads it. Import leaves jax's
         # StableHLO/CHLO. Gradients of weights broadcast over a named axis
         # sum per-example products: contract them in one dot.
-        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, *self._own_pxla_steps(),
-                             _pass("pxla-contract-batch-sums")]
+        from pxla_mlir.passes.contract_batch_sums import ContractBatchSumsPass
+
+        steps: list[Step] = [_verify_form(), LEGALIZE_TO_MHLO, *self._own_pxla_steps(), ContractBatchSumsPass()]
         if self.lowering == "replica":
             return _finish(steps + _replica_steps(), "gspmd", self.mhlo_passes)
         if self.lowering == "manual":

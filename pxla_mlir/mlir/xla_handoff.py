@@ -6,9 +6,9 @@ through the pipelines it needs, and checked for what makes jaxlib abort.
 * final MHLO (``pxla-mlir emit``, ``Lowered.as_text()``): only
   pxla-verify-handoff runs;
 * the pxla form (``--stage pxla``, ``Lowered.pxla_text()``): its map
-  kind's pipeline with default options runs first (xmap's for an
-  ``@xmap_...`` module, with the vectorize lowering when ``@main`` is
-  global; pmap's otherwise); ``pipeline=`` runs another instead, e.g. the
+  kind's pipeline with default options runs first (the kind import named
+  the module after, ``@xmap_...``; xmap's vectorize lowering when ``@main``
+  is global; pmap's for a module of no kind); ``pipeline=`` runs another instead, e.g. the
   ``Lowered.pipeline`` it came with;
 * StableHLO (``jax.jit(f).lower(x).as_text()``, with ``sdy`` or GSPMD
   shardings): pxla-handoff-pipeline{mode=partition} legalizes it; jax's
@@ -162,19 +162,22 @@ def _is_pxla_form(op: ir.Operation) -> bool:
     return False
 
 
+#: The pipeline of each map kind, by the kind import names a module after (``@xmap_f``, ``@pmap_step``,
+#: ``@jit_step``: a pxla_mlir.jit body of pmaps); a module of no kind here gets pmap's.
+_KIND_PIPELINES = {"pmap": PmapPipeline, "jit": PmapPipeline, "xmap": XmapPipeline}
+
+
 def _map_pipeline(op: ir.Operation) -> str:
-    """The pipeline of the map kind that imported the module: xmap's for an
-    ``@xmap_...`` module (import names a module after its kind), its
-    vectorize lowering when ``@main`` is global (``pxla.dims``); pmap's
-    otherwise (also ``pxla_mlir.jit`` of pmaps)."""
+    """The pipeline of the map kind that imported the module, with default
+    options (:data:`_KIND_PIPELINES`); xmap's vectorize lowering when
+    ``@main`` is global (``pxla.dims``)."""
     main = ir_utils.find_function(op, "main")
     entries = [] if main is None else [*pxla_attrs.boundary_attrs(main, "arg_attrs"),
                                        *pxla_attrs.boundary_attrs(main, "res_attrs")]
     if any(pxla_attrs.DIMS in e or pxla_attrs.SHARDING_SPEC in e for e in entries):
         return str(XmapPipeline(lowering="vectorize"))
-    if (ir_utils.symbol_name(op) or "").startswith("xmap_"):
-        return str(XmapPipeline())
-    return str(PmapPipeline())
+    kind = (ir_utils.symbol_name(op) or "").partition("_")[0]
+    return str(_KIND_PIPELINES.get(kind, PmapPipeline)())
 
 
 def _needs_legalizing(op: ir.Operation) -> bool:

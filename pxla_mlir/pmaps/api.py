@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from jax import tree_util
 
@@ -28,9 +28,11 @@ from pxla_mlir.maps.arguments import argnums, check_backend, check_donation
 from pxla_mlir.maps.function import MapFunction, Traced as _Traced
 from pxla_mlir.maps.invariance import varying_outputs
 from pxla_mlir.maps.tracing import trace_flat
-from pxla_mlir.mlir.pass_infra.extra_passes import refreshed
+from pxla_mlir.mlir.pass_infra.extra_passes import own_passes
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.pipelines import PmapPipeline, api_options, configure
 from pxla_mlir.mlir.support.stats import timed
+from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.pmaps import partitions as partitions_mod
 from pxla_mlir.pmaps.arguments import (
     Call,
@@ -101,13 +103,15 @@ class PmapFunction(MapFunction[Traced]):
 
     def __init__(self, fun: Callable, axis_name, *, in_axes, out_axes, static_broadcasted_argnums, devices,
                  backend, axis_size, donate_argnums, options: PmapPipeline, partitions=None, in_partitions=None,
-                 out_partitions=None):
+                 out_partitions=None, pieces: str = "on"):
         if not callable(fun):
             raise TypeError(f"pmap requires a callable to map, got {fun!r} of type {type(fun).__name__}")
         self._init = dict(in_axes=in_axes, out_axes=out_axes, static_broadcasted_argnums=static_broadcasted_argnums,
                           devices=devices, backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
-                          partitions=partitions, in_partitions=in_partitions, out_partitions=out_partitions)
+                          partitions=partitions, in_partitions=in_partitions, out_partitions=out_partitions,
+                          pieces=pieces)
         self.options = options
+        self.pieces: Literal["on", "off"] = check_pieces(pieces)
         check_axes_spec(in_axes, "in_axes")
         check_axes_spec(out_axes, "out_axes")
         static = argnums(static_broadcasted_argnums, "pmap static_broadcasted_argnums")
@@ -122,9 +126,10 @@ class PmapFunction(MapFunction[Traced]):
         self.partitions = partitions_mod.make(partitions, in_partitions, out_partitions, axis_name=self.axis_name,
                                               mode=options.mode)
         shared = (axis_name, _axes_key(in_axes), _axes_key(out_axes), static, donate, self.devices, backend,
-                  self.axis_size, options, self.partitions.key())
+                  self.axis_size, options, self.partitions.key(), self.pieces)
         super().__init__(fun, static_argnums=static, donate_argnums=donate, options=shared)
-        self._no_environment = not self.partitions.partitioning and not options.pass_versions  # see _environment
+        self._own_passes = own_passes(options)
+        self._no_environment = not self.partitions.partitioning and not self._own_passes  # see _environment
         self._versioned_env: tuple | None = None
 
     @property
@@ -134,12 +139,11 @@ class PmapFunction(MapFunction[Traced]):
 
     # -- the front end's hooks (see maps.function) ----------------------------------------------
     def _environment(self):
-        # A partitioned body traced inside other pmaps names their axes in its mesh. The versions of its own
-        # passes as registered now: a pass registered again with another version lowers anew.
-        if not self.options.pass_versions:
+        # A partitioned body traced inside other pmaps names their axes in its mesh. With passes of its own,
+        # the registry's generation: a pass registered again (another version) resolves and lowers anew.
+        if not self._own_passes:
             return self.partitions.environment()
-        self.options = refreshed(self.options)
-        env, last = (self.partitions.environment(), self.options.pass_versions), self._versioned_env
+        env, last = (self.partitions.environment(), REGISTRY.generation), self._versioned_env
         # the same tuple while nothing changed: the cached call finds its dispatcher by identity
         if last is None or last != env:
             self._versioned_env = last = env
@@ -167,7 +171,8 @@ class PmapFunction(MapFunction[Traced]):
     def _params(self, traced: Traced, call: Call) -> PmapParams:
         """This pmap as bound, lowered or run for ``call``."""
         return PmapParams(self.axis_name, call.axis_size, call.in_axes, traced.out_axes, self.name, self.devices,
-                          self.backend, call.donated(self.donate_argnums), self.options, self.partitions.partitioning)
+                          self.backend, call.donated(self.donate_argnums), self.options, self.partitions.partitioning,
+                          self.pieces)
 
     def _bind(self, traced: Traced, call: Call):
         outs = bind(traced.jaxpr, call.flat_args, self._params(traced, call))
@@ -193,6 +198,14 @@ class PmapFunction(MapFunction[Traced]):
                             options=configure(self.options, **pipeline))
 
 
+def check_pieces(pieces: object) -> Literal["on", "off"]:
+    if pieces == "on":
+        return "on"
+    if pieces == "off":
+        return "off"
+    raise PmapUsageError(f"pieces must be 'on' or 'off', got {pieces!r}{did_you_mean(str(pieces), ('on', 'off'))}")
+
+
 def _axes_key(axes):
     """in_axes/out_axes as a hashable value (lists and dicts are prefixes too)."""
     leaves, tree = tree_util.tree_flatten(axes, is_leaf=lambda x: x is None)
@@ -210,7 +223,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
          mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
          shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
          in_partitions: Any = None, out_partitions: Any = None,
-         extra_passes: str | Mapping[str, str] | None = None) -> PmapFunction: ...
+         extra_passes: str | Mapping[str, str] | None = None, pieces: str = "on") -> PmapFunction: ...
 @overload
 def pmap(fun: None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
@@ -218,14 +231,14 @@ def pmap(fun: None = None, axis_name: Hashable | None = None, *, in_axes: Any = 
          mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
          shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
          in_partitions: Any = None, out_partitions: Any = None,
-         extra_passes: str | Mapping[str, str] | None = None) -> Callable[[Callable], PmapFunction]: ...
+         extra_passes: str | Mapping[str, str] | None = None, pieces: str = "on") -> Callable[[Callable], PmapFunction]: ...
 def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
          mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
          shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
-         in_partitions: Any = None, out_partitions: Any = None,
-         extra_passes: str | Mapping[str, str] | None = None) -> PmapFunction | Callable[[Callable], PmapFunction]:
+         in_partitions: Any = None, out_partitions: Any = None, extra_passes: str | Mapping[str, str] | None = None,
+         pieces: str = "on") -> PmapFunction | Callable[[Callable], PmapFunction]:
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
     device, like ``jax.pmap``; collectives over ``axis_name`` work inside, and
     pmaps nest.
@@ -255,6 +268,11 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
     some on the pxla form before its placeholders expand
     (:mod:`pxla_mlir.mlir.pass_infra.extra_passes`). A pmap nested in another
     map or inside ``jax.jit`` lowers with its enclosing program's pipeline.
+
+    ``pieces`` ("on" or "off") says how a pmap with nested pmaps places its
+    values: "on" lets those that go by piece enter and leave as pieces over
+    the inner devices; "off" keeps 2022's layout, every value replicated over
+    them.
     """
     sharded = getattr(fun, "sharded_body", None)
     if isinstance(sharded, partitions_mod.ShardedBody):
@@ -272,10 +290,11 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
                                  backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
                                  mode=mode, unshard=unshard, shardings=shardings, partitions=partitions,
                                  in_partitions=in_partitions, out_partitions=out_partitions,
-                                 extra_passes=extra_passes)
+                                 extra_passes=extra_passes, pieces=pieces)
     return PmapFunction(fun, axis_name, in_axes=in_axes, out_axes=out_axes,
                         static_broadcasted_argnums=static_broadcasted_argnums, devices=devices, backend=backend,
                         axis_size=axis_size, donate_argnums=donate_argnums,
                         options=configure(PmapPipeline, mode=mode, unshard=unshard, shardings=shardings,
                                           extra_passes=extra_passes),
-                        partitions=partitions, in_partitions=in_partitions, out_partitions=out_partitions)
+                        partitions=partitions, in_partitions=in_partitions, out_partitions=out_partitions,
+                        pieces=pieces)

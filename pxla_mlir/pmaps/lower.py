@@ -3,12 +3,14 @@ pmap bound with concrete arguments: lower, compile once, run)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
 import jax
+from jaxlib.mlir import ir
 
-from pxla_mlir import distributed
+import pxla_mlir.distributed as distributed
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.impl import ImplCache
@@ -21,15 +23,19 @@ from pxla_mlir.pmaps.layout import Boundary, placed_by_piece
 from pxla_mlir.pmaps.nested_pmaps import program_partitioning
 from pxla_mlir.pmaps.partition_strategy import Partitioning
 from pxla_mlir.pmaps.primitive import PmapParams, pxla_pmap_p, replicas_needed
-from pxla_mlir.runtime import lowering_cache
 from pxla_mlir.stages.aot import Lowered
+from pxla_mlir.stages.lowering import Layout
 from pxla_mlir.stages.map_lowering import lower_cached
 from pxla_mlir.stages.signature import Signature
 
 if TYPE_CHECKING:
+    from jax.core import ShapedArray
     from jax.extend.core import ClosedJaxpr
+    from jax.sharding import PartitionSpec
 
-__all__ = ["lower_traced", "register_impl", "deoptimized"]
+    from pxla_mlir.runtime.executable import Device
+
+__all__ = ["PmapInputs", "lower_traced", "register_impl", "deoptimized"]
 
 
 def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") -> list:
@@ -61,6 +67,64 @@ def devices_for(n: int, axis_size: int, devices, backend, what: str = "pmap") ->
     return available[:n]
 
 
+@dataclasses.dataclass(frozen=True)
+class PmapInputs:
+    """What decides a pmap's lowering (a :class:`~pxla_mlir.stages.map_lowering.LoweringInputs`): the body
+    (its constants leading arguments), its params (axis, mapped axes, options, pipeline), the global avals,
+    a partitioned body's specs, the devices and how import places values. The lowering cache's key is a
+    digest of every field; the module is built from them alone."""
+
+    kind: str  # "pmap", or "jit" for a pxla_mlir.jit body lowered as a pmap of size 1
+    jaxpr: ClosedJaxpr  # without consts
+    params: PmapParams
+    global_avals: tuple[ShapedArray, ...]
+    in_specs: tuple[PartitionSpec | None, ...]
+    out_specs: tuple[PartitionSpec | None, ...]
+    devices: tuple[Device, ...]
+    partitioning: Partitioning
+    nested: int  # devices per index that nested pmaps need
+    by_piece: bool  # import places nested pmaps' values by piece where it can
+
+    @property
+    def pipeline(self) -> PmapPipeline:
+        return self.params.options
+
+    @property
+    def platform(self) -> str:
+        return self.devices[0].platform
+
+    @property
+    def cacheable(self) -> bool:
+        return True
+
+    def build(self):
+        with timed("import"):
+            imported = import_pmap(self.jaxpr, self.params, platform=self.platform, kind=self.kind,
+                                   specs=(self.in_specs, self.out_specs), partitioning=self.partitioning,
+                                   by_piece=self.by_piece)
+        self.partitioning.check_module(imported.module, self.params.options.sharding_dialect, self._what())
+        # nested pmaps: import may have placed values by piece (plain data, kept with a cached lowering)
+        may_place = not self.partitioning and len(self.devices) > self.params.axis_size
+        return imported, placed_by_piece(imported.module) if may_place else None
+
+    def layout(self, hints, pxla: ir.Module | None, consts: tuple) -> Layout:
+        p = self.params
+        out_avals = tuple(core.unmapped_aval(p.axis_size, a, av) if a is not None else av
+                          for av, a in zip(self.jaxpr.out_avals, p.out_axes))
+        boundary = Boundary(p.in_axes, self.global_avals, p.out_axes, out_avals, p.donation, consts, self.in_specs,
+                            self.out_specs)
+        levels = tuple(zip(nest_labels(p.axis_name, self.partitioning.levels),
+                           (s for _, s in self.partitioning.levels)))
+        return self.partitioning.layout(self.devices, p.axis_size, mesh_axis_label(p.axis_name), levels, boundary,
+                                        hints, pxla)
+
+    def jaxpr_text(self) -> str:
+        return self.jaxpr.pretty_print()
+
+    def _what(self) -> str:
+        return f"{self.kind} {self.params.name!r}"
+
+
 def lower_traced(jaxpr: ClosedJaxpr, params: PmapParams, global_avals, *, signature: Signature | None = None,
                  kind: str = "pmap", in_specs=None, out_specs=None) -> Lowered:
     """Imports a traced pmap body and runs the pmap pipeline on it.
@@ -78,40 +142,18 @@ def lower_traced(jaxpr: ClosedJaxpr, params: PmapParams, global_avals, *, signat
             jaxpr = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
         params = params.broadcasting(len(consts))
         global_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)
-    name, what = params.name, f"{kind} {params.name!r}"
+    what = f"{kind} {params.name!r}"
     parts = program_partitioning(jaxpr, params, kind)  # decided here, for the import and the layout
     if parts.nest:
-        _check_partition_mode(params.options, parts, name, kind)
-    in_specs = (None,) * len(consts) + tuple(in_specs or (None,) * n_in)
-    out_specs = tuple(out_specs or (None,) * len(params.out_axes))
+        _check_partition_mode(params.options, parts, params.name, kind)
     nested = replicas_needed(jaxpr)
     devices = parts.devices(params.axis_size, params.devices, params.backend, what, nested=nested)
     devs = devices_for(params.axis_size * nested * parts.size, params.axis_size, devices, params.backend, what=what)
-    by_piece = params.options.pieces == "on" and _blocks_within_processes(devs, params.axis_size)
-    platform = devs[0].platform
-    pipeline = params.options.anchored()
-
-    def build():
-        with timed("import"):
-            imported = import_pmap(jaxpr, params, platform=platform, kind=kind, specs=(in_specs, out_specs),
-                                   partitioning=parts, by_piece=by_piece)
-        parts.check_module(imported.module, params.options.sharding_dialect, what)
-        return imported
-
-    out_avals = [core.unmapped_aval(params.axis_size, a, av) if a is not None else av
-                 for av, a in zip(jaxpr.out_avals, params.out_axes)]
-    boundary = Boundary(params.in_axes, tuple(global_avals), params.out_axes, tuple(out_avals), params.donation,
-                        consts, in_specs, out_specs)
-    levels = tuple(zip(nest_labels(params.axis_name, parts.levels), (s for _, s in parts.levels)))
-    key = lowering_cache.key("pmap", kind, jaxpr, params, tuple(global_avals), in_specs, out_specs, tuple(devs),
-                             by_piece, nested, parts, pipeline, lowering_cache.plugin_versions(pipeline))
-    by_piece_maybe = not parts and len(devs) > params.axis_size  # nested pmaps: import may place values by piece
-    return lower_cached(key, build, lambda placed, pxla: parts.layout(devs, params.axis_size,
-                                                                      mesh_axis_label(params.axis_name), levels,
-                                                                      boundary, placed, pxla),
-                        hints_of=placed_by_piece if by_piece_maybe else None, platform=platform, pipeline=pipeline,
-                        signature=signature or Signature.flat(len(global_avals) - len(consts), len(out_avals)),
-                        jaxpr_text=jaxpr.pretty_print)
+    inputs = PmapInputs(kind, jaxpr, params, tuple(global_avals), (None,) * len(consts) + tuple(in_specs or (None,) * n_in),
+                        tuple(out_specs or (None,) * len(params.out_axes)), tuple(devs), parts, nested,
+                        params.pieces == "on" and _blocks_within_processes(devs, params.axis_size))
+    return lower_cached(inputs, consts=consts,
+                        signature=signature or Signature.flat(len(global_avals) - len(consts), len(params.out_axes)))
 
 
 def _check_partition_mode(options: PmapPipeline, nest: Partitioning, name, kind: str) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pxla_mlir.jaxbridge.jax_internals import core, pe
 from pxla_mlir.mlir.core.pxla_attrs import REP_AXIS
@@ -58,6 +58,7 @@ class PmapParams:
     donated: tuple[bool, ...] | None = None  # per operand; None: none donated (filled in by bind)
     options: PmapPipeline = PmapPipeline()  # mode and unshard strategy
     partitioning: Partitioning = UNPARTITIONED  # of a partitioned body (.partitions): its own partition axes
+    pieces: Literal["on", "off"] = "on"  # nested pmaps' values enter and leave by piece where they can (import)
 
     def __post_init__(self):
         for field in ("in_axes", "out_axes"):

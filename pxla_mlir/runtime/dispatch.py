@@ -89,6 +89,7 @@ def launch_cached(arrays, args: tuple, windowed: bool):
             LAUNCHES.acquire()
         else:
             _HELD.mode = False
+    out = None
     try:
         try:
             dead = any(map(_is_deleted, args))  # TypeError: an argument is no jax.Array

@@ -79,7 +79,7 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
     """A map lowered to MHLO: its :class:`~pxla_mlir.stages.lowering.Lowering`
     (the modules, the :class:`~pxla_mlir.stages.lowering.Layout` of its flat
     inputs and outputs, the pipeline) and its call signature. Made by
-    :func:`pxla_mlir.stages.map_lowering.lower` (and ``pxla_mlir.load``).
+    :func:`pxla_mlir.stages.map_lowering.lower_cached` (and ``pxla_mlir.load``).
 
     jax's AOT API (a ``jax.stages.Lowered``): ``as_text(dialect=)``,
     ``compiler_ir(dialect=)``, ``cost_analysis()``, ``args_info``,
@@ -93,10 +93,11 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
     # (jax declares them as fields of another shape, which only its own Lowered.compile reads: overridden here)
     _in_types = property(lambda self: (self.in_tree, list(self.layout.in_avals[len(self.consts):])))  # pyright: ignore[reportAssignmentType]
     _out_types = property(lambda self: (self.out_tree, list(self.layout.out_avals)))  # pyright: ignore[reportAssignmentType]
-    _lowering: Lowering  # ours, not jax's: every method of jax's Lowered that reads it is overridden here
+    # ours, not jax's (another type under jax's name): every method of jax's Lowered that reads it is overridden here
+    _lowering: Lowering
 
     def __init__(self, lowering: Lowering, signature: Signature):
-        self._lowering = lowering
+        self._lowering = lowering  # pyright: ignore[reportIncompatibleVariableOverride]
         self.signature = signature
         self._compiled: Compiled | None = None
 
@@ -109,7 +110,10 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
     in_shardings = property(lambda self: self.layout.in_shardings)
     out_shardings = property(lambda self: self.layout.out_shardings)
     donated = property(lambda self: self.layout.donated)
-    consts = property(lambda self: self.layout.consts)
+
+    @property
+    def consts(self) -> Sequence:
+        return self.layout.consts
 
     def _outputs(self):
         return self.layout.out_avals, self.layout.out_shardings
@@ -197,7 +201,11 @@ class Compiled(ArgumentTrees, jax.stages.Compiled):
     """
 
     _no_kwargs = False  # jax.stages.Compiled's field: calls take keyword arguments
-    consts = property(lambda self: self._hoisted)  # the hoisted constants, first of the flat inputs
+
+    @property
+    def consts(self) -> Sequence:
+        """The hoisted constants, first of the flat inputs."""
+        return self._hoisted
 
     def __init__(self, executable: ShardedExecutable, consts: Sequence, signature: Signature):
         self.executable = executable

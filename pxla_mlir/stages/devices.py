@@ -4,7 +4,8 @@ read."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, overload
 
 import jax
 
@@ -24,7 +25,7 @@ class DevicesError(PxlaUserError, ValueError):
 @overload
 def check_devices(devices: None, what: str = "pmap") -> None: ...
 @overload
-def check_devices(devices: object, what: str = "pmap") -> tuple[Device, ...]: ...
+def check_devices(devices: Iterable[Any], what: str = "pmap") -> tuple[Device, ...]: ...
 def check_devices(devices, what: str = "pmap") -> tuple[Device, ...] | None:
     """``devices=`` of ``what`` (pmap, pxla_mlir.jit, pxla_mlir.load) as a
     tuple of distinct jax devices of one platform (or None)."""

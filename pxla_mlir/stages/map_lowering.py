@@ -1,92 +1,92 @@
-"""A traced map's :class:`~pxla_mlir.stages.lowering.Lowering`: pmap, xmap
-and ``pxla_mlir.jit`` import a module in "pxla form" and call :func:`lower`
-with it, its pipeline, its :class:`~pxla_mlir.stages.lowering.Layout`
-(devices, avals and shardings of the flat inputs and outputs, donation,
-hoisted constants) and its :class:`~pxla_mlir.stages.signature.Signature`
-(how arguments flatten, how outputs unflatten). ``lower`` runs the pass
-pipeline (saving a reproducer when it fails) and returns the ``Lowered``
-over a :class:`MapLowering`."""
+"""A traced map's :class:`~pxla_mlir.stages.lowering.Lowering`, and the one
+way a map lowers: :func:`lower_cached` of its :class:`LoweringInputs`.
+
+pmap, xmap and ``pxla_mlir.jit`` each describe a lowering by one frozen
+value (pmap's ``PmapInputs``, xmap's ``XmapInputs``): everything that
+decides the module. The lowering cache's key is a digest of that value
+(:mod:`.lowering_cache`) and the module is built from it alone, so nothing
+can decide a lowering without being in its key. :func:`lower_cached` runs
+the value's pipeline on what it imports (saving a reproducer when it
+fails), or takes an equal lowering from the cache, and returns the
+``Lowered`` over a :class:`MapLowering`.
+"""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from jaxlib.mlir import ir
 
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, parse_in_shared_context
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, run_pipeline
+from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, PipelineFailure, run_pipeline
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.support.stats import STATS, timed
-from pxla_mlir.runtime import lowering_cache
 from pxla_mlir.runtime.debug_flags import dump_stage, dumping
 from pxla_mlir.runtime.executable import ShardedExecutable
 from pxla_mlir.runtime.module_facts import ModuleFacts, ModuleToCompile
+from pxla_mlir.stages import lowering_cache
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.final_module import FinalModule, compile_lowering
 from pxla_mlir.stages.lowering import Layout
 from pxla_mlir.stages.signature import Signature
 
-__all__ = ["lower", "lower_cached", "MapLowering"]
+__all__ = ["LoweringInputs", "MapLowering", "lower_cached"]
 
 
-def lower(imported, *, pipeline: str, layout: Layout, signature: Signature,
-          jaxpr_text: Callable[[], str] | None = None, plan: Any = None) -> Lowered:
-    """Runs ``pipeline`` on an imported module (:class:`pxla_mlir.maps.pxla_form.Imported`:
-    the pxla form, jax's keepalive, the host callbacks) and returns its ``Lowered``.
+class LoweringInputs(Protocol):
+    """What decides one map's lowering: a frozen value whose fields all enter the lowering cache's key.
+
+    ``build`` imports the pxla form from the value alone and returns it with
+    the hints the layout needs (plain data, kept in a cache entry: None, or
+    what import placed by piece); ``layout`` is where the flat inputs and
+    outputs live, from those hints (``pxla``: the imported form, None for a
+    lowering from the cache) and the hoisted constants' values, which are
+    arguments of the program, not part of it."""
+
+    @property
+    def pipeline(self) -> NamedPipeline: ...
+
+    @property
+    def platform(self) -> str: ...
+
+    @property
+    def cacheable(self) -> bool: ...
+
+    def build(self) -> tuple[Any, Any]: ...
+
+    def layout(self, hints: Any, pxla: ir.Module | None, consts: tuple) -> Layout: ...
+
+    def jaxpr_text(self) -> str: ...
+
+
+def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequence = (), plan: Any = None) -> Lowered:
+    """The ``Lowered`` of ``inputs``: its pipeline run on what ``inputs.build()``
+    imports, unless the lowering cache holds the modules of an equal lowering
+    (then jax's lowering, the import and the pipeline are skipped, and no
+    module is parsed until asked for: compiling reads the entry's facts; an
+    executable from the persistent cache needs no module). ``plan`` is an
+    xmap's plan, for the ``Lowered``.
 
     A failing pipeline raises ``PipelineFailure`` with a reproducer: the
-    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``).
-    """
-    return Lowered(_run_pipeline(imported, pipeline=pipeline, layout=layout, jaxpr_text=jaxpr_text, plan=plan),
-                   signature)
-
-
-def _run_pipeline(imported, *, pipeline: str, layout: Layout, jaxpr_text: Callable[[], str] | None,
-                  plan: Any) -> MapLowering:
-    STATS["lowerings"] += 1
-    module = imported.module
-    pxla = module.operation.clone()  # printed only if asked for
-    dump_stage(pxla, "pxla")  # jax_dump_ir_to
-    try:
-        with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
-            run_pipeline(module, Pipeline.cached(pipeline, module.context), reproducer=False, verify_each=False)
-    except PipelineFailure as e:
-        # Printed only now: the copy made before the pipeline ran is what a rerun needs.
-        saved = save_reproducer(pxla.get_asm(enable_debug_info=True), e.pipeline, verify_each=False)
-        raise PipelineFailure(e.pipeline, e.diagnostics, saved) from None
-    return MapLowering(module, pxla, pipeline=pipeline, layout=layout, keepalive=imported.keepalive,
-                       host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
-
-
-def lower_cached(key: bytes | None, build: Callable[[], Any],
-                 layout_of: Callable[[Any, ir.Module | None], Layout], *, hints_of: Callable[[ir.Module], Any] | None = None,
-                 platform: str, pipeline: str, signature: Signature, jaxpr_text: Callable[[], str] | None = None,
-                 plan: Any = None) -> Lowered:
-    """:func:`lower` of what ``build()`` imports, unless the lowering cache
-    (:mod:`pxla_mlir.runtime.lowering_cache`) holds the modules of an equal
-    lowering under ``key`` (None: not cacheable): then jax's lowering, the
-    import and the pipeline are skipped, and no module is parsed until asked
-    for (compiling reads the entry's facts; an executable from the persistent
-    cache needs no module). The layout is ``layout_of(hints, pxla)``: ``hints``
-    is what ``hints_of`` read from the imported pxla form (plain data, kept in
-    the entry; None without ``hints_of``), ``pxla`` that form when it was just
-    imported, None when the lowering came from the cache."""
+    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``)."""
+    consts = tuple(consts)
+    platform, recorded = inputs.platform, inputs.pipeline.recorded()
+    key = lowering_cache.key(inputs) if inputs.cacheable else None
     entry = lowering_cache.lookup(key, platform) if key is not None else None
     if entry is not None:
         with timed("lowering cache"):
-            layout = layout_of(entry.hints, None)
+            layout = inputs.layout(entry.hints, None, consts)
             pxla = functools.cache(lambda: parse_in_shared_context(entry.pxla))
         if dumping():
             dump_stage(pxla(), "pxla")
         return Lowered(MapLowering(lambda: parse_in_shared_context(entry.final), lambda: pxla().operation,
-                                   facts=entry.facts, pipeline=pipeline, layout=layout, jaxpr_text=jaxpr_text,
-                                   plan=plan), signature)
-    imported = build()
-    hints = hints_of(imported.module) if hints_of is not None else None
-    lowering = _run_pipeline(imported, pipeline=pipeline, layout=layout_of(hints, imported.module),
-                             jaxpr_text=jaxpr_text, plan=plan)
+                                   facts=entry.facts, pipeline=recorded, layout=layout,
+                                   jaxpr_text=inputs.jaxpr_text, plan=plan), signature)
+    imported, hints = inputs.build()
+    lowering = _run_pipeline(imported, inputs.pipeline, recorded, layout=inputs.layout(hints, imported.module, consts),
+                             jaxpr_text=inputs.jaxpr_text, plan=plan)
     if key is not None and not imported.keepalive and not imported.host_callbacks:
         subject = lowering.to_compile()
         facts = subject.facts
@@ -97,6 +97,23 @@ def lower_cached(key: bytes | None, build: Callable[[], Any],
                                          hints)
         lowering_cache.store(key, entry, platform)
     return Lowered(lowering, signature)
+
+
+def _run_pipeline(imported, named: NamedPipeline, recorded: str, *, layout: Layout,
+                  jaxpr_text: Callable[[], str] | None, plan: Any) -> MapLowering:
+    STATS["lowerings"] += 1
+    module = imported.module
+    pxla = module.operation.clone()  # printed only if asked for
+    dump_stage(pxla, "pxla")  # jax_dump_ir_to
+    try:
+        with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
+            run_pipeline(module, Pipeline.of(named, module.context), reproducer=False, verify_each=False)
+    except PipelineFailure as e:
+        # Printed only now: the copy made before the pipeline ran is what a rerun needs.
+        saved = save_reproducer(pxla.get_asm(enable_debug_info=True), e.pipeline, verify_each=False)
+        raise PipelineFailure(e.pipeline, e.diagnostics, saved) from None
+    return MapLowering(module, pxla, pipeline=recorded, layout=layout, keepalive=imported.keepalive,
+                       host_callbacks=imported.host_callbacks, jaxpr_text=jaxpr_text, plan=plan)
 
 
 class MapLowering(FinalModule):

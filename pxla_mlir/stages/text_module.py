@@ -38,7 +38,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxlib.mlir import ir
 
-from pxla_mlir import distributed
+import pxla_mlir.distributed as distributed
 from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
 from pxla_mlir.mlir.core import pxla_attrs
 from pxla_mlir.mlir.core.context import make_context

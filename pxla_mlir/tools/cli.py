@@ -24,14 +24,14 @@ import os
 import sys
 import textwrap
 
-from pxla_mlir import __version__
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
-from pxla_mlir.mlir.pass_infra import registry
 from pxla_mlir.mlir.pass_infra.pipeline import describe_options
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_example, cmd_explore, cmd_run, cmd_sharding
 from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, invalid_choice, positive_int
+from pxla_mlir.version import __version__
 
 PROG = "pxla-mlir"
 _CPU_DEVICES_HELP = "virtual CPU devices (default 8, or the count XLA_FLAGS or JAX_NUM_CPU_DEVICES sets)"
@@ -103,17 +103,17 @@ def _cmd_passes(args) -> int:
         except plugins.PluginError as e:
             raise CliError(str(e)) from None
     if not args.names:
-        plugins.load_entry_points()
-    names = args.names or [*registry.PASSES, *registry.PIPELINES, *registry.REGISTERED]
+        plugins.read_entry_points()
+    names = args.names or [*REGISTRY.passes, *REGISTRY.pipelines, *REGISTRY.registered()]
     for name in names:
-        cls = registry.load(name)
+        cls = plugins.resolve(name)
         if cls is None:
-            known = [*registry.PASSES, *registry.PIPELINES, *registry.REGISTERED]
+            known = [*REGISTRY.passes, *REGISTRY.pipelines, *REGISTRY.registered()]
             raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes'){did_you_mean(name, known)}")
-        origin = registry.origin(name)
+        origin = REGISTRY.origin(name)
         if args.names:
             module_doc = inspect.getdoc(sys.modules[cls.__module__])  # a pass's file documents it
-            print((module_doc if name in registry.PASSES or (origin and module_doc) else inspect.getdoc(cls))
+            print((module_doc if name in REGISTRY.passes or (origin and module_doc) else inspect.getdoc(cls))
                   or cls.summary)
             if origin:
                 print(f"\nFrom {origin[2:-1]}. Options:")

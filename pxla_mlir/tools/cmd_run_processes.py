@@ -165,7 +165,7 @@ def _result(output: str) -> dict | None:
 
 
 def _worker(args) -> int:
-    from pxla_mlir import distributed
+    import pxla_mlir.distributed as distributed
 
     distributed.initialize()
     import jax

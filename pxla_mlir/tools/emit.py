@@ -24,7 +24,7 @@ from pxla_mlir.mlir.core.ir_utils import asm_text
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.pass_infra.stepwise import OnStep, UnknownStepError, run_stepwise
-from pxla_mlir.mlir.pipelines import api_options, to_stablehlo
+from pxla_mlir.mlir.pipelines import to_stablehlo
 from pxla_mlir.mlir.support.suggest import closest, did_you_mean
 from pxla_mlir.tools.errors import Choices
 from pxla_mlir.tools.targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
@@ -35,8 +35,8 @@ STAGE_CHOICES = Choices(STAGES, open_prefixes=("after:",))
 
 
 def pipeline_options(kind: str) -> list[str]:
-    """A kind's pipeline options as the API and the command line call them."""
-    return list(api_options(registry.pipeline(kind)))
+    """A kind's options (its pipeline's and its own) as the API and the command line call them."""
+    return list(registry.options(kind))
 
 
 def map_flags() -> tuple[str, ...]:

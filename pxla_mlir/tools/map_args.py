@@ -6,7 +6,7 @@ run and explore. Building them loads no kind (and no jax)."""
 from __future__ import annotations
 
 from pxla_mlir.maps import registry
-from pxla_mlir.mlir.pipelines import EXTRA_PASSES, api_options
+from pxla_mlir.mlir.pipelines import EXTRA_PASSES
 from pxla_mlir.tools.emit import MapOptions, map_flags
 
 __all__ = ["MAP_FLAGS", "add_map_arguments", "map_options"]
@@ -32,7 +32,7 @@ def add_map_arguments(p, target_help: str = "module:function or path/to/file.py:
         for flag in registry.cli_flags(kind):
             helps.setdefault(flag.field, [flag.help])
             kinds_of.setdefault(flag.field, []).append(kind)
-        for name, (help, values) in api_options(registry.pipeline(kind)).items():
+        for name, (help, values) in registry.options(kind).items():
             helps.setdefault(name, [help])
             kinds_of.setdefault(name, []).append(kind)
             if values is not None:

@@ -46,7 +46,8 @@ from pxla_mlir.maps.arguments import argnums
 from pxla_mlir.maps.function import MapFunction, Traced
 from pxla_mlir.maps.invariance import named_shapes
 from pxla_mlir.maps.tracing import trace_flat
-from pxla_mlir.mlir.pass_infra.extra_passes import refreshed
+from pxla_mlir.mlir.pass_infra.extra_passes import own_passes
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.pipelines import XmapPipeline, api_options, choices, configure
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
@@ -168,7 +169,7 @@ class XmapFunction(MapFunction[_Traced]):
                   tuple(sorted(self._resources.items())), tuple(sorted(self._anonymous_loops.items())), donate, backend,
                   self.options, ensure_fixed_sharding)
         super().__init__(fun, donate_argnums=donate, options=shared)
-        if options.pass_versions:  # (an xmap without passes of its own keeps the plain, fastest one)
+        if own_passes(options):  # (an xmap without passes of its own keeps the plain, fastest one)
             self._environment = self._versioned_environment
 
     def with_options(self, **options) -> XmapFunction:
@@ -186,11 +187,9 @@ class XmapFunction(MapFunction[_Traced]):
 
     # -- the front end's hooks (see maps.function) -------------------------------------------
     def _versioned_environment(self) -> tuple:
-        """The environment of an xmap with passes of its own (see __init__): the scope and the versions
-        of its passes as registered now, so that a pass registered again with another version lowers anew."""
-        scope = XmapFunction._environment(self)
-        self.options = refreshed(self.options)
-        return (*scope, self.options.pass_versions)
+        """The environment of an xmap with passes of its own (see __init__): the scope and the registry's
+        generation, so that a pass registered again (another version) resolves and lowers anew."""
+        return (*XmapFunction._environment(self), REGISTRY.generation)
 
     def _environment(self) -> tuple:
         """The mesh and the serial loops in scope."""

@@ -26,7 +26,6 @@ from pxla_mlir.maps.kind import JitBody
 from pxla_mlir.mlir.pipelines import XmapPipeline
 from pxla_mlir.mlir.sharding.mesh import Mesh
 from pxla_mlir.mlir.support.stats import timed
-from pxla_mlir.runtime import lowering_cache
 from pxla_mlir.stages.aot import Lowered
 from pxla_mlir.stages.lowering import Layout
 from pxla_mlir.stages.map_lowering import lower_cached
@@ -42,7 +41,9 @@ if TYPE_CHECKING:
     from jax.core import ShapedArray
     from jax.extend.core import ClosedJaxpr
 
-__all__ = ["XmapCall", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
+    from pxla_mlir.runtime.executable import Device
+
+__all__ = ["XmapCall", "XmapInputs", "input_shardings", "lower", "lower_jit_body", "register_impl", "uses_mesh"]
 
 
 # What decides a lowering in our own types, for the lowering cache's key: the dims a value maps (its text
@@ -112,11 +113,63 @@ def input_shardings(call: XmapCall) -> list[NamedSharding] | None:
     return [value_sharding(jmesh, call.plan, m, av.ndim, None) for m, av in zip(call.in_maps, call.global_in)]
 
 
+@dataclasses.dataclass(frozen=True)
+class XmapInputs:
+    """What decides an xmap's lowering (a :class:`~pxla_mlir.stages.map_lowering.LoweringInputs`): the call,
+    the devices it runs on, the pipeline (vectorize where no mesh axis is used) and whether arguments enter
+    as their tiles. The lowering cache's key is a digest of every field; the module is built from them alone."""
+
+    call: XmapCall
+    devices: tuple[Device, ...]
+    pipeline: XmapPipeline
+    tiles: bool  # arguments each device only slices its tile out of enter as that tile (.tiles)
+
+    @property
+    def platform(self) -> str:
+        return self.devices[0].platform
+
+    @property
+    def cacheable(self) -> bool:
+        # Placing tiles rewrites the pxla form and decides the input layout from it: such lowerings are not cached.
+        return not self.tiles
+
+    @property
+    def mesh(self) -> Mesh | None:
+        return _spread_mesh(self.call)
+
+    def build(self):
+        call, mesh = self.call, self.mesh
+        with timed("import"):
+            imported = import_xmap(call, mesh, call.options.lowering, len(self.devices), self.platform, call.name)
+        placed: dict = {}
+        if self.tiles and mesh is not None:
+            placed = place_tiles(imported.module, mesh_labels(dict(mesh.shape)), _jax_mesh(mesh),
+                                 [av.ndim for av in call.global_in])
+        return imported, placed
+
+    def layout(self, hints, pxla, consts: tuple) -> Layout:
+        """The input layout is import's (tiles placed: ``hints``) or the plan's."""
+        call, jmesh, devices = self.call, _jax_mesh(self.mesh), self.devices
+        placed = hints or {}
+        return Layout(devices, call.global_in, call.global_out,
+                      [placed.get(i) or value_sharding(jmesh, call.plan, m, av.ndim, devices)
+                       for i, (m, av) in enumerate(zip(call.in_maps, call.global_in))],
+                      [value_sharding(jmesh, call.plan, m, av.ndim, devices)
+                       for m, av in zip(call.out_maps, call.global_out)],
+                      call.donated, consts)
+
+    def jaxpr_text(self) -> str:
+        return self.call.jaxpr.pretty_print()
+
+
+def _jax_mesh(mesh: Mesh | None) -> JaxMesh | None:
+    return JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
+
+
 def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = False) -> Lowered:
     """``consts``: values of the leading ``len(consts)`` operands, supplied by
     the ``Compiled`` itself. ``by_tile``: arguments each device only slices its
     tile out of enter as that tile (:mod:`.tiles`)."""
-    plan = call.plan
     mesh = _spread_mesh(call)
     if mesh is not None:
         devices = list(mesh.devices.flat)
@@ -126,34 +179,10 @@ def lower(call: XmapCall, *, signature: Signature, consts=(), by_tile: bool = Fa
     else:
         devices = jax.local_devices(backend=call.backend)[:1]
     check_backend(devices, call.backend, f"xmap {call.name!r} (its mesh)")
-    platform = devices[0].platform
-    jmesh = JaxMesh(mesh.devices, mesh.axis_names) if mesh is not None else None
     options = call.options if mesh is not None else dataclasses.replace(call.options, lowering="vectorize")
-    pipeline = options.anchored()
-    # Placing tiles rewrites the pxla form and decides the input layout from it: such lowerings are not cached.
     tiles = by_tile and mesh is not None and options.lowering != "vectorize" and not is_multi_process()
-    placed: dict = {}
-
-    def build():
-        with timed("import"):
-            imported = import_xmap(call, mesh, call.options.lowering, len(devices), platform, call.name)
-        if tiles and mesh is not None:
-            placed.update(place_tiles(imported.module, mesh_labels(dict(mesh.shape)), jmesh,
-                                      [av.ndim for av in call.global_in]))
-        return imported
-
-    def layout_of(hints, pxla) -> Layout:  # the input layout is import's (tiles placed) or the plan's
-        return Layout(devices, call.global_in, call.global_out,
-                      [placed.get(i) or value_sharding(jmesh, plan, m, av.ndim, devices)
-                       for i, (m, av) in enumerate(zip(call.in_maps, call.global_in))],
-                      [value_sharding(jmesh, plan, m, av.ndim, devices)
-                       for m, av in zip(call.out_maps, call.global_out)],
-                      call.donated, consts)
-
-    key = None if tiles else lowering_cache.key("xmap", call, tuple(devices), pipeline,
-                                                lowering_cache.plugin_versions(pipeline))
-    return lower_cached(key, build, layout_of, platform=platform, pipeline=pipeline, signature=signature,
-                        jaxpr_text=call.jaxpr.pretty_print, plan=plan)
+    return lower_cached(XmapInputs(call, tuple(devices), options, tiles), signature=signature, consts=consts,
+                        plan=call.plan)
 
 
 @overload
@@ -190,10 +219,10 @@ def lower_jit_body(jaxpr: ClosedJaxpr, xmaps: list, jit: JitBody) -> Lowered:
         raise XmapError(f"the xmaps of pxla_mlir.jit function {name!r} ask for different lowerings "
                         f"({', '.join(shown)}); give them the same lowering=, shardings= and ensure_fixed_sharding=")
     (mesh,), ((options, fixed),) = meshes, lowerings
-    if "pass_versions" in jit.options:  # the jit's own passes run in its one program (its xmaps' own do not)
+    if "pxla_passes" in jit.options or "mhlo_passes" in jit.options:  # the jit's own passes run in its one
+        # program (its xmaps' own do not)
         options = dataclasses.replace(options, pxla_passes=jit.options.get("pxla_passes", ""),
-                                      mhlo_passes=jit.options.get("mhlo_passes", ""),
-                                      pass_versions=jit.options["pass_versions"])
+                                      mhlo_passes=jit.options.get("mhlo_passes", ""))
     consts = tuple(jaxpr.consts)
     body = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr.jaxpr), ())
     in_avals = tuple(core.shaped_abstractify(c) for c in consts) + tuple(global_avals)

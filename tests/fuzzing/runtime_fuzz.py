@@ -193,9 +193,11 @@ def cache_scenario(rng: random.Random, log: list[str]) -> None:
         if new:
             entries[program] = new.pop()
 
+    SEAL = pc.EXECUTABLES.seal_struct()
+
     def damage(path, how, other):
         raw = pathlib.Path(path).read_bytes()
-        head, body = raw[:pc._HEADER.size], raw[pc._HEADER.size:]
+        head, body = raw[:SEAL.size], raw[SEAL.size:]
         if how == "swap" and other:
             shutil.copy(other, path)
         elif how == "flip inside":
@@ -206,20 +208,20 @@ def cache_scenario(rng: random.Random, log: list[str]) -> None:
         elif how == "flip compressed":
             data = bytearray(raw)
             for _ in range(rng.randint(1, 8)):
-                data[rng.randrange(pc._HEADER.size, len(data))] ^= 1 << rng.randrange(8)
+                data[rng.randrange(SEAL.size, len(data))] ^= 1 << rng.randrange(8)
             pathlib.Path(path).write_bytes(bytes(data))
         elif how == "flip header":
             data = bytearray(raw)
-            data[rng.randrange(pc._HEADER.size)] ^= 1 << rng.randrange(8)
+            data[rng.randrange(SEAL.size)] ^= 1 << rng.randrange(8)
             pathlib.Path(path).write_bytes(bytes(data))
         elif how == "truncate":
             pathlib.Path(path).write_bytes(raw[:rng.randrange(len(raw))])
         elif how == "noise":
             pathlib.Path(path).write_bytes(bytes(rng.randrange(256) for _ in range(rng.randint(0, 4096))))
         elif how == "forge" and other:
-            magic, program, _, seconds = pc._HEADER.unpack(head)
-            theirs = zlib.decompress(pathlib.Path(other).read_bytes()[pc._HEADER.size:])
-            pathlib.Path(path).write_bytes(pc._HEADER.pack(magic, program, hashlib.sha256(theirs).digest(), seconds)
+            magic, program, _, seconds = SEAL.unpack(head)
+            theirs = zlib.decompress(pathlib.Path(other).read_bytes()[SEAL.size:])
+            pathlib.Path(path).write_bytes(SEAL.pack(magic, program, hashlib.sha256(theirs).digest(), seconds)
                                            + zlib.compress(theirs))
 
     try:

@@ -4,6 +4,8 @@ checked when the map is made, the cache keys that include them and their
 versions, and the handoff check that still runs after them."""
 
 import dataclasses
+import os
+import time
 
 import jax
 import jax.numpy as jnp
@@ -15,9 +17,10 @@ from jaxlib.mlir import ir
 import pxla_mlir
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.core import ir_utils
-from pxla_mlir.mlir.pass_infra import ModulePass, option, registry
+from pxla_mlir.mlir.pass_infra import ModulePass, option
 from pxla_mlir.mlir.pass_infra.extra_passes import ExtraPassesError
 from pxla_mlir.mlir.pass_infra.pipeline import PipelineFailure
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.support.stats import STATS
 
 X = np.arange(32.0, dtype=np.float32).reshape(8, 4)
@@ -82,12 +85,10 @@ class DeleteMain(ModulePass):
 
 @pytest.fixture(autouse=True)
 def test_passes():
-    saved = dict(registry.REGISTERED)
-    for cls in (TagMain, DoubleResults, BreakTypes, DeleteMain):
-        registry.register(cls)
-    yield
-    registry.REGISTERED.clear()
-    registry.REGISTERED.update(saved)
+    with REGISTRY.restored_after():
+        for cls in (TagMain, DoubleResults, BreakTypes, DeleteMain):
+            REGISTRY.add(cls, cls.__module__)
+        yield
 
 
 def body(x):
@@ -165,7 +166,7 @@ def test_pxla_stage_runs_on_the_pxla_form_before_expansion():
         def run(self, module):
             seen.append(sum(op.name == "mhlo.custom_call" for op in ir_utils.walk(module)))
 
-    registry.register(CountPlaceholders)
+    REGISTRY.add(CountPlaceholders, CountPlaceholders.__module__)
     outer = pxla_mlir.pmap(lambda x: pxla_mlir.pmap(lambda y: y * 3, "j")(x).sum(0), "i",
                            extra_passes={"pxla": "test-count-placeholders", "mhlo": "test-count-placeholders"})
     x = np.arange(16.0, dtype=np.float32).reshape(2, 4, 2)
@@ -216,12 +217,12 @@ def test_cache_keys_hold_the_passes_their_options_and_versions(kind):
         class TagMainV2(TagMain):
             version = "2"
 
-        registry.register(TagMainV2)  # the same pass, registered again with another version
+        REGISTRY.add(TagMainV2, TagMainV2.__module__)  # the same pass, registered again with another version
         assert _lowerings(f, X) == 1  # the same object lowers again
         assert "test-tag-main@2" in make(kind, "test-tag-main{tag=a}", fun).lower(X).pipeline
         lowered = f.lower(X)
         assert "test-tag-main@2" in lowered.pipeline
-        registry.register(TagMain)
+        REGISTRY.add(TagMain, TagMain.__module__)
         assert _lowerings(f, X) == 0  # version 1's program is still cached
         assert "test-tag-main@1" in f.lower(X).pipeline
 
@@ -245,7 +246,7 @@ def test_the_bound_primitive_is_keyed_on_the_versions_too():
             DoubleResults.run(self, module)
 
     before = STATS["lowerings"]
-    registry.register(Triple)
+    REGISTRY.add(Triple, Triple.__module__)
     g2 = grad(X)
     assert STATS["lowerings"] > before
     np.testing.assert_allclose(np.asarray(g1), np.asarray(g2))
@@ -332,7 +333,7 @@ import jax, numpy as np, pxla_mlir
 from jax import lax
 from jaxlib.mlir import ir
 from pxla_mlir.mlir.core import ir_utils
-from pxla_mlir.mlir.pass_infra import ModulePass, registry
+from pxla_mlir.mlir.pass_infra import ModulePass, register_pass
 
 version = sys.argv[2]
 
@@ -347,7 +348,7 @@ class Tag(ModulePass):
 
 
 Tag.version = version
-registry.register(Tag)
+register_pass(Tag)
 pxla_mlir.enable_compilation_cache(sys.argv[1])
 hits = []
 jax.monitoring.register_event_listener(lambda name, **kw: hits.append(name) if name.endswith("cache_hits") else 0)
@@ -372,3 +373,52 @@ def test_the_persistent_cache_follows_the_passes_version(tmp_path):
     assert run("1")[0] == "0"  # cold
     assert run("1")[0] == "1"  # the same pass and version: loaded
     assert run("2") == ["0", "128.0"]  # the pass changed: compiled anew, never the stale executable
+
+
+SCALE_PLUGIN = '''
+import dataclasses
+from jaxlib.mlir import ir
+from pxla_mlir.passes import ModulePass
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleResults(ModulePass):
+    argument = "test-scale-results"
+    summary = "Adds @main's results to themselves FACTOR - 1 times"
+    version = "VERSION"
+
+    def run(self, module):
+        main = next(op for op in module.regions[0].blocks[0].operations
+                    if ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        ret = main.regions[0].blocks[0].operations[len(main.regions[0].blocks[0].operations) - 1]
+        with ir.InsertionPoint(ret):
+            for i, v in enumerate(list(ret.operands)):
+                total = v
+                for _ in range(FACTOR - 1):
+                    total = ir.Operation.create("mhlo.add", results=[v.type], operands=[total, v]).result
+                ret.operands[i] = total
+'''
+
+
+@pytest.mark.parametrize("kind", ["pmap", "xmap", "jit"])
+def test_a_plugin_file_edited_and_loaded_again_runs_its_new_version_in_old_and_new_maps(tmp_path, kind):
+    from pxla_mlir.mlir.pass_infra import plugins
+
+    path = tmp_path / "scale.py"
+    path.write_text(SCALE_PLUGIN.replace("VERSION", "1").replace("FACTOR", "2"))
+    plugins.load_plugin(str(path))
+
+    def fun(x):  # a function of its own: the caches are shared by function
+        return lax.psum(x, "i") * 1.0
+
+    ctx = pxla_mlir.Mesh.create({"x": 8}) if kind == "xmap" else _null()
+    with ctx:
+        before = make(kind, "test-scale-results", fun)
+        plain = np.asarray(jax.vmap(fun, axis_name="i")(X))
+        np.testing.assert_array_equal(np.asarray(before(X)), 2 * plain)
+        path.write_text(SCALE_PLUGIN.replace("VERSION", "2").replace("FACTOR", "3"))
+        os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+        plugins.load_plugin(str(path))
+        np.testing.assert_array_equal(np.asarray(before(X)), 3 * plain)  # the map made before
+        np.testing.assert_array_equal(np.asarray(make(kind, "test-scale-results", fun)(X)), 3 * plain)
+        assert "test-scale-results@2" in before.lower(X).pipeline

@@ -1,6 +1,7 @@
 """A map whose pass pipeline fails saves a reproducer, and ``pxla-opt --run-reproducer`` replays it to the
 same error (the reproducer names the pipeline the map ran)."""
 
+import dataclasses
 import pathlib
 import subprocess
 import sys
@@ -10,7 +11,9 @@ import jax.numpy as jnp
 import pytest
 
 import pxla_mlir
-from pxla_mlir.mlir.pass_infra import PipelineFailure, reproducer
+from pxla_mlir.mlir.pass_infra import NamedPipeline, PipelineFailure, reproducer
+from pxla_mlir.mlir.pipelines import PmapPipeline
+from pxla_mlir.passes.verify_handoff import VerifyHandoffPass
 from pxla_mlir.pmaps import lower as pmap_lower
 from pxla_mlir.stages import map_lowering
 
@@ -19,9 +22,27 @@ from pxla_mlir.stages import map_lowering
 def failing_pmap_pipeline(monkeypatch):
     """pmaps lower with their real pipeline followed by a handoff check no module of 8 devices passes."""
 
-    def lower_then_fail(key, build, layout_of, *, pipeline, **kwargs):
-        failing = pipeline.removesuffix(")") + ",pxla-verify-handoff{num-replicas=3 num-partitions=3})"
-        return map_lowering.lower_cached(None, build, layout_of, pipeline=failing, **kwargs)
+    @dataclasses.dataclass(frozen=True)
+    class Failing(NamedPipeline):
+        argument = "test-failing-pipeline"
+        summary = "A map's pipeline, then a check no module of 8 devices passes"
+        of: NamedPipeline = PmapPipeline()
+
+        def steps(self):
+            return [*self.of.steps(), VerifyHandoffPass(num_replicas=3, num_partitions=3)]
+
+    class FailingInputs:
+        def __init__(self, inputs):
+            self.inputs = inputs
+
+        def __getattr__(self, name):
+            return getattr(self.inputs, name)
+
+        pipeline = property(lambda self: Failing(self.inputs.pipeline))
+        cacheable = False
+
+    def lower_then_fail(inputs, **kwargs):
+        return map_lowering.lower_cached(FailingInputs(inputs), **kwargs)
 
     monkeypatch.setattr(pmap_lower, "lower_cached", lower_then_fail)
 

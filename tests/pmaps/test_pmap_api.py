@@ -57,7 +57,7 @@ def test_lowered_is_pure_mhlo_and_compiled_reports_hlo_and_costs():
     lowered = f.lower(x)
     dialects = {op.name.split(".")[0] for op in walk(lowered.mhlo().operation)}
     assert dialects == {"builtin", "func", "mhlo"}
-    assert lowered.pipeline == "builtin.module(pxla-pmap-pipeline{mode=replica unshard=all-gather sharding-dialect=sdy pieces=on})"
+    assert lowered.pipeline == "builtin.module(pxla-pmap-pipeline{mode=replica unshard=all-gather sharding-dialect=sdy})"
     # Replica mode keeps the per-device layout record to the end; XLA ignores it.
     assert 'pxla.tile_dims = [["i"], []]' in lowered.pxla_text() and 'pxla.tile_dims = [["i"], []]' in lowered.as_text()
     compiled = lowered.compile()

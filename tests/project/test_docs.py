@@ -11,7 +11,7 @@ from conftest import REPO
 
 from pxla_mlir.mlir.cli.docs import passes_markdown, pxla_form_markdown
 from pxla_mlir.mlir.core import pxla_attrs
-from pxla_mlir.mlir.pass_infra import registry
+from pxla_mlir.mlir.pass_infra.registry import PASSES, PIPELINES, REGISTRY
 from pxla_mlir.tools.cli import build_parser
 from pxla_mlir.tools.cli_reference import cli_markdown
 from pxla_mlir.tools.quickstart_page import quickstart_markdown
@@ -72,11 +72,11 @@ def test_pxla_form_md_names_every_attribute_and_placeholder():
 
 def test_every_pass_and_pipeline_has_a_section_with_its_options():
     text = passes_markdown()
-    for name in [*registry.PASSES, *registry.PIPELINES]:
+    for name in [*PASSES, *PIPELINES]:
         section = text.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
-        assert registry.load(name).summary in section
-        for info in registry.load(name).options():
+        assert REGISTRY.load(name).summary in section
+        for info in REGISTRY.load(name).options():
             assert f"| `{info.name}` |" in section, f"{name} documents no option {info.name}"
-    for name in registry.PASSES:
+    for name in PASSES:
         section = text.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
         assert "```mlir" in section, f"{name}'s docstring shows no IR"

@@ -13,13 +13,16 @@ from pxla_mlir.examples.plugins.collective_bytes import CollectiveBytesPass
 from pxla_mlir.examples.plugins.unshard_as_all_gather import UnshardAsAllGatherPass
 from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
-from pxla_mlir.mlir.pass_infra import Pipeline, registry, run_pipeline
+from pxla_mlir.mlir.pass_infra import Pipeline, run_pipeline
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
 
 @pytest.fixture(autouse=True)
-def registered(monkeypatch):
-    for cls in (UnshardAsAllGatherPass, CollectiveBytesPass):
-        monkeypatch.setitem(registry.REGISTERED, cls.argument, cls)
+def registered():
+    with REGISTRY.restored_after():
+        for cls in (UnshardAsAllGatherPass, CollectiveBytesPass):
+            REGISTRY.add(cls, cls.__module__)
+        yield
 
 
 def run_passes(text: str, pipeline: str) -> tuple[str, list]:

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.subprocess, pytest.mark.xdist_group("installed_wheel")
 
 #: The examples the wheel ships as pxla_mlir.examples (pxla-mlir example).
 EXAMPLE_FILES = ("pmap_demo.py", "train_step.py", "nested_reduction.py", "xmap_2d.py", "per_device_psum.mlir",
-                 "plugins/__init__.py", "plugins/device_groups.py", "plugins/collective_bytes.py",
+                 "plugins/__init__.py", "plugins/collective_bytes.py",
                  "plugins/unshard_as_all_gather.py")
 
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 from pxla_mlir.mlir.cli import pxla_opt
-from pxla_mlir.mlir.pass_infra import plugins, registry
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
 HEREDOC = re.compile(r"^cat > (?P<path>\S+) <<'EOF'\n(?P<text>.*?)^EOF$", re.S | re.M)
 
@@ -27,11 +27,8 @@ def written(tmp_path):
     for path, text in files.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
-    saved = [(table, dict(table)) for table in (registry.REGISTERED, registry.SOURCES, plugins._LOADED)]
-    yield tmp_path
-    for table, before in saved:  # the registry as it was: the next test loads its own plugins
-        table.clear()
-        table.update(before)
+    with REGISTRY.restored_after():  # the registry as it was: the next test loads its own plugins
+        yield tmp_path
 
 
 def test_the_pages_pass_rewrites_and_reports(written, capsys):
@@ -43,7 +40,7 @@ def test_the_pages_pass_rewrites_and_reports(written, capsys):
     argv = [str(errors), f"--load-pass-plugin={plugin}", "-donate-arguments=args=1", "--split-input-file",
             "--verify-diagnostics"]
     assert pxla_opt.main(argv) == 0, capsys.readouterr().err
-    assert registry.load("donate-arguments").version == "1"
+    assert REGISTRY.load("donate-arguments").version == "1"
 
 
 @pytest.mark.subprocess

@@ -123,14 +123,15 @@ TRUST = """
             return rejected[0].split(" was not used: ")[1].split(";")[0]
         return "hit" if len(hits) > before else "compiled"
 
+    SEAL = pc.EXECUTABLES.seal_struct()
+
     def entry(directory):  # the executable's entry (the lowering's is beside it)
-        (path,) = [p for p in glob.glob(os.path.join(root, directory, "pxla-*-cache"))
-                   if not os.path.basename(p).startswith("pxla-lowering-")]
+        (path,) = glob.glob(os.path.join(root, directory, pc.EXECUTABLES.prefix + "*-cache"))
         return path
 
     def parts(path):
         raw = open(path, "rb").read()
-        return raw[:pc._HEADER.size], zlib.decompress(raw[pc._HEADER.size:])
+        return raw[:SEAL.size], zlib.decompress(raw[SEAL.size:])
 
     print("cold", run("a", 3.0, 3), run("c", 5.0, 4), run("b", 5.0, 3))
     print("warm", run("b", 5.0, 3))
@@ -146,8 +147,8 @@ TRUST = """
     print("other-shape", run("b", 5.0, 3))
     own_header, _ = parts(entry("b"))
     _, other = parts(entry("c"))  # the program digest of (8, 3), the executable of (8, 4), checksums that agree
-    magic, program, _, seconds = pc._HEADER.unpack(own_header)
-    forged = pc._HEADER.pack(magic, program, hashlib.sha256(other).digest(), seconds) + zlib.compress(other)
+    magic, program, _, seconds = SEAL.unpack(own_header)
+    forged = SEAL.pack(magic, program, hashlib.sha256(other).digest(), seconds) + zlib.compress(other)
     open(entry("b"), "wb").write(forged)
     print("forged", run("b", 5.0, 3))
     print("healed", run("b", 5.0, 3))
@@ -167,7 +168,7 @@ def test_cache_entries_are_checked_against_the_program(tmp_path):
     assert lines["cold"] == "compiled compiled compiled"
     assert lines["warm"] == "hit"
     assert lines["swapped"] == "it was compiled from another module or for other devices"
-    assert lines["damaged"] == "its executable is damaged (checksum mismatch)"
+    assert lines["damaged"] == "its payload is damaged (checksum mismatch)"
     assert lines["other-shape"] == "it was compiled from another module or for other devices"
     assert lines["forged"].startswith("its parameter 0 is ((1, 4), dtype('float32')) per device"), lines["forged"]
     assert lines["healed"] == "hit"

@@ -233,7 +233,7 @@ def test_cli_compare_with_the_other_unshard_strategy(tmp_path):
     assert result.returncode == 0, result.stderr
     text = out.read_text()
     assert f"{NESTED}?unshard=all-reduce" in text
-    assert "pxla-pmap-pipeline{mode=replica unshard=all-reduce sharding-dialect=sdy pieces=off}" in text
+    assert "pxla-pmap-pipeline{mode=replica unshard=all-reduce sharding-dialect=sdy}" in text
     assert "dynamic_update_slice" in text and 'class="row differs"' in text and 'class="row same"' in text
 
 

@@ -20,8 +20,9 @@ from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
 from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.core.verify_diagnostics import parse_expectations, verify
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, plugins, registry, reproducer
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, plugins, reproducer
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
 BYTECODE_MAGIC = b"ML\xefR"
 _BUFFER_LOC = re.compile(r'loc\("-":(?=\d+:\d+\))')
@@ -231,8 +232,8 @@ class Driver:
     def check_print_names(self, ctx: ir.Context) -> None:
         for flag, names in (("before", self.print_before), ("after", self.print_after)):
             for name in names:
-                known = name in registry.PASSES or name in registry.REGISTERED
-                kind = "pipeline" if name in registry.PIPELINES else "pass" if known else \
+                known = name in REGISTRY.passes or REGISTRY.is_registered(name)
+                kind = "pipeline" if name in REGISTRY.pipelines else "pass" if known else \
                     jaxlib_passes.kind(name, ctx)
                 if kind is None:
                     raise UsageError(f"--mlir-print-ir-{flag}: unknown pass '{name}' ({PROG} --list-passes lists them)")

@@ -10,11 +10,12 @@ import difflib
 import io
 import re
 
-from pxla_mlir import __version__
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
-from pxla_mlir.mlir.pass_infra import PipelineSyntaxError, jaxlib_passes, plugins, registry
+from pxla_mlir.mlir.pass_infra import PipelineSyntaxError, jaxlib_passes, plugins
 from pxla_mlir.mlir.pass_infra.pipeline import describe_options
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import pass_element
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
+from pxla_mlir.version import __version__
 
 PROG = "pxla-opt"
 DEFAULT_SPLIT_MARKER = "// -----"
@@ -132,22 +133,25 @@ def _columns(names, out, indent: int = 2, width: int = 110) -> None:
 
 
 def list_passes(out) -> None:
-    groups = (("Passes", registry.PASSES), ("Pass pipelines", registry.PIPELINES))
+    groups = (("Passes", REGISTRY.passes), ("Pass pipelines", REGISTRY.pipelines))
     for title, table in groups:
         print(f"{title}:", file=out)
         for arg in table:
-            cls = registry.load(arg)
+            cls = REGISTRY.load(arg)
             assert cls is not None  # arg is a name of the registry's own table
             print(f"  {arg:<34} {cls.summary}", file=out)
             for line in describe_options(cls):
                 print(f"      {line}", file=out)
-    plugins.load_entry_points()
-    if registry.REGISTERED:
+    plugins.read_entry_points()
+    registered = REGISTRY.registered()
+    if registered:
         print("Plugin passes:", file=out)
-        for arg, cls in registry.REGISTERED.items():
-            print(f"  {arg:<34} {cls.summary} [plugin {registry.SOURCES.get(arg, '?')}]", file=out)
+        for arg, cls in registered.items():
+            print(f"  {arg:<34} {cls.summary} [plugin {REGISTRY.source(arg) or '?'}]", file=out)
             for line in describe_options(cls):
                 print(f"      {line}", file=out)
+    for broken in REGISTRY.broken:
+        print(f"warning: installed pass plugin {broken.label} did not load: {broken.error}", file=out)
     print(f"jaxlib's passes (jaxlib {jaxlib_passes.JAXLIB_VERSION}, which does not expose their descriptions):",
           file=out)
     _columns(jaxlib_passes.MODULE_PASSES, out)
@@ -185,7 +189,7 @@ def bool_flags_argv(argv: list[str]) -> list[str]:
 
 def _pass_names() -> dict[str, str]:
     """Every registered pass and pipeline, with where it runs: "module", or "func" (jaxlib's passes on func.func)."""
-    names = dict.fromkeys([*registry.REGISTERED, *registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES,
+    names = dict.fromkeys([*REGISTRY.names(), *jaxlib_passes.MODULE_PASSES,
                            *jaxlib_passes.PIPELINES], "module")
     names.update(dict.fromkeys(jaxlib_passes.FUNC_PASSES, "func"))
     return names
@@ -212,7 +216,7 @@ def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[l
             taken = not taken and a in valued
             continue
         name, eq, options = a.lstrip("-").partition("=")
-        if name not in names and plugins.load_entry_points():  # an installed plugin's pass, perhaps
+        if name not in names and plugins.read_entry_points():  # an installed plugin's pass, perhaps
             names = _pass_names()
         if name not in names:
             # Not '-oFILE' or '-pPIPELINE' but a misspelled flag or pass; '-pxla_expand_shard' is no '-p' either.

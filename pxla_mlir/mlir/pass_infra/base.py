@@ -28,8 +28,8 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import diagnostics
 from pxla_mlir.mlir.core.diagnostics import PassError
-from pxla_mlir.mlir.pass_infra import registry
 from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
 __all__ = ["ModulePass", "NamedPipeline", "PassError", "Step"]
 
@@ -114,7 +114,7 @@ class ModulePass(_Configurable):
         pm.add(callback, name=type(self).__name__, argument=self.argument, description=self.summary)
 
     def _callback(self, *, verify: bool = False):
-        origin = registry.origin(self.argument)  # a plugin's pass: its errors name the plugin
+        origin = REGISTRY.origin(self.argument)  # a plugin's pass: its errors name the plugin
 
         def callback(op, pass_handle):
             state = {"root": op, "failed": False}
@@ -195,3 +195,7 @@ class NamedPipeline(_Configurable):
     def anchored(self) -> str:
         """This pipeline as a whole pass pipeline: ``builtin.module(<spec>)``."""
         return f"builtin.module({self.spec()})"
+
+    def recorded(self) -> str:
+        """The text a lowering made by this pipeline records (``Lowered.pipeline``, reproducers)."""
+        return self.anchored()

@@ -12,26 +12,31 @@ pipelines (:mod:`pxla_mlir.mlir.pipelines`) hold them as the options
 ``pxla-passes``, ``mhlo-passes`` and ``pass-versions``; ``pxla-verify-handoff``
 runs after both, so no pass hands XLA a module it would not accept.
 
-``pass-versions`` records the ``version`` each pxla pass among them declares
-(``my-pass@2``): the pipeline text is part of every cache key, so a pass
-whose version changed never reuses a lowering made by the old one. The text
-is checked eagerly (:func:`extra_pass_options`): a typo is an
-:class:`ExtraPassesError` naming the keyword, when the map is made.
+A map holds the text; where it lowers, the text is resolved as the registry
+has the passes then, and every pass's version is part of the lowering's key
+(:func:`~pxla_mlir.mlir.pass_infra.pipeline.pass_versions`), so a pass
+registered again with another version never reuses a lowering made by the
+old one. The text a lowering records (``Lowered.pipeline``) adds
+``pass-versions``, the ``version`` each of these passes had
+(``my-pass@2``): a replay with another version is refused
+(:func:`check_versions`). The text is checked eagerly
+(:func:`extra_pass_options`): a typo is an :class:`ExtraPassesError` naming
+the keyword, when the map is made.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.mlir.pass_infra import registry
 from pxla_mlir.mlir.pass_infra.base import ModulePass
-from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR, PipelineSyntaxError
+from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR, Parser, PipelineSyntaxError
+from pxla_mlir.mlir.pass_infra.plugins import resolve
 
-__all__ = ["EXTRA_FIELDS", "STAGES", "ExtraPassesError", "check_versions", "current_versions", "extra_pass_options",
-           "refreshed", "unbraced"]
+__all__ = ["EXTRA_FIELDS", "STAGES", "ExtraPassesError", "check_versions", "extra_pass_options", "own_pass_versions",
+           "own_passes", "unbraced"]
 
 #: The stages a mapping given to ``extra_passes=`` may name, and the pipeline option each sets.
 STAGES = {"pxla": "pxla_passes", "mhlo": "mhlo_passes"}
@@ -76,21 +81,17 @@ def _canonical(text: str, keyword: str) -> tuple[str, list[ModulePass]]:
     return str(pipeline)[len(ROOT_ANCHOR) + 1:-1], passes
 
 
-def _versions(passes: list[ModulePass], keyword: str) -> tuple[str, ...]:
-    out: dict[str, None] = {}
+def _check_versions_readable(passes: list[ModulePass], keyword: str) -> None:
     for p in passes:
-        # as registered now (a parsed pipeline is cached by its text, with the classes it was parsed with)
-        version = str(getattr(registry.load(p.argument), "version", type(p).version))
+        version = str(type(p).version)
         if not _VERSION.fullmatch(version):
             raise ExtraPassesError(f"{keyword}: pass '{p.argument}' declares version {version!r}: a version is "
                                    f"letters, digits, '.', '+' and '-' (e.g. version = \"2\")")
-        out[f"{p.argument}@{version}"] = None
-    return tuple(out)
 
 
 def extra_pass_options(value, keyword: str = "extra_passes") -> dict:
-    """The map pipeline options (``pxla_passes``, ``mhlo_passes``, ``pass_versions``) of ``extra_passes=``:
-    {} for None or ""; raises :class:`ExtraPassesError` naming ``keyword`` if the text does not parse."""
+    """The map pipeline options (``pxla_passes``, ``mhlo_passes``) of ``extra_passes=``: {} for None or "";
+    raises :class:`ExtraPassesError` naming ``keyword`` if the text does not parse."""
     if value is None:
         return {}
     if isinstance(value, Mapping):
@@ -111,36 +112,30 @@ def extra_pass_options(value, keyword: str = "extra_passes") -> dict:
         if elements:
             options[STAGES[stage]] = elements
             passes += found
-    if options:
-        options["pass_versions"] = _versions(passes, keyword)
+    _check_versions_readable(passes, keyword)
     return options
 
 
-def current_versions(versions: tuple[str, ...]) -> tuple[str, ...]:
-    """``pass@version`` entries with the versions their passes declare now."""
-    out = []
-    for entry in versions:
-        argument = entry.rpartition("@")[0]
-        cls = registry.load(argument)
-        out.append(entry if cls is None else f"{argument}@{cls.version}")
-    return tuple(out)
+def own_passes(options: Any) -> bool:
+    """Does a map pipeline's options value hold passes of the map's own?"""
+    return bool(options.pxla_passes or options.mhlo_passes)
 
 
-def refreshed(options):
-    """A map pipeline's options with the versions its passes declare now (``options`` itself if unchanged):
-    a map made before its pass was registered again lowers with the new one."""
-    versions = options.pass_versions
-    if not versions:
-        return options
-    now = current_versions(versions)
-    return options if now == versions else dataclasses.replace(options, pass_versions=now)
+def own_pass_versions(options: Any) -> tuple[str, ...]:
+    """``pass@version`` of each pxla pass among a map pipeline's own passes (``options.pxla_passes`` and
+    ``options.mhlo_passes``), as registered now: the ``pass-versions`` of the text a lowering records."""
+    from pxla_mlir.mlir.pass_infra.pipeline import pass_versions
+
+    names = {el.name for text in (options.pxla_passes, options.mhlo_passes) if text
+             for el in Parser(f"{ROOT_ANCHOR}({text})").parse().children or ()}
+    return tuple(f"{name}@{version}" for name, version in pass_versions(options) if name in names)
 
 
 def check_versions(argument: str, versions: tuple[str, ...]) -> None:
     """Raises :class:`ExtraPassesError` unless every ``pass@version`` names a registered pass of that version."""
     for entry in versions:
         name, at, version = entry.rpartition("@")
-        cls = registry.load(name) if at else None
+        cls = resolve(name) if at else None
         if cls is None:
             raise ExtraPassesError(f"{argument}: pass-versions names {entry!r}, which is not a registered pass at a "
                                    f"version (pass@version): load the plugin that defines it "

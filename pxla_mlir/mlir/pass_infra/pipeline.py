@@ -27,8 +27,8 @@ from jaxlib.mlir import ir, passmanager
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
-from pxla_mlir.mlir.pass_infra import registry, reproducer as reproducer_file
-from pxla_mlir.mlir.pass_infra.base import ModulePass, Step
+from pxla_mlir.mlir.pass_infra import reproducer as reproducer_file
+from pxla_mlir.mlir.pass_infra.base import ModulePass, NamedPipeline, Step
 from pxla_mlir.mlir.pass_infra.guards import guards_for
 from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields, split_top_level
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import (
@@ -40,10 +40,13 @@ from pxla_mlir.mlir.pass_infra.pipeline_syntax import (
     source_text,
     walk,
 )
+from pxla_mlir.mlir.pass_infra.plugins import resolve
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
+from pxla_mlir.mlir.support.lru import LRU
 
 # PipelineSyntaxError, pass_element and ROOT_ANCHOR live in pipeline_syntax; this module's names for them stay.
-__all__ = ["ROOT_ANCHOR", "Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "run_pipeline",
-           "save_reproducer"]
+__all__ = ["ROOT_ANCHOR", "Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "pass_versions",
+           "run_pipeline", "save_reproducer"]
 
 # -- resolved pipeline -----------------------------------------------------------
 
@@ -80,8 +83,7 @@ def did_you_mean(name: str) -> str:
     """``"; did you mean 'NAME'?"`` for the registered pass or pipeline spelled most like ``name``, or ``""``."""
     from pxla_mlir.mlir.pass_infra import jaxlib_passes
 
-    known = [*registry.REGISTERED, *registry.PASSES, *registry.PIPELINES, *jaxlib_passes.MODULE_PASSES, *jaxlib_passes.FUNC_PASSES,
-             *jaxlib_passes.PIPELINES]
+    known = [*REGISTRY.names(), *jaxlib_passes.MODULE_PASSES, *jaxlib_passes.FUNC_PASSES, *jaxlib_passes.PIPELINES]
     close = difflib.get_close_matches(name, known, n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -95,7 +97,8 @@ def _jaxlib_error(err: str, el: Element, ctx: ir.Context, llvm_said: str = "") -
     if m:  # a pipeline in an option (inline{op-pipelines=...}) named an unknown pass
         return f"{el.name}: its options name an unknown pass or pipeline '{m.group(1)}'{did_you_mean(m.group(1))}"
     if "does not refer to a registered pass" in err:
-        return f"unknown pass or pipeline '{el.name}'{did_you_mean(el.name)} (pxla-opt --list-passes lists them)"
+        return (f"unknown pass or pipeline '{el.name}'{did_you_mean(el.name)} (pxla-opt --list-passes lists "
+                f"them){REGISTRY.broken_note()}")
     m = re.search(r"no such option (\S+)", err)
     if m:
         valid = _jaxlib_option_names(el.name, ctx)
@@ -114,14 +117,19 @@ def _jaxlib_option_names(name: str, ctx: ir.Context) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
+    """Passes to run, in order: pxla pass instances, and jaxlib passes as their canonical text. A value: made
+    from text (:meth:`parse`) or from a named pipeline's options (:meth:`of`); its text (``str``) is derived,
+    for records, reproducers and keys."""
+
     steps: tuple[Step, ...]
 
     @classmethod
     def cached(cls, text: str, ctx: ir.Context | None = None) -> Pipeline:
-        """Parsed once per process; a Pipeline builds PassManagers for any context.
-        The first call parses in ``ctx`` (the caller holds it), or in a fresh
-        context if none is given."""
-        pipeline = _PARSED.get(text)
+        """Parsed once per process and registry generation (a pass registered again is resolved anew); a
+        Pipeline builds PassManagers for any context. The first call parses in ``ctx`` (the caller holds
+        it), or in a fresh context if none is given."""
+        key = (text, REGISTRY.generation)
+        pipeline = _PARSED.get(key)
         if pipeline is None:
             if ctx is None:
                 from pxla_mlir.mlir.core.context import make_context
@@ -131,7 +139,7 @@ class Pipeline:
                 from pxla_mlir.mlir.core.context import register_passes
 
                 register_passes()  # jaxlib's textual passes, as make_context does
-            pipeline = _PARSED.setdefault(text, cls.parse(text, ctx))
+            pipeline = _PARSED[key] = cls.parse(text, ctx)
         return pipeline
 
     @classmethod
@@ -142,14 +150,22 @@ class Pipeline:
             steps.extend(_resolve(el, text, ctx, depth=0))
         return cls(tuple(_merge_text(steps)))
 
+    @classmethod
+    def of(cls, named: NamedPipeline, ctx: ir.Context | None = None) -> Pipeline:
+        """The passes a named pipeline's options value runs (``PmapPipeline(mode="partition")``), as
+        registered now: its steps as they are, text steps resolved; once per registry generation."""
+        key = (named, REGISTRY.generation)
+        pipeline = _EXPANDED.get(key)
+        if pipeline is None:
+            pipeline = _EXPANDED[key] = cls(tuple(_merge_text(_expand(named, ctx, depth=0))))
+        return pipeline
+
     def __str__(self) -> str:
         return f"{ROOT_ANCHOR}({','.join(str(s) for s in self.steps)})"
 
     def plugins(self) -> tuple[str, ...]:
         """The pass plugins to load for this pipeline to parse again (what a reproducer records)."""
-        from pxla_mlir.mlir.pass_infra import plugins
-
-        return plugins.specs_for(s.argument for s in self.steps if isinstance(s, ModulePass))
+        return REGISTRY.specs_for(s.argument for s in self.steps if isinstance(s, ModulePass))
 
     def verified_at_end(self, verify: Verify) -> bool:
         """Whether the PassManager of this policy leaves the module verified:
@@ -180,16 +196,46 @@ class Pipeline:
             else:
                 # A plugin's pass is verified by its bridge whatever the policy: no later pass sees IR it broke,
                 # and the error names the plugin.
-                plugin = step.argument in registry.REGISTERED
+                plugin = REGISTRY.is_registered(step.argument)
                 step.add_to(pm, verify=verify == "pxla-changes" or plugin)
         return pm
 
 
-#: Pipeline.cached's pipelines by text.
-_PARSED: dict[str, Pipeline] = {}
+#: Pipeline.cached's pipelines by text and registry generation, Pipeline.of's by options value and generation
+#: (the generation moves when a pass is registered: older entries age out).
+_PARSED: LRU = LRU(256)
+_EXPANDED: LRU = LRU(256)
+_CLASSES: LRU = LRU(256)
 #: Canonical text of jaxlib pipeline elements by source text: passes are
 #: registered process-wide, so the text does not depend on the context.
 _CANONICAL: dict[str, str] = {}
+
+
+def pass_versions(named: NamedPipeline) -> tuple[tuple[str, str], ...]:
+    """(argument, version) of every pxla pass a named pipeline's options value runs, as registered now:
+    with its text, what decides the passes a lowering ran. Read without an MLIR context, from the steps and
+    the names in their text; which class each name is is resolved once per registry generation, its
+    ``version`` read each time."""
+    key = (named, REGISTRY.generation)
+    classes = _CLASSES.get(key)
+    if classes is None:
+        classes = _CLASSES[key] = tuple(dict.fromkeys(_classes_of(named, 0)))
+    return tuple((argument, str(cls.version)) for argument, cls in classes)
+
+
+def _classes_of(named: NamedPipeline, depth: int) -> list[tuple[str, type[ModulePass]]]:
+    out: list[tuple[str, type[ModulePass]]] = []
+    for step in named.steps():
+        if not isinstance(step, str):
+            out.append((step.argument, type(step)))
+            continue
+        for el in Parser(f"{ROOT_ANCHOR}({step})").parse().children or ():
+            cls = resolve(el.name) if el.children is None else None
+            if cls is not None and issubclass(cls, ModulePass):
+                out.append((el.name, cls))
+            elif cls is not None and depth <= 16:
+                out += _classes_of(cls.from_options(el.options or ""), depth + 1)
+    return out
 
 
 def _merge_text(steps: list[Step]) -> list[Step]:
@@ -202,32 +248,49 @@ def _merge_text(steps: list[Step]) -> list[Step]:
     return out
 
 
-def _resolve(el: Element, text: str, ctx: ir.Context, depth: int) -> list[Step]:
+def _resolve(el: Element, text: str, ctx: ir.Context | None, depth: int) -> list[Step]:
     if el.children is not None:  # nested anchor, e.g. func.func(cse): jaxlib only
         for child in walk(el):
-            if registry.is_pxla_name(child.name):
+            if REGISTRY.is_pxla_name(child.name):
                 raise PipelineSyntaxError(
                     f"'{child.name}' runs on {ROOT_ANCHOR}; it cannot be nested inside "
                     f"'{el.name}(...)' (move it to the top level)", text, child.col)
         return [_canonical_jaxlib(el, text, ctx)]
-    cls = registry.load(el.name)
+    cls = resolve(el.name)
     if cls is None:
         return [_canonical_jaxlib(el, text, ctx)]
     try:
         instance = cls.from_options(el.options or "")
     except OptionError as e:
-        raise PipelineSyntaxError(f"{e}{registry.origin(el.name)}", text, el.col) from None
+        raise PipelineSyntaxError(f"{e}{REGISTRY.origin(el.name)}", text, el.col) from None
     if isinstance(instance, ModulePass):
         return [instance]
     if depth > 16:
         raise PipelineSyntaxError(f"pipeline '{el.name}' expands into itself", text, el.col)
-    sub = Parser(f"{ROOT_ANCHOR}({instance.elements()})").parse()
-    return [s for child in sub.children or () for s in _resolve(child, text, ctx, depth + 1)]
+    return _expand(instance, ctx, depth + 1)
 
 
-def _canonical_jaxlib(el: Element, text: str, ctx: ir.Context) -> str:
+def _expand(named: NamedPipeline, ctx: ir.Context | None, depth: int) -> list[Step]:
+    """A named pipeline's steps: pass instances as they are, text (jaxlib's passes, a map's own passes)
+    resolved."""
+    out: list[Step] = []
+    for step in named.steps():
+        if isinstance(step, str):
+            text = f"{ROOT_ANCHOR}({step})"
+            out += [s for child in Parser(text).parse().children or () for s in _resolve(child, text, ctx, depth)]
+        else:
+            out.append(step)
+    return out
+
+
+def _canonical_jaxlib(el: Element, text: str, ctx: ir.Context | None) -> str:
     source = source_text(el)
     if source not in _CANONICAL:
+        from pxla_mlir.mlir.core.context import make_context, register_passes
+
+        register_passes()  # jaxlib's textual passes, as make_context does (once per process)
+        if ctx is None:  # a named pipeline expanded outside any context, a jaxlib pass seen first here
+            ctx = make_context()
         _CANONICAL[source] = _canonical_text(el, source, text, ctx)
     return _CANONICAL[source]
 

@@ -6,15 +6,18 @@
 :func:`load_plugin` imports a ``.py`` file or a dotted module and registers
 every pass it defines (a module-level ``ModulePass`` subclass with an
 ``argument``); installed packages declare theirs in the ``pxla_mlir.passes``
-entry-point group (:func:`load_entry_points`, loaded the first time a name
-is not found); :func:`register_pass` registers one class from Python.
-A registered pass is a pass like the built-in ones: pipelines, pass flags,
-``--list-passes``, reproducers (which record the plugins, :func:`specs_for`).
+entry-point group (:func:`load_entry_points`, read by the registry the first
+time a name is not found); :func:`register_pass` registers one class from
+Python. A registered pass is a pass like the built-in ones: pipelines, pass
+flags, ``--list-passes``, reproducers (which record the plugins,
+:meth:`~pxla_mlir.mlir.pass_infra.registry.PassRegistry.specs_for`).
 
 Loading is all or nothing: a plugin that does not import, defines no pass, or
 whose pass is malformed or clashes with a pass already known raises
 :class:`PluginError` (one line: the plugin, the pass, how to fix it) and
-registers none of its passes.
+leaves the registry as it was. An installed entry point that does not load
+is not an error for every name: the registry keeps it as a note for the
+names it could have defined (:attr:`~pxla_mlir.mlir.pass_infra.registry.PassRegistry.broken`).
 """
 
 from __future__ import annotations
@@ -26,25 +29,17 @@ import os
 import re
 import sys
 import types
-from collections.abc import Iterable
-from typing import Any
 
 from pxla_mlir.errors import PxlaUserError
-from pxla_mlir.mlir.pass_infra import registry
 from pxla_mlir.mlir.pass_infra.base import ModulePass
 from pxla_mlir.mlir.pass_infra.options import option_fields
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY, BrokenPlugin
 
-__all__ = ["ENTRY_POINT_GROUP", "PluginError", "load_entry_points", "load_plugin", "plugin_specs", "register_pass",
-           "specs_for"]
+__all__ = ["ENTRY_POINT_GROUP", "PluginError", "load_entry_points", "load_plugin", "read_entry_points", "register_pass",
+           "resolve"]
 
 ENTRY_POINT_GROUP = "pxla_mlir.passes"
 _ARGUMENT = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*")
-
-#: Plugins loaded so far, by spec as given (and by resolved path for files): the classes each registered.
-_LOADED: dict[str, list[type]] = {}
-#: Plugin spec of each registered pass that a reproducer can load again (absolute path or module name).
-_RELOADABLE: dict[str, str] = {}
-_entry_points_loaded = False
 
 
 class PluginError(PxlaUserError, ValueError):
@@ -55,29 +50,31 @@ def _is_file(spec: str) -> bool:
     return spec.endswith(".py") or os.sep in spec or (os.altsep is not None and os.altsep in spec)
 
 
+def _file_state(path: str) -> str:
+    """What tells one version of a plugin file from another: an edited file loads again."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
 def load_plugin(spec: str) -> list[type]:
     """Imports the plugin ``spec`` (a path to a ``.py`` file or a dotted module name) and registers every pass it
-    defines; returns their classes. Loading the same plugin again returns them again."""
-    key = os.path.realpath(spec) if _is_file(spec) else spec
-    if key in _LOADED:
-        return list(_LOADED[key])
-    saved = dict(registry.REGISTERED), dict(registry.SOURCES), dict(_RELOADABLE)
-    try:  # all or nothing: a plugin that registers some passes with register_pass and then fails keeps none
-        module = _import_file(spec, key) if _is_file(spec) else _import_module(spec)
+    defines; returns their classes. Loading the same plugin again returns them again (a file edited since
+    loads anew: its passes replace the old ones)."""
+    path = os.path.realpath(spec) if _is_file(spec) else None
+    key, state = (path, _file_state(path)) if path is not None else (spec, "")
+    loaded = REGISTRY.plugin(key, state)
+    if loaded is not None:
+        return list(loaded)
+    with REGISTRY.changing():  # all or nothing: one that registers passes with register_pass and then fails
+        module = _import_file(spec, key) if path is not None else _import_module(spec)
         classes = _passes_of(module, spec)
         for cls in classes:
             _register(cls, spec, key)
-    except BaseException:
-        for table, before in zip((registry.REGISTERED, registry.SOURCES, _RELOADABLE), saved):
-            _restore(table, before)
-        raise
-    _LOADED[key] = classes
+        REGISTRY.remember_plugin(key, state, classes)
     return list(classes)
-
-
-def _restore(table: dict[str, Any], before: dict[str, Any]) -> None:
-    table.clear()
-    table.update(before)
 
 
 def _import_file(spec: str, path: str) -> types.ModuleType:
@@ -161,11 +158,7 @@ def register_pass(cls: type) -> type:
 
 def _register(cls: type, source: str, reloadable: str | None) -> type:
     _check(cls, source)
-    argument: str = cls.argument  # pyright: ignore[reportAttributeAccessIssue]
-    registry.register(cls, source=source)
-    if reloadable is not None:
-        _RELOADABLE[argument] = reloadable
-    return cls
+    return REGISTRY.add(cls, source, reloadable)
 
 
 def _check(cls: type, source: str) -> None:
@@ -204,70 +197,77 @@ def _own_fields(cls: type) -> bool:
 def _check_free(argument: str, cls: type, what: str) -> None:
     from pxla_mlir.mlir.pass_infra import jaxlib_passes
 
-    if argument in registry.PASSES or argument in registry.PIPELINES:
-        kind = "pass" if argument in registry.PASSES else "pipeline"
+    if REGISTRY.is_builtin(argument):
+        kind = "pass" if argument in REGISTRY.passes else "pipeline"
         raise PluginError(f"{what} has the name of the built-in {kind} '{argument}': rename it")
-    if argument in jaxlib_passes.all_names():
+    if jaxlib_passes.is_jaxlib_name(argument):
         raise PluginError(f"{what} has the name of jaxlib's pass '{argument}': rename it")
-    taken = registry.REGISTERED.get(argument)
+    taken = REGISTRY.registered().get(argument)
     if taken is not None and not _same_class(taken, cls):
-        raise PluginError(f"{what} has the name of a pass already loaded from {registry.SOURCES.get(argument)} "
+        raise PluginError(f"{what} has the name of a pass already loaded from {REGISTRY.source(argument)} "
                           f"({taken.__module__}.{taken.__qualname__}): rename one of them")
 
 
 def _same_class(a: type, b: type) -> bool:
-    return a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+    """One pass, whatever route loaded it: the same class, or the class of the same name defined by the
+    same file (a plugin file that is also an installed module, loaded both ways)."""
+    if a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__):
+        return True
+    return a.__qualname__ == b.__qualname__ and _defined_in(a) is not None and _defined_in(a) == _defined_in(b)
 
 
-def load_entry_points() -> bool:
-    """Loads the installed ``pxla_mlir.passes`` entry points once; whether this call loaded them. An entry point
-    names a module (``my-pass = "my_package.passes"``) or one class (``"my_package.passes:MyPass"``)."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
+def _defined_in(cls: type) -> str | None:
+    try:
+        return os.path.realpath(inspect.getfile(cls))
+    except (TypeError, OSError):
+        return None
+
+
+def resolve(argument: str):
+    """The pass or pipeline class for ``argument``, or None if it is unknown: a name no table knows first
+    reads the installed entry points (once per process; never for a jaxlib pass)."""
+    found = REGISTRY.load(argument)
+    if found is None and not REGISTRY.entry_points_read:
+        from pxla_mlir.mlir.pass_infra import jaxlib_passes
+
+        if not jaxlib_passes.is_jaxlib_name(argument) and read_entry_points():
+            found = REGISTRY.load(argument)
+    return found
+
+
+def read_entry_points() -> bool:
+    """Loads the installed ``pxla_mlir.passes`` entry points unless read already; whether this call read them.
+    One that does not load is kept in the registry's ``broken`` list, not raised."""
+    if not REGISTRY.reading_entry_points():
         return False
-    _entry_points_loaded = True
-    from importlib import metadata
-
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(ep.dist, "name", None)
-        label = f"entry point '{ep.name} = {ep.value}'" + (f" of {dist}" if dist else "")
-        if ep.attr is None:
-            _with_label(label, lambda ep=ep: load_plugin(ep.module))
-            continue
-        try:
-            cls = ep.load()
-        except Exception as e:
-            raise PluginError(f"pass plugin {label} does not load: {type(e).__name__}: {e} (fix or uninstall "
-                              f"{dist or 'the package'})") from None
-        _with_label(label, lambda cls=cls, ep=ep: _register(cls, ep.value, ep.module))
+    REGISTRY.broken = load_entry_points()
     return True
 
 
-def _on_unknown_name(argument: str) -> bool:
-    """Reads the entry points for a name that is no pxla or jaxlib pass: only such a name pays for it."""
-    from pxla_mlir.mlir.pass_infra import jaxlib_passes
+def load_entry_points() -> list[BrokenPlugin]:
+    """Loads the installed ``pxla_mlir.passes`` entry points (the registry calls it once); returns those that did
+    not load. An entry point names a module (``my-pass = "my_package.passes"``) or one class
+    (``"my_package.passes:MyPass"``); each loads all or nothing, on its own."""
+    from importlib import metadata
 
-    if any(argument in names for names in (jaxlib_passes.MODULE_PASSES, jaxlib_passes.FUNC_PASSES,
-                                           jaxlib_passes.PIPELINES)):
-        return False
-    return load_entry_points()
+    broken: list[BrokenPlugin] = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep.dist, "name", None)
+        label = f"entry point '{ep.name} = {ep.value}'" + (f" of {dist}" if dist else "")
+        try:
+            if ep.attr is None:
+                load_plugin(ep.module)
+            else:
+                with REGISTRY.changing():
+                    _register(_load_class(ep, label, dist), ep.value, ep.module)
+        except PluginError as e:
+            broken.append(BrokenPlugin(label, str(e)))
+    return broken
 
 
-registry.unknown_name_hook = _on_unknown_name
-
-
-def _with_label(label: str, load) -> None:
+def _load_class(ep, label: str, dist: str | None) -> type:
     try:
-        load()
-    except PluginError as e:
-        raise PluginError(f"{e} [{label}]") from None
-
-
-def plugin_specs() -> tuple[str, ...]:
-    """The plugins loaded so far, as given (files as absolute paths)."""
-    return tuple(_LOADED)
-
-
-def specs_for(arguments: Iterable[str]) -> tuple[str, ...]:
-    """The plugins to load for these pass arguments to be known again (a reproducer records them)."""
-    return tuple(dict.fromkeys(_RELOADABLE[a] for a in arguments if a in _RELOADABLE))
+        return ep.load()
+    except Exception as e:
+        raise PluginError(f"pass plugin {label} does not load: {type(e).__name__}: {e} (fix or uninstall "
+                          f"{dist or 'the package'})") from None

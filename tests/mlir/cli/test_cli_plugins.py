@@ -83,10 +83,9 @@ def test_failing_plugin_passes_exit_1_and_leave_the_input(tmp_path, capsys, name
     assert (tmp_path / "in.mlir").read_text() == MODULE
     # The reproducer records the plugin: a fresh registry replays it to the same error.
     assert f'pxla_plugins: "[\\22{plugin}\\22]"' in repro.read_text()
-    from pxla_mlir.mlir.pass_infra import plugins, registry
+    from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
-    registry.REGISTERED.clear()
-    plugins._LOADED.clear()
+    REGISTRY.forget()
     assert pxla_opt.main(["--run-reproducer", str(repro)]) == 1
     assert fragment in capsys.readouterr().err
 
@@ -99,10 +98,9 @@ def test_a_reproducer_whose_plugin_is_gone(tmp_path, capsys):
                           f"--mlir-pass-pipeline-crash-reproducer={repro}"]) == 1
     capsys.readouterr()
     (tmp_path / "bad_passes.py").unlink()
-    from pxla_mlir.mlir.pass_infra import plugins, registry
+    from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
-    registry.REGISTERED.clear()
-    plugins._LOADED.clear()
+    REGISTRY.forget()
     assert pxla_opt.main(["--run-reproducer", str(repro)]) == 2
     assert f"records the pass plugin '{plugin}', which does not load" in capsys.readouterr().err
 

@@ -4,6 +4,7 @@ internal error or a crash."""
 
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -64,8 +65,7 @@ def test_the_list_is_jaxlibs():
     generated = subprocess.run([sys.executable, "-m", "pxla_mlir.mlir.pass_infra.jaxlib_passes"], capture_output=True,
                                text=True, timeout=300, cwd=REPO)
     assert generated.returncode == 0, generated.stderr
-    listed = REPO / "pxla_mlir/mlir/pass_infra/jaxlib_pass_lists" / (jaxlib_passes.list_module_name(
-        jaxlib.version.__version__) + ".py")
+    listed = pathlib.Path(jaxlib_passes.list_path(jaxlib.version.__version__))
     assert generated.stdout == listed.read_text(), "regenerate: see pxla_mlir/mlir/pass_infra/jaxlib_passes.py"
     assert {"canonicalize", "cse", "stablehlo-legalize-to-hlo"} <= set(jaxlib_passes.MODULE_PASSES)
     assert "chlo-legalize-to-hlo" in jaxlib_passes.FUNC_PASSES

@@ -2,8 +2,11 @@
 
 import dataclasses
 import importlib.metadata
+import os
+import pathlib
 import subprocess
 import sys
+import time
 
 import pytest
 from jaxlib.mlir import ir
@@ -11,7 +14,8 @@ from plugin_helpers import BAD_PASSES, MODULE, TAG_PLUGIN, clean_registry, write
 
 import pxla_mlir
 from pxla_mlir.mlir.core.context import make_context
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, plugins, registry, reproducer, run_pipeline
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, plugins, reproducer, run_pipeline
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.passes import ModulePass, option
 
 pytestmark = pytest.mark.usefixtures("clean_registry")
@@ -26,9 +30,9 @@ def run(pipeline: str, text: str = MODULE, **kw) -> str:
 
 def test_a_loaded_pass_runs_with_its_options(tmp_path):
     [cls] = plugins.load_plugin(write(tmp_path, "tag.py", TAG_PLUGIN))
-    assert cls.argument == "tag-functions" and registry.load("tag-functions") is cls
+    assert cls.argument == "tag-functions" and REGISTRY.load("tag-functions") is cls
     assert "plugin.tag = 2 : i64" in run("builtin.module(tag-functions{n=2})")
-    assert plugins.plugin_specs() == (str(tmp_path / "tag.py"),)
+    assert REGISTRY.plugin_specs() == (str(tmp_path / "tag.py"),)
     assert plugins.load_plugin(str(tmp_path / "tag.py")) == [cls]  # once only
 
 
@@ -38,7 +42,7 @@ def test_a_dotted_module_loads(tmp_path, monkeypatch):
     write(tmp_path, "my_pkg/passes.py", TAG_PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
     [cls] = plugins.load_plugin("my_pkg.passes")
-    assert registry.SOURCES["tag-functions"] == "my_pkg.passes"
+    assert REGISTRY.source("tag-functions") == "my_pkg.passes"
     with make_context():
         pipeline = Pipeline.parse("builtin.module(tag-functions)", ir.Context())
     assert pipeline.plugins() == ("my_pkg.passes",) and cls.version == "2"
@@ -55,7 +59,7 @@ def test_register_pass_is_public_and_a_decorator():
         def run(self, module):
             pass
 
-    assert registry.load("test-noop") is Upper
+    assert REGISTRY.load("test-noop") is Upper
     assert "func.func public @main" in run("builtin.module(test-noop{k=4})")
 
 
@@ -85,12 +89,12 @@ def test_register_pass_is_public_and_a_decorator():
 ])
 def test_a_bad_plugin_says_what_and_registers_nothing(tmp_path, text, fragment):
     path = write(tmp_path, "bad.py", text)
-    before = dict(registry.REGISTERED)
+    before = REGISTRY.registered()
     with pytest.raises(plugins.PluginError) as e:
         plugins.load_plugin(path)
     assert fragment in str(e.value) and f"'{path}'" in str(e.value)
     assert "\n" not in str(e.value)
-    assert before == registry.REGISTERED and plugins.plugin_specs() == ()
+    assert before == REGISTRY.registered() and REGISTRY.plugin_specs() == ()
 
 
 def test_a_syntax_error_names_the_line(tmp_path):
@@ -114,7 +118,7 @@ def test_a_clash_between_plugins_keeps_the_first(tmp_path):
     other = write(tmp_path, "b.py", TAG_PLUGIN + "\nclass Later(TagFunctions):\n    argument = 'later'\n")
     with pytest.raises(plugins.PluginError, match=r"'tag-functions'.*already loaded from .*a\.py.*rename one"):
         plugins.load_plugin(other)
-    assert registry.SOURCES["tag-functions"].endswith("a.py") and "later" not in registry.REGISTERED
+    assert REGISTRY.source("tag-functions").endswith("a.py") and not REGISTRY.is_registered("later")
 
 
 def test_a_plugin_that_registers_then_fails_keeps_nothing(tmp_path):
@@ -122,7 +126,7 @@ def test_a_plugin_that_registers_then_fails_keeps_nothing(tmp_path):
     text = "import pxla_mlir\n" + text + "\nraise ImportError('late')\n"
     with pytest.raises(plugins.PluginError, match="ImportError: late"):
         plugins.load_plugin(write(tmp_path, "late.py", text))
-    assert "tag-functions" not in registry.REGISTERED
+    assert not REGISTRY.is_registered("tag-functions")
 
 
 def test_failing_passes_name_the_plugin_and_the_pass(tmp_path):
@@ -169,26 +173,31 @@ def test_entry_points_load_when_a_name_is_unknown(tmp_path, monkeypatch):
         return [_EntryPoint("tag", "ep_passes:TagFunctions")]
 
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
-    monkeypatch.setattr(plugins, "_entry_points_loaded", False)
-    assert registry.load("canonicalize") is None and calls == []  # a jaxlib name reads no entry point
-    assert registry.load("tag-functions").__name__ == "TagFunctions" and calls == ["pxla_mlir.passes"]
-    assert registry.load("nothing-at-all") is None and calls == ["pxla_mlir.passes"]  # once
-    assert plugins.specs_for(["tag-functions"]) == ("ep_passes",)
+    REGISTRY.entry_points_read = False
+    assert plugins.resolve("canonicalize") is None and calls == []  # a jaxlib name reads no entry point
+    assert plugins.resolve("tag-functions").__name__ == "TagFunctions" and calls == ["pxla_mlir.passes"]
+    assert plugins.resolve("nothing-at-all") is None and calls == ["pxla_mlir.passes"]  # once
+    assert REGISTRY.specs_for(["tag-functions"]) == ("ep_passes",)
 
 
-def test_a_broken_entry_point_is_a_plugin_error(monkeypatch):
+def test_a_broken_entry_point_is_a_note_on_unknown_names_only(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [_EntryPoint("x", "no_such_mod_x:P")])
-    monkeypatch.setattr(plugins, "_entry_points_loaded", False)
-    with pytest.raises(plugins.PluginError, match="entry point 'x = no_such_mod_x:P' does not load"):
-        registry.load("unknown-name")
+    REGISTRY.entry_points_read = False
+    assert plugins.resolve("unknown-name") is None  # no error for every name
+    assert "entry point 'x = no_such_mod_x:P' does not load" in REGISTRY.broken_note()
+    with make_context() as ctx, pytest.raises(Exception) as e:  # a typo still gets its did-you-mean
+        Pipeline.parse("builtin.module(canonicalise)", ctx)
+    assert "did you mean 'canonicalize'?" in str(e.value) and "no_such_mod_x" in str(e.value)
 
 
 def test_the_public_names():
     import pxla_mlir.passes as public
     from pxla_mlir.mlir.core.diagnostics import PassError
+    from pxla_mlir.mlir.pass_infra import helpers
 
     assert public.ModulePass is ModulePass and public.PassError is PassError and callable(public.option)
-    assert set(public.__all__) == {"ModulePass", "PassError", "option"}
+    assert public.helpers is helpers
+    assert set(public.__all__) == {"ModulePass", "PassError", "helpers", "option"}
 
 
 @pytest.mark.subprocess
@@ -210,3 +219,42 @@ def test_a_failing_pipeline_saves_a_reproducer_that_names_the_plugin(tmp_path, m
         _, recorded = reproducer.split(f.read())
     assert recorded is not None and recorded.plugins == (path,)  # canonicalize is jaxlib's: no plugin
     assert recorded.pipeline.startswith("builtin.module(canonicalize{") and recorded.pipeline.endswith(",plugin-raises)")
+
+
+def test_an_edited_plugin_file_loads_anew_and_parsed_pipelines_follow(tmp_path):
+    path = write(tmp_path, "tag.py", TAG_PLUGIN)
+    [first] = plugins.load_plugin(path)
+    generation = REGISTRY.generation
+    assert "plugin.tag = 1 : i64" in run("builtin.module(tag-functions)")
+    assert plugins.load_plugin(path) == [first] and REGISTRY.generation == generation  # unchanged: not again
+    edited = TAG_PLUGIN.replace('version = "2"', 'version = "3"').replace("self.n)", "self.n + 10)")
+    pathlib.Path(path).write_text(edited)
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))  # a new time even on a coarse clock
+    [second] = plugins.load_plugin(path)
+    assert second is not first and second.version == "3" and REGISTRY.load("tag-functions") is second
+    assert REGISTRY.generation > generation
+    assert "plugin.tag = 11 : i64" in run("builtin.module(tag-functions)")  # not the pipeline parsed before
+    with make_context():
+        cached = Pipeline.cached("builtin.module(tag-functions)")
+    assert type(cached.steps[0]) is second
+
+
+def test_the_same_plugin_from_a_file_and_as_an_installed_module_is_one_pass(tmp_path, monkeypatch):
+    (tmp_path / "twice_pkg").mkdir()
+    (tmp_path / "twice_pkg" / "__init__.py").write_text("")
+    path = write(tmp_path, "twice_pkg/passes.py", TAG_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    [from_file] = plugins.load_plugin(path)
+    [from_module] = plugins.load_plugin("twice_pkg.passes")  # no "has the name of a pass already loaded"
+    assert from_module.argument == from_file.argument == "tag-functions"
+    assert REGISTRY.load("tag-functions") is from_module
+
+
+def test_a_failed_load_leaves_the_registry_as_it_was(tmp_path):
+    plugins.load_plugin(write(tmp_path, "tag.py", TAG_PLUGIN))
+    before = (REGISTRY.registered(), REGISTRY.plugin_specs(), REGISTRY.specs_for(["tag-functions"]))
+    clash = TAG_PLUGIN.replace("class TagFunctions", "class Other") + TAG_PLUGIN.replace(
+        '"tag-functions"', '"canonicalize"')
+    with pytest.raises(plugins.PluginError):
+        plugins.load_plugin(write(tmp_path, "clash.py", clash))
+    assert (REGISTRY.registered(), REGISTRY.plugin_specs(), REGISTRY.specs_for(["tag-functions"])) == before

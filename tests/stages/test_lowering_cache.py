@@ -16,9 +16,11 @@ from jax import lax
 
 import pxla_mlir
 from pxla_mlir.jaxbridge import jaxpr_fingerprint
-from pxla_mlir.mlir.pass_infra import ModulePass, registry
+from pxla_mlir.mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
+from pxla_mlir.mlir.pipelines import PmapPipeline
 from pxla_mlir.mlir.support.stats import STATS
-from pxla_mlir.runtime import lowering_cache
+from pxla_mlir.stages import lowering_cache
 
 X = np.arange(128, dtype=np.float32).reshape(8, 16)
 
@@ -135,14 +137,18 @@ def test_a_plugin_pass_with_a_new_version_is_another_lowering():
         def run(self, module):
             pass
 
-    registry.register(Tag)
-    try:
-        first = lowering_cache.key("program", lowering_cache.plugin_versions("builtin.module(test-lowering-cache-tag)"))
-        Tag.version = "2"
-        second = lowering_cache.key("program", lowering_cache.plugin_versions("builtin.module(test-lowering-cache-tag)"))
+    @dataclasses.dataclass(frozen=True)
+    class Inputs:
+        program: str
+        pipeline: PmapPipeline
+
+    inputs = Inputs("program", PmapPipeline(mhlo_passes="test-lowering-cache-tag"))
+    with REGISTRY.restored_after():
+        REGISTRY.add(Tag, Tag.__module__)
+        first = lowering_cache.key(inputs)
+        Tag.version = "2"  # even changed in place
+        second = lowering_cache.key(inputs)
         assert first is not None and second is not None and first != second
-    finally:
-        registry.REGISTERED.pop(Tag.argument)
 
 
 def test_the_digest_reads_every_byte_and_refuses_what_it_cannot_read():
@@ -221,7 +227,7 @@ def test_the_environment_variable_turns_the_persistent_lowerings_on(tmp_path):
 def test_a_later_process_skips_lowering_and_a_damaged_entry_is_rejected(tmp_path):
     (cold,) = child(tmp_path)
     assert (cold["lowerings"], cold["loads"]) == (1, 0)
-    entries = [p for p in tmp_path.iterdir() if p.name.startswith(lowering_cache.KEY_PREFIX)]
+    entries = [p for p in tmp_path.iterdir() if p.name.startswith(lowering_cache.LOWERINGS.prefix)]
     assert len(entries) == 1
     (warm,) = child(tmp_path)
     assert (warm["lowerings"], warm["loads"], warm["rejected"]) == (0, 1, [])
@@ -271,3 +277,57 @@ def test_a_nested_pmap_placed_by_piece_keeps_its_layout_from_the_cache():
     want = (x * 2 + np.arange(4)[None, :, None]).cumsum(1)
     for low in (cold, warm):
         np.testing.assert_array_equal(np.asarray(low.compile()(x)), want)
+
+
+def _replace(entry, how: str) -> None:
+    """Puts something that is not a readable entry where ``entry`` is."""
+    entry.unlink()
+    if how == "directory":
+        entry.mkdir()
+    elif how == "directory with a file":
+        entry.mkdir()
+        (entry / "x").write_text("x")
+    elif how == "fifo":
+        os.mkfifo(entry)  # jax's own read would block on it forever
+    elif how == "dangling link":
+        entry.symlink_to(entry.parent / "nothing-here")
+    elif how == "unreadable":
+        entry.write_bytes(b"x" * 64)
+        entry.chmod(0)
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("how", ["directory", "directory with a file", "fifo", "dangling link", "unreadable"])
+def test_an_entry_that_cannot_be_read_is_rejected_and_computed_anew(tmp_path, how):
+    """Every entry of ours, a lowering's and an executable's: a CacheEntryRejected warning saying why, the right
+    numbers, never a raw IsADirectoryError, a hang or a crash (the child has a hard timeout)."""
+    if how == "unreadable" and os.geteuid() == 0:
+        pytest.skip("root reads a file without read permission")
+    (cold,) = child(tmp_path)
+    entries = sorted(p for p in tmp_path.iterdir() if p.name.startswith("pxla-"))
+    assert {p.name.split("-")[1] for p in entries} == {"lowering", "exe"}, entries
+    for entry in entries:
+        _replace(entry, how)
+    (after,) = child(tmp_path)
+    assert after["out"] == cold["out"]
+    assert len(after["rejected"]) == 2, after["rejected"]
+    assert {"lowering cache entry", "compilation cache entry"} == \
+        {kind for kind in ("lowering cache entry", "compilation cache entry") for r in after["rejected"] if kind in r}
+    why = {"directory": "it is a directory", "directory with a file": "it is a directory", "fifo": "not a regular file",
+           "dangling link": "a symbolic link to nothing", "unreadable": "permission denied"}[how]
+    assert all(why in r for r in after["rejected"]), after["rejected"]
+    if how == "directory with a file":
+        assert all("could not be removed (remove it by hand)" in r for r in after["rejected"]), after["rejected"]
+    else:  # removed, written again, used by the next process
+        (healed,) = child(tmp_path)
+        assert (healed["lowerings"], healed["loads"], healed["rejected"]) == (0, 1, [])
+
+
+def test_entry_kinds_have_disjoint_prefixes():
+    from pxla_mlir.runtime.persistent_cache import EXECUTABLES
+
+    kinds = [EXECUTABLES, lowering_cache.LOWERINGS]
+    for a in kinds:
+        for b in kinds:
+            assert a is b or not b.prefix.startswith(a.prefix), (a.prefix, b.prefix)
+    assert len({k.magic for k in kinds}) == len(kinds)

@@ -1,14 +1,17 @@
-"""Lowerings kept by what decides them: a map traced to an equal jaxpr, with
-equal options, devices and versions, skips jax's lowering, the import and
-the pass pipeline, and parses the modules an earlier lowering produced.
+"""Lowerings kept by what decides them: a map whose inputs value
+(:class:`~pxla_mlir.stages.map_lowering.LoweringInputs`: the traced jaxpr,
+options, devices, pipeline) is equal to an earlier one's skips jax's
+lowering, the import and the pass pipeline, and parses the modules that
+earlier lowering produced.
 
-The key (:func:`key`) is a digest of the traced jaxpr and the map's params
+The key (:func:`key`) is a digest of the inputs value, every field of it
 (:mod:`pxla_mlir.jaxbridge.jaxpr_fingerprint`; None when a value in them
 cannot be encoded losslessly, and then nothing is cached), jax's trace
-context, the pipeline text with the version of every plugin pass in it, and
-the versions of pxla_mlir (with a digest of its installed files), jax and
-jaxlib. A lowering is kept only when its module alone is the program: none
-holding host callbacks or a jax keepalive.
+context, the version of every pass its pipeline runs, as registered now
+(:func:`~pxla_mlir.mlir.pass_infra.pipeline.pass_versions`), and the versions
+of pxla_mlir (with a digest of its installed files), jax and jaxlib. A
+lowering is kept only when its module alone is the program: none holding
+host callbacks or a jax keepalive.
 
 An entry also holds what compiling reads of the final module
 (:class:`~pxla_mlir.runtime.module_facts.ModuleFacts`: its name, the digest
@@ -19,15 +22,9 @@ asks for them (``as_text``, a compile that misses).
 
 Two levels: in memory (the latest 64) for re-lowering in one process, and, when
 jax's persistent compilation cache is on, in its directory beside the
-executables, so that a warm start skips lowering as well as compiling.
-A persistent entry says what it is before its payload:
-
-    MAGIC | sha256(key) | sha256(payload) | zlib(payload)
-
-and one that does not check out is removed, warned about
-(:class:`~pxla_mlir.runtime.persistent_cache.CacheEntryRejected`) and lowered
-anew. Entries are written whole or not at all (``cache_access.cache_write``).
-Set ``PXLA_MLIR_LOWERING_CACHE=0`` to lower every time.
+executables, sealed as every entry of ours is (:mod:`pxla_mlir.runtime.cache_entry`,
+kind :data:`LOWERINGS`), so that a warm start skips lowering as well as
+compiling. Set ``PXLA_MLIR_LOWERING_CACHE=0`` to lower every time.
 """
 
 from __future__ import annotations
@@ -39,25 +36,25 @@ import hashlib
 import json
 import os
 import struct
-import warnings
-import zlib
 from typing import Any
 
 import jax
 
 from pxla_mlir.jaxbridge import cache_access, jax_internals, jaxpr_fingerprint
+from pxla_mlir.mlir.pass_infra.pipeline import pass_versions
 from pxla_mlir.mlir.support.lru import LRU
 from pxla_mlir.mlir.support.stats import STATS
+from pxla_mlir.runtime import cache_entry
+from pxla_mlir.runtime.cache_entry import EntryKind
 from pxla_mlir.runtime.compile import CacheDirError, apply_cache_env
 from pxla_mlir.runtime.module_facts import ModuleFacts
-from pxla_mlir.runtime.persistent_cache import CacheEntryRejected
 
-__all__ = ["Entry", "key", "lookup", "store", "enabled", "clear", "ENV", "KEY_PREFIX"]
+__all__ = ["ENV", "LOWERINGS", "Entry", "clear", "enabled", "key", "lookup", "store"]
 
 ENV = "PXLA_MLIR_LOWERING_CACHE"
-MAGIC = b"pxla-mlir lowering v2\n"
-KEY_PREFIX = "pxla-lowering-"
-_HEADER = struct.Struct(f"{len(MAGIC)}s32s32s")
+#: Lowerings: no header of their own.
+LOWERINGS = EntryKind("pxla-lowering-", b"pxla-mlir lowering v3\n", struct.Struct("<"), "lowering cache entry",
+                      "the map lowered anew", "it holds the lowering of another program")
 #: In memory: the latest lowerings (lru.clear_all() empties it, as every other cache of ours), each at most
 #: _MEMORY_BYTES of text (a bigger one is read from disk again, or lowered).
 _memory = LRU(64)
@@ -84,20 +81,11 @@ def enabled() -> bool:
     return os.environ.get(ENV, "1") != "0"
 
 
-def key(*values) -> bytes | None:
+def key(inputs: Any) -> bytes | None:
     """The digest of what decides a lowering (see the module docstring), or None if it cannot be told."""
     if not enabled():
         return None
-    return jaxpr_fingerprint.digest(*values, _versions())
-
-
-def plugin_versions(pipeline: str) -> tuple:
-    """(argument, module, version) of every pass registered at run time that ``pipeline`` names: built-in
-    passes are covered by the package's own digest."""
-    from pxla_mlir.mlir.pass_infra import registry
-
-    return tuple((name, cls.__module__, str(getattr(cls, "version", ""))) for name, cls in
-                 sorted(registry.REGISTERED.items()) if name in pipeline)
+    return jaxpr_fingerprint.digest(inputs, pass_versions(inputs.pipeline), _versions())
 
 
 def lookup(digest: bytes, platform: str | None) -> Entry | None:
@@ -111,14 +99,12 @@ def lookup(digest: bytes, platform: str | None) -> Entry | None:
         apply_cache_env()
     if not cache_access.persistent_cache_used(platform):
         return None
-    raw = cache_access.cache_read(_file_key(digest), platform)
-    if raw is None:
+    sealed = cache_entry.read(LOWERINGS, digest.hex(), digest, platform=platform, stacklevel=3)
+    if sealed is None:
         return None
-    entry, doubt = _decode(raw, digest)
-    if entry is None:
-        cache_access.cache_remove(_file_key(digest), platform)
-        warnings.warn(CacheEntryRejected(f"pxla_mlir: the lowering cache entry {_file_key(digest)[:40]}... was not "
-                                         f"used: {doubt}; it was removed and the map lowered anew"), stacklevel=3)
+    entry = _decode(sealed.payload)
+    if isinstance(entry, str):
+        cache_entry.reject(LOWERINGS, digest.hex(), entry, platform=platform, stacklevel=3)
         return None
     _remember(digest, entry)
     STATS["lowering_cache_hits"] += 1
@@ -128,11 +114,8 @@ def lookup(digest: bytes, platform: str | None) -> Entry | None:
 
 def store(digest: bytes, entry: Entry, platform: str | None) -> None:
     _remember(digest, entry)
-    if cache_access.persistent_cache_used(platform) and cache_access.is_process_zero():
-        payload = _payload(entry)
-        cache_access.cache_write(_file_key(digest), _HEADER.pack(MAGIC, hashlib.sha256(digest).digest(),
-                                                                 hashlib.sha256(payload).digest()) +
-                                 zlib.compress(payload, 1), platform)
+    if cache_access.persistent_cache_used(platform):
+        cache_entry.write(LOWERINGS, digest.hex(), digest, _payload(entry), platform=platform)
 
 
 def clear() -> None:
@@ -145,10 +128,6 @@ def _remember(digest: bytes, entry: Entry) -> None:
         _memory[digest] = entry
 
 
-def _file_key(digest: bytes) -> str:
-    return KEY_PREFIX + digest.hex()
-
-
 _LENGTHS = struct.Struct("<QQ")
 
 
@@ -158,27 +137,17 @@ def _payload(entry: Entry) -> bytes:
     return _LENGTHS.pack(len(pxla), len(facts)) + pxla + facts + entry.final.encode()
 
 
-def _decode(raw: bytes, digest: bytes) -> tuple[Entry | None, str]:
-    if len(raw) < _HEADER.size or not raw.startswith(MAGIC):
-        return None, "it is not a pxla_mlir lowering entry of this version"
-    _, key_digest, payload_digest = _HEADER.unpack_from(raw)
-    if key_digest != hashlib.sha256(digest).digest():
-        return None, "it holds the lowering of another program"
-    try:
-        payload = zlib.decompress(raw[_HEADER.size:])
-    except zlib.error as e:
-        return None, f"its payload does not decompress ({e})"
-    if hashlib.sha256(payload).digest() != payload_digest:
-        return None, "its payload is damaged (checksum mismatch)"
+def _decode(payload: bytes) -> Entry | str:
+    """The entry of a sealed payload, or why it does not read."""
     try:
         n_pxla, n_facts = _LENGTHS.unpack_from(payload)
         start = _LENGTHS.size
         pxla, facts = payload[start:start + n_pxla], payload[start + n_pxla:start + n_pxla + n_facts]
         final = payload[start + n_pxla + n_facts:]
         data = json.loads(facts)
-        return Entry(pxla.decode(), final.decode(), ModuleFacts.from_json(data["facts"]), data["hints"]), ""
+        return Entry(pxla.decode(), final.decode(), ModuleFacts.from_json(data["facts"]), data["hints"])
     except (struct.error, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError) as e:
-        return None, f"its payload does not read ({e})"
+        return f"its payload does not read ({e})"
 
 
 @functools.cache
@@ -194,12 +163,12 @@ def _versions() -> tuple:
 def _package_digest() -> str:
     import importlib.util
 
-    import pxla_mlir
+    from pxla_mlir import version
 
     passes = importlib.util.find_spec("pxla_mlir.passes")  # the top-level passes/ folder in a checkout
-    roots = {os.path.dirname(pxla_mlir.__file__)} | ({os.path.dirname(passes.origin)} if passes and passes.origin
-                                                     else set())
-    h = hashlib.sha256(pxla_mlir.__version__.encode())
+    roots = {os.path.dirname(version.__file__)} | ({os.path.dirname(passes.origin)} if passes and passes.origin
+                                                   else set())
+    h = hashlib.sha256(version.__version__.encode())
     for root in sorted(roots):
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
