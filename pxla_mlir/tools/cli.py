@@ -124,6 +124,28 @@ def _cmd_passes(args) -> int:
     return 0
 
 
+def version_text() -> str:
+    """``pxla-mlir 0.1.0 (jax 0.10.2, jaxlib 0.10.2)``: the versions a bug report needs, read from the installed
+    distributions' metadata (importing jax would take seconds)."""
+    import importlib.metadata
+
+    def installed(name: str) -> str:
+        try:
+            return f"{name} {importlib.metadata.version(name)}"
+        except importlib.metadata.PackageNotFoundError:
+            return f"no {name}"
+
+    return f"{PROG} {__version__} ({installed('jax')}, {installed('jaxlib')})"
+
+
+class _Version(argparse._VersionAction):
+    """argparse's --version, its text read only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = version_text()
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(ExactArgumentParser):
     def _check_value(self, action, value):
         # argparse's check, the hint taken from the action's choices themselves: every flag declared with
@@ -140,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="pxla_mlir command line (also python -m pxla_mlir)",
                      epilog=examples_epilog(TOP_EXAMPLES),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--cpu-devices", type=positive_int, metavar="N", help=_CPU_DEVICES_HELP)
     parser.add_argument("--backend", type=_platform, metavar="NAME", help=_BACKEND_HELP)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
