@@ -178,6 +178,17 @@ def test_run_prints_timings_and_outputs():
         assert word in result.stdout
 
 
+def test_argument_shapes_take_jax_dtype_names_too():
+    from pxla_mlir.tools.targets import ArgSpec, TargetError, parse_arg
+
+    assert parse_arg("float32[8,3]") == parse_arg("f32[8,3]") == ArgSpec("float32", (8, 3))  # as jax.numpy names dtypes
+    for jax_name, short in (("bfloat16[2]", "bf16[2]"), ("int32[]", "i32[]"), ("uint8[4]", "u8[4]"),
+                            ("complex64[1]", "c64[1]"), ("bool[3]", "pred[3]")):
+        assert parse_arg(jax_name) == parse_arg(short), jax_name
+    with pytest.raises(TargetError, match=r"like f32\[8,128\], float32\[8,128\] .*jax's names: bfloat16, bool"):
+        parse_arg("float[8]")
+
+
 @pytest.mark.parametrize("args, message", [
     (("emit", "no_colon_here"), "bad target 'no_colon_here': expected module:function"),
     (("emit", "missing/file.py:f"), "no such file 'missing/file.py'"),
