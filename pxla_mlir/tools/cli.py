@@ -298,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
                 e = BackendError(f"{e} ({PROG}: --backend cpu)")
         if os.environ.get("PXLA_DEBUG") and not isinstance(e, PxlaUserError):
             raise
+        diagnostic = getattr(e, "diagnostic", None)  # text that does not parse: said as pxla-opt says it
+        if isinstance(e, PxlaUserError) and diagnostic:
+            print(diagnostic, file=sys.stderr)
+            return ERROR_EXIT
         message, is_bug = describe(e)
         hint = " (set PXLA_DEBUG=1 for the traceback)" if is_bug else ""
         print(f"{PROG}: error: {message}{hint}", file=sys.stderr)
