@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from pxla_mlir.tools.comparing import ATOL, RTOL
 from pxla_mlir.tools.emit import prepare
 from pxla_mlir.tools.errors import non_negative_int, positive_int
@@ -61,7 +63,8 @@ def run_run(args) -> int:
     with prepared.context():
         lowered, outs, timings = measure(prepared.fn, values, values, args.calls)
     devices = lowered.devices
-    print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}")
+    # What ran goes to stderr, what it gave to stdout (timings and outputs: what a pipe or a file keeps).
+    print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}", file=sys.stderr)
     for name, seconds in timings.items():
         print(timing_line(name, seconds, args.calls))
     print_outputs(outs)

@@ -141,15 +141,16 @@ def run(args) -> int:
         timing_lines = [timing_line(name, seconds, args.calls) for name, seconds in timings.items()]
     else:
         results = _results(lowered, values)
-    print(_ran_line(lowered))
-    print(f"layout: {lowered.layout_note}")
+    # What ran goes to stderr, what it gave to stdout (timings, outputs, comparisons: what a pipe or a file keeps).
+    print(_ran_line(lowered), file=sys.stderr)
+    print(f"layout: {lowered.layout_note}", file=sys.stderr)
     for line in timing_lines:
         print(line)
     if args.output_dir is not None:
         _write(args.output_dir, results)
     if other is not None:
-        print(_ran_line(other))
         expected = _results(other, values)
+        print(_ran_line(other), file=sys.stderr)
     if expected is None:
         print_outputs(results)
         return 0

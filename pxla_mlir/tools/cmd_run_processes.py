@@ -91,9 +91,9 @@ def _launch(args) -> int:
     first = results[0]
     by = " started by mpirun" if getattr(args, "launcher", "local") == "mpirun" else ""
     print(f"ran on {first['devices']} {first['platform'].upper()} devices in {args.processes} processes{by} "
-          f"({per} each); pipeline {first['pipeline']}")
+          f"({per} each); pipeline {first['pipeline']}", file=sys.stderr)
     if first.get("layout"):
-        print(f"layout: {first['layout']}")
+        print(f"layout: {first['layout']}", file=sys.stderr)
     header = "".join(f"{'process ' + str(r['process']):>13}" for r in results)
     print(f"  {'':<22}{header}")
     for name in first["timings"]:

@@ -176,6 +176,7 @@ def test_run_prints_timings_and_outputs():
     for word in ("trace", "import", "passes", "compile", "first call", "steady-state call", "output[0]",
                  "float32[2, 128, 4]"):
         assert word in result.stdout
+    assert result.stderr.startswith("ran on 8 CPU devices; pipeline ") and "ran on" not in result.stdout  # what ran
 
 
 def test_argument_shapes_take_jax_dtype_names_too():

@@ -357,7 +357,8 @@ def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_pa
     np.save(tmp_path / "h.npy", h)  # bfloat16: numpy writes raw bytes ('|V2')
     ran = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "-o", "out", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
-    assert "layout: global values, laid out by pxla.tile_dims" in ran.stdout
+    assert "layout: global values, laid out by pxla.tile_dims" in ran.stderr  # what ran: stderr; results: stdout
+    assert ran.stdout.startswith("output[0]: float32[8, 3]") and ran.stderr.startswith("ran m.mlir on 8 CPU devices")
     saved = [np.load(tmp_path / "out" / f"{i}.npy") for i in range(3)]
     saved[2] = saved[2].view(ml_dtypes.bfloat16)
     assert_exact(saved, jax.pmap(_cli_body, "i")(x, h))
