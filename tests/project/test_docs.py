@@ -50,6 +50,15 @@ def test_api_md_names_every_export():
         assert hasattr(importlib.import_module(module), attr), f"docs/api.md: no {target}"
 
 
+def test_the_site_names_its_address_and_repository():
+    import tomllib
+
+    config = dict(re.findall(r"^(site_url|repo_url|repo_name): (\S+)$", (REPO / "mkdocs.yml").read_text(), re.M))
+    source = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Source"]
+    assert config.get("repo_url") == source and source.endswith("/" + config.get("repo_name", "?"))
+    assert config.get("site_url", "").startswith("https://") and config["site_url"].endswith("/")
+
+
 def test_cli_md_documents_every_subcommand_and_flag():
     text = cli_markdown()
     parser = build_parser()
