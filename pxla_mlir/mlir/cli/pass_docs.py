@@ -3,7 +3,7 @@ docstring), options with types and defaults, and the plugin it came from, as Mar
 ``pxla-mlir passes --markdown``: what ``mlir-tblgen -gen-pass-doc`` writes for MLIR's passes) or as plain text for
 a terminal (``pxla-mlir passes NAME``).
 
-Docstrings are reST: ``Before::`` literal blocks, ````code````, and roles such as ``:mod:`x```. Markdown gets
+Docstrings are reST: ``Before::`` literal blocks, ````code````, and cross-reference roles (``:mod:``, ...). Markdown gets
 fenced blocks and backquoted code; the terminal gets the blocks indented and the code in single backquotes.
 """
 
