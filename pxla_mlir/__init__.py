@@ -20,6 +20,8 @@ _LAZY = {
     "sharded_jit": ("pxla_mlir.pmaps.sharded", "sharded_jit"),
     "sharded_jit_constraint": ("pxla_mlir.pmaps.sharded", "with_sharding_constraint"),
     "load": ("pxla_mlir.stages.text_module", "load"),
+    "Lowered": ("pxla_mlir.stages.aot", "Lowered"),
+    "Compiled": ("pxla_mlir.stages.aot", "Compiled"),
     "PmapInsideJitWarning": ("pxla_mlir.pmaps", "PmapInsideJitWarning"),
     "XmapInsideJitWarning": ("pxla_mlir.xmaps", "XmapInsideJitWarning"),
     "serial_loop": ("pxla_mlir.xmaps", "serial_loop"),
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from pxla_mlir.pmaps import PmapInsideJitWarning as PmapInsideJitWarning, pmap as pmap
     from pxla_mlir.pmaps.sharded import sharded_jit as sharded_jit, with_sharding_constraint as sharded_jit_constraint
     from pxla_mlir.runtime.compile import enable_compilation_cache as enable_compilation_cache
+    from pxla_mlir.stages.aot import Compiled as Compiled, Lowered as Lowered
     from pxla_mlir.stages.text_module import load as load
     from pxla_mlir.tools.targets import example_args as example_args
     from pxla_mlir.xmaps import (
@@ -67,6 +70,7 @@ def __getattr__(name: str) -> object:
 
 
 # Spelled out for type checkers (a test keeps it equal to _LAZY's names).
-__all__ = ["__version__", "pmap", "xmap", "jit", "sharded_jit", "sharded_jit_constraint", "load", "PmapInsideJitWarning",
-           "XmapInsideJitWarning", "serial_loop", "SerialLoop", "example_args", "enable_compilation_cache", "Mesh",
-           "AbstractMesh", "ShardingSpec", "process_local", "distributed", "register_pass"]
+__all__ = ["__version__", "pmap", "xmap", "jit", "sharded_jit", "sharded_jit_constraint", "load", "Lowered", "Compiled",
+           "PmapInsideJitWarning", "XmapInsideJitWarning", "serial_loop", "SerialLoop", "example_args",
+           "enable_compilation_cache", "Mesh", "AbstractMesh", "ShardingSpec", "process_local", "distributed",
+           "register_pass"]

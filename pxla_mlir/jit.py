@@ -260,22 +260,23 @@ def _map_eqns(jaxpr, found: list | None = None) -> list:
 
 @overload
 def jit(fun: Callable, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
-        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
-        unshard: str = PmapPipeline.unshard, shardings: str = PmapPipeline.sharding_dialect,
+        devices: Sequence | None = None, backend: str | None = None, mode: str = "replica",
+        unshard: str = "all-gather", shardings: str = "sdy",
         extra_passes: str | Mapping[str, str] | None = None) -> JitFunction: ...
 @overload
 def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
-        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
-        unshard: str = PmapPipeline.unshard,
-        shardings: str = PmapPipeline.sharding_dialect,
+        devices: Sequence | None = None, backend: str | None = None, mode: str = "replica",
+        unshard: str = "all-gather",
+        shardings: str = "sdy",
         extra_passes: str | Mapping[str, str] | None = None) -> Callable[[Callable], JitFunction]: ...
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
-        devices: Sequence | None = None, backend: str | None = None, mode: str = PmapPipeline.mode,
-        unshard: str = PmapPipeline.unshard,
-        shardings: str = PmapPipeline.sharding_dialect,
+        devices: Sequence | None = None, backend: str | None = None, mode: str = "replica",
+        unshard: str = "all-gather",
+        shardings: str = "sdy",
         extra_passes: str | Mapping[str, str] | None = None) -> JitFunction | Callable[[Callable], JitFunction]:
     """Compiles ``fun`` (which may call pxla_mlir maps, at any depth) into one
-    program over the devices its maps need; see the module docs. ``mode``,
+    program over the devices its maps need (the [user
+    guide](guide.md#transformations-and-pxla_mlirjit) shows one). ``mode``,
     ``unshard`` and ``shardings`` are pmap's options for the program of a
     body holding pmaps. ``extra_passes`` runs passes of your own in the
     program's pipeline, as pmap's does (the maps inside lower in that one

@@ -58,8 +58,9 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     ``initialization_timeout``: how long processes wait for each other to
     join; ``heartbeat_timeout_seconds``: jax's backstop for a process that
     stops answering; ``shutdown_timeout_seconds``: how long the others may
-    run on after a process ended its program (defaults and variables: see
-    :mod:`.settings`). Other ``jax_options`` go to jax unchanged
+    run on after a process ended its program (each 20 s unless given, or set
+    by ``PXLA_MP_INIT_TIMEOUT``, ``PXLA_MP_HEARTBEAT_TIMEOUT``,
+    ``PXLA_MP_SHUTDOWN_TIMEOUT``). Other ``jax_options`` go to jax unchanged
     (``local_device_ids``, ``coordinator_bind_address``, ...).
     ``end_all_on_failure=False`` leaves failures to jax alone.
     """

@@ -38,7 +38,7 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.core import ir_utils, pxla_attrs, shardy
-from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
+from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector, source_excerpt
 from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.core.pxla_attrs import TILE_DIMS
 from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxError, run_pipeline
@@ -49,7 +49,13 @@ __all__ = ["ModuleError", "ELEMENT_TYPES", "read", "parse", "prepare", "check", 
 
 
 class ModuleError(PxlaUserError, ValueError):
-    """A module that cannot be loaded, compiled or run: what, where, how to fix."""
+    """A module that cannot be loaded, compiled or run: what, where, how to fix (one line).
+    ``diagnostic``: for text that does not parse, the error as pxla-opt prints it, with the
+    source line and a caret under the column (the command line prints that instead)."""
+
+    def __init__(self, message: str, diagnostic: str | None = None):
+        super().__init__(message)
+        self.diagnostic = diagnostic
 
 
 #: MLIR element types a module's boundary may have, as numpy/jax dtype names.
@@ -79,21 +85,28 @@ def read(source) -> tuple[bytes, str]:
         raise ModuleError(f"cannot read {text!r}: {e.strerror}") from None
 
 
+def _located(message: str, data: bytes, line: int, col: int) -> ModuleError:
+    return ModuleError(message, "\n".join([message, *source_excerpt(data, line, col)]))
+
+
 def parse(data: bytes, name: str, ctx: ir.Context) -> ir.Module:
     if data.lstrip().startswith(b"HloModule"):
-        raise ModuleError(f"{name}:1:1: error: this is XLA's HLO text, not an MLIR module; give the module as MLIR "
-                          f"(jax: .lower(...).as_text(), not as_text(dialect=\"hlo\"); pxla-mlir emit --stage mhlo)")
+        raise _located(f"{name}:1:1: error: this is XLA's HLO text, not an MLIR module; give the module as MLIR "
+                       f"(jax: .lower(...).as_text(), not as_text(dialect=\"hlo\"); pxla-mlir emit --stage mhlo)",
+                       data, 1, 1)
     try:
         check_nesting(data)
     except NestingError as e:
-        raise ModuleError(f"{name}:{e.line}:{e.col}: error: {e.message}") from None
+        raise _located(f"{name}:{e.line}:{e.col}: error: {e.message}", data, e.line, e.col) from None
     with ctx, DiagnosticCollector(ctx) as diags:
         try:
             return ir.Module.parse(data)
         except ir.MLIRError as e:
             diags.add_error(e)
-    first = diags.errors[0].format(name) if diags.errors else f"{name}: error: cannot parse the module"
-    raise ModuleError(first.splitlines()[0])
+    if not diags.errors:
+        raise ModuleError(f"{name}: error: cannot parse the module")
+    shown = diags.errors[0].format(name, data)
+    raise ModuleError(shown.splitlines()[0], shown)
 
 
 # -- from whatever form to the module XLA gets -----------------------------------------------

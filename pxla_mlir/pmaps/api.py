@@ -220,23 +220,23 @@ _PIPELINE_OPTIONS = tuple(api_options(PmapPipeline))
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
-         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
-         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         mode: str = "replica", unshard: str = "all-gather",
+         shardings: str = "sdy", partitions: Mapping[str, int] | None = None,
          in_partitions: Any = None, out_partitions: Any = None,
          extra_passes: str | Mapping[str, str] | None = None, pieces: str = "on") -> PmapFunction: ...
 @overload
 def pmap(fun: None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
-         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
-         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         mode: str = "replica", unshard: str = "all-gather",
+         shardings: str = "sdy", partitions: Mapping[str, int] | None = None,
          in_partitions: Any = None, out_partitions: Any = None,
          extra_passes: str | Mapping[str, str] | None = None, pieces: str = "on") -> Callable[[Callable], PmapFunction]: ...
 def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
-         mode: str = PmapPipeline.mode, unshard: str = PmapPipeline.unshard,
-         shardings: str = PmapPipeline.sharding_dialect, partitions: Mapping[str, int] | None = None,
+         mode: str = "replica", unshard: str = "all-gather",
+         shardings: str = "sdy", partitions: Mapping[str, int] | None = None,
          in_partitions: Any = None, out_partitions: Any = None, extra_passes: str | Mapping[str, str] | None = None,
          pieces: str = "on") -> PmapFunction | Callable[[Callable], PmapFunction]:
     """Maps ``fun`` over a leading (or ``in_axes``) array axis, one slice per
@@ -255,24 +255,28 @@ def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_a
     ``with_sharding_constraint(v, PartitionSpec(...))`` inside names the
     partition axes, ``in_partitions``/``out_partitions`` (pytree prefixes of
     PartitionSpec) lay each per-index argument/result out over its group
-    (see :mod:`pxla_mlir.pmaps.partitions`). ``pmap(sharded_jit(f, in_parts,
-    out_parts))``, 2022's spelling, is that pmap of ``f`` in partition mode
-    (:mod:`pxla_mlir.pmaps.sharded`). Such a pmap nests in other pmaps given
-    ``mode="partition"``: the nest is one program over (outer, inner, ...,
-    partition axes), manual over the pmap axes (:mod:`pxla_mlir.pmaps.nested_pmaps`).
+    (the [user guide](guide.md#a-partitioned-body-partitions) shows one).
+    ``pmap(sharded_jit(f, in_parts, out_parts))``, 2022's spelling, is that
+    pmap of ``f`` in partition mode ([`sharded_jit`][pxla_mlir.sharded_jit]).
+    Such a pmap nests in other pmaps given ``mode="partition"``: the nest is
+    one program over (outer, inner, ..., partition axes), manual over the pmap
+    axes.
 
     ``extra_passes`` runs passes of your own (registered with
     ``pxla_mlir.register_pass`` or a plugin) in the pipeline: pipeline text as
     ``pxla-opt -p`` takes it, run on the final MHLO before
     ``pxla-verify-handoff``, or ``{"pxla": text, "mhlo": text}`` to also run
-    some on the pxla form before its placeholders expand
-    (:mod:`pxla_mlir.mlir.pass_infra.extra_passes`). A pmap nested in another
+    some on the pxla form before its placeholders expand ([passes of your
+    own](guide.md#passes-of-your-own-extra_passes)). A pmap nested in another
     map or inside ``jax.jit`` lowers with its enclosing program's pipeline.
 
     ``pieces`` ("on" or "off") says how a pmap with nested pmaps places its
     values: "on" lets those that go by piece enter and leave as pieces over
     the inner devices; "off" keeps 2022's layout, every value replicated over
     them.
+
+    Returns a callable with jax's AOT API: ``f.lower(*args)`` gives a
+    [`Lowered`][pxla_mlir.Lowered].
     """
     sharded = getattr(fun, "sharded_body", None)
     if isinstance(sharded, partitions_mod.ShardedBody):

@@ -53,7 +53,10 @@ def sharded_jit(fun: Callable, in_parts, out_parts, num_partitions: int | None =
     """2022's ``sharded_jit``: ``fun`` partitioned over ``num_partitions``
     devices, each argument and result split by ``in_parts``/``out_parts``
     (PartitionSpecs of piece counts per dimension, None: replicated; pytree
-    prefixes of the arguments and results). See the module docs."""
+    prefixes of the arguments and results): ``pmap(sharded_jit(f, ...))`` is
+    ``pmap(f, partitions=..., in_partitions=..., out_partitions=...,
+    mode="partition")``, and a bare call runs ``fun`` on global values laid
+    out over one group of ``num_partitions`` devices, as 2022's did."""
     if not callable(fun):
         raise TypeError(f"sharded_jit requires a callable, got {fun!r} of type {type(fun).__name__}")
     counts = _count_specs("in_parts", in_parts) + _count_specs("out_parts", out_parts)

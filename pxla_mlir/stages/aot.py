@@ -19,7 +19,7 @@ from jaxlib.mlir import ir
 from pxla_mlir.jaxbridge.jax_internals import hlo_cost_analysis
 from pxla_mlir.runtime.executable import ShardedExecutable
 from pxla_mlir.runtime.module_facts import ModuleToCompile
-from pxla_mlir.stages.lowering import Lowering
+from pxla_mlir.stages.lowering import Layout, Lowering
 from pxla_mlir.stages.signature import Signature, check_avals
 
 __all__ = ["Lowered", "Compiled", "ArgumentTrees"]
@@ -50,6 +50,7 @@ class ArgumentTrees:
 
     @property
     def out_tree(self):
+        """The pytree of the outputs."""
         return self.signature.out_tree
 
     @property
@@ -76,16 +77,17 @@ class ArgumentTrees:
 
 
 class Lowered(ArgumentTrees, jax.stages.Lowered):
-    """A map lowered to MHLO: its :class:`~pxla_mlir.stages.lowering.Lowering`
-    (the modules, the :class:`~pxla_mlir.stages.lowering.Layout` of its flat
-    inputs and outputs, the pipeline) and its call signature. Made by
-    :func:`pxla_mlir.stages.map_lowering.lower_cached` (and ``pxla_mlir.load``).
+    """A map lowered to MHLO: what ``f.lower(*args)`` of a pmap, xmap or
+    ``pxla_mlir.jit`` gives, and [`pxla_mlir.load`][pxla_mlir.load] of a
+    module from text. It holds the modules (the final MHLO, the pxla form),
+    the pipeline that made one from the other, the layout of its flat inputs
+    and outputs, and its call signature.
 
     jax's AOT API (a ``jax.stages.Lowered``): ``as_text(dialect=)``,
     ``compiler_ir(dialect=)``, ``cost_analysis()``, ``args_info``,
     ``in_avals``, ``out_info``, ``in_tree``/``out_tree``,
-    ``compile(compiler_options=)``; ``layout`` holds the flat avals and
-    shardings, hoisted constants first.
+    ``compile(compiler_options=)`` (a [`Compiled`][pxla_mlir.Compiled]);
+    ``layout`` holds the flat avals and shardings, hoisted constants first.
     """
 
     _no_kwargs = False  # jax.stages.Lowered's field, read by jax code: calls take keyword arguments
@@ -102,18 +104,43 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
         self._compiled: Compiled | None = None
 
     # The lowering's parts, as the rest of the AOT API and jax's Lowered name them.
-    pipeline = property(lambda self: self._lowering.pipeline)
-    layout = property(lambda self: self._lowering.layout)
     host_callbacks = property(lambda self: self._lowering.host_callbacks)
     plan = property(lambda self: self._lowering.plan)
-    devices = property(lambda self: self.layout.devices)
-    in_shardings = property(lambda self: self.layout.in_shardings)
-    out_shardings = property(lambda self: self.layout.out_shardings)
-    donated = property(lambda self: self.layout.donated)
 
     @property
     def consts(self) -> Sequence:
+        """The hoisted constants, first of the flat inputs."""
         return self.layout.consts
+
+    @property
+    def pipeline(self) -> str:
+        """The pass pipeline that made the final module from the pxla form (``pxla-opt -p`` takes it)."""
+        return self._lowering.pipeline
+
+    @property
+    def layout(self) -> Layout:
+        """The flat inputs and outputs: avals, shardings, donation, hoisted constants first."""
+        return self._lowering.layout
+
+    @property
+    def devices(self) -> Sequence:
+        """The devices the program runs on, in the order of its device ids."""
+        return self.layout.devices
+
+    @property
+    def in_shardings(self) -> Sequence:
+        """The flat inputs' shardings (None: XLA's choice, for a module read from text)."""
+        return self.layout.in_shardings
+
+    @property
+    def out_shardings(self) -> Sequence:
+        """The flat outputs' shardings."""
+        return self.layout.out_shardings
+
+    @property
+    def donated(self) -> Sequence[bool]:
+        """Whether each flat input is donated."""
+        return self.layout.donated
 
     def _outputs(self):
         return self.layout.out_avals, self.layout.out_shardings
@@ -148,11 +175,12 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
         return text() if text is not None else None
 
     def mhlo(self) -> ir.Module:
+        """The final module (the lowering's own: clone it before changing it)."""
         return self._lowering.module
 
     def to_compile(self) -> ModuleToCompile:
         """The final module as compiling reads it: its facts (name, text digest, device counts) without
-        parsing a lowering from the cache (:mod:`pxla_mlir.runtime.module_facts`)."""
+        parsing a lowering from the cache (``pxla_mlir.runtime.module_facts``)."""
         return self._lowering.to_compile()
 
     def explore(self, path: str | None = None, **options) -> str:
@@ -191,8 +219,9 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
 
 
 class Compiled(ArgumentTrees, jax.stages.Compiled):
-    """A compiled map; call it with arguments like those it was lowered for
-    (static arguments may be left out, as for jax's ``Compiled``).
+    """A compiled map: what [`Lowered.compile()`][pxla_mlir.Lowered.compile]
+    gives. Call it with arguments like those it was lowered for (static
+    arguments may be left out, as for jax's ``Compiled``).
 
     jax's AOT API (a ``jax.stages.Compiled``): ``as_text()``,
     ``cost_analysis()``, ``memory_analysis()``, ``runtime_executable()``,
@@ -237,6 +266,7 @@ class Compiled(ArgumentTrees, jax.stages.Compiled):
         return self.executable.hlo_text()
 
     def cost_analysis(self):
+        """XLA's cost estimate of the optimized program (flops, bytes accessed, ...)."""
         return self.executable.cost_analysis()
 
     def memory_analysis(self):
@@ -260,6 +290,7 @@ class Compiled(ArgumentTrees, jax.stages.Compiled):
 
     @property
     def output_shardings(self):
+        """The outputs' pytree of their shardings."""
         return self.out_tree.unflatten(self.executable.out_shardings)
 
     @property

@@ -1,6 +1,6 @@
 """pxla-mlir: the user-facing command line.
 
-    pxla-mlir passes [NAME...]            list passes/pipelines, or show one's documentation
+    pxla-mlir passes [NAME...]            list passes/pipelines, or show one's documentation (--markdown)
     pxla-mlir emit TARGET [...]           print the MHLO (or another stage, XLA's HLO) of a pmap/xmap or FILE.mlir
     pxla-mlir diff A B [--ignore ATTR]    MLIR-aware diff of two modules or emit specs
     pxla-mlir run TARGET [...]            compile, run, time (TARGET may be FILE.mlir: run a module, compare results)
@@ -19,17 +19,23 @@ kept for ``diff``'s "the modules differ", as diff(1) does.
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 import sys
 import textwrap
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
-from pxla_mlir.mlir.pass_infra.pipeline import describe_options
-from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.support.suggest import did_you_mean
-from pxla_mlir.tools import cmd_checks, cmd_diff, cmd_emit, cmd_example, cmd_explore, cmd_run, cmd_sharding
+from pxla_mlir.tools import (
+    cmd_checks,
+    cmd_diff,
+    cmd_emit,
+    cmd_example,
+    cmd_explore,
+    cmd_passes,
+    cmd_run,
+    cmd_sharding,
+)
 from pxla_mlir.tools.errors import ERROR_EXIT, CliError, describe, invalid_choice, positive_int
 from pxla_mlir.version import __version__
 
@@ -47,7 +53,8 @@ TOP_EXAMPLES = ["pxla-mlir example --list",
                 "pxla-mlir emit --help"]
 HELP_EXAMPLES = {
     "passes": ["pxla-mlir passes",
-               "pxla-mlir passes pxla-expand-shard"],
+               "pxla-mlir passes pxla-expand-shard",
+               "pxla-mlir passes --markdown pxla-expand-shard"],
     "emit": ["pxla-mlir example train_step",
              "pxla-mlir emit train_step.py:train_step",
              "pxla-mlir example nested_reduction",
@@ -94,34 +101,26 @@ def examples_epilog(examples: list[str]) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in examples)
 
 
-def _cmd_passes(args) -> int:
-    from pxla_mlir.mlir.pass_infra import plugins
+def version_text() -> str:
+    """``pxla-mlir 0.1.0 (jax 0.10.2, jaxlib 0.10.2)``: the versions a bug report needs, read from the installed
+    distributions' metadata (importing jax would take seconds)."""
+    import importlib.metadata
 
-    for spec in args.load_pass_plugin:
+    def installed(name: str) -> str:
         try:
-            plugins.load_plugin(spec)
-        except plugins.PluginError as e:
-            raise CliError(str(e)) from None
-    if not args.names:
-        plugins.read_entry_points()
-    names = args.names or [*REGISTRY.passes, *REGISTRY.pipelines, *REGISTRY.registered()]
-    for name in names:
-        cls = plugins.resolve(name)
-        if cls is None:
-            known = [*REGISTRY.passes, *REGISTRY.pipelines, *REGISTRY.registered()]
-            raise CliError(f"unknown pass or pipeline '{name}' (run 'pxla-mlir passes'){did_you_mean(name, known)}")
-        origin = REGISTRY.origin(name)
-        if args.names:
-            module_doc = inspect.getdoc(sys.modules[cls.__module__])  # a pass's file documents it
-            print((module_doc if name in REGISTRY.passes or (origin and module_doc) else inspect.getdoc(cls))
-                  or cls.summary)
-            if origin:
-                print(f"\nFrom {origin[2:-1]}. Options:")
-                for line in describe_options(cls) or ["none"]:
-                    print(f"  {line}")
-        else:
-            print(f"{name:<34} {cls.summary}{' [' + origin[2:-1] + ']' if origin else ''}")
-    return 0
+            return f"{name} {importlib.metadata.version(name)}"
+        except importlib.metadata.PackageNotFoundError:
+            return f"no {name}"
+
+    return f"{PROG} {__version__} ({installed('jax')}, {installed('jaxlib')})"
+
+
+class _Version(argparse._VersionAction):
+    """argparse's --version, its text read only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = version_text()
+        super().__call__(parser, namespace, values, option_string)
 
 
 class _Parser(ExactArgumentParser):
@@ -140,15 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="pxla_mlir command line (also python -m pxla_mlir)",
                      epilog=examples_epilog(TOP_EXAMPLES),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--cpu-devices", type=positive_int, metavar="N", help=_CPU_DEVICES_HELP)
     parser.add_argument("--backend", type=_platform, metavar="NAME", help=_BACKEND_HELP)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
-    p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
-    p.add_argument("--load-pass-plugin", action="append", default=[], metavar="FILE.py|MODULE",
-                   help="load the passes of a plugin first (repeatable), to list or document them")
-    p.set_defaults(func=_cmd_passes)
+    cmd_passes.add_parser(sub)
     cmd_emit.add_parser(sub)
     cmd_run.add_parser(sub)
     cmd_diff.add_parser(sub)
@@ -276,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
                 e = BackendError(f"{e} ({PROG}: --backend cpu)")
         if os.environ.get("PXLA_DEBUG") and not isinstance(e, PxlaUserError):
             raise
+        diagnostic = getattr(e, "diagnostic", None)  # text that does not parse: said as pxla-opt says it
+        if isinstance(e, PxlaUserError) and diagnostic:
+            print(diagnostic, file=sys.stderr)
+            return ERROR_EXIT
         message, is_bug = describe(e)
         hint = " (set PXLA_DEBUG=1 for the traceback)" if is_bug else ""
         print(f"{PROG}: error: {message}{hint}", file=sys.stderr)

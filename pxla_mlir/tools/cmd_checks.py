@@ -13,6 +13,7 @@ import re
 import sys
 
 from pxla_mlir.tools.errors import ERROR_EXIT, CliError, write_output
+from pxla_mlir.tools.progress import status
 
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -90,9 +91,11 @@ def run_update(args) -> int:
     if not have_lit():  # once, not once per test
         raise CliError(f"update-checks runs lit tests' RUN lines and needs lit, which is not installed: {INSTALL_HINT}")
     failed = stale = 0
-    for test in _tests(args.tests):
+    tests = _tests(args.tests)
+    for i, test in enumerate(tests, 1):
         try:
-            result = update(test, verify=not args.check)
+            with status(f"update-checks: running the RUN lines of {test} ({i} of {len(tests)})"):
+                result = update(test, verify=not args.check)
             if result.stale and not args.check:
                 write(result)
         except UpdateError as e:

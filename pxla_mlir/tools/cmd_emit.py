@@ -20,6 +20,7 @@ from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.tools.emit import STAGE_CHOICES, MapOptions, prepare, stage_text
 from pxla_mlir.tools.errors import CliError, invalid_choice, write_output
 from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
+from pxla_mlir.tools.progress import status
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -46,11 +47,20 @@ def emit_text(target: str, options: dict) -> str:
     check_choices(options, repr(target))
     one = {k: v[-1] for k, v in options.items()}
     opts = MapOptions(**{k: one[k] for k in MAP_FLAGS if k in one}, args=tuple(options.get("arg", ())))
-    prepared = prepare(target, opts)
+    return _emitted(target, opts, one.get("stage", "mhlo"), pipeline=one.get("pipeline"),
+                    dialect=one.get("dialect", "mhlo"))
+
+
+def _emitted(target: str, opts: MapOptions, stage: str, **stage_options) -> str:
+    """A Python target lowered, and the text of one of its stages (saying what it does on a terminal)."""
+    with status(f"loading {target}"):
+        prepared = prepare(target, opts)
     with prepared.context():
-        lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
-        return stage_text(lowered, one.get("stage", "mhlo"), pipeline=one.get("pipeline"),
-                          dialect=one.get("dialect", "mhlo"))
+        with status(f"lowering {target}"):
+            lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
+        with status(f"compiling {target} for {len(lowered.devices)} devices" if stage == "xla"
+                    else f"printing {target} at stage {stage}"):
+            return stage_text(lowered, stage, **stage_options)
 
 
 def check_choices(options: dict, where: str) -> None:
@@ -84,7 +94,7 @@ MODULE_STAGES = ("mhlo", "hlo", "xla")
 
 def emit_module(args) -> str:
     """The text of a module file (or stdin) at ``args.stage``, after what it needs before XLA."""
-    from pxla_mlir.tools.cmd_run_module import load_target
+    from pxla_mlir.tools.cmd_run_module import compile_target, load_target
 
     mapping = [f for f in MAP_FLAGS if getattr(args, f, None) is not None]
     if mapping or args.arg:
@@ -101,7 +111,7 @@ def emit_module(args) -> str:
         raise CliError(f"--dialect applies to --stage mhlo; --stage {args.stage} prints HLO")
     lowered = load_target(args.target, pipeline=args.pipeline)
     if args.stage == "xla":
-        return lowered.compile().as_text()
+        return compile_target(lowered).as_text()
     return lowered.as_text("hlo" if args.stage == "hlo" else args.dialect)
 
 
@@ -113,10 +123,7 @@ def run_emit(args) -> int:
         return 0
     if args.dump_dir is not None:
         _check_dump_dir(args.dump_dir)
-    prepared = prepare(args.target, map_options(args))
-    with prepared.context():
-        lowered = prepared.fn.lower(*[a.struct() for a in prepared.args])
-        text = stage_text(lowered, args.stage, pipeline=args.pipeline, dump_dir=args.dump_dir,
-                          dialect=args.dialect)
+    text = _emitted(args.target, map_options(args), args.stage, pipeline=args.pipeline, dump_dir=args.dump_dir,
+                    dialect=args.dialect)
     write_output(args.output, text)
     return 0

@@ -19,6 +19,7 @@ from pxla_mlir.tools.cmd_emit import check_choices
 from pxla_mlir.tools.emit import MapOptions, prepare
 from pxla_mlir.tools.errors import CliError
 from pxla_mlir.tools.map_args import MAP_FLAGS, add_map_arguments, map_options
+from pxla_mlir.tools.progress import status
 
 
 def add_parser(sub) -> None:
@@ -60,9 +61,18 @@ def compare_options(spec: str, target: str, base: MapOptions) -> tuple[str, MapO
 
 
 def _lower(target: str, opts: MapOptions):
-    prepared = prepare(target, opts)
-    with prepared.context():
+    with status(f"loading {target}"):
+        prepared = prepare(target, opts)
+    with prepared.context(), status(f"lowering {target}"):
         return prepared.fn.lower(*[a.struct() for a in prepared.args])
+
+
+def _page(lowered, target: str, compile: bool):
+    from pxla_mlir.mlir.explore import build_page
+
+    doing = "replaying the passes and compiling" if compile else "replaying the passes of"
+    with status(f"{doing} {target} for the page"):
+        return build_page(lowered, compile=compile)
 
 
 def _label(target: str, opts: MapOptions) -> str:
@@ -72,16 +82,16 @@ def _label(target: str, opts: MapOptions) -> str:
 
 
 def run(args) -> int:
-    from pxla_mlir.mlir.explore import build_page, compare_pages, render, render_comparison
+    from pxla_mlir.mlir.explore import compare_pages, render, render_comparison
 
     opts = map_options(args)
     lowered = _lower(args.target, opts)
     other = compare_options(args.compare, args.target, opts) if args.compare else None
-    page = build_page(lowered, compile=not args.no_compile)
+    page = _page(lowered, args.target, not args.no_compile)
     if other is None:
         html = render(page)
     else:
-        other_page = build_page(_lower(*other), compile=not args.no_compile)
+        other_page = _page(_lower(*other), other[0], not args.no_compile)
         html = render_comparison(compare_pages(page, other_page, _label(args.target, opts), _label(*other)))
     output = args.output or args.target.rsplit(":", 1)[-1] + ".html"
     if output == "-":

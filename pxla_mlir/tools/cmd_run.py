@@ -6,10 +6,13 @@
 
 from __future__ import annotations
 
+import sys
+
 from pxla_mlir.tools.comparing import ATOL, RTOL
 from pxla_mlir.tools.emit import prepare
 from pxla_mlir.tools.errors import non_negative_int, positive_int
 from pxla_mlir.tools.map_args import add_map_arguments, map_options
+from pxla_mlir.tools.progress import status
 from pxla_mlir.tools.running import inputs, measure, print_outputs, timing_line
 
 
@@ -54,12 +57,14 @@ def run_run(args) -> int:
         return cmd_run_processes.run(args)
     if cmd_run_module.is_module_target(args.target):
         return cmd_run_module.run(args)
-    prepared = prepare(args.target, map_options(args))
+    with status(f"loading {args.target}"):
+        prepared = prepare(args.target, map_options(args))
     values = inputs(prepared, args.input, args.seed)
     with prepared.context():
         lowered, outs, timings = measure(prepared.fn, values, values, args.calls)
     devices = lowered.devices
-    print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}")
+    # What ran goes to stderr, what it gave to stdout (timings and outputs: what a pipe or a file keeps).
+    print(f"ran on {len(devices)} {devices[0].platform.upper()} devices; pipeline {lowered.pipeline}", file=sys.stderr)
     for name, seconds in timings.items():
         print(timing_line(name, seconds, args.calls))
     print_outputs(outs)

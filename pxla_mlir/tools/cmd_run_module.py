@@ -27,9 +27,10 @@ from pxla_mlir.mlir.support.stats import TIMINGS
 from pxla_mlir.tools.comparing import ATOL, RTOL, compare, table
 from pxla_mlir.tools.errors import CliError
 from pxla_mlir.tools.map_args import MAP_FLAGS
+from pxla_mlir.tools.progress import status
 from pxla_mlir.tools.running import load_npy, module_inputs, print_outputs, save_npy, time_calls, timing_line
 
-__all__ = ["is_module_target", "check_flags", "reject_module_flags", "load_target", "run"]
+__all__ = ["is_module_target", "check_flags", "reject_module_flags", "load_target", "compile_target", "run"]
 
 #: The run flags that only a module takes (argparse fields).
 MODULE_FLAGS = ("output_dir", "pipeline", "compare", "compare_pipeline", "expect", "rtol", "atol")
@@ -79,8 +80,17 @@ def load_target(target: str, pipeline: str | None = None):
     from pxla_mlir.stages.text_module import load
 
     if target == "-":
-        return load(sys.stdin.buffer.read(), pipeline=pipeline, name="<stdin>")
-    return load(target, pipeline=pipeline)
+        data = sys.stdin.buffer.read()
+        with status("loading the module from stdin"):
+            return load(data, pipeline=pipeline, name="<stdin>")
+    with status(f"loading {target}"):
+        return load(target, pipeline=pipeline)
+
+
+def compile_target(lowered):
+    """``lowered.compile()`` (kept by the Lowered), saying so while XLA works."""
+    with status(f"compiling {lowered.source} for {len(lowered.devices)} devices"):
+        return lowered.compile()
 
 
 def _ran_line(lowered) -> str:
@@ -94,8 +104,8 @@ def _ran_line(lowered) -> str:
 
 
 def _results(lowered, values) -> list[np.ndarray]:
-    compiled = lowered.compile()
-    with _running(lowered):
+    compiled = compile_target(lowered)
+    with _running(lowered), status(f"running {lowered.source}"):
         return [np.asarray(r) for r in compiled(*values)]
 
 
@@ -117,7 +127,7 @@ def run(args) -> int:
     # modules, the inputs, the saved results, the output directory.
     lowered = load_target(args.target, args.pipeline)
     values = module_inputs(lowered.layout.in_avals, args.input, args.arg, args.seed, lowered.source)
-    lowered.compile()  # kept by the Lowered
+    compile_target(lowered)
     steps = {name: TIMINGS[name] for name in ("passes", "compile")}  # this module's, not the other's
     other, expected, what = _other(args, lowered)
     if args.output_dir is not None:
@@ -131,15 +141,16 @@ def run(args) -> int:
         timing_lines = [timing_line(name, seconds, args.calls) for name, seconds in timings.items()]
     else:
         results = _results(lowered, values)
-    print(_ran_line(lowered))
-    print(f"layout: {lowered.layout_note}")
+    # What ran goes to stderr, what it gave to stdout (timings, outputs, comparisons: what a pipe or a file keeps).
+    print(_ran_line(lowered), file=sys.stderr)
+    print(f"layout: {lowered.layout_note}", file=sys.stderr)
     for line in timing_lines:
         print(line)
     if args.output_dir is not None:
         _write(args.output_dir, results)
     if other is not None:
-        print(_ran_line(other))
         expected = _results(other, values)
+        print(_ran_line(other), file=sys.stderr)
     if expected is None:
         print_outputs(results)
         return 0
@@ -173,7 +184,7 @@ def _other(args, lowered) -> tuple:
         if (a.shape, a.dtype) != (b.shape, b.dtype):
             raise CliError(f"{described} takes {b.str_short()} as argument {i} where {lowered.source} takes "
                            f"{a.str_short()}: the two cannot run on the same inputs")
-    other.compile()  # XLA's verdict on both modules before either runs
+    compile_target(other)  # XLA's verdict on both modules before either runs
     return other, None, described
 
 

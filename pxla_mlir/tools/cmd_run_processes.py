@@ -31,6 +31,7 @@ from pxla_mlir.tools.cmd_run_module import is_module_target, load_target
 from pxla_mlir.tools.emit import prepare
 from pxla_mlir.tools.errors import CliError
 from pxla_mlir.tools.map_args import map_options
+from pxla_mlir.tools.progress import status
 from pxla_mlir.tools.running import inputs, measure, module_inputs, print_outputs, time_calls, timing_line
 
 _RESULT = "PXLA_MP_RESULT "
@@ -74,8 +75,9 @@ def _launch(args) -> int:
         _check_target(args, per)
     start = launch_mpirun if getattr(args, "launcher", "local") == "mpirun" else launch
     try:
-        finished = start([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
-                         timeout_s=args.timeout, cpu_devices=per)
+        with status(f"running {args.target} in {args.processes} processes"):
+            finished = start([sys.executable, "-m", "pxla_mlir.tools.cli", *args.argv], args.processes,
+                             timeout_s=args.timeout, cpu_devices=per)
     except MpirunError as e:
         raise CliError(str(e)) from None
     found = [_result(f.output) for f in finished]
@@ -89,9 +91,9 @@ def _launch(args) -> int:
     first = results[0]
     by = " started by mpirun" if getattr(args, "launcher", "local") == "mpirun" else ""
     print(f"ran on {first['devices']} {first['platform'].upper()} devices in {args.processes} processes{by} "
-          f"({per} each); pipeline {first['pipeline']}")
+          f"({per} each); pipeline {first['pipeline']}", file=sys.stderr)
     if first.get("layout"):
-        print(f"layout: {first['layout']}")
+        print(f"layout: {first['layout']}", file=sys.stderr)
     header = "".join(f"{'process ' + str(r['process']):>13}" for r in results)
     print(f"  {'':<22}{header}")
     for name in first["timings"]:

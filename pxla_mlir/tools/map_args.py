@@ -46,7 +46,8 @@ def add_map_arguments(p, target_help: str = "module:function or path/to/file.py:
         else:
             g.add_argument(_flag(field), help=text)
     g.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
-                   help="argument shape, one per positional argument: f32[8,128], i32[], bool[4]")
+                   help="argument shape, one per positional argument: f32[8,128], i32[], bool[4] (or jax's "
+                        "float32[8,128])")
     p.add_argument("--load-pass-plugin", action="append", default=[], metavar="FILE.py|dotted.module",
                    help="load passes of your own (repeatable, as mlir-opt's flag): --extra-passes and "
                         "--pipeline can then name them")

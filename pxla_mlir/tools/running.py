@@ -3,13 +3,12 @@ from .npy files), timed steps, and the outputs printed."""
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 import numpy as np
 
 from pxla_mlir.tools.errors import CliError
+from pxla_mlir.tools.progress import status
 from pxla_mlir.tools.targets import ArgSpec, arg_specs
 
 __all__ = ["inputs", "module_inputs", "load_npy", "save_npy", "measure", "time_calls", "timing_line", "print_outputs"]
@@ -122,7 +121,8 @@ def measure(fn, lower_args, call_args, calls: int, prepare_args=None):
     from pxla_mlir.mlir.support.stats import TIMINGS
 
     TIMINGS.clear()
-    lowered = fn.lower(*lower_args)
+    with status(f"lowering {getattr(fn, '__name__', 'the function')}"):
+        lowered = fn.lower(*lower_args)
     outs, timings = time_calls(lowered, call_args, calls, prepare_args)
     return lowered, outs, timings
 
@@ -135,17 +135,19 @@ def time_calls(lowered, call_args, calls: int, prepare_args=None, steps=("trace"
 
     from pxla_mlir.mlir.support.stats import TIMINGS
 
-    with _status(f"compiling for {len(lowered.devices)} devices"):
+    with status(f"compiling for {len(lowered.devices)} devices"):
         compiled = lowered.compile()
     if prepare_args is not None:
         call_args = prepare_args(compiled)
-    t = time.perf_counter()
-    outs = jax.block_until_ready(compiled(*call_args))
-    first = time.perf_counter() - t
-    t = time.perf_counter()
-    for _ in range(max(calls, 1)):
-        jax.block_until_ready(compiled(*call_args))
-    steady = (time.perf_counter() - t) / max(calls, 1)
+    with status("running the first call"):
+        t = time.perf_counter()
+        outs = jax.block_until_ready(compiled(*call_args))
+        first = time.perf_counter() - t
+    with status(f"timing {max(calls, 1)} calls"):
+        t = time.perf_counter()
+        for _ in range(max(calls, 1)):
+            jax.block_until_ready(compiled(*call_args))
+        steady = (time.perf_counter() - t) / max(calls, 1)
     timings = {name: TIMINGS[name] for name in steps}
     timings.update({"first call": first, "steady-state call": steady})
     return outs, timings
@@ -166,22 +168,3 @@ def print_outputs(outs) -> None:
         with np.printoptions(precision=4, threshold=24, edgeitems=3, linewidth=100):
             print(arr)
 
-
-class _status:
-    """A spinner on stderr while XLA compiles (only on a terminal)."""
-
-    def __init__(self, text: str):
-        self.text, self._status = text, None
-
-    def __enter__(self):
-        if sys.stderr.isatty() and not os.environ.get("PXLA_NO_PROGRESS"):
-            from rich.console import Console
-
-            self._status = Console(stderr=True).status(self.text)
-            self._status.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self._status is not None:
-            self._status.__exit__(*exc)
-        return False

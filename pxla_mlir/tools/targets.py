@@ -70,11 +70,12 @@ class ArgSpec:
 
 
 def parse_arg(text: str) -> ArgSpec:
-    """``f32[8,128]``, ``i32[]`` (a scalar), ``bool[3]``."""
+    """``f32[8,128]``, ``i32[]`` (a scalar), ``bool[3]``; jax's dtype names too (``float32[8,128]``)."""
     m = _ARG.match(text)
-    if not m or m.group(1) not in DTYPES:
-        raise TargetError(f"bad argument shape {text!r}: expected dtype[dims] like f32[8,128] or i32[] "
-                          f"(dtypes: {', '.join(sorted(DTYPES))})")
+    if not m or m.group(1) not in DTYPES and m.group(1) not in DTYPES.values():
+        raise TargetError(f"bad argument shape {text!r}: expected dtype[dims] like f32[8,128], float32[8,128] or "
+                          f"i32[] (dtypes: {', '.join(sorted(DTYPES))}, or jax's names: "
+                          f"{', '.join(sorted(set(DTYPES.values())))})")
     inside = m.group(2)
     dims = [] if not inside.strip() else inside.split(",")
     for d in dims:
@@ -82,7 +83,7 @@ def parse_arg(text: str) -> ArgSpec:
             what = "a dimension is empty" if not d.strip() else f"dimension {d.strip()!r} is not a non-negative integer"
             raise TargetError(f"bad argument shape {text!r}: {what} (write dims as comma-separated integers, "
                               f"like f32[8,128])")
-    return ArgSpec(DTYPES[m.group(1)], tuple(int(d) for d in dims))
+    return ArgSpec(DTYPES.get(m.group(1), m.group(1)), tuple(int(d) for d in dims))
 
 
 def parse_mesh(text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:

@@ -369,8 +369,8 @@ def _unmapped(aval, mapping: Mapping[int, str], plan) -> ShapedArray:
 
 
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
-         donate_argnums: int | Sequence[int] = (), backend: str | None = None, lowering: str = XmapPipeline.lowering,
-         shardings: str = XmapPipeline.sharding_dialect, ensure_fixed_sharding: bool = False,
+         donate_argnums: int | Sequence[int] = (), backend: str | None = None, lowering: str = "replica",
+         shardings: str = "sdy", ensure_fixed_sharding: bool = False,
          extra_passes: str | Mapping[str, str] | None = None) -> XmapFunction:
     """Maps ``fun`` over named axes. ``in_axes``/``out_axes`` name array
     dimensions (``{dim: name}`` or ``['batch', ..., 'feat']``, as pytree
@@ -378,8 +378,8 @@ def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_res
     to them by name. ``axis_resources`` spreads named axes over the axes of
     the current mesh (``with pxla_mlir.Mesh(...)`` or a jax mesh) and serial
     loops (``serial_loop``, ``SerialLoop``); the rest are vectorized on each
-    device. ``lowering`` picks replica, manual or vectorize (see the module
-    docs); ``ensure_fixed_sharding`` (with ``lowering="vectorize"``, 2022's
+    device. ``lowering`` picks replica, manual or vectorize (the [user
+    guide](guide.md#xmap) compares them); ``ensure_fixed_sharding`` (with ``lowering="vectorize"``, 2022's
     ``experimental_xmap_ensure_fixed_sharding``) constrains every
     intermediate of the global view to the layout of its named axes, so
     XLA's partitioner keeps them split as the xmap maps them. xmap composes

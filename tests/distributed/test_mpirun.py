@@ -57,7 +57,7 @@ def test_cli_run_with_the_mpirun_launcher_matches_one_process():
 
     multi = cli("--processes", "2", "--launcher", "mpirun")
     assert multi.returncode == 0, multi.stdout + multi.stderr[-3000:]
-    assert "in 2 processes started by mpirun (4 each)" in multi.stdout, multi.stdout
+    assert "in 2 processes started by mpirun (4 each)" in multi.stderr, multi.stderr
     assert re.search(r"steady-state call +[\d.]+ ms +[\d.]+ ms", multi.stdout), multi.stdout
     single = cli()
     assert single.returncode == 0, single.stderr[-3000:]

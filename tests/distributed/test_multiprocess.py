@@ -174,7 +174,7 @@ def _outputs(stdout: str) -> str:
 def test_cli_run_processes_matches_one_process(target):
     multi = _cli("run", target, "--calls", "2", "--processes", "2")
     assert multi.returncode == 0, multi.stderr[-3000:]
-    assert "in 2 processes (4 each)" in multi.stdout
+    assert "in 2 processes (4 each)" in multi.stderr
     assert re.search(r"steady-state call\s+[\d.]+ ms\s+[\d.]+ ms", multi.stdout), multi.stdout
     single = _cli("run", target, "--calls", "2")
     assert single.returncode == 0, single.stderr[-3000:]
@@ -200,11 +200,11 @@ def test_cli_run_processes_runs_a_module(tmp_path):
     assert emitted.returncode == 0, emitted.stderr[-3000:]
     multi = _cli("run", str(module), "--calls", "2", "--processes", "2")
     assert multi.returncode == 0, multi.stderr[-3000:]
-    assert "in 2 processes (4 each)" in multi.stdout
+    assert "in 2 processes (4 each)" in multi.stderr  # what ran on stderr, the results on stdout
     single = _cli("run", str(module))
     assert single.returncode == 0, single.stderr[-3000:]
-    layout = [line for line in single.stdout.splitlines() if line.startswith("layout: ")]
-    assert len(layout) == 1 and layout[0] in multi.stdout.splitlines()  # how the printed values lie, as in one process
+    layout = [line for line in single.stderr.splitlines() if line.startswith("layout: ")]
+    assert len(layout) == 1 and layout[0] in multi.stderr.splitlines()  # how the printed values lie, as in one process
 
     def per_device(v):  # examples/nested_reduction.py in plain jax
         local = jax.lax.psum(v, "device")

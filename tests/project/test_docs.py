@@ -38,16 +38,174 @@ def test_quickstart_md_is_current():
         "docs/quickstart.md is stale: run `make docs-gen`"
 
 
-def test_api_md_names_every_export():
+API = REPO / "docs" / "api.md"
+#: A Sphinx cross-reference role, which mkdocstrings shows as it is (the API page's docstrings use Markdown).
+SPHINX_ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|obj|exc|ref):`[^`]*`")
+
+
+def _api_entries() -> dict[str, str]:
+    """The API page's entries: the name each is shown as -> the object ``::: PATH`` renders."""
+    entries = {}
+    for m in re.finditer(r"^::: (\S+)\n((?:    .*\n)*)", API.read_text(), re.M):
+        heading = re.search(r'heading: "([^"]+)"', m[2])
+        entries[heading[1] if heading else m[1]] = m[1]
+    return entries
+
+
+def _anchors() -> set[str]:
+    return set(re.findall(r"^\[\]\(\)\{#([\w.]+)\}$", API.read_text(), re.M))
+
+
+def _public_names() -> list[str]:
+    import pxla_mlir
+    import pxla_mlir.passes
+
+    return [f"pxla_mlir.{n}" for n in pxla_mlir.__all__] + [f"pxla_mlir.passes.{n}" for n in pxla_mlir.passes.__all__]
+
+
+def _public(name: str):
+    """What a public name is, as ``pxla_mlir``'s and ``pxla_mlir.passes``' lazy tables load it (``pxla_mlir.jit``
+    is the function, not the module of that name)."""
+    import pxla_mlir
+    import pxla_mlir.passes
+
+    if name.startswith("pxla_mlir.passes."):
+        attr = name.rpartition(".")[2]
+        return getattr(importlib.import_module(pxla_mlir.passes._PUBLIC[attr]), attr)
+    module, attr = pxla_mlir._LAZY[name.removeprefix("pxla_mlir.")]
+    return getattr(importlib.import_module(module), attr) if attr else importlib.import_module(module)
+
+
+def _resolve(path: str):
+    """The object a dotted path names: its longest importable module prefix, then attributes."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+def _shown_docstrings(obj) -> list[tuple[str, str]]:
+    """(member, docstring) of what the page shows of ``obj``: its docstring, and for a class its public members
+    defined in the package, inherited ones included."""
+    found = [("", obj.__doc__ or "")]
+    if isinstance(obj, type):
+        seen = set()
+        for klass in obj.__mro__:
+            if not klass.__module__.startswith("pxla_mlir"):
+                continue
+            for name, member in vars(klass).items():
+                if name.startswith("_") or name in seen:
+                    continue
+                seen.add(name)
+                member = getattr(member, "fget", None) or getattr(member, "__func__", None) or member
+                if callable(member) and member.__doc__:
+                    found.append((f".{name}", member.__doc__))
+    return found
+
+
+def test_api_page_documents_every_public_name():
+    """Every name pxla_mlir and pxla_mlir.passes export has an entry (``::: PATH``, shown under that name) of the
+    very object the name is; an entry shown under another name than its path has an anchor of that name, so
+    that cross-references to it resolve."""
+    text, entries, anchors = API.read_text(), _api_entries(), _anchors()
+    for name in _public_names():
+        if name == "pxla_mlir.__version__":
+            assert "`pxla_mlir.__version__`" in text
+        elif name == "pxla_mlir.distributed":  # a module: the page's section on it
+            assert name in anchors, "docs/api.md has no anchor [](){#pxla_mlir.distributed}"
+        else:
+            assert name in entries, f"docs/api.md does not document {name}"
+            assert _resolve(entries[name]) is _public(name), f"docs/api.md: {name} renders {entries[name]}"
+    for shown, path in entries.items():
+        assert shown == path or shown in anchors, f"docs/api.md: {path}, shown as {shown}, needs [](){{#{shown}}}"
+        _resolve(path)
+
+
+def test_public_docstrings_use_markdown_not_sphinx_roles():
+    """mkdocstrings shows a Sphinx role (``:class:`x```) as it is: the docstrings the API page shows use
+    Markdown, and every cross-reference in them (``[text][pxla_mlir.Name]``) names an entry, an anchor or a
+    member of an entry of the page; relative links name a page of docs/."""
+    entries, anchors = _api_entries(), _anchors()
+    shown = {*entries, *anchors}
+    bad = []
+    for name, path in entries.items():
+        for member, doc in _shown_docstrings(_resolve(path)):
+            bad += [f"{name}{member}: {m[0]}" for m in SPHINX_ROLE.finditer(doc)]
+            for ref in re.findall(r"\]\[([\w.]+)\]", doc):
+                owner, _, attr = ref.rpartition(".")
+                if ref not in shown and not (owner in entries and hasattr(_resolve(entries[owner]), attr)):
+                    bad.append(f"{name}{member}: cross-reference to {ref}, which the page does not show")
+            for page in re.findall(r"\]\(([\w-]+\.md)(?:#[\w-]+)?\)", doc):
+                if not (REPO / "docs" / page).is_file():
+                    bad.append(f"{name}{member}: link to docs/{page}, which does not exist")
+    assert not bad, "docs/api.md's docstrings:\n" + "\n".join(bad)
+
+
+def test_the_docs_extra_formats_signatures():
+    """mkdocstrings prints a signature on one line unless black or ruff is installed: the docs extra brings ruff."""
+    import tomllib
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["docs"]
+    assert any(re.match(r"(ruff|black)\b", req) for req in extra), extra
+    assert "separate_signature: true" in (REPO / "mkdocs.yml").read_text()
+
+
+def test_the_maps_signatures_show_their_pipelines_defaults():
+    """pmap, xmap and jit write their pipeline options' defaults as values (the API page shows ``mode: str =
+    "replica"``, not an expression): they must be the pipelines' own."""
+    import inspect
+
+    from pxla_mlir.mlir.pipelines import PmapPipeline, XmapPipeline
+
+    pmap_defaults = {"mode": PmapPipeline.mode, "unshard": PmapPipeline.unshard,
+                     "shardings": PmapPipeline.sharding_dialect}
+    xmap_defaults = {"lowering": XmapPipeline.lowering, "shardings": XmapPipeline.sharding_dialect}
+    for name, defaults in (("pmap", pmap_defaults), ("jit", pmap_defaults), ("xmap", xmap_defaults)):
+        parameters = inspect.signature(_public(f"pxla_mlir.{name}")).parameters
+        assert {k: parameters[k].default for k in defaults} == defaults, name
+
+
+def test_the_api_checks_find_a_role_and_a_missing_name(monkeypatch):
+    def documented():
+        try:
+            test_api_page_documents_every_public_name()
+            test_public_docstrings_use_markdown_not_sphinx_roles()
+        except AssertionError:
+            return False
+        return True
+
+    assert documented()
+    from pxla_mlir.stages import aot
+
+    monkeypatch.setattr(aot.Compiled.as_text, "__doc__", "See :class:`Lowered`.")
+    assert not documented()
+    monkeypatch.undo()
+    monkeypatch.setattr(aot.Compiled.as_text, "__doc__", "See [Lowered][pxla_mlir.Lowered.nothing].")
+    assert not documented()
+    monkeypatch.undo()
+    monkeypatch.setattr(importlib.import_module("pxla_mlir"), "__all__", [*_public_names_of_pxla_mlir(), "Extra"])
+    assert not documented()
+
+
+def _public_names_of_pxla_mlir() -> list[str]:
     import pxla_mlir
 
-    text = (REPO / "docs" / "api.md").read_text()
-    for name in pxla_mlir.__all__:
-        if name not in ("__version__", "distributed"):
-            assert f'heading: "pxla_mlir.{name}"' in text, f"docs/api.md does not document pxla_mlir.{name}"
-    for target in re.findall(r"^::: (\S+)$", text, re.M):
-        module, _, attr = target.rpartition(".")
-        assert hasattr(importlib.import_module(module), attr), f"docs/api.md: no {target}"
+    return list(pxla_mlir.__all__)
+
+
+def test_the_site_names_its_address_and_repository():
+    import tomllib
+
+    config = dict(re.findall(r"^(site_url|repo_url|repo_name): (\S+)$", (REPO / "mkdocs.yml").read_text(), re.M))
+    source = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Source"]
+    assert config.get("repo_url") == source and source.endswith("/" + config.get("repo_name", "?"))
+    assert config.get("site_url", "").startswith("https://") and config["site_url"].endswith("/")
 
 
 def test_cli_md_documents_every_subcommand_and_flag():

@@ -116,6 +116,17 @@ def test_console_blocks_are_few():
     assert sum(shown.values()) <= 6, f"console blocks are not run: keep them for what cannot run here {shown}"
 
 
+def test_a_page_that_runs_pytest_installs_it_first():
+    """pytest is no dependency of pxla_mlir: a page's commands install it before they run it."""
+    pytest_run = re.compile(r"^\s*(?:python -m )?pytest\b", re.M)
+    for page in PAGES:
+        script = "\n".join(code for lang, _, code in blocks(page) if lang == "sh")
+        found = pytest_run.search(script)
+        if found:
+            assert re.search(r"^\s*pip install\b.*\bpytest\b", script[:found.start()], re.M), \
+                f"{page}: runs pytest without installing it first (pip install pytest)"
+
+
 def test_the_pages_set_up_their_devices_before_jax():
     for page in PAGES:
         python = [code for lang, _, code in blocks(page) if lang == "python"]

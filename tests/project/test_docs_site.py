@@ -58,14 +58,23 @@ def test_search_works_from_the_files(site):
 
 def test_the_api_page_documents_every_export_from_its_docstring(site):
     import pxla_mlir
+    import pxla_mlir.passes
     from pxla_mlir.pmaps.api import pmap
 
     text = text_of(site / "api.html")
-    for name in pxla_mlir.__all__:
+    for name in [*pxla_mlir.__all__, *(f"passes.{n}" for n in pxla_mlir.passes.__all__)]:
         if name not in ("__version__", "distributed"):
             assert f"pxla_mlir.{name}\n" in text, name
     assert pmap.__doc__.split("\n")[0].replace("``", "") in text  # the docstring, rendered
-    assert "static_broadcasted_argnums: int | Sequence[int] = ()" in text  # and the signature, with its types
+    # the signature, with its types, one parameter a line (formatted by ruff, which the docs extra brings)
+    assert "pmap(\n    fun: Callable | None = None,\n    axis_name: Hashable | None = None,\n" in text
+    assert 'static_broadcasted_argnums: int | Sequence[int] = (),\n' in text and 'mode: str = "replica",' in text
+    module_pass = text.rsplit("pxla_mlir.passes.ModulePass\n", 1)[1].split("pxla_mlir.passes.PassError\n")[0]
+    for member in ("run(module: Operation) -> None", "error(\n", "warn(where: Where, message: str) -> None",
+                   "remark(where: Where, message: str) -> None", "add_to(pm, *, verify: bool = False) -> None"):
+        assert member in module_pass, member
+    assert "Bases: _" not in text  # no private base, shown without its members
+    assert not re.search(r":(mod|class|meth|func|attr):[\w.~]", text), "a Sphinx role shown as it is"
 
 
 def test_the_quick_starts_and_the_changelog_are_pages(site):

@@ -154,7 +154,7 @@ def test_installed_cli_emits_and_opt_runs(installed, tmp_path):
     # A module from a file runs, here a per-device one (pxla-add-device-axis from the installed passes).
     shutil.copy(REPO / "examples" / "per_device_psum.mlir", tmp_path / "per_device.mlir")
     proc = _run([str(installed / "pxla-mlir"), "run", "per_device.mlir", "-o", "out"], cwd=tmp_path, env=_user_env())
-    assert "stacked on a leading device axis" in proc.stdout, proc.stdout
+    assert "stacked on a leading device axis" in proc.stderr, proc.stderr  # what ran: stderr; results: stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["0.npy", "1.npy"]
 
 
@@ -190,12 +190,12 @@ def test_examples_from_the_wheel_list_copy_and_run(installed, tmp_path):
     wrote = _run([pxla_mlir, "example", "nested_reduction"], cwd=tmp_path, env=env).stdout
     assert wrote.splitlines()[-1] == "run it with: pxla-mlir run nested_reduction.py:two_level_sum"
     ran = _run([pxla_mlir, "run", "nested_reduction.py:two_level_sum", "--calls", "1"], cwd=tmp_path, env=env)
-    assert ran.stdout.startswith("ran on 8 CPU devices")
+    assert ran.stderr.startswith("ran on 8 CPU devices") and "steady-state call" in ran.stdout
     # --run runs the installed copy: a map on its declared inputs, a module file, and a script.
     ran = _run([pxla_mlir, "example", "xmap_2d", "--run"], cwd=tmp_path, env=env)
     assert "site-packages" in ran.stderr and "xmap_2d.py:normalise_2d" in ran.stderr
-    assert ran.stdout.startswith("ran on 8 CPU devices")
+    assert "ran on 8 CPU devices" in ran.stderr and "output: float32[" in ran.stdout
     ran = _run([pxla_mlir, "example", "per_device_psum", "--run"], cwd=tmp_path, env=env)
-    assert "stacked on a leading device axis" in ran.stdout
+    assert "stacked on a leading device axis" in ran.stderr
     ran = _run([pxla_mlir, "example", "pmap_demo", "--run"], cwd=tmp_path, env=env)
     assert "$ python " in ran.stderr and ran.stdout.strip()

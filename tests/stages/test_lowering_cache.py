@@ -50,6 +50,22 @@ def test_an_equal_program_is_lowered_once_and_gives_the_same_module():
     assert cold.as_text() == pxla_mlir.pmap(lambda v: lax.psum(jnp.sin(v) * 2, "i"), "i").lower(X).as_text()
 
 
+def test_jaxs_lowering_counter_sees_none_for_a_lowering_from_the_cache(monkeypatch):
+    """What docs/porting.md tells a port of jax's tests: jax counts 1 per new function for jax.pmap, and 0 for a
+    pxla_mlir map whose lowering came from the cache, unless the cache is off."""
+    from jax._src import test_util as jtu  # jax's own counter of programs lowered
+
+    def lowerings(pmap) -> int:
+        with jtu.count_jit_and_pmap_lowerings() as count:
+            pmap(lambda v: v * 2.0)(X)
+        return count()
+
+    assert [lowerings(jax.pmap) for _ in range(2)] == [1, 1]
+    assert [lowerings(pxla_mlir.pmap) for _ in range(2)] == [1, 0]
+    monkeypatch.setenv(lowering_cache.ENV, "0")
+    assert lowerings(pxla_mlir.pmap) == 1
+
+
 def test_closed_over_arrays_are_arguments_so_their_values_never_come_from_the_cache():
     outs = [np.asarray(pxla_mlir.pmap(lambda v: v + jnp.full((16,), float(c)), "i")(X)) for c in (1, 2, 3)]
     for c, out in zip((1, 2, 3), outs):

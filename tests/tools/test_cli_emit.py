@@ -176,6 +176,18 @@ def test_run_prints_timings_and_outputs():
     for word in ("trace", "import", "passes", "compile", "first call", "steady-state call", "output[0]",
                  "float32[2, 128, 4]"):
         assert word in result.stdout
+    assert result.stderr.startswith("ran on 8 CPU devices; pipeline ") and "ran on" not in result.stdout  # what ran
+
+
+def test_argument_shapes_take_jax_dtype_names_too():
+    from pxla_mlir.tools.targets import ArgSpec, TargetError, parse_arg
+
+    assert parse_arg("float32[8,3]") == parse_arg("f32[8,3]") == ArgSpec("float32", (8, 3))  # as jax.numpy names dtypes
+    for jax_name, short in (("bfloat16[2]", "bf16[2]"), ("int32[]", "i32[]"), ("uint8[4]", "u8[4]"),
+                            ("complex64[1]", "c64[1]"), ("bool[3]", "pred[3]")):
+        assert parse_arg(jax_name) == parse_arg(short), jax_name
+    with pytest.raises(TargetError, match=r"like f32\[8,128\], float32\[8,128\] .*jax's names: bfloat16, bool"):
+        parse_arg("float[8]")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -32,6 +32,33 @@ def test_the_metadata_says_what_it_is_and_where_it_lives():
     assert PYPROJECT["license"] == "Apache-2.0" and "Apache License" in (REPO / "LICENSE").read_text()
 
 
+def test_the_numpy_floor_is_one_every_supported_jax_allows():
+    """A floor below jax's own lets pip resolve a numpy that no supported jax installs with."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    def floor(requirements) -> tuple[int, ...]:
+        (req,) = [Requirement(r) for r in requirements if Requirement(r).name == "numpy"]
+        (spec,) = [s for s in req.specifier if s.operator == ">="]
+        return tuple(int(p) for p in spec.version.split("."))
+
+    ours = floor(PYPROJECT["dependencies"])
+    jax = floor(r for r in importlib.metadata.requires("jax") or [] if "extra ==" not in r)
+    assert ours >= jax, f"pyproject.toml: numpy>={ours} is below the installed jax's numpy>={jax}"
+    assert ours >= (2, 0)  # jax 0.10.2's, the oldest supported
+
+
+def test_version_names_jax_and_jaxlib(capsys):
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == (f"pxla-mlir 0.1.0 (jax {importlib.metadata.version('jax')}, "
+                                       f"jaxlib {importlib.metadata.version('jaxlib')})\n")
+
+
 def test_the_lit_extra_brings_what_update_checks_runs():
     names = {req.split(">")[0].split("=")[0].strip() for req in PYPROJECT["optional-dependencies"]["lit"]}
     assert names == {"lit", "filecheck"}

@@ -357,7 +357,8 @@ def test_cli_runs_a_module_on_given_inputs_and_writes_what_jax_pmap_gives(tmp_pa
     np.save(tmp_path / "h.npy", h)  # bfloat16: numpy writes raw bytes ('|V2')
     ran = _cli("run", "m.mlir", "--input", "0=x.npy", "--input", "1=h.npy", "-o", "out", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
-    assert "layout: global values, laid out by pxla.tile_dims" in ran.stdout
+    assert "layout: global values, laid out by pxla.tile_dims" in ran.stderr  # what ran: stderr; results: stdout
+    assert ran.stdout.startswith("output[0]: float32[8, 3]") and ran.stderr.startswith("ran m.mlir on 8 CPU devices")
     saved = [np.load(tmp_path / "out" / f"{i}.npy") for i in range(3)]
     saved[2] = saved[2].view(ml_dtypes.bfloat16)
     assert_exact(saved, jax.pmap(_cli_body, "i")(x, h))
@@ -398,7 +399,6 @@ def test_cli_round_trips_every_extended_float_type(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--input", "0=x.npy"], "argument 0 of m.mlir is f32[8,3], but 'x.npy' holds f64[8,3]"),
-    (["--compare", "broken.mlir"], "broken.mlir:4:10: error: custom op 'mhlo.bogus' is unknown"),
     (["--expect", "nowhere"], "cannot read --expect directory 'nowhere': No such file or directory"),
     (["--seed", "x"], "argument --seed: expected an integer >= 0, got 'x'"),
     (["--seed", "-1"], "argument --seed: expected an integer >= 0, got -1"),  # not numpy's message
@@ -412,6 +412,18 @@ def test_cli_module_mistakes_exit_2_before_anything_runs(tmp_path, argv, message
     assert result.returncode == 2 and result.stdout == ""  # 1 would say that results differ
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"pxla-mlir: error: {message}"), result.stderr
+
+
+@pytest.mark.parametrize("argv", [["broken.mlir"], ["m.mlir", "--compare", "broken.mlir"]])
+@pytest.mark.subprocess
+def test_cli_says_a_module_that_does_not_parse_once_with_its_caret(tmp_path, argv):
+    (tmp_path / "m.mlir").write_text((REPO / "examples/per_device_psum.mlir").read_text())
+    (tmp_path / "broken.mlir").write_text((REPO / "test/lit/Inputs/run_broken.mlir").read_text())
+    result = _cli("run", *argv, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("broken.mlir:4:10: error: custom op 'mhlo.bogus' is unknown\n"  # as pxla-opt says it
+                             "    %0 = mhlo.bogus %a\n"
+                             "         ^\n")
 
 
 @pytest.mark.parametrize("dtype", ["c64", "c128"])

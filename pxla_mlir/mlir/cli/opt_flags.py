@@ -152,13 +152,23 @@ def list_passes(out) -> None:
                 print(f"      {line}", file=out)
     for broken in REGISTRY.broken:
         print(f"warning: installed pass plugin {broken.label} did not load: {broken.error}", file=out)
-    print(f"jaxlib's passes (jaxlib {jaxlib_passes.JAXLIB_VERSION}, which does not expose their descriptions):",
-          file=out)
+    print(f"jaxlib's passes ({_jaxlib_list()}; jaxlib does not expose their descriptions):", file=out)
     _columns(jaxlib_passes.MODULE_PASSES, out)
     print("jaxlib's passes on func.func (nest them: func.func(NAME)):", file=out)
     _columns(jaxlib_passes.FUNC_PASSES, out)
     print("jaxlib's pass pipelines:", file=out)
     _columns(jaxlib_passes.PIPELINES, out)
+
+
+def _jaxlib_list() -> str:
+    """Which jaxlib is installed, and which release's generated list names its passes when that is another."""
+    import jaxlib.version
+
+    installed = jaxlib.version.__version__
+    if installed == jaxlib_passes.JAXLIB_VERSION:
+        return f"jaxlib {installed}, installed"
+    return (f"jaxlib {installed} is installed; listed from the generated list of jaxlib "
+            f"{jaxlib_passes.JAXLIB_VERSION}, the nearest release listed")
 
 
 def version_text() -> str:

@@ -33,7 +33,9 @@ Where = Any  # ir.Operation | ir.OpView | ir.Value | ir.Location | None
 
 
 class PassError(Exception):
-    """A located failure of a pass: ``raise PassError(op, "what, and how to fix")``."""
+    """A located failure of a pass: ``raise PassError(op, "what, and how to fix")`` in
+    ``ModulePass.run`` stops the pass with an error at ``where`` (an op, a value or a location),
+    followed by ``notes``, ``(where, message)`` pairs."""
 
     def __init__(self, where: Where, message: str, notes: Iterable[tuple[Where, str]] = ()):
         super().__init__(message)

@@ -80,29 +80,39 @@ _run_state = _RunState()
 
 @dataclasses.dataclass(frozen=True)
 class ModulePass(_Configurable):
-    """A pass over the ``builtin.module`` op. Subclasses set ``argument`` and
-    ``summary``, declare options as fields and implement :meth:`run`; a pass
-    that never changes the module sets ``checks_only = True`` (nothing to
-    verify after it)."""
+    """A pass over the ``builtin.module`` op, as a frozen dataclass. Subclasses
+    set ``argument`` (its name in pipelines and on the command line) and
+    ``summary`` (one line), declare options as fields with
+    [`option`][pxla_mlir.passes.option] and implement ``run``; a pass that
+    never changes the module sets ``checks_only = True`` (nothing to verify
+    after it), and ``version`` changes whenever what the pass does changes
+    (it is part of every cache key of a pipeline that runs the pass).
+    [Writing a pass](writing-a-pass.md) shows a whole one."""
 
     checks_only: ClassVar[bool] = False
     #: Changes whenever what the pass does changes: part of every cache key a pipeline holding it makes.
     version: ClassVar[str] = "1"
 
     def run(self, module: ir.Operation) -> None:
+        """Rewrites ``module`` (the ``builtin.module`` operation) in place. ``raise
+        PassError(op, message)`` stops the pass with an error at ``op``; any other
+        exception is reported as an internal error of the pass, never a crash."""
         raise NotImplementedError
 
     # -- diagnostics inside run() ------------------------------------------
     def error(self, where: Where, message: str, notes: Iterable[tuple[Where, str]] = ()) -> None:
-        """Reports an error and fails the pass once run() returns."""
+        """Reports an error at ``where`` (with ``(where, message)`` notes) and fails the pass once ``run``
+        returns; the pass goes on, to report every problem in one run."""
         state = _run_state.stack[-1]
         _emit("error", location(where, state["root"].location), message, notes, state["root"])
         state["failed"] = True
 
     def warn(self, where: Where, message: str) -> None:
+        """Reports a warning at ``where`` (an op, value or location); the pass goes on."""
         diagnostics.emit("warning", location(where, _run_state.stack[-1]["root"].location), message)
 
     def remark(self, where: Where, message: str) -> None:
+        """Reports a remark at ``where`` (a note for the reader, as MLIR's remarks); the pass goes on."""
         diagnostics.emit("remark", location(where, _run_state.stack[-1]["root"].location), message)
 
     # -- the bridge into jaxlib's PassManager --------------------------------

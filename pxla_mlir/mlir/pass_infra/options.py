@@ -27,7 +27,11 @@ class OptionError(PxlaUserError, ValueError):
 
 def option(default: Any, help: str, *, api_name: str | None = None, minimum: int | None = None,
            maximum: int | None = None) -> Any:
-    """Declares a typed option with its default and one line of help;
+    """Declares a pass's option, as a dataclass field:
+    ``strategy: Literal["a", "b"] = option("a", "how to ...")``. Its type is
+    the field's annotation (``bool``, ``int``, ``float``, ``str``, a
+    ``Literal`` of strings, or a ``tuple`` of one of those); its name on the
+    command line is the field's in kebab case (``-my-pass='some-field=3'``).
     ``api_name`` is the keyword the Python API calls it by, if not the
     field's name; integer options optionally give the range they accept."""
     if isinstance(default, list):

@@ -146,8 +146,9 @@ def _passes_of(module: types.ModuleType, spec: str) -> list[type]:
 
 def register_pass(cls: type) -> type:
     """Checks ``cls`` (a ``pxla_mlir.passes.ModulePass`` subclass) and registers it under its ``argument``;
-    returns it, so it serves as a class decorator. Raises :class:`PluginError` for a class that is not a pass
-    or whose argument is taken (by a built-in pass or pipeline, a jaxlib pass, or another plugin's pass)."""
+    returns it, so it serves as a class decorator. Raises ``PluginError`` (a ``ValueError``) for a class that
+    is not a pass or whose argument is taken (by a built-in pass or pipeline, a jaxlib pass, or another plugin's
+    pass)."""
     module = getattr(cls, "__module__", "__main__")
     # A reproducer can load the class's module again, unless it is a script or a plugin file (recorded by path).
     from_file = module.startswith("pxla_plugin_")

@@ -177,7 +177,7 @@ class Mesh(AbstractMesh):
 
     ``Mesh(np.empty((), dtype=object), ())`` is 2022's empty mesh (jax's
     ``EMPTY_ENV``): no devices, no axes; entering it means "no mesh"
-    (:attr:`empty`). A zero-dimensional array holding a device is a mesh of
+    (``empty``). A zero-dimensional array holding a device is a mesh of
     that one device."""
 
     __slots__ = ("_devices", "_hash", "no_devices")

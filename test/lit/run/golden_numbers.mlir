@@ -3,10 +3,13 @@
 // x - x.mean(0) and x.sum(0) of np.random.default_rng(0).normal(size=(8, 4)).)
 // The module is pxla-mlir emit of pmap(lambda x: (x - pmean(x), psum(x)), out_axes=(0, None)).
 
-// RUN: pxla-mlir run %s --arg f32[8,4] --seed 0 | filecheck %s
-// CHECK: ran {{.*}}golden_numbers.mlir on 8 CPU devices (8 replicas)
-// CHECK-NEXT: layout: global values, laid out by pxla.tile_dims
-// CHECK-NEXT: output[0]: float32[8, 4]
+// What ran is said on stderr, the results are printed on stdout.
+// RUN: pxla-mlir run %s --arg f32[8,4] --seed 0 2> %t.err | filecheck %s
+// RUN: filecheck %s --check-prefix=RAN --input-file %t.err
+// RAN: ran {{.*}}golden_numbers.mlir on 8 CPU devices (8 replicas)
+// RAN-NEXT: layout: global values, laid out by pxla.tile_dims
+// RAN-EMPTY:
+// CHECK: output[0]: float32[8, 4]
 // CHECK-NEXT: {{^\[\[}} 5.8395e-01 -1.4581e-01  8.8185e-01  2.6880e-02]
 // CHECK-NEXT: {{^}} [-7.7450e-02  3.4789e-01  1.5454e+00  8.6906e-01]
 // CHECK-NEXT: {{^}} [-2.4552e-01 -1.2791e+00 -3.8184e-01 -3.6694e-02]

@@ -33,4 +33,4 @@
 // CLI: pxla-convert-to-replica-mode
 // RUN: pxla-mlir passes pxla-verify-handoff | filecheck %s --check-prefix=DOC
 // DOC: pxla-verify-handoff: checks that a module is ready to hand to XLA.
-// DOC: Example::
+// DOC: Example:{{$}}

@@ -151,6 +151,19 @@ def test_console_script_is_installed():
     assert proc.returncode == 0 and f"jaxlib {jaxlib.version.__version__}" in proc.stdout
 
 
+def test_list_passes_names_the_installed_jaxlib_and_the_list_it_used(capsys, monkeypatch):
+    from pxla_mlir.mlir.pass_infra import jaxlib_passes
+
+    installed = jaxlib.version.__version__
+    monkeypatch.setattr(jaxlib_passes, "JAXLIB_VERSION", installed)
+    assert pxla_opt.main(["--list-passes"]) == 0
+    assert f"jaxlib's passes (jaxlib {installed}, installed; " in capsys.readouterr().out
+    monkeypatch.setattr(jaxlib_passes, "JAXLIB_VERSION", "0.10.1")  # a release without a list of its own
+    assert pxla_opt.main(["--list-passes"]) == 0
+    assert (f"jaxlib's passes (jaxlib {installed} is installed; listed from the generated list of jaxlib 0.10.1, "
+            f"the nearest release listed; ") in capsys.readouterr().out
+
+
 def test_source_excerpt_points_at_byte_columns():
     from pxla_mlir.mlir.core.diagnostics import EXCERPT_WIDTH, source_excerpt
 
