@@ -96,7 +96,15 @@ def checked_test(text: str, run: str, checks: Sequence[str], *, note: str = "") 
     return "\n".join([*_header(run, note), *lines, *([""] if lines else []), text.rstrip("\n")]) + "\n"
 
 
+#: Shell syntax a RUN line would read otherwise than bash does (lit's shell fails a pipeline when any stage
+#: fails; bash, which ran the test, looks at the last one) or not at all.
+_BASH_ONLY = re.compile(r"[|$`;&<>*?~]|\[\[")
+
+
 def command_test(text: str, command: str, *, note: str = "") -> str:
-    """A lit test whose RUN line is a reducer's ``--test`` command on the test itself (exit 0: it passes)."""
-    run = lit_command(command).replace("{}", "%s") if "{}" in command else f"{lit_command(command)} %s"
-    return checked_test(text, run, (), note=note)
+    """A lit test whose RUN line is a reducer's ``--test`` command on the test itself (exit 0: it passes), run by
+    bash as the reducer ran it where lit's shell would read it otherwise."""
+    run = command if "{}" in command else f"{command} {{}}"
+    if _BASH_ONLY.search(run):
+        run = f"bash -c {shlex.quote(run)}"
+    return checked_test(text, lit_command(run).replace("{}", "%s"), (), note=note)
