@@ -143,6 +143,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_memory.py
 	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/bench_scale.py
+	$(BIN)/python bench/bench_reduce.py
 
 # pxla_mlir against jax on the accelerator jax finds (TPU, GPU): one table of cases, dispatch ratios and a
 # training step; prints one line and exits 0 without one (ACCELERATOR_CHECK_ARGS=--cpu runs it on CPU devices).
