@@ -1,10 +1,13 @@
 """Reductions of functions and their boundaries: functions removed with their
 calls, arguments and results of the functions nothing in the module calls
-(``@main`` and other entry points), whose signatures no caller depends on.
+(``@main`` and other entry points), whose signatures no caller depends on,
+and ops of such functions turned into new arguments.
 
 A removed call's results are replaced as a removed op's are
 (:mod:`.substitutes`); a removed argument's uses by another argument of its
-type that stays, or by a zero constant.
+type that stays, or by a zero constant. An op turned into arguments (as
+llvm-reduce's operands-to-args) goes where a zero would not do: a pipeline
+that folds constants would fold the failure away with it.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from collections.abc import Sequence
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import ir_utils
-from pxla_mlir.mlir.reduce.reductions import Unit
-from pxla_mlir.mlir.reduce.substitutes import Substitutes, remove_ops
+from pxla_mlir.mlir.reduce.reductions import Unit, removable
+from pxla_mlir.mlir.reduce.substitutes import ISOLATED, Substitutes, remove_ops, walk_with_index
 
-__all__ = ["RemoveFunctions", "RemoveArguments", "RemoveResults"]
+__all__ = ["RemoveFunctions", "RemoveArguments", "RemoveResults", "OpsToArguments"]
 
 _SYMBOL = re.compile(r'@("(?:[^"\\]|\\.)*"|[\w$.-]+)')
 
@@ -154,3 +157,50 @@ class RemoveResults:
             results = [t for i, t in enumerate(ftype.results) if i not in drop]
             fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(list(ftype.inputs), results))
             _without(fn, "res_attrs", drop)
+
+
+def _function_of(op: ir.Operation) -> ir.Operation | None:
+    """The function whose body holds ``op`` with nothing isolated in between (None: another isolated op)."""
+    parent = op.parent
+    while parent is not None and parent.name not in ISOLATED:
+        parent = parent.parent
+    return parent.operation if parent is not None and parent.name == "func.func" else None
+
+
+@dataclasses.dataclass(frozen=True)
+class OpsToArguments:
+    """Replaces ops of the functions nothing calls by new arguments of those functions, one per used result."""
+
+    name: str = "ops-to-arguments"
+
+    def units(self, module: ir.Module) -> list[Unit]:
+        entries = {_name(f) for i, f in enumerate(_functions(module)) if i in set(_uncalled(module))}
+        found: list[Unit] = []
+        for i, op in enumerate(walk_with_index(module)):
+            fn = _function_of(op) if removable(op) and len(op.results) else None
+            if fn is not None and _name(fn) in entries:
+                found.append(i)
+        return found
+
+    def apply(self, module: ir.Module, units: Sequence[Unit]) -> None:
+        ops = walk_with_index(module)
+        for index in sorted((u for u in units if isinstance(u, int)), reverse=True):
+            op = ops[index]
+            fn = _function_of(op)
+            if fn is None:
+                continue
+            entry = fn.regions[0].blocks[0]
+            added = []
+            for result in op.results:
+                if any(True for _ in result.uses):
+                    arg = entry.add_argument(result.type, op.location)
+                    result.replace_all_uses_with(arg)
+                    added.append(result.type)
+            ir_utils.erase_op(op)
+            if added:
+                ftype = _function_type(fn)
+                fn.attributes["function_type"] = ir.TypeAttr.get(
+                    ir.FunctionType.get([*ftype.inputs, *added], list(ftype.results)))
+                if "arg_attrs" in fn.attributes:
+                    entries = list(ir.ArrayAttr(fn.attributes["arg_attrs"]))
+                    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(entries + [ir.DictAttr.get({}) for _ in added])

@@ -10,7 +10,7 @@ import pytest
 from pxla_mlir.mlir.reduce.candidate import Printer, Size, digest
 from pxla_mlir.mlir.reduce.catalog import default_reductions
 from pxla_mlir.mlir.reduce.reductions import InlineRegions, RemoveOps, Rewrite
-from pxla_mlir.mlir.reduce.signatures import RemoveArguments, RemoveFunctions, RemoveResults
+from pxla_mlir.mlir.reduce.signatures import OpsToArguments, RemoveArguments, RemoveFunctions, RemoveResults
 from pxla_mlir.mlir.reduce.simplify import Cleanup, DropAttributes, SplatConstants
 
 CHAIN = """
@@ -180,6 +180,16 @@ def test_remove_results_rewrites_every_return():
     text, _ = apply(RemoveResults(), FUNCTIONS, [0])
     assert re.search(r"-> \(tensor<i32> \{jax.result_info = \"b\"\}\)", text)
     assert "return %arg2 : tensor<i32>" in text
+
+
+def test_ops_of_uncalled_functions_become_new_arguments():
+    assert len(units_of(OpsToArguments(), FUNCTIONS)) == 2  # @main's call and add; not the helper's tanh
+    text, _ = apply(OpsToArguments(), FUNCTIONS, [0])  # the call: a new argument of its result type
+    assert "call" not in text and re.search(r"@main\(%arg0: tensor<3xf32> \{mhlo.sharding = \"\{replicated\}\"\}, "
+                                            r"%arg1: tensor<3xf32>, %arg2: tensor<i32>, %arg3: tensor<3xf32>\)", text)
+    assert "stablehlo.add %arg3, %arg1" in text
+    text, _ = apply(OpsToArguments(), CHAIN, [1])  # a module without arg_attrs gets none
+    assert "arg_attrs" not in text and "%arg2: tensor<3xf32>" in text
 
 
 def test_splat_constants_keeps_the_first_element_or_a_zero():
