@@ -100,6 +100,9 @@ def _mode(args) -> str:
     if (args.input is None) == (mode != "from_reproducer"):
         raise CliError("give the module to reduce, IN.mlir" if args.input is None else
                        f"--from-reproducer reads the module from the reproducer: drop {args.input!r}")
+    if mode == "test" and not args.test.strip():
+        raise CliError("--test needs a command, e.g. --test \"pxla-opt {} -p 'builtin.module(...)' 2>&1 | grep -q "
+                       "'my error'\"")
     if args.timeout < 0:
         raise CliError(f"--timeout must be >= 0 seconds (0: no limit), got {args.timeout:g}")
     return {"from_reproducer": "reproducer", "compare_pipeline": "compare", "compare_jax": "compare"}.get(mode, mode)
@@ -119,8 +122,14 @@ def run(args) -> int:
     mode = _mode(args)
     source = args.from_reproducer if mode == "reproducer" else args.input
     for flag, path in (("-o", args.output), ("--emit-lit-test", args.emit_lit_test)):
-        if path and path != "-" and os.path.isdir(path):
+        if not path or path == "-":
+            continue
+        if os.path.isdir(path):
             raise CliError(f"{flag} {path!r} is a directory: give a file name")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):  # found now, not after the reduction
+            raise CliError(f"{flag} {path!r}: cannot write in {folder!r} "
+                           f"({'no such directory' if not os.path.isdir(folder) else 'permission denied'})")
     if args.emit_lit_test:
         lit = os.path.abspath(args.emit_lit_test)
         for what, path in (("the input", source), ("the output", args.output)):

@@ -138,7 +138,7 @@ class Session:
             return f" (try it: {command_for(self.args.test, self.source)}; exit 0 means interesting)"
         if test.mode == "compare":
             return " (a comparison needs results that differ)"
-        return " (give --expect-error REGEX for another error)" if self.args.expect_error else ""
+        return " (or change --expect-error to match one of its errors)" if self.args.expect_error else ""
 
     def run(self) -> int:
         from pxla_mlir.mlir.reduce.catalog import default_reductions

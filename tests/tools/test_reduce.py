@@ -175,6 +175,37 @@ def test_a_reproducer_brings_its_pipeline_plugins_and_error(tmp_path):
     test = (tmp_path / "small_test.mlir").read_text()
     assert "--load-pass-plugin=" in test and "// expected-error @below {{cannot fold a negated sine}}" in test
     assert_passes_lit(tmp_path, tmp_path / "small_test.mlir")
+    # A shell test gets the reproducer's trailer on every candidate: --run-reproducer works on them.
+    run = reduce("repro.mlir", "--test", "pxla-opt --run-reproducer {} 2>&1 | grep -q 'negated sine'", "-o", "t.mlir",
+                 cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "t.mlir").read_text().split("{-#")[0] == small.split("{-#")[0]
+
+
+def test_progress_goes_to_a_terminal(tmp_path):
+    import pty
+
+    (tmp_path / "big.mlir").write_text(module_with_chain())
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ["PATH"]}
+    env.pop("PXLA_NO_PROGRESS", None)
+    proc = subprocess.Popen([os.path.join(BIN, "pxla-mlir"), "reduce", "big.mlir", "--pipeline", HANDOFF, "-o",
+                             "small.mlir"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(leader, 1 << 16)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        said += chunk
+    assert proc.wait(timeout=120) == 0
+    os.close(leader)
+    text = said.decode()
+    assert re.search(r"\r\x1b\[Kreduce: \d+ ops left, \d+ tested in \d+ s; round 1, remove-ops", text), text
+    assert re.search(r"\x1b\[Kpxla-mlir reduce: big.mlir: \d+ ops -> \d+ ops in .*written to small.mlir\s*$", text)
 
 
 # -- a shell test ------------------------------------------------------------------------------------------------
@@ -340,6 +371,8 @@ def test_results_that_still_differ(tmp_path, how):
     (["big.mlir", "--compare-jax", "--emit-lit-test", "t.mlir"], "--emit-lit-test has no RUN line for --compare-jax"),
     (["big.mlir", "--test", "true", "--rtol", "1"], "--rtol/--atol apply to --compare-pipeline and --compare-jax"),
     (["missing.mlir", "--test", "true"], "cannot read 'missing.mlir': No such file or directory"),
+    (["big.mlir", "--test", " "], "--test needs a command"),
+    (["big.mlir", "--test", "true", "-o", "no/such/dir/out.mlir"], "cannot write in"),
     (["broken.mlir", "--test", "true"], "broken.mlir:2:8: error: custom op 'stablehlo.bogus' is unknown"),
     (["--from-reproducer", "big.mlir"], "big.mlir records no pipeline"),
 ])
