@@ -46,13 +46,21 @@ class Reducer:
                  progress: Progress | None = None):
         self.printer, self.evaluator, self.reductions = printer, evaluator, list(reductions)
         self.progress = progress or Progress(enabled=False)
-        self.best, self.best_size = "", Size(0, 0)
+        self._best: tuple[str, Size] = ("", Size(0, 0))  # one attribute: Ctrl-C never splits text from size
         self._round, self._where = 0, ""
         self._started = time.monotonic()
 
+    @property
+    def best(self) -> str:
+        return self._best[0]
+
+    @property
+    def best_size(self) -> Size:
+        return self._best[1]
+
     def run(self, text: str, size: Size) -> Outcome:
         """Reduces ``text`` (of ``size``), which the test finds interesting."""
-        self.best, self.best_size = text, size
+        self._best = (text, size)
         self._started = time.monotonic()
         interrupted = False
         try:
@@ -70,7 +78,7 @@ class Reducer:
             interrupted = True
         finally:
             self.progress.clear()
-        return Outcome(self.best, self.best_size, size, self.evaluator.counts, time.monotonic() - self._started,
+        return Outcome(*self._best, size, self.evaluator.counts, time.monotonic() - self._started,
                        self._round, interrupted)
 
     # -- one reduction ----------------------------------------------------------------------------------
@@ -139,7 +147,7 @@ class Reducer:
             if verdict.interesting:
                 self.progress.log(f"{name}: {self.best_size.ops} -> {size.ops} ops ({self.best_size.chars} -> "
                                   f"{size.chars} characters)")
-                self.best, self.best_size = text, size
+                self._best = (text, size)
                 self._show()
                 return index
         return None
