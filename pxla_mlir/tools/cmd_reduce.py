@@ -19,7 +19,7 @@ import argparse
 import os
 import tempfile
 
-from pxla_mlir.tools.errors import CliError, positive_int
+from pxla_mlir.tools.errors import CliError, non_negative_int, positive_int
 
 __all__ = ["add_parser", "run"]
 
@@ -70,7 +70,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="tests run at a time (default: the cores, at most 8); the result does not depend on it")
     p.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                    help="a test that runs longer is killed, the candidate not interesting (default 300; 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="the comparisons' random inputs (default 0)")
+    p.add_argument("--seed", type=non_negative_int, metavar="N",
+                   help="the seed of the comparisons' random inputs (>= 0; default 0)")
     p.add_argument("--rtol", type=float, help="the comparisons' relative tolerance (default 1e-05)")
     p.add_argument("--atol", type=float, help="the comparisons' absolute tolerance (default 1e-08)")
     p.add_argument("--verbose", action="store_true", help="a line on stderr for every reduction kept")
@@ -92,8 +93,8 @@ def _mode(args) -> str:
                        + ("(put the pipeline in the command)" if mode == "test" else "(it runs the recorded one)"))
     if args.expect_error is not None and mode in ("test", "compare_pipeline", "compare_jax"):
         raise CliError(f"--expect-error applies to a pipeline's or XLA's errors, not to {_MODES[mode]}")
-    if not mode.startswith("compare") and any(getattr(args, k) is not None for k in ("rtol", "atol")):
-        raise CliError("--rtol/--atol apply to --compare-pipeline and --compare-jax")
+    if not mode.startswith("compare") and any(getattr(args, k) is not None for k in ("seed", "rtol", "atol")):
+        raise CliError("--seed, --rtol and --atol apply to --compare-pipeline and --compare-jax")
     if mode == "compare_jax" and args.emit_lit_test:
         raise CliError("--emit-lit-test has no RUN line for --compare-jax (pxla-mlir run compares pipelines): "
                        "reduce with --compare-pipeline to get a lit test")

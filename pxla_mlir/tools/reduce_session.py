@@ -117,7 +117,7 @@ class Session:
             found = [Diagnostic.from_mlir(d).format(self.source) for d in e.error_diagnostics]
             first = found[0].splitlines()[0] if found else f"{self.source}: {str(e).strip().splitlines()[0]}"
             raise CliError(f"{first} (the reducer starts from a module that parses and verifies)") from None
-        verdict = test.first_verdict(module, self.source)
+        verdict = test.first_verdict(module)
         if not verdict.interesting:
             raise CliError(f"{self.source} is not interesting: {verdict.detail or 'the test fails on it'}; the test "
                            f"must succeed on the input{self._hint(test)}")

@@ -44,7 +44,7 @@ class Test:
     args: Any = None
     expecting: str = ""  # what the reduction keeps, for the start message
 
-    def first_verdict(self, text: str, name: str) -> Verdict:
+    def first_verdict(self, text: str) -> Verdict:
         """Tests the input (the built-in checks learn what to expect from it)."""
         if not isinstance(self.runner, WorkerRunner):
             return self.runner.test(text)
@@ -86,8 +86,7 @@ class Test:
             return lit_test.checked_test(text, run, [lit_test.filecheck_text(failures[0].split(": ", 1)[-1])],
                                          note=note)
         a = self.args
-        flags.append(f"--seed {a.seed}")
-        flags += [f"--{k} {getattr(a, k)!r}" for k in ("rtol", "atol") if getattr(a, k) is not None]
+        flags += [f"--{k} {getattr(a, k)!r}" for k in ("seed", "rtol", "atol") if getattr(a, k) is not None]
         flags.append(f"--compare-pipeline {shlex.quote(self.other or '')}")  # cmd_reduce refuses --compare-jax
         return lit_test.checked_test(text, f"not pxla-mlir run %s {_flags(flags)}| filecheck %s", ["DIFFER"],
                                      note=note)
@@ -130,7 +129,7 @@ def build_test(mode: str, args, *, directory: str, pipeline: str | None, plugins
     else:
         expect = _DIFFERS
         spec = {"check": COMPARE, "options": {"pipeline": pipeline, "other": args.compare_pipeline,
-                                              "seed": args.seed,
+                                              "seed": args.seed or 0,
                                               "rtol": 1e-5 if args.rtol is None else args.rtol,
                                               "atol": 1e-8 if args.atol is None else args.atol}}
     spec["plugins"] = list(plugins)
