@@ -93,6 +93,7 @@ def assert_clean(stderr: str):
 
 # -- the built-in pipeline test ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_pipeline_keeps_failing_with_the_inputs_first_error(tmp_path):
     (tmp_path / "big.mlir").write_text(module_with_chain())
     run = reduce("big.mlir", "--pipeline", HANDOFF, "-o", "small.mlir", "--emit-lit-test", "small_test.mlir",
@@ -159,6 +160,7 @@ def _plugin_module(tmp_path) -> str:
     return chain
 
 
+@pytest.mark.slow
 def test_a_reproducer_brings_its_pipeline_plugins_and_error(tmp_path):
     _plugin_module(tmp_path)
     saved = pxla_opt("big.mlir", "--load-pass-plugin=passes.py", "-p", "builtin.module(canonicalize,no-negated-sines)",
@@ -210,6 +212,7 @@ def test_progress_goes_to_a_terminal(tmp_path):
 
 # -- a shell test ------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_shell_test_reduces_and_its_output_passes_it(tmp_path):
     _plugin_module(tmp_path)
     check = "pxla-opt {} --load-pass-plugin=passes.py -no-negated-sines 2>&1 | grep -q 'negated sine'"
@@ -259,6 +262,7 @@ def test_the_input_is_replaced_only_when_o_names_it(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.mlir"]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_ctrl_c_writes_the_smallest_interesting_module_so_far(tmp_path):
     (tmp_path / "big.mlir").write_text(module_with_chain(80))
     counter = tmp_path / "count"

@@ -118,6 +118,7 @@ def test_a_crash_is_the_candidates_failure_and_the_worker_is_replaced(trouble):
     assert trouble.report(MODULE)["failures"] == ["tanh is trouble"]  # a new worker
 
 
+@pytest.mark.slow
 def test_a_hang_is_killed_at_the_timeout(trouble):
     start = time.monotonic()
     report = trouble.report(MODULE.replace("tanh", "sine"))
