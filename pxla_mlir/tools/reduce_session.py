@@ -9,7 +9,9 @@ text (its comments, its layout) cannot be reduced, and the message says so.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 import tempfile
 
@@ -38,21 +40,34 @@ def _check_pipeline(flag: str, pipeline: str) -> None:
 
 
 def write_atomically(path: str, text: str) -> None:
-    """``text`` to ``path`` through a temporary file beside it and a rename: a reader never sees half of it."""
+    """``text`` to ``path`` through a temporary file beside it and a rename: a reader never sees half of it, and
+    a failed write leaves the file as it was. The file gets the permissions a new file (or the old one) has."""
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
     directory = os.path.dirname(os.path.abspath(path))
+    temporary = None
     try:
-        with tempfile.NamedTemporaryFile("w", dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                                         delete=False, encoding="utf-8") as f:
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(f.name, path)
+        os.chmod(temporary, _mode_for(path))  # mkstemp's 0600 would hide the output from others
+        os.replace(temporary, path)
     except OSError as e:
-        if "f" in locals() and os.path.exists(f.name):
-            os.unlink(f.name)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
         raise CliError(f"cannot write {path!r}: {e.strerror}") from None
+
+
+def _mode_for(path: str) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 class Session:
@@ -71,8 +86,8 @@ class Session:
         try:
             return module.decode("utf-8"), recorded
         except UnicodeDecodeError as e:
-            raise CliError(f"{self.source}: byte {e.start} is not UTF-8; give the module as MLIR text (pxla-opt "
-                           f"prints bytecode as text)") from None
+            raise CliError(f"{self.source}: byte {e.start} is not UTF-8; give the module as MLIR text ("
+                           f"pxla-opt {self.source} -o module.mlir prints bytecode as text)") from None
 
     def _test(self, recorded) -> Test:
         from pxla_mlir.mlir.pass_infra import plugins, reproducer

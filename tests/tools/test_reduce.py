@@ -259,6 +259,9 @@ def test_the_input_is_replaced_only_when_o_names_it(tmp_path):
     run = reduce("big.mlir", "--pipeline", HANDOFF, "-o", "big.mlir", cwd=tmp_path)
     assert run.returncode == 0 and run.stdout == ""
     assert (tmp_path / "big.mlir").read_text() == printed
+    os.chmod(tmp_path / "big.mlir", 0o640)
+    assert reduce("big.mlir", "--pipeline", HANDOFF, "-o", "big.mlir", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "big.mlir").stat().st_mode & 0o777 == 0o640  # a replaced file keeps its permissions
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.mlir"]  # no temporary file left
 
 
