@@ -31,6 +31,7 @@ FLOORS: list[tuple[str, int]] = [
     ("pxla_mlir.mlir.core", 2),
     ("pxla_mlir.mlir.pass_infra", 3), ("pxla_mlir.passes", 3), ("pxla_mlir.mlir.pipelines", 3),
     ("pxla_mlir.mlir.explore", 4), ("pxla_mlir.mlir.xla_handoff", 4), ("pxla_mlir.mlir.cli", 4),
+    ("pxla_mlir.mlir.reduce", 4),
     ("pxla_mlir.mlir", 4),  # the folder's __init__ (imports nothing)
     ("pxla_mlir.jaxbridge", 5),
     ("pxla_mlir.distributed", 6),

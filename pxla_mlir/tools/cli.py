@@ -9,6 +9,7 @@
     pxla-mlir gen-checks [FILE|-]         FileCheck lines that check a printed module
     pxla-mlir update-checks TEST... [--check]  rewrite lit tests' generated CHECK blocks from their RUN lines
     pxla-mlir example [NAME] [--run]      list the installed examples, copy one out, or run it
+    pxla-mlir reduce IN.mlir --test CMD   shrink a failing module to the smallest one that still fails
 
 ``python -m pxla_mlir`` is the same command line.
 
@@ -33,6 +34,7 @@ from pxla_mlir.tools import (
     cmd_example,
     cmd_explore,
     cmd_passes,
+    cmd_reduce,
     cmd_run,
     cmd_sharding,
 )
@@ -90,6 +92,15 @@ HELP_EXAMPLES = {
                       "cat per_device_psum.mlir) > psum_test.mlir",
                       "pxla-mlir update-checks psum_test.mlir",
                       "pxla-mlir update-checks psum_test.mlir --check"],
+    "reduce": ["pxla-mlir example per_device_psum",
+               "pxla-mlir reduce per_device_psum.mlir --pipeline 'builtin.module(pxla-verify-handoff)' -o small.mlir",
+               "pxla-mlir reduce per_device_psum.mlir --test \"pxla-opt {} -p 'builtin.module(pxla-verify-handoff)' "
+               "2>&1 | grep -q chlo.erf\" -o erf.mlir",
+               "pxla-mlir example nested_reduction",
+               "PXLA_REPRO_DIR=repro pxla-mlir emit nested_reduction.py:two_level_sum --pipeline "
+               "'builtin.module(pxla-verify-handoff)'   # exit 2; saves a reproducer",
+               "pxla-mlir reduce --from-reproducer repro/pxla_repro_*.mlir -o small_repro.mlir "
+               "--emit-lit-test small_test.mlir"],
     "example": ["pxla-mlir example --list",
                 "pxla-mlir example train_step -o my_examples/",
                 "pxla-mlir example pmap_demo --run"],
@@ -151,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_explore.add_parser(sub)
     cmd_checks.add_parsers(sub)
     cmd_example.add_parser(sub)
+    cmd_reduce.add_parser(sub)
     for name, command in sub.choices.items():
         _end_help_with_examples(command, HELP_EXAMPLES[name])
     for command in sub.choices.values():  # before or after the command name alike

@@ -9,6 +9,8 @@ jax-free, as pxla-opt: the passes are documented from their classes.
 
 from __future__ import annotations
 
+import argparse
+
 from pxla_mlir.mlir.cli import pass_docs
 from pxla_mlir.mlir.pass_infra import plugins
 from pxla_mlir.mlir.pass_infra.registry import REGISTRY
@@ -16,7 +18,7 @@ from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.tools.errors import CliError
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("passes", help="list passes and pipelines, or show one's documentation")
     p.add_argument("names", nargs="*", help="pass or pipeline arguments to document")
     p.add_argument("--load-pass-plugin", action="append", default=[], metavar="FILE.py|MODULE",
@@ -31,7 +33,7 @@ def _known() -> list[str]:
     return [*REGISTRY.passes, *REGISTRY.pipelines, *REGISTRY.registered()]
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     for spec in args.load_pass_plugin:
         try:
             plugins.load_plugin(spec)

@@ -15,10 +15,11 @@ jax-free: update-checks uses it too.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
+
+from pxla_mlir.mlir.support.terminal import progress_wanted
 
 __all__ = ["enabled", "status"]
 
@@ -35,7 +36,7 @@ _shown = _Shown()
 
 
 def enabled() -> bool:
-    return sys.stderr.isatty() and not os.environ.get("PXLA_NO_PROGRESS")
+    return progress_wanted(sys.stderr)
 
 
 def _show(text: str) -> None:

@@ -24,6 +24,7 @@ SMOKE_ARGS = {
     "bench_plugins.py": ["--rows", "8", "--rounds", "1", "--calls", "2"],
     "bench_pmap.py": ["--rounds", "1", "--calls", "2", "--skip-unblocked"],
     "bench_pxla_opt.py": ["--sizes", "100", "--repeat", "1"],
+    "bench_reduce.py": ["--ops", "120"],
     "bench_scale.py": ["--devices", "8", "--rounds", "1", "--signatures", "3"],
     "bench_training.py": ["--rounds", "1", "--steps", "1", "--first-rounds", "1", "--layers", "1", "--skip-hlo"],
     "bench_xmap.py": ["--rounds", "1", "--calls", "2"],

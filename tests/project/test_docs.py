@@ -71,7 +71,7 @@ def _public(name: str):
 
     if name.startswith("pxla_mlir.passes."):
         attr = name.rpartition(".")[2]
-        return getattr(importlib.import_module(pxla_mlir.passes._PUBLIC[attr]), attr)
+        return getattr(pxla_mlir.passes, attr)  # its lazy __getattr__: a name or a module
     module, attr = pxla_mlir._LAZY[name.removeprefix("pxla_mlir.")]
     return getattr(importlib.import_module(module), attr) if attr else importlib.import_module(module)
 

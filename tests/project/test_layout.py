@@ -66,7 +66,9 @@ def test_jax_free_floor_loads_no_jax():
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["passes"], ["passes", "pxla-expand-shard"],
-                                  ["gen-checks", "examples/per_device_psum.mlir"]])
+                                  ["gen-checks", "examples/per_device_psum.mlir"],
+                                  ["reduce", "examples/per_device_psum.mlir", "--pipeline",
+                                   "builtin.module(pxla-verify-handoff)", "--jobs", "1"]])
 @pytest.mark.subprocess
 def test_cli_listing_loads_no_jax(argv):
     proc = _loads_jax(f"import contextlib, io\nfrom pxla_mlir.tools import cli\n"
