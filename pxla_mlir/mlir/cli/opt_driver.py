@@ -20,7 +20,8 @@ from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
 from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.core.verify_diagnostics import parse_expectations, verify
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, plugins, reproducer
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, plugins, reproducer, statistics
+from pxla_mlir.mlir.pass_infra.options import split_top_level
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR
 from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.support.files import write_atomically
@@ -128,7 +129,12 @@ class Driver:
                     if bytecode and a.mlir_pass_pipeline_crash_reproducer:
                         reproducer_text = cast(str, op.get_asm(enable_debug_info=True))  # text: binary=False
                     pipeline_failed = True  # until it has run and the module verifies
-                    self._run(pm, op)
+                    with statistics.collecting() as counted:
+                        try:
+                            self._run(pm, op)
+                        finally:
+                            if a.mlir_pass_statistics:  # (jaxlib's own report would be empty)
+                                print(statistics.report(pipeline.steps, counted, _pass_names), file=sys.stderr)
                     if not pipeline.verified_at_end(verify):
                         op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
                     pipeline_failed = False
@@ -200,8 +206,6 @@ class Driver:
                                   print_generic_op_form=a.mlir_print_op_generic)
         if a.mlir_timing:
             pm.enable_timing()
-        if a.mlir_pass_statistics:
-            pm.enable_statistics()
 
     def _print(self, op) -> str | bytes:
         a = self.args
@@ -327,6 +331,11 @@ def _at_first_line(d: Diagnostic, data: bytes) -> Diagnostic:
         first = next((i for i, l in enumerate(lines, 1) if l.strip() and not l.lstrip().startswith(b"//")), 1)
         loc = SourceLoc("-", first, len(lines[first - 1]) - len(lines[first - 1].lstrip()) + 1)
     return dataclasses.replace(d, loc=loc, notes=notes)
+
+
+def _pass_names(text: str) -> list[str]:
+    """jaxlib's passes in a pipeline step's text, one element each, by name (``func.func(cse)`` as one)."""
+    return [element.split("{", 1)[0] for element in split_top_level(text, ",")]
 
 
 def _write_output(path: str, out: str | bytes) -> None:

@@ -32,7 +32,7 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import diagnostics
 from pxla_mlir.mlir.core.diagnostics import PassError
-from pxla_mlir.mlir.pass_infra import plugin_checks
+from pxla_mlir.mlir.pass_infra import plugin_checks, statistics
 from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
 from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
@@ -98,6 +98,12 @@ class ModulePass(_Configurable):
     #: Changes whenever what the pass does changes: part of every cache key a pipeline holding it makes.
     version: ClassVar[str] = "1"
 
+    @classmethod
+    def statistics(cls) -> list[statistics.Statistic]:
+        """The counters the pass declares (``name = Statistic("ops-rewritten", "what it counts")``; count
+        with ``self.name.add()`` in ``run``), as ``--mlir-pass-statistics`` reports them."""
+        return statistics.declared(cls)
+
     def run(self, module: ir.Operation) -> None:
         """Rewrites ``module`` (the ``builtin.module`` operation) in place. ``raise
         PassError(op, message)`` stops the pass with an error at ``op``; any other
@@ -142,7 +148,7 @@ class ModulePass(_Configurable):
             verifying = False
             try:
                 # A default location and context for types/attributes built in run().
-                with op.context, op.location:
+                with op.context, op.location, statistics.counting(self):
                     self.run(op)
                 if (verify or watch is not None) and not state["failed"]:  # a plugin's pass, whatever it says
                     verifying = True
