@@ -3,7 +3,7 @@
 
 The public API for writing a pass of your own (docs/writing-a-pass.md)::
 
-    from pxla_mlir.passes import ModulePass, PassError, option
+    from pxla_mlir.passes import ModulePass, PassError, Statistic, option
     from pxla_mlir.passes import helpers  # read-only: ops by kind, @main, device counts, collectives' groups
 
 Importing this package stays cheap: those names load jaxlib's MLIR bindings on first use.
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 _PUBLIC = {
     "ModulePass": "pxla_mlir.mlir.pass_infra.base",
     "PassError": "pxla_mlir.mlir.core.diagnostics",
+    "Statistic": "pxla_mlir.mlir.pass_infra.statistics",
     "option": "pxla_mlir.mlir.pass_infra.options",
 }
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from pxla_mlir.mlir.pass_infra import helpers as helpers
     from pxla_mlir.mlir.pass_infra.base import ModulePass as ModulePass
     from pxla_mlir.mlir.pass_infra.options import option as option
+    from pxla_mlir.mlir.pass_infra.statistics import Statistic as Statistic
 
 
 def __getattr__(name: str) -> object:
@@ -38,4 +40,4 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'pxla_mlir.passes' has no attribute {name!r}")
 
 
-__all__ = ["ModulePass", "PassError", "helpers", "option"]
+__all__ = ["ModulePass", "PassError", "Statistic", "helpers", "option"]

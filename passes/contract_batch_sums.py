@@ -50,6 +50,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,14 +58,18 @@ class ContractBatchSumsPass(ModulePass):
     argument = "pxla-contract-batch-sums"
     summary = "Rewrite a zero-init add reduce over a dot_general's batch dimensions into a dot contracting them"
 
+    contracted = Statistic("sums-contracted", "sums over a dot's batch dimensions contracted into the dot")
+
     def run(self, module):
         for reduce, _ in ir_utils.walk_selected(module, lambda name: name == "mhlo.reduce"):
-            _contract(reduce)
+            if _contract(reduce):
+                self.contracted.add()
 
 
-def _contract(reduce: ir.Operation) -> None:
+def _contract(reduce: ir.Operation) -> bool:
+    """Contracts one reduce into its dot; whether it did."""
     if len(reduce.operands) != 2 or not _adds_from_zero(reduce):
-        return
+        return False
     source = reduce.operands[0]
     perm = None
     transpose = _single_use_owner(source, "mhlo.transpose")
@@ -73,16 +78,16 @@ def _contract(reduce: ir.Operation) -> None:
         source = transpose.operands[0]
     dot = _single_use_owner(source, "mhlo.dot_general")
     if dot is None:
-        return
+        return False
     dot_type = ir.RankedTensorType(dot.results[0].type)
     if not dot_type.has_static_shape:
-        return
+        return False
     dims = [int(d) for d in ir_utils.dense_to_numpy(reduce.attributes["dimensions"]).tolist()]
     summed = sorted(perm[d] for d in dims) if perm is not None else sorted(dims)
     numbers = mhlo.DotDimensionNumbers(dot.attributes["dot_dimension_numbers"])
     lhs_b, rhs_b = list(numbers.lhs_batching_dimensions), list(numbers.rhs_batching_dimensions)
     if not summed or summed[-1] >= len(lhs_b):  # batch dimensions lead a dot's result
-        return
+        return False
     kept = [i for i in range(len(lhs_b)) if i not in summed]
     new_numbers = mhlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=[lhs_b[i] for i in kept], rhs_batching_dimensions=[rhs_b[i] for i in kept],
@@ -96,7 +101,7 @@ def _contract(reduce: ir.Operation) -> None:
         new_perm = [at[perm[i]] for i in range(len(perm)) if i not in dims]
     shape = [contracted_type.shape[d] for d in new_perm] if new_perm else contracted_type.shape
     if ir.RankedTensorType.get(shape, dot_type.element_type) != reduce.results[0].type:
-        return  # the reduce accumulates in another type
+        return False  # the reduce accumulates in another type
     attrs = {a.name: a.attr for a in (dot.attributes[i] for i in range(len(dot.attributes)))}
     attrs["dot_dimension_numbers"] = new_numbers
     with ir.InsertionPoint(reduce), reduce.location:
@@ -108,6 +113,7 @@ def _contract(reduce: ir.Operation) -> None:
     if transpose is not None:
         ir_utils.erase_op(transpose)
     ir_utils.erase_op(dot)
+    return True
 
 
 def _single_use_owner(value: ir.Value, name: str) -> ir.Operation | None:

@@ -48,6 +48,7 @@ from pxla_mlir.mlir.core import device_groups, ir_utils, pxla_attrs
 from pxla_mlir.mlir.core.device_groups import GroupMode
 from pxla_mlir.mlir.core.pxla_attrs import SHARDING, read_str, string_value
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
 _SPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 #: The ops this pass rewrites or checks (besides those that carry an mhlo.sharding).
@@ -59,6 +60,9 @@ _DROPPABLE_SHARDINGS = ("{manual}", "{replicated}")
 class ConvertToReplicaModePass(ModulePass):
     argument = "pxla-convert-to-replica-mode"
     summary = "Turn a partition-mode per-device MHLO module into the equivalent replica-mode module"
+
+    ids = Statistic("ids-converted", "partition_id ops turned into replica_id")
+    collectives = Statistic("collectives-converted", "collectives given replica groups and no channel")
 
     def run(self, module):
         replicas, partitions = pxla_attrs.device_counts(module)
@@ -79,8 +83,10 @@ class ConvertToReplicaModePass(ModulePass):
                 new = ir.Operation.create("mhlo.replica_id", results=[op.result.type], loc=op.location,
                                           ip=ir.InsertionPoint(op))
                 ir_utils.replace_op(op, [new.result])
+                self.ids.add()
             elif name in device_groups.MHLO_COLLECTIVES:
                 self._convert_collective(op, n, converted)
+                self.collectives.add()
         pxla_attrs.set_device_counts(module, n, 1)
 
     def _reject_spmd(self, ops) -> None:

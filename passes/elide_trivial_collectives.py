@@ -78,6 +78,7 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import device_groups, ir_utils, pxla_attrs
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
 #: Ops whose result must have the operand's type when their groups are single devices.
 _SAME_SHAPE = ("mhlo.all_gather", "mhlo.all_to_all")
@@ -89,6 +90,8 @@ _ELIDED = tuple(name for name in device_groups.MHLO_COLLECTIVES if name != "mhlo
 class ElideTrivialCollectivesPass(ModulePass):
     argument = "pxla-elide-trivial-collectives"
     summary = "Replace collectives whose device groups are all single devices by their operands"
+
+    elided = Statistic("collectives-elided", "collectives over groups of one device replaced by their operands")
 
     def run(self, module):
         counts = None
@@ -110,6 +113,7 @@ class ElideTrivialCollectivesPass(ModulePass):
             elif any(a.type != r.type for a, r in zip(operands, results)):
                 continue  # a promoting all_reduce: not a plain copy
             ir_utils.replace_op(op, operands)
+            self.elided.add()
 
 
 def _single_devices(op: ir.Operation, name: str, replicas: int, partitions: int) -> bool:

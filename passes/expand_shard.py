@@ -37,12 +37,15 @@ from jaxlib.mlir.dialects import mhlo
 from pxla_mlir.mlir.core import ir_utils, mhlo_build
 from pxla_mlir.mlir.core.pxla_attrs import SHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
 
 @dataclasses.dataclass(frozen=True)
 class ExpandShardPass(ModulePass):
     argument = "pxla-expand-shard"
     summary = "Expand pxla.shard into this device's slice: dynamic_slice at (device_id / stride) % size, reshape"
+
+    expanded = Statistic("shards-expanded", "pxla.shard placeholders expanded into this device's slice")
 
     def run(self, module):
         for p in placeholders(module, SHARD):
@@ -56,6 +59,7 @@ class ExpandShardPass(ModulePass):
             with ir.InsertionPoint(p.op), p.op.location:
                 new = _slice(p)
             ir_utils.replace_op(p.op, [new])
+            self.expanded.add()
 
 
 def _slice(p: Placeholder) -> ir.Value:

@@ -55,6 +55,7 @@ from jaxlib.mlir.dialects import mhlo
 from pxla_mlir.mlir.core import ir_utils, mhlo_build
 from pxla_mlir.mlir.core.pxla_attrs import UNSHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass, option
+from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +64,7 @@ class ExpandUnshardPass(ModulePass):
     summary = "Expand pxla.unshard into an all_gather (default) or the 2022 pad + dynamic_update_slice + all_reduce"
 
     strategy: Literal["all-gather", "all-reduce"] = option("all-gather", "how per-device values are collected")
+    expanded = Statistic("unshards-expanded", "pxla.unshard placeholders expanded into collectives")
 
     def run(self, module):
         todo = placeholders(module, UNSHARD)
@@ -80,6 +82,7 @@ class ExpandUnshardPass(ModulePass):
                 new = build(p, handle)
             handle += used
             ir_utils.replace_op(p.op, [new])
+            self.expanded.add()
 
 
 def _all_gather(p: Placeholder, handle: int) -> ir.Value:

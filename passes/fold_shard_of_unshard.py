@@ -36,12 +36,15 @@ from jaxlib.mlir import ir
 from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.core.pxla_attrs import SHARD, UNSHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass
+from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
 
 @dataclasses.dataclass(frozen=True)
 class FoldShardOfUnshardPass(ModulePass):
     argument = "pxla-fold-shard-of-unshard"
     summary = "Fold pxla.shard(pxla.unshard(x)) to x when both use the same axis, size, stride and dimension"
+
+    folded = Statistic("shards-folded", "pxla.shard of a pxla.unshard folded to the unsharded value")
 
     def run(self, module):
         unshards = {u.op.operation: u for u in placeholders(module, UNSHARD)}
@@ -59,6 +62,7 @@ class FoldShardOfUnshardPass(ModulePass):
                         f"{original.type}, got {shard.op.results[0].type}")
             ir_utils.replace_op(shard.op, [original])
             folded[source.owner.operation] = unshard
+            self.folded.add()
         for unshard in folded.values():
             if not any(True for _ in unshard.op.results[0].uses):
                 ir_utils.erase_op(unshard.op)

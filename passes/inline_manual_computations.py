@@ -53,12 +53,15 @@ import dataclasses
 
 from pxla_mlir.mlir.core import ir_utils, pxla_attrs, shardy
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
+from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
 
 @dataclasses.dataclass(frozen=True)
 class InlineManualComputationsPass(ModulePass):
     argument = "pxla-inline-manual-computations"
     summary = "Replace each sdy.manual_computation of a one-partition module by its body (as jax lowers it)"
+
+    inlined = Statistic("regions-inlined", "manual computations replaced by their bodies")
 
     def run(self, module):
         if pxla_attrs.device_counts(module)[1] != 1:
@@ -67,6 +70,7 @@ class InlineManualComputationsPass(ModulePass):
         # region moved out with its parent's body is still the same op (only the terminators go).
         for op in [o for o in ir_utils.walk(module) if o.name == shardy.MANUAL_COMPUTATION]:
             inline(op)
+            self.inlined.add()
 
 
 def inline(op) -> None:

@@ -40,6 +40,8 @@ import sys
 
 import pytest
 
+from pxla_mlir.mlir.support.files import write_atomically
+
 UPDATE_GOLDENS = "--pxla-update-goldens"
 CPU_DEVICES = "--pxla-cpu-devices"
 CPU_DEVICES_INI = "pxla_cpu_devices"
@@ -114,7 +116,7 @@ class Golden:
         path = self.path(name)
         if self.update:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_atomically(path, text)
             return
         if not path.exists():
             pytest.fail(f"golden file {path} does not exist; create it with pytest --pxla-update-goldens", pytrace=False)
@@ -141,7 +143,7 @@ class Golden:
             except MarkerError as e:
                 pytest.fail(f"{path}:{e.line}: {e}", pytrace=False)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(new)
+            write_atomically(path, new)
         elif not path.exists():
             pytest.fail(f"golden file {path} does not exist; create it with pytest --pxla-update-goldens", pytrace=False)
         failure = _filecheck(path, text, prefix)

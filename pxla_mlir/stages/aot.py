@@ -17,6 +17,7 @@ from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
 from pxla_mlir.jaxbridge.jax_internals import hlo_cost_analysis
+from pxla_mlir.mlir.support.files import write_atomically
 from pxla_mlir.runtime.executable import ShardedExecutable
 from pxla_mlir.runtime.module_facts import ModuleToCompile
 from pxla_mlir.stages.lowering import Layout, Lowering
@@ -191,8 +192,7 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
         html = explore_html(self, **options)
         if path is None:
             return html
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(html)
+        write_atomically(path, html)
         return path
 
     def _repr_html_(self) -> str:

@@ -107,7 +107,8 @@ def _run_pipeline(imported, named: NamedPipeline, recorded: str, *, layout: Layo
     dump_stage(pxla, "pxla")  # jax_dump_ir_to
     try:
         with timed("passes"), LOWERING_LOCK:  # the module may live in the shared lowering context
-            run_pipeline(module, Pipeline.of(named, module.context), reproducer=False, verify_each=False)
+            run_pipeline(module, Pipeline.of(named, module.context), reproducer=False, verify_each=False,
+                         keep_main=True)
     except PipelineFailure as e:
         # Printed only now: the copy made before the pipeline ran is what a rerun needs.
         saved = save_reproducer(pxla.get_asm(enable_debug_info=True), e.pipeline, verify_each=False)

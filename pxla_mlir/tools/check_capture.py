@@ -17,6 +17,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from pxla_mlir.mlir.support.files import write_atomically
+
 # FileCheck options whose value may be the next argument.
 _VALUE_OPTIONS = {"check-prefix", "check-prefixes", "input-file", "implicit-check-not", "comment-prefixes",
                   "dump-input", "dump-input-filter", "dump-input-context"}
@@ -71,8 +73,7 @@ def main(argv: list[str]) -> int:
     record = {"filecheck": shutil.which(real) or real, "args": args, "cwd": os.getcwd(), "input": text}
     directory = os.environ["PXLA_CHECK_CAPTURE"]
     path = os.path.join(directory, f"{time.monotonic_ns():020d}-{os.getpid()}.json")
-    with open(path, "w") as f:
-        json.dump(record, f)
+    write_atomically(path, json.dumps(record))  # the reader never sees half a record
     return 0
 
 

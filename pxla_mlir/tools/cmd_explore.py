@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import urllib.parse
 
+from pxla_mlir.mlir.support.files import write_atomically
 from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.tools.cmd_emit import check_choices
 from pxla_mlir.tools.emit import MapOptions, prepare
@@ -98,9 +99,8 @@ def run(args) -> int:
         sys.stdout.write(html)
         return 0
     try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(html)
+        write_atomically(output, html)
     except OSError as e:
         raise CliError(f"cannot write {output!r}: {e.strerror}") from None
-    print(f"wrote {output} ({len(html.encode()) / 1024:.1f} KiB)")
+    print(f"wrote {output} ({len(html.encode()) / 1024:.1f} KiB)", file=sys.stderr)
     return 0

@@ -25,6 +25,7 @@ from pxla_mlir.mlir.pass_infra import Pipeline, PipelineFailure, PipelineSyntaxE
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.pass_infra.stepwise import OnStep, UnknownStepError, run_stepwise
 from pxla_mlir.mlir.pipelines import to_stablehlo
+from pxla_mlir.mlir.support.files import write_atomically
 from pxla_mlir.mlir.support.suggest import closest, did_you_mean
 from pxla_mlir.tools.errors import Choices
 from pxla_mlir.tools.targets import ArgSpec, Examples, TargetError, examples_of, literal, parse_arg, parse_mesh, resolve
@@ -218,8 +219,7 @@ def _dump(directory: str, index: int, name: str, text: str) -> None:
     path = os.path.join(directory, f"{index:02d}_{name}.mlir")
     try:
         os.makedirs(directory, exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
+        write_atomically(path, text)
     except OSError as e:
         raise TargetError(f"--dump-dir {directory!r}: cannot write {path!r} ({e.strerror}); give a directory "
                           f"that can be created and written") from None

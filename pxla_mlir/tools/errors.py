@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Iterable
 
 from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.mlir.support.files import write_atomically
 from pxla_mlir.mlir.support.suggest import did_you_mean
 
 #: pxla-mlir's exit status for every error (1 means "differ" for diff, as for diff(1)).
@@ -23,13 +24,13 @@ class CliError(PxlaUserError):
 
 
 def write_output(path: str, text: str) -> None:
-    """``text`` to ``path`` (``-``: stdout); a path that cannot be written is one line."""
+    """``text`` to ``path`` (``-``: stdout), whole or not at all (:mod:`pxla_mlir.mlir.support.files`); a path
+    that cannot be written is one line."""
     if path == "-":
         sys.stdout.write(text)
         return
     try:
-        with open(path, "w") as f:
-            f.write(text)
+        write_atomically(path, text)
     except OSError as e:
         raise CliError(f"cannot write {path!r}: {e.strerror}") from None
 

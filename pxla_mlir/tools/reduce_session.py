@@ -10,17 +10,14 @@ text (its comments, its layout) cannot be reduced, and the message says so.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import stat
 import sys
-import tempfile
 from typing import Any
 
-from pxla_mlir.tools.errors import CliError
+from pxla_mlir.tools.errors import CliError, write_output
 from pxla_mlir.tools.reduce_tests import Test, build_test
 
-__all__ = ["Session", "write_atomically"]
+__all__ = ["Session"]
 
 PROG = "pxla-mlir reduce"
 
@@ -39,37 +36,6 @@ def _check_pipeline(flag: str, pipeline: str) -> None:
     except PipelineSyntaxError as e:
         raise CliError(f"{flag}: {e.message} (at column {e.col + 1} of {e.text!r}; pxla-opt --list-passes lists the "
                        f"passes)") from None
-
-
-def write_atomically(path: str, text: str) -> None:
-    """``text`` to ``path`` through a temporary file beside it and a rename: a reader never sees half of it, and
-    a failed write leaves the file as it was. The file gets the permissions a new file (or the old one) has."""
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    temporary = None
-    try:
-        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(temporary, _mode_for(path))  # mkstemp's 0600 would hide the output from others
-        os.replace(temporary, path)
-    except OSError as e:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-        raise CliError(f"cannot write {path!r}: {e.strerror}") from None
-
-
-def _mode_for(path: str) -> int:
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 class Session:
@@ -190,8 +156,8 @@ class Session:
     def _write(self, text: str, recorded: Any, test: Test, outcome: Any) -> None:
         from pxla_mlir.mlir.pass_infra import reproducer
 
-        write_atomically(self.args.output, text if recorded is None else reproducer.with_trailer(text, recorded))
+        write_output(self.args.output, text if recorded is None else reproducer.with_trailer(text, recorded))
         if self.args.emit_lit_test:
             note = (f"Reduced by pxla-mlir reduce from {os.path.basename(self.source)} ({outcome.start.ops} ops -> "
                     f"{outcome.size.ops} ops).")
-            write_atomically(self.args.emit_lit_test, test.lit(text, note))
+            write_output(self.args.emit_lit_test, test.lit(text, note))

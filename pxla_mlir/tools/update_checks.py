@@ -33,6 +33,7 @@ from pxla_mlir.mlir.cli.gen_checks import (
     find_blocks,
     lines_of,
 )
+from pxla_mlir.mlir.support.files import write_atomically
 from pxla_mlir.tools import lit_runs
 
 _RUN = re.compile(r"^\s*(\S*?)\s*RUN:")
@@ -326,21 +327,10 @@ def update(path: str, *, verify: bool = True) -> Update:
 def _replace(path: str, text: str) -> None:
     """Replaces the test's text in one step (a reader sees the old text or the new); through a
     symbolic link, its target's, so that the link stays a link."""
-    target = os.path.realpath(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".update-checks-", dir=os.path.dirname(target))
+        write_atomically(path, text)
     except OSError as e:
         raise UpdateError(f"cannot write the test: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-        os.replace(tmp, target)
-    except BaseException as e:
-        os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise UpdateError(f"cannot write the test: {e.strerror}") from None
-        raise
 
 
 def write(result: Update) -> None:

@@ -22,3 +22,13 @@ class ExactArgumentParser(argparse.ArgumentParser):
     def _get_option_tuples(self, option_string):
         # What argparse offers here are prefix matches; keep only '-o' matching '-oFILE'.
         return [t for t in super()._get_option_tuples(option_string) if len(t[1]) == 2]
+
+
+class Once(argparse.Action):
+    """A flag that may be given once, as mlir-opt's (``-p A -p B`` would silently run only B)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(namespace, self.dest, None)
+        if given is not None and given != self.default:
+            raise argparse.ArgumentError(self, f"given twice ({given!r} and {values!r}); give it once")
+        setattr(namespace, self.dest, values)

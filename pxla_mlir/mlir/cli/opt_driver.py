@@ -20,9 +20,11 @@ from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import Diagnostic, DiagnosticCollector, SourceLoc, location_of
 from pxla_mlir.mlir.core.nesting_depth import NestingError, check_nesting
 from pxla_mlir.mlir.core.verify_diagnostics import parse_expectations, verify
-from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, plugins, reproducer
+from pxla_mlir.mlir.pass_infra import Pipeline, PipelineSyntaxError, jaxlib_passes, plugins, reproducer, statistics
+from pxla_mlir.mlir.pass_infra.options import split_top_level
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR
 from pxla_mlir.mlir.pass_infra.registry import REGISTRY
+from pxla_mlir.mlir.support.files import write_atomically
 
 BYTECODE_MAGIC = b"ML\xefR"
 _BUFFER_LOC = re.compile(r'loc\("-":(?=\d+:\d+\))')
@@ -106,12 +108,12 @@ class Driver:
                               location_of(op.location))
         return op, op
 
-    def run_chunk(self, data: bytes, pipeline_text: str | None) -> str | bytes | None:
-        """Parses and transforms one chunk; returns the printed IR or None on failure."""
+    def run_chunk(self, data: bytes, pipeline: Pipeline) -> str | bytes | None:
+        """Parses and transforms one chunk (in a context of its own: the pipeline is a value, made once);
+        returns the printed IR or None on failure."""
         a = self.args
         bytecode = data.startswith(BYTECODE_MAGIC)
         ctx = self.context()
-        pipeline = Pipeline.parse(pipeline_text, ctx) if pipeline_text else self.pipeline(ctx)
         out = None
         pipeline_failed = False
         reproducer_text = data.decode("utf-8", "replace")  # text keeps its lines, so the errors keep their places
@@ -127,7 +129,12 @@ class Driver:
                     if bytecode and a.mlir_pass_pipeline_crash_reproducer:
                         reproducer_text = cast(str, op.get_asm(enable_debug_info=True))  # text: binary=False
                     pipeline_failed = True  # until it has run and the module verifies
-                    self._run(pm, op)
+                    with statistics.collecting() as counted:
+                        try:
+                            self._run(pm, op)
+                        finally:
+                            if a.mlir_pass_statistics:  # (jaxlib's own report would be empty)
+                                print(statistics.report(pipeline.steps, counted, _pass_names), file=sys.stderr)
                     if not pipeline.verified_at_end(verify):
                         op.verify()  # a jaxlib pass ran last: the printer must not see invalid IR
                     pipeline_failed = False
@@ -163,9 +170,10 @@ class Driver:
         path = a.mlir_pass_pipeline_crash_reproducer
         recorded = reproducer.Recorded(str(pipeline), verify_each=a.verify_each,
                                        disable_threading=a.mlir_disable_threading, plugins=pipeline.plugins())
+        written = io.StringIO()
+        reproducer.write(written, text, recorded)
         try:
-            with open(path, "w", encoding="utf-8") as f:
-                reproducer.write(f, text, recorded)
+            write_atomically(path, written.getvalue())
         except OSError as e:
             message = f"--mlir-pass-pipeline-crash-reproducer: could not write '{path}': {e.strerror}"
             raise UsageError(message) from None
@@ -198,8 +206,6 @@ class Driver:
                                   print_generic_op_form=a.mlir_print_op_generic)
         if a.mlir_timing:
             pm.enable_timing()
-        if a.mlir_pass_statistics:
-            pm.enable_statistics()
 
     def _print(self, op) -> str | bytes:
         a = self.args
@@ -282,7 +288,6 @@ class Driver:
         self.check_print_names(ctx)
         if a.dump_pass_pipeline:
             print(f"Pass pipeline: {pipeline}", file=sys.stderr)
-        canonical = str(pipeline)
         del ctx
         if data is None:
             data = reproducer.split(_read_input(a.input))[0]  # a reproducer's trailer is pxla-opt's, not MLIR's
@@ -290,14 +295,15 @@ class Driver:
             raise UsageError(f"{self.buffer_name} is MLIR bytecode; --split-input-file needs MLIR text")
         outputs = []
         for chunk in split_chunks(data, a.split_input_file):
-            out = self.run_chunk(chunk, canonical)
+            out = self.run_chunk(chunk, pipeline)
             if out is not None:
                 outputs.append(out)
-        if a.emit_bytecode:
-            _write_output(a.output, outputs[0] if outputs else b"")
-        else:
-            _write_output(a.output, "".join(f"{t}{a.output_split_marker}\n" if i < len(outputs) - 1 else t
-                                            for i, t in enumerate(outputs)))
+        if self.ok or a.output == "-":  # a file only when the run succeeds, as mlir-opt keeps its -o
+            if a.emit_bytecode:
+                _write_output(a.output, outputs[0] if outputs else b"")
+            else:
+                _write_output(a.output, "".join(f"{t}{a.output_split_marker}\n" if i < len(outputs) - 1 else t
+                                                for i, t in enumerate(outputs)))
         return 0 if self.ok else 1
 
 
@@ -327,6 +333,11 @@ def _at_first_line(d: Diagnostic, data: bytes) -> Diagnostic:
     return dataclasses.replace(d, loc=loc, notes=notes)
 
 
+def _pass_names(text: str) -> list[str]:
+    """jaxlib's passes in a pipeline step's text, one element each, by name (``func.func(cse)`` as one)."""
+    return [element.split("{", 1)[0] for element in split_top_level(text, ",")]
+
+
 def _write_output(path: str, out: str | bytes) -> None:
     if path == "-":
         if isinstance(out, bytes):
@@ -338,7 +349,6 @@ def _write_output(path: str, out: str | bytes) -> None:
             sys.stdout.flush()
         return
     try:
-        with open(path, "wb" if isinstance(out, bytes) else "w") as f:
-            f.write(out)
+        write_atomically(path, out)
     except OSError as e:
         raise UsageError(f"could not write output file '{path}': {e.strerror}") from None

@@ -10,7 +10,7 @@ import difflib
 import io
 import re
 
-from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
+from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser, Once
 from pxla_mlir.mlir.pass_infra import PipelineSyntaxError, jaxlib_passes, plugins
 from pxla_mlir.mlir.pass_infra.pipeline import describe_options
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import pass_element
@@ -74,9 +74,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
                    epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES),
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", nargs="?", default="-", help="input file, MLIR text or bytecode ('-' for stdin, the default)")
-    p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout, the default)")
-    p.add_argument("-p", "-pass-pipeline", "--pass-pipeline", dest="pass_pipeline", metavar="PIPELINE",
-                   help="textual pipeline, e.g. 'builtin.module(pxla-verify-handoff,canonicalize)' (default: none)")
+    p.add_argument("-o", dest="output", default="-", action=Once,
+                   help="output file ('-' for stdout, the default), written only when the run succeeds")
+    p.add_argument("-p", "-pass-pipeline", "--pass-pipeline", dest="pass_pipeline", metavar="PIPELINE", action=Once,
+                   help="textual pipeline, e.g. 'builtin.module(pxla-verify-handoff,canonicalize)' (default: none; "
+                        "one pipeline: put every pass in it)")
     _flag(p, "load-pass-plugin", "load the passes of FILE.py or of a dotted module before the pipeline is read "
                                  "(repeatable); they run as -NAME or in -p, as pxla's own do",
           metavar="FILE.py|MODULE", action="append", default=[])
@@ -85,7 +87,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
           action="store_true")
     _flag(p, "mlir-pass-pipeline-crash-reproducer", "when the pipeline fails, write the module it got and the "
                                                     "pipeline to FILE, as mlir-opt does (replay: pxla-opt "
-                                                    "--run-reproducer FILE)", metavar="FILE")
+                                                    "--run-reproducer FILE)", metavar="FILE", action=Once)
     _flag(p, "split-input-file", f"process each chunk separately; a line starting with MARKER ends a chunk "
                                  f"(--split-input-file alone: '{DEFAULT_SPLIT_MARKER}')", metavar="[=MARKER]",
           dest="split_input_file", default=None)

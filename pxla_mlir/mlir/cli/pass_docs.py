@@ -157,6 +157,12 @@ def _where(name: str, cls) -> str:
     return ""
 
 
+def _statistics(cls) -> list[str]:
+    """The counters a pass reports under ``--mlir-pass-statistics`` (none for a pipeline)."""
+    declared = cls.statistics() if hasattr(cls, "statistics") else []
+    return [f"- `{s.name}`: {s.description}" for s in declared]
+
+
 def markdown(name: str, level: int = 2) -> list[str]:
     """One pass's or pipeline's section: heading, summary and where it comes from, options table, description
     (a pipeline: description, options, then what it expands to)."""
@@ -164,7 +170,9 @@ def markdown(name: str, level: int = 2) -> list[str]:
     head = [f"{'#' * level} {name}", "", f"{cls.summary}.{_where(name, cls)}", ""]
     body = rst_to_markdown(description(name))
     if name not in REGISTRY.pipelines:
-        return [*head, *_options_table(cls), "", *body]
+        counters = _statistics(cls)
+        stats = ["Statistics (`pxla-opt --mlir-pass-statistics`):", "", *counters, ""] if counters else []
+        return [*head, *_options_table(cls), "", *stats, *body]
     steps = split_top_level(cls().elements(), ",")
     return [*head, *body, "", *_options_table(cls), "",
             "With the default options it expands to (`pxla-opt --dump-pass-pipeline`):", "",
@@ -180,5 +188,8 @@ def text(name: str) -> str:
     lines = [rst_to_text(doc) if doc else cls.summary, ""]
     lines.append(f"From plugin {plugin}. Options:" if plugin else "Options:")
     lines += [f"  {line}" for line in describe_options(cls)] or ["  none"]
+    counters = _statistics(cls)
+    if counters:
+        lines += ["Statistics (pxla-opt --mlir-pass-statistics):", *(f"  {c[2:].replace('`', '')}" for c in counters)]
     return "\n".join(lines)
 

@@ -7,12 +7,16 @@ place. Problems are reported with ``raise PassError(op, msg)`` (stop now) or
 ``self.error(op, msg)`` (keep looking, fail at the end); ``self.warn`` and
 ``self.remark`` never fail the pass.
 
-The bridge turns every exception escaping ``run`` into an MLIR error at the
-op's location plus ``signal_pass_failure()``: no Python exception ever crosses
-into C++, and a buggy pass reports "internal error" instead of a traceback.
-With ``verify=True`` it also runs MLIR's verifier after a pass that may
-change the module (every pass whose ``checks_only`` is False), so that no
-later pass, a C++ one included, sees IR a Python pass made invalid.
+The bridge turns every exception escaping ``run`` (``sys.exit`` included;
+Ctrl-C goes on) into an MLIR error at the op's location plus
+``signal_pass_failure()``: no Python exception ever crosses into C++, and a
+buggy pass reports "internal error" instead of a traceback. With
+``verify=True`` it also runs MLIR's verifier after a pass that may change
+the module (every pass whose ``checks_only`` is False), so that no later
+pass, a C++ one included, sees IR a Python pass made invalid. A plugin's pass
+is held to more (:mod:`.plugin_checks`): verified always, its promises
+checked, what it kept of the module made safe; every error names it and its
+plugin.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import diagnostics
 from pxla_mlir.mlir.core.diagnostics import PassError
+from pxla_mlir.mlir.pass_infra import plugin_checks, statistics
 from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
 from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
@@ -93,6 +98,12 @@ class ModulePass(_Configurable):
     #: Changes whenever what the pass does changes: part of every cache key a pipeline holding it makes.
     version: ClassVar[str] = "1"
 
+    @classmethod
+    def statistics(cls) -> list[statistics.Statistic]:
+        """The counters the pass declares (``name = Statistic("ops-rewritten", "what it counts")``; count
+        with ``self.name.add()`` in ``run``), as ``--mlir-pass-statistics`` reports them."""
+        return statistics.declared(cls)
+
     def run(self, module: ir.Operation) -> None:
         """Rewrites ``module`` (the ``builtin.module`` operation) in place. ``raise
         PassError(op, message)`` stops the pass with an error at ``op``; any other
@@ -116,67 +127,83 @@ class ModulePass(_Configurable):
         diagnostics.emit("remark", location(where, _run_state.stack[-1]["root"].location), message)
 
     # -- the bridge into jaxlib's PassManager --------------------------------
-    def add_to(self, pm, *, verify: bool = False) -> None:
+    def add_to(self, pm, *, verify: bool = False, keep_main: bool = False) -> None:
         """Adds this pass to a jaxlib PassManager; ``verify``: verify the
         module after it unless it only checks (for a PassManager whose own
-        verifier is off)."""
-        callback = self._callback(verify=verify and not self.checks_only)
+        verifier is off); ``keep_main``: a map's pipeline, whose @main must
+        keep the signature the map launches (checked after a plugin's pass)."""
+        callback = self._callback(verify=verify and not self.checks_only, keep_main=keep_main)
         pm.add(callback, name=type(self).__name__, argument=self.argument, description=self.summary)
 
-    def _callback(self, *, verify: bool = False):
-        origin = REGISTRY.origin(self.argument)  # a plugin's pass: its errors name the plugin
+    def _callback(self, *, verify: bool = False, keep_main: bool = False):
+        origin = REGISTRY.origin(self.argument)  # a plugin's pass: its errors name the plugin; it is watched
+        me = f"{self.argument}{origin}"
 
         def callback(op, pass_handle):
             state = {"root": op, "failed": False}
             _run_state.stack.append(state)
-            entries = _public_functions(op) if origin and not self.checks_only else set()
+            watch = plugin_checks.Watch.before(op, checks_only=self.checks_only, keep_main=keep_main) \
+                if origin else None
+            references = plugin_checks.context_references(op) if origin else 0
             verifying = False
             try:
                 # A default location and context for types/attributes built in run().
-                with op.context, op.location:
+                with op.context, op.location, statistics.counting(self):
                     self.run(op)
-                if verify and not state["failed"]:
+                if (verify or watch is not None) and not state["failed"]:  # a plugin's pass, whatever it says
                     verifying = True
                     op.verify()
-                lost = sorted(entries - _public_functions(op)) if not state["failed"] else []
-                if lost:
-                    _emit("error", op.location, f"{self.argument}{origin} removed the public function "
-                          f"{', '.join('@' + n for n in lost)}, which callers of the module call: keep it (a pass "
-                          f"may rewrite its body)", (), op)
+                    verifying = False
+                broken = watch.broken(op) if watch is not None and not state["failed"] else ""
+                if broken:
+                    _emit("error", op.location, f"{me} {broken}", (), op)
                     state["failed"] = True
             except ir.MLIRError as e:  # the verifier's errors (already routed to a collector, if one is active)
                 for d in e.error_diagnostics:
                     diagnostics.emit("error", d.location, d.message, [(n.location, n.message) for n in d.notes])
-                if verifying:  # say whose IR it is: the verifier's own errors name no pass
-                    _emit("error", op.location, f"{self.argument}{origin} left invalid IR (the verifier's errors "
-                          f"say where): fix the pass", (), op)
+                # say whose IR it is: the verifier's own errors name no pass
+                said = "left invalid IR (the verifier's errors say where): fix the pass" if verifying else \
+                    "failed in MLIR (the errors above say where)"
+                _emit("error", op.location, f"{me} {said}", (), op)
                 state["failed"] = True
             except PassError as e:
                 _emit("error", location(e.where, op.location), e.message, e.notes, op)
                 state["failed"] = True
-            except Exception as e:  # a bug in the pass: report it, never abort
+            except KeyboardInterrupt:  # Ctrl-C: the pipeline stops, and the interrupt goes on
+                raise
+            except SystemExit as e:  # a pass ends the run, not the process: say which
+                _emit("error", op.location, f"{me} called sys.exit({_shown(e.code)}): a pass reports a problem "
+                      f"with `raise PassError(op, message)` or self.error(op, message) instead", (), op)
+                state["failed"] = True
+            except BaseException as e:  # a bug in the pass: report it, never abort
                 if os.environ.get("PXLA_DEBUG"):
                     traceback.print_exc()
                 hint = "" if os.environ.get("PXLA_DEBUG") else " (set PXLA_DEBUG=1 for the traceback)"
-                _emit("error", op.location, f"internal error in {self.argument}{origin}: "
-                      f"{type(e).__name__}: {e}{hint}", (), op)
+                _emit("error", op.location, f"internal error in {me}: {describe_exception(e)}{hint}", (), op)
                 state["failed"] = True
             finally:
                 _run_state.stack.pop()
+                if origin:
+                    plugin_checks.release(op, references)
             if state["failed"]:
                 pass_handle.signal_pass_failure()
 
         return callback
 
 
-def _public_functions(module) -> set[str]:
-    """The module's public ``func.func`` names: what its callers (jax, XLA, another module) call."""
-    names = set()
-    for op in module.regions[0].blocks[0].operations:
-        visibility = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None  # noqa: SIM401 (no .get)
-        if op.operation.name == "func.func" and (visibility is None or ir.StringAttr(visibility).value == "public"):
-            names.add(ir.StringAttr(op.attributes["sym_name"]).value)
-    return names
+def describe_exception(e: BaseException) -> str:
+    """``Type: message`` of any exception, even one whose ``str()`` raises."""
+    return f"{type(e).__name__}: {_shown(e)}"
+
+
+def _shown(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:  # a value whose __str__ fails is still said
+        try:
+            return f"<{type(value).__name__} that cannot be printed>"
+        except Exception:
+            return "<a value that cannot be printed>"
 
 
 def _emit(severity, loc, message, notes, root) -> None:

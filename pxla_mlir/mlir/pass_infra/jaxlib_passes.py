@@ -135,7 +135,8 @@ def generated() -> str:
 if __name__ == "__main__":
     text = generated()
     if sys.argv[1:] == ["--write"]:  # the installed jaxlib's list, in its place
-        with open(list_path(jaxlib.version.__version__), "w") as f:
-            f.write(text)
+        from pxla_mlir.mlir.support.files import write_atomically
+
+        write_atomically(list_path(jaxlib.version.__version__), text)
     else:
         sys.stdout.write(text)

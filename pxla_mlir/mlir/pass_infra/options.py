@@ -3,8 +3,10 @@
 Options are dataclass fields declared with :func:`option`. On the command line
 they are written in kebab case inside braces, space separated, lists comma
 separated: ``pxla-foo{mode=replica groups=0,1,2 verbose}``. A bare name sets a
-bool to true. Unknown names and malformed values raise :class:`OptionError`
-listing what is valid.
+bool to true. A value holding spaces, commas, braces or quotes is quoted as
+mlir-opt quotes it, with ``"..."``, ``'...'`` or ``{...}`` (one level is taken
+off, and printing quotes it again). Unknown names and malformed values raise
+:class:`OptionError` listing what is valid.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any, Literal
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.support.suggest import did_you_mean
 
-__all__ = ["OptionError", "option", "option_fields", "parse_options", "format_options", "split_top_level",
-           "choices", "configure"]
+__all__ = ["OptionError", "option", "option_fields", "check_types", "parse_options", "format_options",
+           "split_top_level", "choices", "configure", "quoted", "unquoted"]
 
 
 class OptionError(PxlaUserError, ValueError):
@@ -61,6 +63,29 @@ class OptionInfo:
 
 def option_fields(cls) -> list[OptionInfo]:
     return list(_option_fields(cls))
+
+
+#: The types an option may have (and tuples of them, a list on the command line).
+SUPPORTED = "bool, int, float, str, a Literal of strings, or a tuple of one of those (tuple[int, ...])"
+
+
+def check_types(cls) -> None:
+    """Raises :class:`OptionError` for an option whose type text cannot give (a dict, a class of one's own)."""
+    for info in option_fields(cls):
+        if not _supported(info.type, outer=True):
+            raise OptionError(f"option '{info.name}' has type {getattr(info.type, '__name__', info.type)!s}, "
+                              f"which pipeline text cannot give: declare it as {SUPPORTED}")
+
+
+def _supported(t: Any, *, outer: bool) -> bool:
+    if t in (bool, int, float, str):
+        return True
+    if typing.get_origin(t) is Literal:
+        return all(isinstance(a, str) for a in typing.get_args(t))
+    if outer and typing.get_origin(t) is tuple:
+        args = typing.get_args(t)
+        return len(args) == 2 and args[1] is Ellipsis and _supported(args[0], outer=False)
+    return False
 
 
 @functools.cache
@@ -130,7 +155,7 @@ def _convert(info: OptionInfo, raw: str, owner: str) -> Any:
         except ValueError:
             raise bad("a number") from None
     if t is str:
-        return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'" else raw
+        return unquoted(raw)
     if typing.get_origin(t) is Literal:
         choices = typing.get_args(t)
         if raw not in choices:
@@ -165,11 +190,47 @@ def parse_options(cls, text: str, owner: str) -> dict[str, Any]:
     return values
 
 
+def unquoted(raw: str) -> str:
+    """A value without the one level of quotes (``"..."``, ``'...'``, ``{...}``) that may wrap it, as MLIR's
+    option parser takes it off."""
+    if len(raw) >= 2 and (raw[0], raw[-1]) in (('"', '"'), ("'", "'"), ("{", "}")):
+        return raw[1:-1]
+    return raw
+
+
+#: Characters that end or split a bare value in option text.
+_SPECIAL = frozenset(" \t\n\r\f\v,{}()[]\"'=")
+
+
+def quoted(text: str) -> str:
+    """``text`` as an option value that reads back as ``text``: bare where it can be, else quoted."""
+    if text and not _SPECIAL.intersection(text):
+        return text
+    for open_, close in (('"', '"'), ("'", "'")):
+        if open_ not in text:
+            return f"{open_}{text}{close}"
+    if _balanced(text):
+        return "{" + text + "}"
+    raise OptionError(f"the value {text!r} holds both kinds of quote and unbalanced braces: it cannot be written "
+                      f"as an option value")
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _format_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, tuple):
         return ",".join(_format_value(x) for x in v)
+    if isinstance(v, str):
+        return quoted(v)
     return str(v)
 
 

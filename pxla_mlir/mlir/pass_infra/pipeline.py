@@ -177,8 +177,10 @@ class Pipeline:
         changing = [s for s in self.steps if isinstance(s, str) or not s.checks_only]
         return not changing or not isinstance(changing[-1], str)
 
-    def pass_manager(self, ctx: ir.Context, verify: Verify = "every-pass") -> passmanager.PassManager:
-        """One jaxlib PassManager running every step in order.
+    def pass_manager(self, ctx: ir.Context, verify: Verify = "every-pass", *,
+                     keep_main: bool = False) -> passmanager.PassManager:
+        """One jaxlib PassManager running every step in order; ``keep_main``: a map's pipeline, whose plugin
+        passes must leave @main's signature as the map launches it (:mod:`.plugin_checks`).
 
         ``verify``: ``"every-pass"`` runs MLIR's verifier after each pass (as
         mlir-opt does); ``"pxla-changes"`` only after each pxla pass that may
@@ -197,7 +199,7 @@ class Pipeline:
                 # A plugin's pass is verified by its bridge whatever the policy: no later pass sees IR it broke,
                 # and the error names the plugin.
                 plugin = REGISTRY.is_registered(step.argument)
-                step.add_to(pm, verify=verify == "pxla-changes" or plugin)
+                step.add_to(pm, verify=verify == "pxla-changes" or plugin, keep_main=keep_main)
         return pm
 
 
@@ -370,7 +372,7 @@ def save_reproducer(module_text: str, pipeline: Pipeline, *, verify_each: bool) 
 
 
 def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: bool = True,
-                 verify_each: bool = True) -> Pipeline:
+                 verify_each: bool = True, keep_main: bool = False) -> Pipeline:
     """Runs ``pipeline`` on ``module`` in place (the library twin of pxla-opt).
 
     Raises :class:`PipelineFailure` with located diagnostics and, if
@@ -378,6 +380,7 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
     (see :mod:`.reproducer` for where).
     ``verify_each=False`` verifies the module once at the end instead of
     after every pass (the verifier is a third of a short pipeline's time).
+    ``keep_main``: a map's pipeline (see :meth:`Pipeline.pass_manager`).
     """
     ctx = module.context
     if isinstance(pipeline, str):
@@ -385,7 +388,7 @@ def run_pipeline(module: ir.Module, pipeline: Pipeline | str, *, reproducer: boo
     before = ir_utils.asm_text(module.operation, debug_info=True) if reproducer else None
     with DiagnosticCollector(ctx) as diags:
         try:
-            pm = pipeline.pass_manager(ctx, "every-pass" if verify_each else "none")
+            pm = pipeline.pass_manager(ctx, "every-pass" if verify_each else "none", keep_main=keep_main)
             pm.run(module.operation)
             if not verify_each:
                 module.operation.verify()

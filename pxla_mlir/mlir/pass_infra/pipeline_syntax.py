@@ -73,12 +73,16 @@ class Parser:
         self.pos = m.end()
         if self.peek() == "{":
             start = self.pos + 1
-            depth = 0
+            depth, quote = 0, None
             while self.pos < len(self.text):
                 ch = self.text[self.pos]
-                depth += ch == "{"
-                depth -= ch == "}"
                 self.pos += 1
+                if quote:  # a quoted value may hold braces
+                    quote = None if ch == quote else quote
+                    continue
+                if ch in "\"'" and depth >= 1:
+                    quote = ch
+                depth += (ch == "{") - (ch == "}")
                 if depth == 0:
                     return Element(m.group(0), col, options=self.text[start:self.pos - 1])
             raise self.error("unbalanced '{' in pass options", col)

@@ -32,7 +32,7 @@ import types
 
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.pass_infra.base import ModulePass
-from pxla_mlir.mlir.pass_infra.options import option_fields
+from pxla_mlir.mlir.pass_infra.options import OptionError, check_types
 from pxla_mlir.mlir.pass_infra.registry import REGISTRY, BrokenPlugin
 
 __all__ = ["ENTRY_POINT_GROUP", "PluginError", "load_entry_points", "load_plugin", "read_entry_points", "register_pass",
@@ -182,7 +182,10 @@ def _check(cls: type, source: str) -> None:
         raise PluginError(f"{what}: decorate it with @dataclasses.dataclass(frozen=True), which makes its "
                           f"fields its options")
     try:
-        option_fields(cls)
+        check_types(cls)
+    except OptionError as e:
+        raise PluginError(f"{what}: {e}") from None
+    try:
         cls()
     except Exception as e:
         raise PluginError(f"{what}: its options do not work: {type(e).__name__}: {e} (declare each as "

@@ -32,6 +32,7 @@ takes the trailer off for it, and reads mlir-opt's reproducers too.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 import pathlib
@@ -39,6 +40,8 @@ import re
 import shlex
 import tempfile
 from typing import IO
+
+from pxla_mlir.mlir.support.files import write_atomically
 
 __all__ = ["KEEP", "Recorded", "directory", "rerun_command", "save", "split", "trailer", "with_trailer", "write"]
 
@@ -237,16 +240,18 @@ def save(text: str, recorded: Recorded) -> str | None:
     """Writes a reproducer (see :func:`write`) to a new file of the reproducer
     directory and returns its path (None if the directory cannot be written)."""
     where, bounded = directory()
+    written = io.StringIO()
+    write(written, text, recorded)
     try:
         where.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix=PREFIX, dir=where, delete=False,
-                                         encoding="utf-8") as f:
-            write(f, text, recorded)
+        fd, path = tempfile.mkstemp(suffix=".mlir", prefix=PREFIX, dir=where)  # a name of its own
+        os.close(fd)
+        write_atomically(path, written.getvalue())  # a reproducer is replayed whole or not found
     except OSError:
         return None
     if bounded:
-        _prune(where, keep=f.name)
-    return f.name
+        _prune(where, keep=path)
+    return path
 
 
 def rerun_command(path: str) -> str:

@@ -197,7 +197,7 @@ def test_the_public_names():
 
     assert public.ModulePass is ModulePass and public.PassError is PassError and callable(public.option)
     assert public.helpers is helpers
-    assert set(public.__all__) == {"ModulePass", "PassError", "helpers", "option"}
+    assert set(public.__all__) == {"ModulePass", "PassError", "Statistic", "helpers", "option"}
 
 
 @pytest.mark.subprocess
