@@ -45,8 +45,10 @@ def test_the_numpy_floor_is_one_every_supported_jax_allows():
 
     ours = floor(PYPROJECT["dependencies"])
     jax = floor(r for r in importlib.metadata.requires("jax") or [] if "extra ==" not in r)
-    assert ours >= jax, f"pyproject.toml: numpy>={ours} is below the installed jax's numpy>={jax}"
-    assert ours >= (2, 0)  # jax 0.10.2's, the oldest supported
+    # jax 0.10.2's, the oldest supported: every numpy we allow installs with some supported jax, and no numpy
+    # a supported jax installs with is refused (jax 0.12 asks for more, numpy>=2.2)
+    assert ours == (2, 0)
+    assert ours <= jax, f"pyproject.toml: numpy>={ours} refuses what the installed jax allows (numpy>={jax})"
 
 
 def test_version_names_jax_and_jaxlib(capsys):
