@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from jaxlib.mlir import ir
 
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, parse_in_shared_context
+from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, PipelineFailure, run_pipeline
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.support.stats import STATS, timed
@@ -88,13 +89,12 @@ def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequen
     lowering = _run_pipeline(imported, inputs.pipeline, recorded, layout=inputs.layout(hints, imported.module, consts),
                              jaxpr_text=inputs.jaxpr_text, plan=plan)
     if key is not None and not imported.keepalive and not imported.host_callbacks:
-        subject = lowering.to_compile()
-        facts = subject.facts
-        subject.forget_text()  # the compile prints the module again: it may be rewritten before (mhlo())
+        facts = lowering.to_compile().facts  # its text stays for the compile, unless mhlo() hands the module out
         with LOWERING_LOCK:
-            entry = lowering_cache.Entry(cast(str, lowering.pxla.get_asm(enable_debug_info=True)),
-                                         cast(str, lowering.module.operation.get_asm(enable_debug_info=True)), facts,
-                                         hints)
+            # The final module verified at the end of the pipeline: printed without verifying it again.
+            entry = lowering_cache.Entry(ir_utils.asm_text(lowering.pxla, debug_info=True),
+                                         ir_utils.asm_text(lowering.module.operation, debug_info=True,
+                                                           assume_verified=True), facts, hints)
         lowering_cache.store(key, entry, platform)
     return Lowered(lowering, signature)
 

@@ -347,3 +347,19 @@ def test_entry_kinds_have_disjoint_prefixes():
         for b in kinds:
             assert a is b or not b.prefix.startswith(a.prefix), (a.prefix, b.prefix)
     assert len({k.magic for k in kinds}) == len(kinds)
+
+
+def test_the_source_digest_follows_the_code(tmp_path, monkeypatch):
+    """A checkout (or an editable install) is told by its files; an installed wheel by its RECORD (one read):
+    tests/project/test_installed_wheel.py checks that one."""
+    from pxla_mlir import version
+
+    digest, how = version.source_digest()
+    assert how == "files" and len(digest) == 64
+    site = tmp_path / "site"
+    (site / f"pxla_mlir-{version.__version__}.dist-info").mkdir(parents=True)
+    (site / f"pxla_mlir-{version.__version__}.dist-info" / "RECORD").write_text("pxla_mlir/a.py,sha256=x,1\n")
+    assert version._installed_record(str(site)) == b"pxla_mlir/a.py,sha256=x,1\n"
+    (site / f"pxla_mlir-{version.__version__}.dist-info" / "direct_url.json").write_text(
+        '{"url": "file:///src", "dir_info": {"editable": true}}')
+    assert version._installed_record(str(site)) is None  # editable: its files are the checkout's

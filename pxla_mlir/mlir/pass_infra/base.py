@@ -236,3 +236,8 @@ class NamedPipeline(_Configurable):
     def recorded(self) -> str:
         """The text a lowering made by this pipeline records (``Lowered.pipeline``, reproducers)."""
         return self.anchored()
+
+    def versions(self) -> tuple[str, ...]:
+        """``pass@version`` of each pass of the user's own this pipeline runs (built-in passes are told by the
+        package's digest): part of the key of every lowering made with it."""
+        return ()

@@ -45,8 +45,8 @@ from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.support.lru import LRU
 
 # PipelineSyntaxError, pass_element and ROOT_ANCHOR live in pipeline_syntax; this module's names for them stay.
-__all__ = ["ROOT_ANCHOR", "Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "pass_versions",
-           "run_pipeline", "save_reproducer"]
+__all__ = ["ROOT_ANCHOR", "Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "run_pipeline",
+           "save_reproducer"]
 
 # -- resolved pipeline -----------------------------------------------------------
 
@@ -207,37 +207,9 @@ class Pipeline:
 #: (the generation moves when a pass is registered: older entries age out).
 _PARSED: LRU = LRU(256)
 _EXPANDED: LRU = LRU(256)
-_CLASSES: LRU = LRU(256)
 #: Canonical text of jaxlib pipeline elements by source text: passes are
 #: registered process-wide, so the text does not depend on the context.
 _CANONICAL: dict[str, str] = {}
-
-
-def pass_versions(named: NamedPipeline) -> tuple[tuple[str, str], ...]:
-    """(argument, version) of every pxla pass a named pipeline's options value runs, as registered now:
-    with its text, what decides the passes a lowering ran. Read without an MLIR context, from the steps and
-    the names in their text; which class each name is is resolved once per registry generation, its
-    ``version`` read each time."""
-    key = (named, REGISTRY.generation)
-    classes = _CLASSES.get(key)
-    if classes is None:
-        classes = _CLASSES[key] = tuple(dict.fromkeys(_classes_of(named, 0)))
-    return tuple((argument, str(cls.version)) for argument, cls in classes)
-
-
-def _classes_of(named: NamedPipeline, depth: int) -> list[tuple[str, type[ModulePass]]]:
-    out: list[tuple[str, type[ModulePass]]] = []
-    for step in named.steps():
-        if not isinstance(step, str):
-            out.append((step.argument, type(step)))
-            continue
-        for el in Parser(f"{ROOT_ANCHOR}({step})").parse().children or ():
-            cls = resolve(el.name) if el.children is None else None
-            if cls is not None and issubclass(cls, ModulePass):
-                out.append((el.name, cls))
-            elif cls is not None and depth <= 16:
-                out += _classes_of(cls.from_options(el.options or ""), depth + 1)
-    return out
 
 
 def _merge_text(steps: list[Step]) -> list[Step]:
