@@ -31,6 +31,7 @@ from pxla_mlir.distributed import jit_shares
 from pxla_mlir.distributed.processes import is_multi_process
 from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.jaxbridge.jax_internals import api_util, core, jax_mesh_context, trace_context
+from pxla_mlir.jaxbridge.tracebacks import api_boundary
 from pxla_mlir.maps import registry
 from pxla_mlir.maps.arguments import Call, argnums, check_backend, check_donation, examine_broadcast, keystr
 from pxla_mlir.maps.function import MapFunction, Traced
@@ -118,6 +119,7 @@ class JitFunction(MapFunction[_Traced]):
                             f"transformation inside it (pxla_mlir.jit(jax.grad(f)))")
         return _Traced(jaxpr, store["tree"])
 
+    @api_boundary
     def trace(self, *args, **kwargs) -> JitTraced:
         """The traced program for these arguments (jax's ``jit(f).trace``):
         its ``jaxpr``, ``args_info``, ``out_info``, ``out_tree``, ``lower()``
@@ -129,6 +131,7 @@ class JitFunction(MapFunction[_Traced]):
             traced = self._traced(call, env, key)
         return JitTraced(self, args, kwargs, call, traced, env)
 
+    @api_boundary
     def eval_shape(self, *args, **kwargs):
         """The outputs' pytree of ``jax.ShapeDtypeStruct``, traced, never run
         (jax's ``jit(f).eval_shape``)."""
@@ -227,6 +230,7 @@ class JitTraced(jax.stages.Traced):
         return tree_util.tree_unflatten(self._body.out_tree, [
             jax.ShapeDtypeStruct(av.shape, av.dtype) for av in self._body.jaxpr.out_avals])
 
+    @api_boundary
     def lower(self, *, lowering_platforms=None, _private_parameters=None) -> Lowered:  # pyright: ignore
         """Its ``Lowered`` (from the same cache as ``pxla_mlir.jit(f).lower``)."""
         if lowering_platforms is not None:
@@ -236,6 +240,7 @@ class JitTraced(jax.stages.Traced):
             return self._jitted._lower_traced(self._body, self._call, self._env)
         return self._jitted.lower(*self._args, **self._kwargs)
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         return self._jitted(*args, **kwargs)
 
@@ -269,6 +274,7 @@ def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (), donate_ar
         unshard: str = "all-gather",
         shardings: str = "sdy",
         extra_passes: str | Mapping[str, str] | None = None) -> Callable[[Callable], JitFunction]: ...
+@api_boundary
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (), donate_argnums: int | Sequence[int] = (),
         devices: Sequence | None = None, backend: str | None = None, mode: str = "replica",
         unshard: str = "all-gather",

@@ -47,6 +47,7 @@ from jax._src import (
     mesh as _jax_mesh,
     sharding_impls as _sharding_impls,
     source_info_util as _source_info_util,
+    traceback_util as _traceback_util,
     tree_util as jax_tree_util,
     util as _util,
     xla_bridge,
@@ -173,11 +174,18 @@ compilation_cache = PrivateNames(_compilation_cache, "_get_cache get_cache_key i
 lru_cache = PrivateNames(_lru_cache, "_CACHE_SUFFIX")
 jax_distributed = PrivateNames(_distributed, "global_state")
 tree_util = PrivateNames(jax_tree_util, "dispatch_registry")
+#: jax's filtering of its own frames out of tracebacks (``jax_traceback_filtering``), applied to ours too.
+traceback_util = PrivateNames(
+    _traceback_util,
+    "UnfilteredStackTrace _add_call_stack_frames _add_tracebackhide_to_hidden_frames _filtering_mode "
+    "_jax_message_append _simplified_tb_msg filter_traceback format_exception_only register_exclusion",
+    # where api_boundary's frames come from (jax knows them by this file and their function's name)
+    module_file=_traceback_util.__file__)
 
 #: Every table above, for tests/jaxbridge/test_jax_versions.py.
 TABLES = (core, pe, ad, batching, api_util, jax_mlir, xc, pxla, source_info_util, sharding_impls, dispatch, config,
           effects, dtypes, lu, compiler, parallel_primitives, util, checkify, compilation_cache, lru_cache,
-          jax_distributed, tree_util, jaxlib_ext)
+          jax_distributed, tree_util, traceback_util, jaxlib_ext)
 
 
 def missing_names() -> list[str]:
@@ -193,7 +201,7 @@ __all__ = [
     # jax._src modules, as the names pxla_mlir uses from them
     "ad", "api_util", "batching", "checkify", "compilation_cache", "compiler", "config", "core", "dispatch", "dtypes",
     "effects", "jax_distributed", "jax_mlir", "jaxlib_ext", "lru_cache", "lu", "parallel_primitives", "pe", "pxla",
-    "sharding_impls", "source_info_util", "tree_util", "util", "xc", "JaxAbstractMesh", "ArrayImpl",
+    "sharding_impls", "source_info_util", "traceback_util", "tree_util", "util", "xc", "JaxAbstractMesh", "ArrayImpl",
     "InternalFloatingPointError", "JaxRuntimeError", "cc_shard_arg", "float0", "ifrt_version",
     "jaxlib_extension_version", "pytree_equality_errors", "special_checks_active", "trace_context", "CHECKED_ON",
     "JAX_VERSION", "JAX_VERSION_TEXT", "PrivateNames", "missing_names",

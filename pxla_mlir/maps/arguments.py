@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from jax import tree_util
 
+from pxla_mlir.errors import entry_point
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
+from pxla_mlir.jaxbridge.tracebacks import api_boundary, filter_frames
 from pxla_mlir.maps.debug_checks import donation_allowed
 from pxla_mlir.stages.signature import Signature
 
@@ -104,9 +106,15 @@ class BoundMethod:
     def __init__(self, mapped, obj):
         self.mapped, self.obj = mapped, obj
 
+    @entry_point
     def __call__(self, *args, **kwargs):
-        return self.mapped(self.obj, *args, **kwargs)
+        try:
+            return self.mapped(self.obj, *args, **kwargs)
+        except Exception as e:  # an entry point above the map's own (a bare raise adds no frame)
+            filter_frames(e)
+            raise
 
+    @api_boundary
     def lower(self, *args, **kwargs):
         return self.mapped.lower(self.obj, *args, **kwargs)
 

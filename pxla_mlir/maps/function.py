@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeVar
 
 from pxla_mlir.distributed.processes import spans_processes
 from pxla_mlir.distributed.shares import host_local_outputs
+from pxla_mlir.errors import entry_point
 from pxla_mlir.jaxbridge.jax_internals import (
     ArrayImpl,
     axis_env_ref,
@@ -45,6 +46,7 @@ from pxla_mlir.jaxbridge.jax_internals import (
     trace_ref,
 )
 from pxla_mlir.jaxbridge.pytree_depth import too_deep
+from pxla_mlir.jaxbridge.tracebacks import api_boundary, filter_frames
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import BoundMethod
 from pxla_mlir.maps.caches import CACHE_SIZE, CacheEntry, CallCache, entry_for
@@ -145,34 +147,41 @@ class MapFunction(Generic[TracedT]):
         return not core.trace_state_clean() or call.has_tracers
 
     # -- calling -----------------------------------------------------------------------------
+    @entry_point
     def __call__(self, *args, **kwargs) -> Any:
         # The cached call of a loop is this frame and one call of runtime's launch_cached: keep every other
         # step inline (right after a launch XLA's device threads share the cores, and Python calls add up).
         env = () if self._no_environment else self._environment()
-        if debug_nans_flag.value or debug_infs_flag.value:  # debug_checks.active(): outputs checked in Python
-            return self._resolve(env, args, kwargs)[0]
-        if trace_ref.value is not eval_trace or axis_env_ref.value is not top_axis_env:  # not at_top_level()
-            return self._resolve(env, args, kwargs)[0]  # under a transformation: staged, never launched here
-        last = self._entry.dispatchers.latest  # (environment, its hash, FastDispatch): in a loop, this call's
-        dispatch = last[2] if last is not None and last[0] is env else self._dispatcher(env)
-        if getattr(RUNNING_CALLBACK, "name", None) is not None:
-            refuse_inside_callback(dispatch.what)
-        previous, _calling.obj = _calling.obj, self  # a miss resolves through it; restored: maps nest in traces
         try:
-            arrays = dispatch.arrays
-            # (a cheap first guess; while a cache miss is in flight calls take the checked path: FastDispatch)
-            if arrays is not None and not dispatch.missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
-                out = launch_cached(arrays, args, dispatch.windowed)
-                if out is not NOT_LAUNCHED:
-                    return out
-            return dispatch.call(args, kwargs)
-        except (AssertionError, RuntimeError) as e:  # looked into only when raised: nothing on the way to a launch
+            if debug_nans_flag.value or debug_infs_flag.value:  # debug_checks.active(): outputs checked in Python
+                return self._resolve(env, args, kwargs)[0]
+            if trace_ref.value is not eval_trace or axis_env_ref.value is not top_axis_env:  # not at_top_level()
+                return self._resolve(env, args, kwargs)[0]  # under a transformation: staged, never launched here
+            last = self._entry.dispatchers.latest  # (environment, its hash, FastDispatch): in a loop, this call's
+            dispatch = last[2] if last is not None and last[0] is env else self._dispatcher(env)
+            if getattr(RUNNING_CALLBACK, "name", None) is not None:
+                refuse_inside_callback(dispatch.what)
+            previous, _calling.obj = _calling.obj, self  # a miss resolves through it; restored: maps nest in traces
+            try:
+                arrays = dispatch.arrays
+                # (a cheap first guess; while a cache miss is in flight calls take the checked path: FastDispatch)
+                if arrays is not None and not dispatch.missing and not kwargs and (not args or type(args[0]) is ArrayImpl):
+                    out = launch_cached(arrays, args, dispatch.windowed)
+                    if out is not NOT_LAUNCHED:
+                        return out
+                return dispatch.call(args, kwargs)
+            finally:
+                _calling.obj = previous
+        except Exception as e:  # looked into only when raised: nothing on the way to a launch
             clear = backend_error(e, f"{self.what} {self.name!r}", getattr(self, "backend", None))
             if clear is None:
+                filter_frames(e)  # this call is an entry point: the user's frames only (a bare raise adds none)
                 raise
-            raise clear from None
-        finally:
-            _calling.obj = previous
+            try:
+                raise clear from None
+            except Exception as shown:
+                filter_frames(shown)
+                raise
 
     def _dispatcher(self, env) -> FastDispatch:
         """The C++ dispatcher of this (function, options) in ``env``."""
@@ -230,6 +239,7 @@ class MapFunction(Generic[TracedT]):
                 compiled = self._lower_traced(traced, call, env).compile()
         return compiled.signature.unflatten(compiled.call_flat(call.flat_args))
 
+    @api_boundary
     def lower(self, *args, **kwargs) -> Lowered:
         try:
             return self._lower_call(args, kwargs)

@@ -45,9 +45,11 @@ def trace_flat(flat_fun: Callable, avals: Sequence, axis_env: Sequence[tuple], d
                 raise
             bound = [repr(n) for n in core.get_axis_env().axis_sizes]
             name = str(e).split(":", 1)[-1].split(".")[0].strip()
+            # jax's frames down to the collective go with it: the user's line is among them
             raise UnboundAxisError(
                 f"unbound axis name: {name}. A collective (psum, axis_index, ...) refers to an axis name that no "
-                f"enclosing map binds (bound: {', '.join(bound) or 'none'}); {_binding_hint(binder, name)}") from None
+                f"enclosing map binds (bound: {', '.join(bound) or 'none'}); {_binding_hint(binder, name)}"
+            ).with_traceback(e.__traceback__) from None
     _refuse_sharding_inspection(jaxpr)
     return core.ClosedJaxpr(jaxpr, consts)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from jax import tree_util
 
 from pxla_mlir.jaxbridge.jax_internals import api_util, core
+from pxla_mlir.jaxbridge.tracebacks import api_boundary
 from pxla_mlir.maps.arguments import argnums, check_backend, check_donation
 from pxla_mlir.maps.function import MapFunction, Traced as _Traced
 from pxla_mlir.maps.invariance import varying_outputs
@@ -232,6 +233,7 @@ def pmap(fun: None = None, axis_name: Hashable | None = None, *, in_axes: Any = 
          shardings: str = "sdy", partitions: Mapping[str, int] | None = None,
          in_partitions: Any = None, out_partitions: Any = None,
          extra_passes: str | Mapping[str, str] | None = None, pieces: str = "on") -> Callable[[Callable], PmapFunction]: ...
+@api_boundary
 def pmap(fun: Callable | None = None, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          backend: str | None = None, axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),

@@ -16,7 +16,9 @@ from jax.experimental.layout import Format, Layout as XlaLayout
 from jax.stages import ArgInfo
 from jaxlib.mlir import ir
 
+from pxla_mlir.errors import entry_point
 from pxla_mlir.jaxbridge.jax_internals import hlo_cost_analysis
+from pxla_mlir.jaxbridge.tracebacks import api_boundary, filter_frames
 from pxla_mlir.mlir.support.files import write_atomically
 from pxla_mlir.runtime.executable import ShardedExecutable
 from pxla_mlir.runtime.module_facts import ModuleToCompile
@@ -201,6 +203,7 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
 
         return notebook_html(self)
 
+    @api_boundary
     def compile(self, compiler_options: dict | None = None, *, device_assignment: Sequence | None = None) -> Compiled:
         """Compiles with XLA (once; with ``compiler_options``, XLA debug
         options by name such as ``{"xla_cpu_enable_fast_math": True}``, anew).
@@ -243,11 +246,17 @@ class Compiled(ArgumentTrees, jax.stages.Compiled):
         self._hoisted = tuple(consts)
         self._device_consts: list | None = None
 
+    @entry_point
     def __call__(self, *args, **kwargs):
-        leaves = self.signature.flatten(args, kwargs)
-        check_avals(self.executable.in_avals[len(self.consts):], leaves, self.in_tree)
-        return self.signature.unflatten(self.call_flat(leaves))
+        try:
+            leaves = self.signature.flatten(args, kwargs)
+            check_avals(self.executable.in_avals[len(self.consts):], leaves, self.in_tree)
+            return self.signature.unflatten(self.call_flat(leaves))
+        except Exception as e:  # an entry point: the user's frames only (a bare raise adds none)
+            filter_frames(e)
+            raise
 
+    @api_boundary
     def call(self, *args, **kwargs):
         """Runs it, as calling it does (jax's ``Compiled.call``)."""
         return self(*args, **kwargs)

@@ -40,6 +40,7 @@ from jaxlib.mlir import ir
 
 import pxla_mlir.distributed as distributed
 from pxla_mlir.jaxbridge.jax_internals import JaxRuntimeError, core, gspmd_sharding, xc
+from pxla_mlir.jaxbridge.tracebacks import api_boundary
 from pxla_mlir.mlir.core import pxla_attrs
 from pxla_mlir.mlir.core.context import make_context
 from pxla_mlir.mlir.core.diagnostics import PassError
@@ -63,6 +64,7 @@ __all__ = ["load", "LoadedModule", "ModuleError"]
 _DONATION = (pxla_attrs.ALIASING_OUTPUT, pxla_attrs.BUFFER_DONOR)
 
 
+@api_boundary
 def load(source, *, pipeline: str | None = None, devices: Sequence | None = None,
          name: str | None = None) -> LoadedModule:
     """A module (a path, or the text itself as str or bytes) as a ``Lowered`` ready to compile.

@@ -23,8 +23,10 @@ import argparse
 import os
 import sys
 import textwrap
+from collections.abc import Sequence
+from typing import Any
 
-from pxla_mlir.errors import PxlaUserError
+from pxla_mlir.errors import PxlaUserError, entry_point
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser
 from pxla_mlir.mlir.support.suggest import did_you_mean
 from pxla_mlir.tools import (
@@ -129,19 +131,20 @@ def version_text() -> str:
 class _Version(argparse._VersionAction):
     """argparse's --version, its text read only when asked for."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
         self.version = version_text()
         super().__call__(parser, namespace, values, option_string)
 
 
 class _Parser(ExactArgumentParser):
-    def _check_value(self, action, value):
+    def _check_value(self, action: argparse.Action, value: str):
         # argparse's check, the hint taken from the action's choices themselves: every flag declared with
         # choices (open ones too, tools.errors.Choices) gets it, whatever argparse's message looks like
         if action.choices is not None and value not in action.choices:
             raise argparse.ArgumentError(action, invalid_choice(value, action.choices))
 
-    def error(self, message):  # one line (argparse: a usage dump), the hint after where to read more
+    def error(self, message: str):  # one line (argparse: a usage dump), the hint after where to read more
         message, sep, hint = message.partition("; did you mean ")
         raise CliError(f"{message} (see {self.prog} --help){sep}{hint}")
 
@@ -183,7 +186,7 @@ def _end_help_with_examples(command: argparse.ArgumentParser, examples: list[str
     command.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def _unrecognized(parser: argparse.ArgumentParser, args, unknown: list[str]) -> str:
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> str:
     """argparse's message, with the command's flag spelled most like the first unknown one."""
     command = getattr(args, "command", None)
     prog = f"{PROG} {command}" if command else PROG
@@ -243,7 +246,7 @@ def _cpu_devices(n: int | None) -> None:
         sys.modules["jax"].config.update("jax_num_cpu_devices", n)
 
 
-def _load_plugins(specs) -> None:
+def _load_plugins(specs: Sequence[str]) -> None:
     """--load-pass-plugin: the passes of each plugin, registered before the command names them."""
     if specs:
         from pxla_mlir.mlir.pass_infra.plugins import load_plugin
@@ -252,6 +255,9 @@ def _load_plugins(specs) -> None:
             load_plugin(spec)
 
 
+# An entry point: the maps it calls leave their frames in (describe() tells a bug of ours by them, PXLA_DEBUG=1 shows
+# them); its errors are one line.
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = None

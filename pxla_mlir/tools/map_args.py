@@ -5,6 +5,8 @@ run and explore. Building them loads no kind (and no jax)."""
 
 from __future__ import annotations
 
+import argparse
+
 from pxla_mlir.maps import registry
 from pxla_mlir.mlir.pipelines import EXTRA_PASSES
 from pxla_mlir.tools.emit import MapOptions, map_flags
@@ -19,7 +21,7 @@ def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def add_map_arguments(p, target_help: str = "module:function or path/to/file.py:function") -> None:
+def add_map_arguments(p: argparse.ArgumentParser, target_help: str = "module:function or path/to/file.py:function") -> None:
     p.add_argument("target", help=target_help)
     names = list(registry.KINDS)
     g = p.add_argument_group(f"how to map a plain function (a pxla_mlir.{'/'.join(names)} object takes only its "
@@ -53,6 +55,6 @@ def add_map_arguments(p, target_help: str = "module:function or path/to/file.py:
                         "--pipeline can then name them")
 
 
-def map_options(args) -> MapOptions:
+def map_options(args: argparse.Namespace) -> MapOptions:
     return MapOptions(args.map, tuple(args.arg), **{f: getattr(args, f) for f in MAP_FLAGS[1:]})
 

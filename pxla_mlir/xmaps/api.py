@@ -41,6 +41,7 @@ from pxla_mlir.distributed.processes import is_multi_process, spans_processes
 from pxla_mlir.distributed.shares import scaled_avals, share_factor
 from pxla_mlir.jaxbridge.jax_internals import api_util, at_top_level, core, pe
 from pxla_mlir.jaxbridge.jaxpr_protocols import has_checks
+from pxla_mlir.jaxbridge.tracebacks import api_boundary
 from pxla_mlir.maps import debug_checks
 from pxla_mlir.maps.arguments import argnums
 from pxla_mlir.maps.function import MapFunction, Traced
@@ -368,6 +369,7 @@ def _unmapped(aval, mapping: Mapping[int, str], plan) -> ShapedArray:
     return core.ShapedArray(tuple(shape), aval.dtype, weak_type=aval.weak_type)
 
 
+@api_boundary
 def xmap(fun: Callable, in_axes, out_axes, *, axis_sizes: Mapping = {}, axis_resources: Mapping = {},
          donate_argnums: int | Sequence[int] = (), backend: str | None = None, lowering: str = "replica",
          shardings: str = "sdy", ensure_fixed_sharding: bool = False,

@@ -71,7 +71,7 @@ def test_the_api_page_documents_every_export_from_its_docstring(site):
     assert 'static_broadcasted_argnums: int | Sequence[int] = (),\n' in text and 'mode: str = "replica",' in text
     module_pass = text.rsplit("pxla_mlir.passes.ModulePass\n", 1)[1].split("pxla_mlir.passes.PassError\n")[0]
     for member in ("run(module: Operation) -> None", "error(\n", "warn(where: Where, message: str) -> None",
-                   "remark(where: Where, message: str) -> None", "add_to(pm, *, verify: bool = False) -> None"):
+                   "remark(where: Where, message: str) -> None", "add_to(", "keep_main: bool = False"):
         assert member in module_pass, member
     assert "Bases: _" not in text  # no private base, shown without its members
     assert not re.search(r":(mod|class|meth|func|attr):[\w.~]", text), "a Sphinx role shown as it is"

@@ -331,6 +331,20 @@ def test_a_bug_of_pxla_mlir_asks_for_the_traceback(monkeypatch, capsys):
                                        "(set PXLA_DEBUG=1 for the traceback)\n")
 
 
+def test_a_bug_of_pxla_mlir_under_a_map_is_still_one(monkeypatch, capsys):
+    """The command line is an entry point: the maps it lowers keep their frames, which tell a bug of ours
+    (here one called from a function outside the package) from a mistake in the user's function."""
+    from pxla_mlir.mlir.pass_infra.options import choices
+    from pxla_mlir.mlir.pipelines import PmapPipeline
+    from pxla_mlir.pmaps import api
+    from pxla_mlir.tools import cli as cli_module
+
+    monkeypatch.delenv("PXLA_DEBUG", raising=False)
+    monkeypatch.setattr(api, "lower_traced", lambda *args, **kwargs: choices(PmapPipeline, "nope"))
+    assert cli_module.main(["emit", NESTED]) == 2
+    assert capsys.readouterr().err.endswith("(set PXLA_DEBUG=1 for the traceback)\n")
+
+
 @pytest.mark.subprocess
 def test_diff_sees_a_changed_module_attribute(tmp_path):
     body = "  func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n    return %x : tensor<2xf32>\n  }\n}\n"

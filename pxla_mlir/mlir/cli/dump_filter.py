@@ -60,7 +60,7 @@ class DumpFilter:
         os.dup2(self._child_stdin.fileno(), 2)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         sys.stderr.flush()
         os.dup2(self._saved, 2)
         self._child_stdin.close()  # the child sees the end, writes what is left and exits

@@ -237,7 +237,7 @@ def check_lines(text: str, prefix: str = "CHECK", *, comment: str = "//", elide:
     lines = lines_of(text)
     width = len(prefix) + len("-LABEL: ")
 
-    def emit(kind: str, pieces) -> None:
+    def emit(kind: str, pieces: Iterable[tuple[bool, str]]) -> None:
         head = f"{prefix}{kind}:"
         out.append(f"{comment} {head.ljust(width)}{_join(pieces)}".rstrip())
 

@@ -12,7 +12,7 @@ import re
 import sys
 from typing import cast
 
-from jaxlib.mlir import ir
+from jaxlib.mlir import ir, passmanager
 
 from pxla_mlir.mlir.cli.dump_filter import DumpFilter, split_pass_names
 from pxla_mlir.mlir.cli.opt_flags import DEFAULT_SPLIT_MARKER, PROG, UsageError
@@ -180,7 +180,7 @@ class Driver:
         print(f"{PROG}: wrote a reproducer to {path}; replay it with: {reproducer.rerun_command(path)}",
               file=sys.stderr)
 
-    def _run(self, pm, op) -> None:
+    def _run(self, pm: passmanager.PassManager, op: ir.Operation) -> None:
         a = self.args
         if not (self.print_before or self.print_after):
             pm.run(op)
@@ -190,7 +190,7 @@ class Driver:
         with DumpFilter(before, after):
             pm.run(op)
 
-    def _instrument(self, pm) -> None:
+    def _instrument(self, pm: passmanager.PassManager) -> None:
         a = self.args
         if self.printing:
             # As in mlir-opt, after-change and after-failure filter the after-pass dumps.
@@ -207,7 +207,7 @@ class Driver:
         if a.mlir_timing:
             pm.enable_timing()
 
-    def _print(self, op) -> str | bytes:
+    def _print(self, op: ir.Operation) -> str | bytes:
         a = self.args
         if a.emit_bytecode:
             out = io.BytesIO()

@@ -9,6 +9,8 @@ import argparse
 import difflib
 import io
 import re
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 from pxla_mlir.mlir.cli.argparsing import ExactArgumentParser, Once
 from pxla_mlir.mlir.pass_infra import PipelineSyntaxError, jaxlib_passes, plugins
@@ -47,7 +49,7 @@ class UsageError(Exception):
 
 
 class _ArgParser(ExactArgumentParser):
-    def error(self, message):  # argparse would exit 2 with a usage dump
+    def error(self, message: str):  # argparse would exit 2 with a usage dump
         raise UsageError(f"{message} (see {PROG} --help)")
 
     def format_help(self) -> str:  # as mlir-opt's --help, it lists every pass and pipeline
@@ -56,7 +58,7 @@ class _ArgParser(ExactArgumentParser):
         return super().format_help() + "\n" + out.getvalue()
 
 
-def _flag(p, name: str, help: str, **kw):
+def _flag(p: argparse.ArgumentParser, name: str, help: str, **kw: Any) -> None:
     # mlir-opt accepts -flag and --flag alike.
     p.add_argument(f"-{name}", f"--{name}", help=help, **kw)
 
@@ -123,7 +125,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _columns(names, out, indent: int = 2, width: int = 110) -> None:
+def _columns(names: Sequence[str], out: TextIO, indent: int = 2, width: int = 110) -> None:
     line = " " * indent
     for name in names:
         if len(line) + len(name) + 2 > width and line.strip():
@@ -134,7 +136,7 @@ def _columns(names, out, indent: int = 2, width: int = 110) -> None:
         print(line.rstrip(", "), file=out)
 
 
-def list_passes(out) -> None:
+def list_passes(out: TextIO) -> None:
     groups = (("Passes", REGISTRY.passes), ("Pass pipelines", REGISTRY.pipelines))
     for title, table in groups:
         print(f"{title}:", file=out)
@@ -247,7 +249,7 @@ def pass_flags_argv(argv: list[str], parser: argparse.ArgumentParser) -> tuple[l
     return rest, elements
 
 
-def _with_underscores(name: str, names, flags) -> bool:
+def _with_underscores(name: str, names: dict[str, str], flags: set[str]) -> bool:
     """Whether ``name`` is a pass or flag spelled with '_' for '-' (MLIR's names use '-')."""
     hyphenated = name.replace("_", "-")
     return hyphenated != name and (hyphenated in names or f"-{hyphenated}" in flags or f"--{hyphenated}" in flags)

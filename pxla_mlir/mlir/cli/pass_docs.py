@@ -104,7 +104,7 @@ def pass_class(name: str):
     return cls
 
 
-def _docstring(name: str, cls) -> str:
+def _docstring(name: str, cls: type) -> str:
     """What documents a pass: its module's docstring (a pass's file documents it; a plugin's, when it has
     one), else its class's; a pipeline's class docstring."""
     module_doc = inspect.getdoc(sys.modules[cls.__module__])
@@ -135,7 +135,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _options_table(cls) -> list[str]:
+def _options_table(cls: type) -> list[str]:
     infos = option_fields(cls)
     if not infos:
         return ["No options."]
@@ -148,7 +148,7 @@ def _options_table(cls) -> list[str]:
     return rows
 
 
-def _where(name: str, cls) -> str:
+def _where(name: str, cls: type) -> str:
     plugin = _plugin(name)
     if plugin is not None:
         return f" From the plugin `{plugin}` (class `{cls.__qualname__}`)."
@@ -157,7 +157,7 @@ def _where(name: str, cls) -> str:
     return ""
 
 
-def _statistics(cls) -> list[str]:
+def _statistics(cls: type) -> list[str]:
     """The counters a pass reports under ``--mlir-pass-statistics`` (none for a pipeline)."""
     declared = cls.statistics() if hasattr(cls, "statistics") else []
     return [f"- `{s.name}`: {s.description}" for s in declared]
