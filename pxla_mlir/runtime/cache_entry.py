@@ -27,6 +27,7 @@ import warnings
 import zlib
 
 from pxla_mlir.jaxbridge import cache_access
+from pxla_mlir.mlir.support.stats import timed
 
 __all__ = ["CacheEntryRejected", "EntryKind", "Unsealed", "read", "write", "reject"]
 
@@ -79,13 +80,15 @@ def read(kind: EntryKind, name: str, identity: bytes, *, platform: str | None = 
     and warned about) if it is not a sound entry of this kind for ``identity``."""
     key = kind.prefix + name
     try:
-        raw = cache_access.cache_read(key, platform)
+        with timed("cache read"):
+            raw = cache_access.cache_read(key, platform)
     except cache_access.UnreadableEntry as e:
         reject(kind, name, str(e), platform=platform, stacklevel=stacklevel + 1)
         return None
     if raw is None:
         return None
-    entry = _unseal(kind, raw, identity)
+    with timed("cache unseal"):  # decompress, and the two checksums
+        entry = _unseal(kind, raw, identity)
     if isinstance(entry, str):
         reject(kind, name, entry, platform=platform, stacklevel=stacklevel + 1)
         return None

@@ -53,7 +53,7 @@ __all__ = ["ENV", "LOWERINGS", "Entry", "clear", "enabled", "key", "lookup", "st
 
 ENV = "PXLA_MLIR_LOWERING_CACHE"
 #: Lowerings: no header of their own.
-LOWERINGS = EntryKind("pxla-lowering-", b"pxla-mlir lowering v4\n", struct.Struct("<"), "lowering cache entry",
+LOWERINGS = EntryKind("pxla-lowering-", b"pxla-mlir lowering v5\n", struct.Struct("<"), "lowering cache entry",
                       "the map lowered anew", "it holds the lowering of another program")
 #: In memory: the latest lowerings (lru.clear_all() empties it, as every other cache of ours), each at most
 #: _MEMORY_BYTES of text (a bigger one is read from disk again, or lowered).
@@ -63,20 +63,21 @@ _MEMORY_BYTES = 16 << 20
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """A lowering's modules as text, with locations: the pxla form and the
-    final module, and what compiling reads of the final module (its
-    :class:`~pxla_mlir.runtime.module_facts.ModuleFacts`), so that a warm start
-    whose executable is cached parses neither. (Not MLIR bytecode, which
-    writes ten times faster: jaxlib's does not read every location back as
-    it was, and a lowering from the cache prints as the one it keeps.)"""
+    """A lowering's final module as text, with locations, and what compiling
+    reads of it (its :class:`~pxla_mlir.runtime.module_facts.ModuleFacts`),
+    so that a warm start whose executable is cached parses nothing. (Not
+    MLIR bytecode, which writes ten times faster: jaxlib's does not read
+    every location back as it was, and a lowering from the cache prints as
+    the one it keeps.) The pxla form is not kept: printing it would cost a
+    cold start more than the whole lookup saves a warm one, and the few who
+    ask a cached lowering for it get it imported again from the inputs."""
 
-    pxla: str
     final: str
     facts: ModuleFacts
     hints: Any = None  # what the map read from its pxla form for its layout (plain data: JSON)
 
     def size(self) -> int:
-        return len(self.pxla) + len(self.final)
+        return len(self.final)
 
 
 def enabled() -> bool:
@@ -130,24 +131,22 @@ def _remember(digest: bytes, entry: Entry) -> None:
         _memory[digest] = entry
 
 
-_LENGTHS = struct.Struct("<QQ")
+_LENGTHS = struct.Struct("<Q")
 
 
 def _payload(entry: Entry) -> bytes:
-    pxla = entry.pxla.encode()
     facts = json.dumps({"facts": entry.facts.to_json(), "hints": entry.hints}).encode()
-    return _LENGTHS.pack(len(pxla), len(facts)) + pxla + facts + entry.final.encode()
+    return _LENGTHS.pack(len(facts)) + facts + entry.final.encode()
 
 
 def _decode(payload: bytes) -> Entry | str:
     """The entry of a sealed payload, or why it does not read."""
     try:
-        n_pxla, n_facts = _LENGTHS.unpack_from(payload)
+        (n_facts,) = _LENGTHS.unpack_from(payload)
         start = _LENGTHS.size
-        pxla, facts = payload[start:start + n_pxla], payload[start + n_pxla:start + n_pxla + n_facts]
-        final = payload[start + n_pxla + n_facts:]
+        facts, final = payload[start:start + n_facts], payload[start + n_facts:]
         data = json.loads(facts)
-        return Entry(pxla.decode(), final.decode(), ModuleFacts.from_json(data["facts"]), data["hints"])
+        return Entry(final.decode(), ModuleFacts.from_json(data["facts"]), data["hints"])
     except (struct.error, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError) as e:
         return f"its payload does not read ({e})"
 

@@ -71,7 +71,9 @@ def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequen
     xmap's plan, for the ``Lowered``.
 
     A failing pipeline raises ``PipelineFailure`` with a reproducer: the
-    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``)."""
+    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``).
+    A lowering from the cache imports its pxla form again only when asked
+    for it (the entry keeps the final module alone)."""
     consts = tuple(consts)
     platform, recorded = inputs.platform, inputs.pipeline.recorded()
     key = lowering_cache.key(inputs) if inputs.cacheable else None
@@ -79,7 +81,9 @@ def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequen
     if entry is not None:
         with timed("lowering cache"):
             layout = inputs.layout(entry.hints, None, consts)
-            pxla = functools.cache(lambda: parse_in_shared_context(entry.pxla))
+            # Imported again when asked for (as jax lowers again whenever asked): the same module, located
+            # where it was asked for.
+            pxla = functools.cache(lambda: inputs.build()[0].module)
         if dumping():
             dump_stage(pxla(), "pxla")
         return Lowered(MapLowering(lambda: parse_in_shared_context(entry.final), lambda: pxla().operation,
@@ -92,8 +96,7 @@ def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequen
         facts = lowering.to_compile().facts  # its text stays for the compile, unless mhlo() hands the module out
         with LOWERING_LOCK:
             # The final module verified at the end of the pipeline: printed without verifying it again.
-            entry = lowering_cache.Entry(ir_utils.asm_text(lowering.pxla, debug_info=True),
-                                         ir_utils.asm_text(lowering.module.operation, debug_info=True,
+            entry = lowering_cache.Entry(ir_utils.asm_text(lowering.module.operation, debug_info=True,
                                                            assume_verified=True), facts, hints)
         lowering_cache.store(key, entry, platform)
     return Lowered(lowering, signature)

@@ -29,6 +29,7 @@ from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
 from pxla_mlir.mlir.pass_infra import reproducer as reproducer_file
 from pxla_mlir.mlir.pass_infra.base import ModulePass, NamedPipeline, Step
+from pxla_mlir.mlir.pass_infra.census import Census
 from pxla_mlir.mlir.pass_infra.guards import guards_for
 from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields, split_top_level
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import (
@@ -190,16 +191,21 @@ class Pipeline:
         """
         pm = passmanager.PassManager(ROOT_ANCHOR, context=ctx)
         pm.enable_verifier(verify == "every-pass")
+        census, after_jaxlib = Census(), True  # the run's start: nothing known of the module yet
         for step in self.steps:
             if isinstance(step, str):
                 for guard in guards_for(step):
-                    guard.add_to(pm)
+                    guard.add_to(pm, census=census, after_jaxlib=after_jaxlib)
+                    after_jaxlib = False
                 pm.add(step)
+                after_jaxlib = True
             else:
                 # A plugin's pass is verified by its bridge whatever the policy: no later pass sees IR it broke,
                 # and the error names the plugin.
                 plugin = REGISTRY.is_registered(step.argument)
-                step.add_to(pm, verify=verify == "pxla-changes" or plugin, keep_main=keep_main)
+                step.add_to(pm, verify=verify == "pxla-changes" or plugin, keep_main=keep_main, census=census,
+                            after_jaxlib=after_jaxlib)
+                after_jaxlib = False
         return pm
 
 
