@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["load_or_compile", "CacheEntryRejected", "EXECUTABLES", "entry_key", "program_shapes"]
 
 #: Executables: the header holds the seconds the compile took (jax's threshold for writing is on them).
-EXECUTABLES = EntryKind("pxla-exe-", b"pxla-mlir executable v3\n", struct.Struct("<I"), "compilation cache entry",
+EXECUTABLES = EntryKind("pxla-exe-", b"pxla-mlir executable v4\n", struct.Struct("<I"), "compilation cache entry",
                         "the program compiled anew", "it was compiled from another module or for other devices")
 
 #: (parameters, results): per-device (shape, dtype) the executable must have; None entries are not checked.

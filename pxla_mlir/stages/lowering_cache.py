@@ -53,7 +53,7 @@ __all__ = ["ENV", "LOWERINGS", "Entry", "clear", "enabled", "key", "lookup", "st
 
 ENV = "PXLA_MLIR_LOWERING_CACHE"
 #: Lowerings: no header of their own.
-LOWERINGS = EntryKind("pxla-lowering-", b"pxla-mlir lowering v5\n", struct.Struct("<"), "lowering cache entry",
+LOWERINGS = EntryKind("pxla-lowering-", b"pxla-mlir lowering v6\n", struct.Struct("<"), "lowering cache entry",
                       "the map lowered anew", "it holds the lowering of another program")
 #: In memory: the latest lowerings (lru.clear_all() empties it, as every other cache of ours), each at most
 #: _MEMORY_BYTES of text (a bigger one is read from disk again, or lowered).
