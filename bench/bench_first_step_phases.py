@@ -10,12 +10,13 @@ empty cache directory) and warm (the directory an earlier, unmeasured process
 of the same side filled). A process times its phases: Python's start, the
 imports, the backend's start (``jax.devices()``), making the program's data,
 then its first step: trace, lowering (jax's, and for pxla_mlir the import and
-the pipeline) or the lowering cache, compile or the executable's load from
-the persistent cache (read, unseal: decompress and checksums, deserialize),
-for pxla_mlir placing the host data on the devices and launching, and what
-is left (for jax its placing and launching too; the run, reading the loss). jax's phases come from its own monitoring events (traces nest:
-their union is counted), pxla_mlir's from its ``TIMINGS``. Prints the
-medians in milliseconds.
+the pipeline) or the lowering cache (its key, and the read), compile or the
+executable's load from the persistent cache (read, unseal: checksums and
+decompress, deserialize), for pxla_mlir placing the host data on the devices
+and launching, and what is left (for jax its placing and launching too; the
+run, reading the loss). jax's phases come from its own monitoring events
+(traces nest: their union is counted), pxla_mlir's from its ``TIMINGS``.
+Prints the medians in milliseconds.
 """
 
 from __future__ import annotations
