@@ -130,7 +130,8 @@ fuzz: $(STAMP)
 # Every benchmark in bench/ (accelerator_check.py is its own target): a new bench_*.py runs without an edit here.
 bench: $(STAMP)
 	@set -e; for script in bench/bench_*.py; do \
-	  case $$script in */bench_first_result.py) flags=--cache ;; *) flags= ;; esac; \
+	  case $$script in */bench_first_result.py) flags=--cache ;; */bench_first_step_phases.py) flags=--cpu ;; \
+	    *) flags= ;; esac; \
 	  echo "make: $$script $$flags"; \
 	  $(BIN)/python $$script $$flags; \
 	done

@@ -462,8 +462,6 @@ def training_program(n: int, steps: int, quick: bool, blocks: int = 1, width: in
     import numpy as np
     from jax import lax
 
-    import pxla_mlir
-
     vocab, seq, hidden, batch = (32, 8, 32, 2) if quick else (256, 64, 4 * width, 8)
     width = 16 if quick else width
     bf16 = jnp.bfloat16
@@ -508,8 +506,12 @@ def training_program(n: int, steps: int, quick: bool, blocks: int = 1, width: in
 
     state0 = replicated((params, zeros, zeros, np.float32(0)))
     batches = [rng.integers(0, vocab, (n, batch, seq)).astype(np.int32) for _ in range(steps)]
-    sides = {"ours": lambda: pxla_mlir.pmap(step, "i", donate_argnums=0),
-             "jax": lambda: jax.pmap(step, "i", donate_argnums=0)}
+    def ours():
+        import pxla_mlir  # not before: a jax side's process never imports it
+
+        return pxla_mlir.pmap(step, "i", donate_argnums=0)
+
+    sides = {"ours": ours, "jax": lambda: jax.pmap(step, "i", donate_argnums=0)}
     return state0, batches, sides
 
 

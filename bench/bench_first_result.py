@@ -5,11 +5,13 @@ compile, run) of pxla_mlir against jax 0.10.2 on 8 virtual CPU devices.
 
 Programs: a tiny pmap (x*2, psum) against jax.pmap; a 3-level nested pmap
 (2x2x2) against jax.jit(shard_map) on a 2x2x2 mesh; a 30-layer MLP train
-step (grad, pmean) against jax.pmap. Each round starts one fresh process per
-side, alternating which side goes first; a process measures from its first
-line (before any import) until its result is ready and checks it against a
-numpy reference. Prints the medians and the ratios, of the whole process
-and of the first call alone (after the imports, which both sides share).
+step (grad, pmean) against jax.pmap; a chain of 1,000 elementwise ops
+(``--programs chain``: lowering is most of its first call) against jax.pmap.
+Each round starts one fresh process per side, alternating which side goes
+first; a process measures from its first line (before any import) until its
+result is ready and checks it against a numpy reference. Prints the medians
+and the ratios, of the whole process and of the first call alone (after the
+imports, which both sides share).
 ``--cache`` adds the same rows with the persistent compilation cache on
 (pxla_mlir.enable_compilation_cache against jax's own, every program kept),
 each side's cache directory filled by one unmeasured process first: a warm
@@ -57,6 +59,16 @@ CHILD = textwrap.dedent("""
         x = np.arange(128, dtype=np.float32).reshape(8, 16)
         out = pmap(lambda v: lax.psum(v * 2, "i"), "i")(x)
         want = np.broadcast_to(2 * x.sum(0), x.shape)
+    elif program == "chain":  # 1,000 elementwise ops: lowering is most of the first call
+        x = np.linspace(-1, 1, 128, dtype=np.float32).reshape(8, 16)
+        def chain(v):
+            for k in range(1000):
+                v = jax.numpy.sin(v) * 1.0001 if k % 2 else v + 0.001
+            return v
+        out = pmap(chain, "i")(x)
+        want = x
+        for k in range(1000):
+            want = np.sin(want) * np.float32(1.0001) if k % 2 else want + np.float32(0.001)
     elif program == "nested":
         x = np.arange(128, dtype=np.float32).reshape(2, 2, 2, 16)
         if side == "pxla_mlir":
@@ -108,8 +120,9 @@ CHILD = textwrap.dedent("""
 """)
 
 SIDES = {"tiny": ("pxla_mlir", "jax.pmap"), "nested": ("pxla_mlir", "jax.jit(shard_map)"),
-         "mlp": ("pxla_mlir", "jax.pmap")}
-LABELS = {"tiny": "tiny pmap (x*2, psum)", "nested": "3-level nested pmap 2x2x2", "mlp": "30-layer MLP train step"}
+         "mlp": ("pxla_mlir", "jax.pmap"), "chain": ("pxla_mlir", "jax.pmap")}
+LABELS = {"tiny": "tiny pmap (x*2, psum)", "nested": "3-level nested pmap 2x2x2", "mlp": "30-layer MLP train step",
+          "chain": "chain of 1,000 elementwise ops"}
 
 
 def fresh(program: str, side: str, env: dict, cache: str = "") -> dict:

@@ -56,6 +56,7 @@ from pxla_mlir.mlir.pass_infra.statistics import Statistic
 @dataclasses.dataclass(frozen=True)
 class ContractBatchSumsPass(ModulePass):
     argument = "pxla-contract-batch-sums"
+    acts_on = frozenset({"mhlo.reduce"})
     summary = "Rewrite a zero-init add reduce over a dot_general's batch dimensions into a dot contracting them"
 
     contracted = Statistic("sums-contracted", "sums over a dot's batch dimensions contracted into the dot")

@@ -89,6 +89,7 @@ _ELIDED = tuple(name for name in device_groups.MHLO_COLLECTIVES if name != "mhlo
 @dataclasses.dataclass(frozen=True)
 class ElideTrivialCollectivesPass(ModulePass):
     argument = "pxla-elide-trivial-collectives"
+    acts_on = frozenset(_ELIDED)
     summary = "Replace collectives whose device groups are all single devices by their operands"
 
     elided = Statistic("collectives-elided", "collectives over groups of one device replaced by their operands")

@@ -53,6 +53,7 @@ from jaxlib.mlir.dialects import sdy
 
 from pxla_mlir.mlir.core import ir_utils, shardy
 from pxla_mlir.mlir.core.pxla_attrs import (
+    CUSTOM_CALLS,
     FULL_TO_SHARD,
     SHARD_TO_FULL,
     ManualBoundary,
@@ -66,6 +67,7 @@ from pxla_mlir.mlir.sharding import sdy_sharding
 @dataclasses.dataclass(frozen=True)
 class ExpandManualComputationPass(ModulePass):
     argument = "pxla-expand-manual-computation"
+    acts_on = CUSTOM_CALLS  # the placeholders
     summary = "Turn each pxla.full_to_shard ... pxla.shard_to_full region into one sdy.manual_computation"
 
     def run(self, module):

@@ -41,7 +41,13 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.mlir.core import ir_utils
-from pxla_mlir.mlir.core.pxla_attrs import FULL_TO_SHARD, SHARD_TO_FULL, manual_boundary, placeholder_target
+from pxla_mlir.mlir.core.pxla_attrs import (
+    CUSTOM_CALLS,
+    FULL_TO_SHARD,
+    SHARD_TO_FULL,
+    manual_boundary,
+    placeholder_target,
+)
 from pxla_mlir.mlir.pass_infra import ModulePass, PassError
 from pxla_mlir.mlir.sharding import hlo_sharding
 from pxla_mlir.mlir.sharding.mesh import MeshError
@@ -50,6 +56,7 @@ from pxla_mlir.mlir.sharding.mesh import MeshError
 @dataclasses.dataclass(frozen=True)
 class ExpandManualShardingPass(ModulePass):
     argument = "pxla-expand-manual-sharding"
+    acts_on = CUSTOM_CALLS  # the placeholders
     summary = "Expand pxla.full_to_shard/shard_to_full into @Sharding + @SPMDFullToShardShape/@SPMDShardToFullShape"
 
     def run(self, module):

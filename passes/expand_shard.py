@@ -35,7 +35,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.mlir.core import ir_utils, mhlo_build
-from pxla_mlir.mlir.core.pxla_attrs import SHARD, Placeholder, placeholders
+from pxla_mlir.mlir.core.pxla_attrs import CUSTOM_CALLS, SHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass
 from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
@@ -43,6 +43,7 @@ from pxla_mlir.mlir.pass_infra.statistics import Statistic
 @dataclasses.dataclass(frozen=True)
 class ExpandShardPass(ModulePass):
     argument = "pxla-expand-shard"
+    acts_on = CUSTOM_CALLS  # the placeholders
     summary = "Expand pxla.shard into this device's slice: dynamic_slice at (device_id / stride) % size, reshape"
 
     expanded = Statistic("shards-expanded", "pxla.shard placeholders expanded into this device's slice")

@@ -71,6 +71,7 @@ from pxla_mlir.mlir.sharding.mesh import MeshError
 @dataclasses.dataclass(frozen=True)
 class ExpandShardingConstraintsPass(ModulePass):
     argument = "pxla-expand-sharding-constraints"
+    acts_on = pxla_attrs.CUSTOM_CALLS  # the placeholders
     summary = "Turn pxla.sharding_constraint placeholders into sdy.sharding_constraint or @Sharding custom calls"
 
     sharding_dialect: Literal["gspmd", "sdy"] = option("sdy", "write Shardy (sdy) or GSPMD (@Sharding) constraints")

@@ -53,7 +53,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from pxla_mlir.mlir.core import ir_utils, mhlo_build
-from pxla_mlir.mlir.core.pxla_attrs import UNSHARD, Placeholder, placeholders
+from pxla_mlir.mlir.core.pxla_attrs import CUSTOM_CALLS, UNSHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass, option
 from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
@@ -61,6 +61,7 @@ from pxla_mlir.mlir.pass_infra.statistics import Statistic
 @dataclasses.dataclass(frozen=True)
 class ExpandUnshardPass(ModulePass):
     argument = "pxla-expand-unshard"
+    acts_on = CUSTOM_CALLS  # the placeholders
     summary = "Expand pxla.unshard into an all_gather (default) or the 2022 pad + dynamic_update_slice + all_reduce"
 
     strategy: Literal["all-gather", "all-reduce"] = option("all-gather", "how per-device values are collected")

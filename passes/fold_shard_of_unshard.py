@@ -34,7 +34,7 @@ import dataclasses
 from jaxlib.mlir import ir
 
 from pxla_mlir.mlir.core import ir_utils
-from pxla_mlir.mlir.core.pxla_attrs import SHARD, UNSHARD, Placeholder, placeholders
+from pxla_mlir.mlir.core.pxla_attrs import CUSTOM_CALLS, SHARD, UNSHARD, Placeholder, placeholders
 from pxla_mlir.mlir.pass_infra import ModulePass
 from pxla_mlir.mlir.pass_infra.statistics import Statistic
 
@@ -42,6 +42,7 @@ from pxla_mlir.mlir.pass_infra.statistics import Statistic
 @dataclasses.dataclass(frozen=True)
 class FoldShardOfUnshardPass(ModulePass):
     argument = "pxla-fold-shard-of-unshard"
+    acts_on = CUSTOM_CALLS  # the placeholders
     summary = "Fold pxla.shard(pxla.unshard(x)) to x when both use the same axis, size, stride and dimension"
 
     folded = Statistic("shards-folded", "pxla.shard of a pxla.unshard folded to the unsharded value")

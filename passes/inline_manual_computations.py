@@ -59,6 +59,7 @@ from pxla_mlir.mlir.pass_infra.statistics import Statistic
 @dataclasses.dataclass(frozen=True)
 class InlineManualComputationsPass(ModulePass):
     argument = "pxla-inline-manual-computations"
+    acts_on = frozenset({shardy.MANUAL_COMPUTATION})
     summary = "Replace each sdy.manual_computation of a one-partition module by its body (as jax lowers it)"
 
     inlined = Statistic("regions-inlined", "manual computations replaced by their bodies")

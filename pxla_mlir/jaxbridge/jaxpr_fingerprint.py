@@ -108,22 +108,28 @@ class _Encoder:
         self.parts.append(")")
         self._vars = outer
 
+    # eqn, atom and var run for every equation of a large program: written for speed (a local alias of
+    # self.parts stays valid, as slots() puts back the list it swaps out).
     def eqn(self, eqn: Any) -> None:
         name = eqn.primitive.name
-        self.parts.append(f"E{name}(")
+        parts = self.parts
+        parts.append(f"E{name}(")
         for atom in eqn.invars:
             self.atom(atom)
-        skip = NOT_LOWERED.get(name, frozenset())
-        for key in sorted(eqn.params):
-            if key not in skip:
-                self.parts.append(f"{key}=")
-                self.value(eqn.params[key])
-        self.parts.append("->")
+        params = eqn.params
+        if params:
+            skip = NOT_LOWERED.get(name, ())
+            for key in sorted(params):
+                if key not in skip:
+                    parts.append(f"{key}=")
+                    self.value(params[key])
+        parts.append("->")
         for var in eqn.outvars:
             self.var(var)
-        self.parts.append(f"!{sorted(map(repr, eqn.effects))}")
+        effects = eqn.effects
+        parts.append(f"!{sorted(map(repr, effects))}" if effects else "![]")
         self.slots(eqn.ctx)
-        self.parts.append(")")
+        parts.append(")")
 
     def atom(self, atom: Any) -> None:
         if isinstance(atom, core.Literal):
@@ -139,7 +145,12 @@ class _Encoder:
         else:
             n = self._vars.setdefault(id(var), len(self._vars))
             self.parts.append(f"v{n}")
-        self.value(var.aval)
+        aval = var.aval
+        known = self._memo.get(id(aval))  # only slots() fills the memo: an aval seen before
+        if known is None:
+            self.value(aval)
+        else:
+            self.parts.append(known)
 
 
 @functools.cache

@@ -185,6 +185,9 @@ class _OwnPasses:
         # the pxla passes, then the form checked again: the passes after them read it
         return [self.pxla_passes, _verify_form()] if self.pxla_passes else []
 
+    def versions(self) -> tuple[str, ...]:
+        return own_pass_versions(self)
+
     def recorded(self) -> str:
         """This pipeline as a lowering records it (``Lowered.pipeline``, reproducers): anchored, with the
         version of each of its own passes as registered now, so that a replay with another version is

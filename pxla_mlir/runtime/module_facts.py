@@ -143,8 +143,9 @@ class ModuleToCompile:
             return self._text
 
     def forget_text(self) -> None:
-        """Drops the printed text (XLA has compiled it): a lowering holds no second copy of its module, and
-        the next compile prints the module as it is then."""
+        """Drops the printed text: after a compile (a lowering holds no second copy of its module) and when
+        the module is handed out to be rewritten in place (``Lowered.mhlo()``), so that the next compile prints
+        the module as it is then."""
         self._text = None
 
     @property

@@ -29,6 +29,7 @@ import numpy as np
 from jax import monitoring
 
 from pxla_mlir.jaxbridge import cache_access, executables, jax_internals
+from pxla_mlir.mlir.support.stats import timed
 from pxla_mlir.runtime import cache_entry
 from pxla_mlir.runtime.cache_entry import CacheEntryRejected, EntryKind
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["load_or_compile", "CacheEntryRejected", "EXECUTABLES", "entry_key", "program_shapes"]
 
 #: Executables: the header holds the seconds the compile took (jax's threshold for writing is on them).
-EXECUTABLES = EntryKind("pxla-exe-", b"pxla-mlir executable v3\n", struct.Struct("<I"), "compilation cache entry",
+EXECUTABLES = EntryKind("pxla-exe-", b"pxla-mlir executable v4\n", struct.Struct("<I"), "compilation cache entry",
                         "the program compiled anew", "it was compiled from another module or for other devices")
 
 #: (parameters, results): per-device (shape, dtype) the executable must have; None entries are not checked.
@@ -89,7 +90,8 @@ def _load(payload: bytes, devices, options, expected: Expected | None):
         if mismatch:
             return None, mismatch
     try:
-        return executables.deserialize_executable(payload[_LENGTH.size + n:], devices, options), ""
+        with timed("deserialize"):
+            return executables.deserialize_executable(payload[_LENGTH.size + n:], devices, options), ""
     except Exception as e:  # jaxlib's runtime error: not a loadable executable
         return None, f"its executable does not load ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
 

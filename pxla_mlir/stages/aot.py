@@ -179,6 +179,7 @@ class Lowered(ArgumentTrees, jax.stages.Lowered):
 
     def mhlo(self) -> ir.Module:
         """The final module (the lowering's own: clone it before changing it)."""
+        self._lowering.to_compile().forget_text()  # it may be rewritten in place: the compile prints it anew
         return self._lowering.module
 
     def to_compile(self) -> ModuleToCompile:

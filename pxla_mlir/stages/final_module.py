@@ -80,9 +80,12 @@ class FinalModule:
         return module_text(self.module, dialect, debug_info=debug_info)
 
     def compiler_ir(self, dialect: str | None = None) -> Any:
+        if _dialect(dialect) == "mhlo":  # the module itself, which may be rewritten in place: printed anew
+            self.to_compile().forget_text()
         return module_ir(self.module, dialect)
 
     def mhlo(self) -> ir.Module:
+        self.to_compile().forget_text()  # handed out to be rewritten, perhaps: printed anew at the next compile
         return self.module
 
     def to_compile(self) -> ModuleToCompile:

@@ -7,9 +7,10 @@ earlier lowering produced.
 The key (:func:`key`) is a digest of the inputs value, every field of it
 (:mod:`pxla_mlir.jaxbridge.jaxpr_fingerprint`; None when a value in them
 cannot be encoded losslessly, and then nothing is cached), jax's trace
-context, the version of every pass its pipeline runs, as registered now
-(:func:`~pxla_mlir.mlir.pass_infra.pipeline.pass_versions`), and the versions
-of pxla_mlir (with a digest of its installed files), jax and jaxlib. A
+context, the version of every pass of the user's own its pipeline runs, as
+registered now (``NamedPipeline.versions``), and the versions of pxla_mlir
+(with a digest of its code, which stands for its own passes' versions), jax
+and jaxlib. A
 lowering is kept only when its module alone is the program: none holding
 host callbacks or a jax keepalive.
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import json
 import os
 import struct
@@ -41,19 +41,19 @@ from typing import Any
 import jax
 
 from pxla_mlir.jaxbridge import cache_access, jax_internals, jaxpr_fingerprint
-from pxla_mlir.mlir.pass_infra.pipeline import pass_versions
 from pxla_mlir.mlir.support.lru import LRU
 from pxla_mlir.mlir.support.stats import STATS
 from pxla_mlir.runtime import cache_entry
 from pxla_mlir.runtime.cache_entry import EntryKind
 from pxla_mlir.runtime.compile import CacheDirError, apply_cache_env
 from pxla_mlir.runtime.module_facts import ModuleFacts
+from pxla_mlir.version import source_digest
 
 __all__ = ["ENV", "LOWERINGS", "Entry", "clear", "enabled", "key", "lookup", "store"]
 
 ENV = "PXLA_MLIR_LOWERING_CACHE"
 #: Lowerings: no header of their own.
-LOWERINGS = EntryKind("pxla-lowering-", b"pxla-mlir lowering v3\n", struct.Struct("<"), "lowering cache entry",
+LOWERINGS = EntryKind("pxla-lowering-", b"pxla-mlir lowering v6\n", struct.Struct("<"), "lowering cache entry",
                       "the map lowered anew", "it holds the lowering of another program")
 #: In memory: the latest lowerings (lru.clear_all() empties it, as every other cache of ours), each at most
 #: _MEMORY_BYTES of text (a bigger one is read from disk again, or lowered).
@@ -63,18 +63,21 @@ _MEMORY_BYTES = 16 << 20
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """A lowering's modules as text, with locations: the pxla form and the
-    final module, and what compiling reads of the final module (its
-    :class:`~pxla_mlir.runtime.module_facts.ModuleFacts`), so that a warm start
-    whose executable is cached parses neither."""
+    """A lowering's final module as text, with locations, and what compiling
+    reads of it (its :class:`~pxla_mlir.runtime.module_facts.ModuleFacts`),
+    so that a warm start whose executable is cached parses nothing. (Not
+    MLIR bytecode, which writes ten times faster: jaxlib's does not read
+    every location back as it was, and a lowering from the cache prints as
+    the one it keeps.) The pxla form is not kept: printing it would cost a
+    cold start more than the whole lookup saves a warm one, and the few who
+    ask a cached lowering for it get it imported again from the inputs."""
 
-    pxla: str
     final: str
     facts: ModuleFacts
     hints: Any = None  # what the map read from its pxla form for its layout (plain data: JSON)
 
     def size(self) -> int:
-        return len(self.pxla) + len(self.final)
+        return len(self.final)
 
 
 def enabled() -> bool:
@@ -85,7 +88,7 @@ def key(inputs: Any) -> bytes | None:
     """The digest of what decides a lowering (see the module docstring), or None if it cannot be told."""
     if not enabled():
         return None
-    return jaxpr_fingerprint.digest(inputs, pass_versions(inputs.pipeline), _versions())
+    return jaxpr_fingerprint.digest(inputs, inputs.pipeline.versions(), _versions())
 
 
 def lookup(digest: bytes, platform: str | None) -> Entry | None:
@@ -128,53 +131,31 @@ def _remember(digest: bytes, entry: Entry) -> None:
         _memory[digest] = entry
 
 
-_LENGTHS = struct.Struct("<QQ")
+_LENGTHS = struct.Struct("<Q")
 
 
 def _payload(entry: Entry) -> bytes:
-    pxla = entry.pxla.encode()
     facts = json.dumps({"facts": entry.facts.to_json(), "hints": entry.hints}).encode()
-    return _LENGTHS.pack(len(pxla), len(facts)) + pxla + facts + entry.final.encode()
+    return _LENGTHS.pack(len(facts)) + facts + entry.final.encode()
 
 
 def _decode(payload: bytes) -> Entry | str:
     """The entry of a sealed payload, or why it does not read."""
     try:
-        n_pxla, n_facts = _LENGTHS.unpack_from(payload)
+        (n_facts,) = _LENGTHS.unpack_from(payload)
         start = _LENGTHS.size
-        pxla, facts = payload[start:start + n_pxla], payload[start + n_pxla:start + n_pxla + n_facts]
-        final = payload[start + n_pxla + n_facts:]
+        facts, final = payload[start:start + n_facts], payload[start + n_facts:]
         data = json.loads(facts)
-        return Entry(pxla.decode(), final.decode(), ModuleFacts.from_json(data["facts"]), data["hints"])
+        return Entry(final.decode(), ModuleFacts.from_json(data["facts"]), data["hints"])
     except (struct.error, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError) as e:
         return f"its payload does not read ({e})"
 
 
 @functools.cache
 def _versions() -> tuple:
-    """pxla_mlir's version and a digest of its installed files (a changed pass or importer is another
-    lowering, whatever the version says), jax's and jaxlib's versions."""
+    """pxla_mlir's version and a digest of its code (:func:`pxla_mlir.version.source_digest`), jax's and
+    jaxlib's versions."""
     import jaxlib.version
 
-    return ("pxla_mlir", _package_digest(), "jax", jax.__version__, "jaxlib", jaxlib.version.__version__,
+    return ("pxla_mlir", source_digest()[0], "jax", jax.__version__, "jaxlib", jaxlib.version.__version__,
             jax_internals.jaxlib_extension_version)
-
-
-def _package_digest() -> str:
-    import importlib.util
-
-    from pxla_mlir import version
-
-    passes = importlib.util.find_spec("pxla_mlir.passes")  # the top-level passes/ folder in a checkout
-    roots = {os.path.dirname(version.__file__)} | ({os.path.dirname(passes.origin)} if passes and passes.origin
-                                                   else set())
-    h = hashlib.sha256(version.__version__.encode())
-    for root in sorted(roots):
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            where = folder[len(root):]
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    st = os.stat(os.path.join(folder, name))
-                    h.update(f"{where}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from jaxlib.mlir import ir
 
 from pxla_mlir.jaxbridge.stablehlo_lowering import LOWERING_LOCK, parse_in_shared_context
+from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.pass_infra import NamedPipeline, Pipeline, PipelineFailure, run_pipeline
 from pxla_mlir.mlir.pass_infra.pipeline import save_reproducer
 from pxla_mlir.mlir.support.stats import STATS, timed
@@ -70,7 +71,9 @@ def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequen
     xmap's plan, for the ``Lowered``.
 
     A failing pipeline raises ``PipelineFailure`` with a reproducer: the
-    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``)."""
+    imported module saved for ``pxla-opt`` (see ``pass_infra.reproducer``).
+    A lowering from the cache imports its pxla form again only when asked
+    for it (the entry keeps the final module alone)."""
     consts = tuple(consts)
     platform, recorded = inputs.platform, inputs.pipeline.recorded()
     key = lowering_cache.key(inputs) if inputs.cacheable else None
@@ -78,7 +81,9 @@ def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequen
     if entry is not None:
         with timed("lowering cache"):
             layout = inputs.layout(entry.hints, None, consts)
-            pxla = functools.cache(lambda: parse_in_shared_context(entry.pxla))
+            # Imported again when asked for (as jax lowers again whenever asked): the same module, located
+            # where it was asked for.
+            pxla = functools.cache(lambda: inputs.build()[0].module)
         if dumping():
             dump_stage(pxla(), "pxla")
         return Lowered(MapLowering(lambda: parse_in_shared_context(entry.final), lambda: pxla().operation,
@@ -88,13 +93,11 @@ def lower_cached(inputs: LoweringInputs, *, signature: Signature, consts: Sequen
     lowering = _run_pipeline(imported, inputs.pipeline, recorded, layout=inputs.layout(hints, imported.module, consts),
                              jaxpr_text=inputs.jaxpr_text, plan=plan)
     if key is not None and not imported.keepalive and not imported.host_callbacks:
-        subject = lowering.to_compile()
-        facts = subject.facts
-        subject.forget_text()  # the compile prints the module again: it may be rewritten before (mhlo())
+        facts = lowering.to_compile().facts  # its text stays for the compile, unless mhlo() hands the module out
         with LOWERING_LOCK:
-            entry = lowering_cache.Entry(cast(str, lowering.pxla.get_asm(enable_debug_info=True)),
-                                         cast(str, lowering.module.operation.get_asm(enable_debug_info=True)), facts,
-                                         hints)
+            # The final module verified at the end of the pipeline: printed without verifying it again.
+            entry = lowering_cache.Entry(ir_utils.asm_text(lowering.module.operation, debug_info=True,
+                                                           assume_verified=True), facts, hints)
         lowering_cache.store(key, entry, platform)
     return Lowered(lowering, signature)
 

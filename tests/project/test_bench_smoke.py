@@ -16,6 +16,7 @@ SMOKE_ARGS = {
     "bench_dropin.py": ["--rounds", "1", "--calls", "2"],
     "bench_explore.py": ["--runs", "1"],
     "bench_first_result.py": ["--rounds", "1", "--programs", "tiny"],
+    "bench_first_step_phases.py": ["--cpu", "--rounds", "1", "--blocks", "1", "--width", "16"],
     "bench_lowering.py": ["--rounds", "1", "--skip-scale"],
     "bench_memory.py": ["--signatures", "3", "--every", "3"],
     "bench_multiprocess.py": ["--calls", "2", "--rounds", "1", "--timeout", "240"],

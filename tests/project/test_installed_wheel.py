@@ -127,6 +127,8 @@ np.testing.assert_allclose(np.asarray(g), 2 * x, rtol=1e-6)
 
 nested = pxla_mlir.pmap(lambda b: pxla_mlir.pmap(lambda v: lax.psum(v, ("i", "j")), "j")(b), "i")
 np.testing.assert_array_equal(np.asarray(nested(x.reshape(2, 4, 3))), np.broadcast_to(x.sum(0), (2, 4, 3)))
+from pxla_mlir.version import source_digest
+assert source_digest()[1] == "RECORD", source_digest()  # an installed wheel's code is told by its RECORD
 print("installed package works:", pxla_mlir.__file__)
 """
 

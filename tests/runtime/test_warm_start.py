@@ -148,7 +148,8 @@ TRUST = """
     own_header, _ = parts(entry("b"))
     _, other = parts(entry("c"))  # the program digest of (8, 3), the executable of (8, 4), checksums that agree
     magic, program, _, seconds = SEAL.unpack(own_header)
-    forged = SEAL.pack(magic, program, hashlib.sha256(other).digest(), seconds) + zlib.compress(other)
+    stored = zlib.compress(other)
+    forged = SEAL.pack(magic, program, hashlib.sha256(stored).digest(), seconds) + stored
     open(entry("b"), "wb").write(forged)
     print("forged", run("b", 5.0, 3))
     print("healed", run("b", 5.0, 3))

@@ -133,6 +133,31 @@ def test_xmaps_share_lowerings_only_on_the_same_mesh_and_resources(lowering):
     assert np.subtract(counts(), before).tolist() == [3, 1]
 
 
+def test_a_lowering_from_the_cache_imports_its_pxla_form_again_when_asked():
+    """The entry keeps the final module alone: the pxla form of a lowering from the cache is imported anew
+    from its inputs (no pipeline runs), equal to the one the cold lowering imported, even outside the mesh
+    an xmap was lowered under. (As jax's lowering, it is located where it was asked for.)"""
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    mesh = pxla_mlir.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+
+    def pmapped():
+        return pxla_mlir.pmap(lambda v: lax.psum(jnp.sin(v) * 2, "i"), "i").lower(X)
+
+    def xmapped():
+        with mesh:
+            return pxla_mlir.xmap(lambda v: lax.psum(v * 2, "a"), in_axes=["a", ...], out_axes=["a", ...],
+                                  axis_resources={"a": "x"}).lower(x)
+
+    for make in (pmapped, xmapped):
+        before = counts()
+        cold, warm = [make() for _ in range(2)]  # lowered at the same line: the same locations
+        assert np.subtract(counts(), before).tolist() == [1, 1], "the second lowering came from the cache"
+        assert warm.pxla_text() == cold.pxla_text() and "stablehlo." in cold.pxla_text()
+        assert 'loc("' in warm.pxla_text(debug_info=True)
+        assert np.subtract(counts(), before).tolist() == [1, 1], "importing the pxla form runs no pipeline"
+        assert warm.as_text() == cold.as_text()
+
+
 def test_programs_with_host_callbacks_are_never_cached():
     def f(v):
         return jax.pure_callback(lambda a: a * 2, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
@@ -207,6 +232,7 @@ CHILD = textwrap.dedent("""
     print(json.dumps({"out": np.asarray(out).tolist(), "lowerings": STATS["lowerings"],
                       "loads": STATS["lowering_cache_loads"], "contexts": made,
                       "text": pxla_mlir.pmap(f, "i").lower(x).as_text(debug_info=True),
+                      "pxla": pxla_mlir.pmap(f, "i").lower(x).pxla_text(),
                       "rejected": [str(w.message) for w in caught if "cache entry" in str(w.message)]}))
 """)
 
@@ -253,6 +279,7 @@ def test_a_later_process_skips_lowering_and_a_damaged_entry_is_rejected(tmp_path
     # parsed when asked for, and is the one the cold process lowered.
     assert cold["contexts"] >= 1 and warm["contexts"] == 0
     assert warm["text"] == cold["text"]
+    assert warm["pxla"] == cold["pxla"] and "stablehlo" in warm["pxla"]  # imported again, when asked for
     raw = bytearray(entries[0].read_bytes())
     raw[-5] ^= 0xFF
     entries[0].write_bytes(bytes(raw))
@@ -347,3 +374,19 @@ def test_entry_kinds_have_disjoint_prefixes():
         for b in kinds:
             assert a is b or not b.prefix.startswith(a.prefix), (a.prefix, b.prefix)
     assert len({k.magic for k in kinds}) == len(kinds)
+
+
+def test_the_source_digest_follows_the_code(tmp_path, monkeypatch):
+    """A checkout (or an editable install) is told by its files; an installed wheel by its RECORD (one read):
+    tests/project/test_installed_wheel.py checks that one."""
+    from pxla_mlir import version
+
+    digest, how = version.source_digest()
+    assert how == "files" and len(digest) == 64
+    site = tmp_path / "site"
+    (site / f"pxla_mlir-{version.__version__}.dist-info").mkdir(parents=True)
+    (site / f"pxla_mlir-{version.__version__}.dist-info" / "RECORD").write_text("pxla_mlir/a.py,sha256=x,1\n")
+    assert version._installed_record(str(site)) == b"pxla_mlir/a.py,sha256=x,1\n"
+    (site / f"pxla_mlir-{version.__version__}.dist-info" / "direct_url.json").write_text(
+        '{"url": "file:///src", "dir_info": {"editable": true}}')
+    assert version._installed_record(str(site)) is None  # editable: its files are the checkout's

@@ -79,10 +79,12 @@ def as_buffer(arr: np.ndarray) -> Buffer:
     return cast("Buffer", arr)
 
 
-def asm_text(op: ir.Operation | ir.OpView, debug_info: bool = False) -> str:
+def asm_text(op: ir.Operation | ir.OpView, debug_info: bool = False, assume_verified: bool = False) -> str:
     """``op.get_asm(enable_debug_info=debug_info)``, typed: jaxlib's stubs say
-    ``object`` because ``binary=True`` gives bytes."""
-    text = op.get_asm(enable_debug_info=debug_info)
+    ``object`` because ``binary=True`` gives bytes. ``assume_verified``: the
+    caller has verified ``op`` (printing verifies it first otherwise, and
+    printing invalid IR can crash)."""
+    text = op.get_asm(enable_debug_info=debug_info, assume_verified=assume_verified)
     assert isinstance(text, str)
     return text
 

@@ -33,6 +33,7 @@ from jaxlib.mlir import ir
 from pxla_mlir.mlir.core import diagnostics
 from pxla_mlir.mlir.core.diagnostics import PassError
 from pxla_mlir.mlir.pass_infra import plugin_checks, statistics
+from pxla_mlir.mlir.pass_infra.census import Census
 from pxla_mlir.mlir.pass_infra.options import format_options, option_fields, parse_options
 from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 
@@ -95,6 +96,10 @@ class ModulePass(_Configurable):
     [Writing a pass](writing-a-pass.md) shows a whole one."""
 
     checks_only: ClassVar[bool] = False
+    #: The op names the pass acts on, when it acts on nothing else (not the module's attributes, not its
+    #: functions): a module holding none of them is left as it is, without running the pass (the
+    #: pipeline's :class:`~.census.Census` says so without a walk). Empty: the pass always runs.
+    acts_on: ClassVar[frozenset[str]] = frozenset()
     #: Changes whenever what the pass does changes: part of every cache key a pipeline holding it makes.
     version: ClassVar[str] = "1"
 
@@ -127,19 +132,33 @@ class ModulePass(_Configurable):
         diagnostics.emit("remark", location(where, _run_state.stack[-1]["root"].location), message)
 
     # -- the bridge into jaxlib's PassManager --------------------------------
-    def add_to(self, pm, *, verify: bool = False, keep_main: bool = False) -> None:
+    def add_to(self, pm, *, verify: bool = False, keep_main: bool = False, census: Census | None = None,
+               after_jaxlib: bool = True) -> None:
         """Adds this pass to a jaxlib PassManager; ``verify``: verify the
         module after it unless it only checks (for a PassManager whose own
         verifier is off); ``keep_main``: a map's pipeline, whose @main must
-        keep the signature the map launches (checked after a plugin's pass)."""
-        callback = self._callback(verify=verify and not self.checks_only, keep_main=keep_main)
+        keep the signature the map launches (checked after a plugin's pass);
+        ``census``: the one the run's passes share, and ``after_jaxlib``
+        whether jaxlib passes (or the start of the run) come right before
+        this pass, so that what the census knew is stale."""
+        callback = self._callback(verify=verify and not self.checks_only, keep_main=keep_main,
+                                  census=census, after_jaxlib=after_jaxlib)
         pm.add(callback, name=type(self).__name__, argument=self.argument, description=self.summary)
 
-    def _callback(self, *, verify: bool = False, keep_main: bool = False):
+    def _callback(self, *, verify: bool = False, keep_main: bool = False, census: Census | None = None,
+                  after_jaxlib: bool = True):
         origin = REGISTRY.origin(self.argument)  # a plugin's pass: its errors name the plugin; it is watched
         me = f"{self.argument}{origin}"
+        acts_on = self.acts_on if census is not None else frozenset()
 
         def callback(op, pass_handle):
+            if census is not None:
+                if after_jaxlib:
+                    census.forget()
+                if acts_on and not census.holds_any(op, acts_on):
+                    return  # nothing to act on: the module stays as it is, and so does the census
+                if not self.checks_only:
+                    census.forget()
             state = {"root": op, "failed": False}
             _run_state.stack.append(state)
             watch = plugin_checks.Watch.before(op, checks_only=self.checks_only, keep_main=keep_main) \
@@ -236,3 +255,8 @@ class NamedPipeline(_Configurable):
     def recorded(self) -> str:
         """The text a lowering made by this pipeline records (``Lowered.pipeline``, reproducers)."""
         return self.anchored()
+
+    def versions(self) -> tuple[str, ...]:
+        """``pass@version`` of each pass of the user's own this pipeline runs (built-in passes are told by the
+        package's digest): part of the key of every lowering made with it."""
+        return ()

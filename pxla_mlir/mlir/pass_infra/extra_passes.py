@@ -14,7 +14,7 @@ runs after both, so no pass hands XLA a module it would not accept.
 
 A map holds the text; where it lowers, the text is resolved as the registry
 has the passes then, and every pass's version is part of the lowering's key
-(:func:`~pxla_mlir.mlir.pass_infra.pipeline.pass_versions`), so a pass
+(:func:`own_pass_versions`), so a pass
 registered again with another version never reuses a lowering made by the
 old one. The text a lowering records (``Lowered.pipeline``) adds
 ``pass-versions``, the ``version`` each of these passes had
@@ -34,6 +34,8 @@ from pxla_mlir.errors import PxlaUserError
 from pxla_mlir.mlir.pass_infra.base import ModulePass
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import ROOT_ANCHOR, Parser, PipelineSyntaxError
 from pxla_mlir.mlir.pass_infra.plugins import resolve
+from pxla_mlir.mlir.pass_infra.registry import REGISTRY
+from pxla_mlir.mlir.support.lru import LRU
 
 __all__ = ["EXTRA_FIELDS", "STAGES", "ExtraPassesError", "check_versions", "extra_pass_options", "own_pass_versions",
            "own_passes", "unbraced"]
@@ -123,12 +125,27 @@ def own_passes(options: Any) -> bool:
 
 def own_pass_versions(options: Any) -> tuple[str, ...]:
     """``pass@version`` of each pxla pass among a map pipeline's own passes (``options.pxla_passes`` and
-    ``options.mhlo_passes``), as registered now: the ``pass-versions`` of the text a lowering records."""
-    from pxla_mlir.mlir.pass_infra.pipeline import pass_versions
+    ``options.mhlo_passes``), as registered now: with the pipeline's text, what decides the passes a lowering
+    ran (the built-in passes are told by the package's own digest), and the ``pass-versions`` of the text a
+    lowering records. Which class each name is is resolved once per registry generation; its ``version`` is
+    read each time (a class changed in place is another version too)."""
+    if not own_passes(options):
+        return ()
+    key = (options.pxla_passes, options.mhlo_passes, REGISTRY.generation)
+    classes = _CLASSES.get(key)
+    if classes is None:
+        found = {}
+        for text in (options.pxla_passes, options.mhlo_passes):
+            for el in (Parser(f"{ROOT_ANCHOR}({text})").parse().children or ()) if text else ():
+                cls = resolve(el.name) if el.children is None else None
+                if cls is not None and issubclass(cls, ModulePass):
+                    found[el.name] = cls
+        classes = _CLASSES[key] = tuple(found.items())
+    return tuple(f"{name}@{cls.version}" for name, cls in classes)
 
-    names = {el.name for text in (options.pxla_passes, options.mhlo_passes) if text
-             for el in Parser(f"{ROOT_ANCHOR}({text})").parse().children or ()}
-    return tuple(f"{name}@{version}" for name, version in pass_versions(options) if name in names)
+
+#: own_pass_versions' classes by the passes' text and the registry's generation.
+_CLASSES = LRU(256)
 
 
 def check_versions(argument: str, versions: tuple[str, ...]) -> None:

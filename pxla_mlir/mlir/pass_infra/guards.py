@@ -51,14 +51,13 @@ class _OneMeshPerManualComputation(ModulePass):
     argument = "pxla-guard-manual-computation-meshes"
     summary = "Refuse an sdy.manual_computation over two meshes before a jaxlib pass that aborts on it"
     checks_only = True
+    acts_on = frozenset({shardy.MANUAL_COMPUTATION})
 
     before: str = ""
 
     def run(self, module):
         symbols: dict[str, ir.Attribute] | None = None
-        for op in ir_utils.walk(module):
-            if op.name != shardy.MANUAL_COMPUTATION:
-                continue
+        for op, _ in ir_utils.walk_selected(module, lambda name: name == shardy.MANUAL_COMPUTATION):
             if symbols is None:
                 symbols = {ir.StringAttr(m.attributes["sym_name"]).value: m.attributes["mesh"]
                            for m in shardy.mesh_ops(module.operation)}

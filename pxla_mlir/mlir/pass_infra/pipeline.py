@@ -29,6 +29,7 @@ from pxla_mlir.mlir.core import ir_utils
 from pxla_mlir.mlir.core.diagnostics import DiagnosticCollector
 from pxla_mlir.mlir.pass_infra import reproducer as reproducer_file
 from pxla_mlir.mlir.pass_infra.base import ModulePass, NamedPipeline, Step
+from pxla_mlir.mlir.pass_infra.census import Census
 from pxla_mlir.mlir.pass_infra.guards import guards_for
 from pxla_mlir.mlir.pass_infra.options import OptionError, option_fields, split_top_level
 from pxla_mlir.mlir.pass_infra.pipeline_syntax import (
@@ -45,8 +46,8 @@ from pxla_mlir.mlir.pass_infra.registry import REGISTRY
 from pxla_mlir.mlir.support.lru import LRU
 
 # PipelineSyntaxError, pass_element and ROOT_ANCHOR live in pipeline_syntax; this module's names for them stay.
-__all__ = ["ROOT_ANCHOR", "Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "pass_versions",
-           "run_pipeline", "save_reproducer"]
+__all__ = ["ROOT_ANCHOR", "Pipeline", "PipelineSyntaxError", "PipelineFailure", "pass_element", "run_pipeline",
+           "save_reproducer"]
 
 # -- resolved pipeline -----------------------------------------------------------
 
@@ -190,16 +191,21 @@ class Pipeline:
         """
         pm = passmanager.PassManager(ROOT_ANCHOR, context=ctx)
         pm.enable_verifier(verify == "every-pass")
+        census, after_jaxlib = Census(), True  # the run's start: nothing known of the module yet
         for step in self.steps:
             if isinstance(step, str):
                 for guard in guards_for(step):
-                    guard.add_to(pm)
+                    guard.add_to(pm, census=census, after_jaxlib=after_jaxlib)
+                    after_jaxlib = False
                 pm.add(step)
+                after_jaxlib = True
             else:
                 # A plugin's pass is verified by its bridge whatever the policy: no later pass sees IR it broke,
                 # and the error names the plugin.
                 plugin = REGISTRY.is_registered(step.argument)
-                step.add_to(pm, verify=verify == "pxla-changes" or plugin, keep_main=keep_main)
+                step.add_to(pm, verify=verify == "pxla-changes" or plugin, keep_main=keep_main, census=census,
+                            after_jaxlib=after_jaxlib)
+                after_jaxlib = False
         return pm
 
 
@@ -207,37 +213,9 @@ class Pipeline:
 #: (the generation moves when a pass is registered: older entries age out).
 _PARSED: LRU = LRU(256)
 _EXPANDED: LRU = LRU(256)
-_CLASSES: LRU = LRU(256)
 #: Canonical text of jaxlib pipeline elements by source text: passes are
 #: registered process-wide, so the text does not depend on the context.
 _CANONICAL: dict[str, str] = {}
-
-
-def pass_versions(named: NamedPipeline) -> tuple[tuple[str, str], ...]:
-    """(argument, version) of every pxla pass a named pipeline's options value runs, as registered now:
-    with its text, what decides the passes a lowering ran. Read without an MLIR context, from the steps and
-    the names in their text; which class each name is is resolved once per registry generation, its
-    ``version`` read each time."""
-    key = (named, REGISTRY.generation)
-    classes = _CLASSES.get(key)
-    if classes is None:
-        classes = _CLASSES[key] = tuple(dict.fromkeys(_classes_of(named, 0)))
-    return tuple((argument, str(cls.version)) for argument, cls in classes)
-
-
-def _classes_of(named: NamedPipeline, depth: int) -> list[tuple[str, type[ModulePass]]]:
-    out: list[tuple[str, type[ModulePass]]] = []
-    for step in named.steps():
-        if not isinstance(step, str):
-            out.append((step.argument, type(step)))
-            continue
-        for el in Parser(f"{ROOT_ANCHOR}({step})").parse().children or ():
-            cls = resolve(el.name) if el.children is None else None
-            if cls is not None and issubclass(cls, ModulePass):
-                out.append((el.name, cls))
-            elif cls is not None and depth <= 16:
-                out += _classes_of(cls.from_options(el.options or ""), depth + 1)
-    return out
 
 
 def _merge_text(steps: list[Step]) -> list[Step]:

@@ -21,8 +21,8 @@ class _Seconds(dict[str, float]):
         return 0
 
 
-#: Seconds spent in each step ("trace", "import", "passes", "compile"), summed
-#: since the last reset.
+#: Seconds spent in each step ("trace", "import", "passes", "compile"; within a compile, the persistent
+#: cache's "cache read", "cache unseal" and "deserialize"; "lowering cache"), summed since the last reset.
 TIMINGS: dict[str, float] = _Seconds()
 
 
