@@ -57,11 +57,13 @@ FAST := not slow and not multiprocess and not subprocess and not browser
 # every core already, and they join on 127.0.0.1 ports against deadlines of a few seconds (a process that is not
 # there in 4 s is an error by design) and assert bounded exit times, which xdist workers competing for the cores
 # would break; on the cores the launches fill, xdist would gain nothing either.
+# lit runs each RUN line once and checks its output under the PyPI filecheck and LLVM's FileCheck both (lit.cfg.py,
+# FILECHECK with two checkers), where two whole runs of the suite cost twice the time.
 test: lint
 	$(BIN)/python -m pytest -q $(XDIST) -m "not multiprocess" tests
 	$(BIN)/python -m pytest -q -m multiprocess tests
-	$(BIN)/lit -sv test/lit
-	$(if $(LLVM_FILECHECK),$(BIN)/lit -s test/lit -DFILECHECK=$(LLVM_FILECHECK),@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
+	$(BIN)/lit -sv test/lit $(if $(LLVM_FILECHECK),-DFILECHECK=filecheck:$(LLVM_FILECHECK))
+	$(if $(LLVM_FILECHECK),,@echo "LLVM FileCheck not found: lit ran with the PyPI filecheck only")
 
 # The inner loop: ruff, the tests with none of the cost marks on every core, and the lit tests that run no
 # XLA program (PyPI filecheck; run/ and goldens/ compile and run modules, a minute of the lit suite's two).

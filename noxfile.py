@@ -72,11 +72,12 @@ def _install(session: nox.Session, jax: str, python: str | None = None) -> None:
 
 
 def _lit(session: nox.Session) -> None:
-    session.run("lit", "-s", "test/lit")
+    """The lit suite, each RUN line's output checked under the PyPI filecheck and LLVM's FileCheck (as make test)."""
     llvm = sorted(glob.glob("/usr/lib/llvm-*/bin/FileCheck"))
     if llvm:
-        session.run("lit", "-s", "test/lit", f"-DFILECHECK={llvm[-1]}")
+        session.run("lit", "-s", "test/lit", f"-DFILECHECK=filecheck{os.pathsep}{llvm[-1]}")
     else:
+        session.run("lit", "-s", "test/lit")
         session.log("LLVM FileCheck not found: lit ran with the PyPI filecheck only")
 
 

@@ -6,6 +6,7 @@
 
 import contextlib
 import os
+import shutil
 import sys
 
 import lit.formats
@@ -13,7 +14,7 @@ import lit.formats
 config.name = "pxla_mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".py", ".test"]
-config.excludes = ["lit.cfg.py", "Inputs", "__pycache__"]
+config.excludes = ["lit.cfg.py", "filecheck_each.py", "Inputs", "__pycache__"]
 config.test_source_root = os.path.dirname(__file__)
 
 repo_root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -47,11 +48,22 @@ for _name in sorted(os.listdir(_goldens.directory)):
 
 # FILECHECK (lit -DFILECHECK=... or the environment) picks the FileCheck that
 # runs the checks, e.g. LLVM's (stricter than the PyPI clone, the default).
+# Several, separated by os.pathsep (make test: filecheck:/usr/lib/llvm-19/bin/FileCheck),
+# check each RUN line's output under every one (filecheck_each.py), running the line once.
 filecheck = lit_config.params.get("FILECHECK") or os.environ.get("FILECHECK")
 if filecheck:
-    if not os.access(filecheck, os.X_OK):
-        lit_config.fatal(f"FILECHECK={filecheck} is not an executable")
-    config.substitutions.append((r"(?<![\w./-])filecheck(?=\s|$)", f'"{filecheck}"'))
+    checkers = []
+    for checker in filecheck.split(os.pathsep):
+        found = checker if os.sep in checker else shutil.which(checker, path=config.environment["PATH"])
+        if not found or not os.access(found, os.X_OK):
+            lit_config.fatal(f"FILECHECK={filecheck}: {checker} is not an executable")
+        checkers.append(found)
+    if len(checkers) == 1:
+        command = f'"{checkers[0]}"'
+    else:
+        each = os.path.join(config.test_source_root, "filecheck_each.py")
+        command = f'"{python}" "{each}" "{os.pathsep.join(checkers)}" --'
+    config.substitutions.append((r"(?<![\w./-])filecheck(?=\s|$)", command))
 
 with contextlib.suppress(Exception):  # platforms without psutil support
     lit_config.maxIndividualTestTime = 300

@@ -1,10 +1,11 @@
 """The package's floors hold (tests/import_graph.py: no import cycle, no
 import up a floor, no import between map kinds), and the jax-free floor
-really is: each of its modules, imported alone in a fresh interpreter, loads
-no jax; nor do ``pxla-mlir --version`` and ``pxla-mlir passes``. The tests'
-folders mirror the package's."""
+really is: each of its modules, imported alone in a fresh interpreter (a fork
+of one that has loaded only what the floor uses from outside the package),
+loads no jax; nor do ``pxla-mlir --version`` and ``pxla-mlir passes``. The
+tests' folders mirror the package's."""
 
-import concurrent.futures
+import json
 import os
 import pathlib
 import subprocess
@@ -53,15 +54,61 @@ def _loads_jax(code: str) -> subprocess.CompletedProcess:
                           cwd=REPO)
 
 
+#: What the jax-free floor imports from outside the package (jaxlib's MLIR bindings and dialects, numpy): loaded
+#: once, before the forks, so that each fork runs only its module's own imports. None of it loads jax (checked).
+PRELOADED = ["numpy", "jaxlib.mlir.ir", "jaxlib.mlir.passmanager", "jaxlib.mlir.dialects.func",
+             "jaxlib.mlir.dialects.chlo", "jaxlib.mlir.dialects.mhlo", "jaxlib.mlir.dialects.stablehlo",
+             "jaxlib.mlir.dialects.sdy"]
+
+#: Imports each module of MODULES alone, in a fork of this interpreter, and prints what each loaded of jax.
+_IMPORT_EACH = """
+import importlib, json, os, sys, traceback
+
+def jax_modules():
+    return sorted(m for m in sys.modules if m == "jax" or m.startswith("jax."))
+
+for name in PRELOADED:
+    try:
+        importlib.import_module(name)
+    except ImportError:  # not in this jaxlib: a module that needs it loads it itself
+        pass
+assert not any(m == "pxla_mlir" or m.startswith("pxla_mlir.") for m in sys.modules)
+results = {"(the preloaded modules)": {"jax": jax_modules(), "error": ""}}
+for module in MODULES:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            importlib.import_module(module)
+            report = {"jax": jax_modules(), "error": ""}
+        except BaseException:
+            report = {"jax": jax_modules(), "error": traceback.format_exc()[-500:]}
+        with os.fdopen(write, "w") as out:
+            json.dump(report, out)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as inp:
+        text = inp.read()
+    _, status = os.waitpid(pid, 0)
+    results[module] = json.loads(text) if text else {"jax": [], "error": f"the import ended with status {status}"}
+print(json.dumps(results))
+"""
+
+
 @pytest.mark.subprocess
 @pytest.mark.slow
 def test_jax_free_floor_loads_no_jax():
     assert len(JAX_FREE) > 40  # ir, sharding, pass_infra, passes, pipelines, explore, pxla-opt, ...
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        results = dict(zip(JAX_FREE, pool.map(lambda m: _loads_jax(f"import {m}"), JAX_FREE)))
-    failed = {m: p.stderr[-500:] for m, p in results.items() if p.returncode != 0}
+    code = f"PRELOADED = {PRELOADED!r}\nMODULES = {JAX_FREE!r}\n{_IMPORT_EACH}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1"}  # no BLAS threads across the forks
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout)
+    assert set(results) == {"(the preloaded modules)", *JAX_FREE}
+    failed = {m: r["error"] for m, r in results.items() if r["error"]}
     assert not failed, failed
-    loaded = {m: p.stdout.strip() for m, p in results.items() if p.stdout.strip() != "[]"}
+    loaded = {m: r["jax"] for m, r in results.items() if r["jax"]}
     assert not loaded, f"modules of the jax-free floor that load jax: {loaded}"
 
 

@@ -2,12 +2,15 @@
 the tests of the jax-free floor, ``pytest tests/mlir``, load no jax, neither
 when collected (tests/conftest.py and the installed pytest plugin included)
 nor when run; and a test that starts a process without one of the process
-marks fails, even when it catches the error."""
+marks fails, even when it catches the error. make test's xdist groups hold:
+a file marked ``xdist_group`` runs on one worker."""
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
+import textwrap
 
 import conftest
 import pytest
@@ -93,3 +96,32 @@ def test_the_process_marks_are_the_tiers_cost_marks():
     assert set(conftest.PROCESS_MARKS) <= names
     assert all(f"not {mark}" in FAST for mark in conftest.PROCESS_MARKS)
     assert f'FAST := {FAST}' in (REPO / "Makefile").read_text()
+
+
+@pytest.mark.subprocess
+def test_an_xdist_group_runs_on_one_worker(tmp_path):
+    """make test spreads the tests with the Makefile's XDIST flags (--dist loadgroup): the tests of a group run on
+    one worker, so that a module fixture that builds the wheel or runs the benchmarks runs once. (pytest 9.2 with
+    pytest-xdist 3.8 drops the groups without a word, pytest-xdist#1386: this fails instead.)"""
+    (flags,) = re.findall(r"^XDIST \?= (.*)$", (REPO / "Makefile").read_text(), re.M)
+    argv = ["2" if flag == "auto" else flag for flag in flags.split()]  # two workers, whatever the cores
+    for name in ("a", "b"):
+        (tmp_path / f"test_{name}.py").write_text(textwrap.dedent("""\
+            import os
+            import pytest
+
+            pytestmark = pytest.mark.xdist_group("together")
+
+            @pytest.mark.parametrize("i", range(4))
+            def test_worker(i):
+                with open("workers.txt", "a") as f:
+                    f.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+            """))
+        (tmp_path / f"test_alone_{name}.py").write_text("def test_alone():\n    pass\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and "10 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    workers = (tmp_path / "workers.txt").read_text().split()
+    assert len(workers) == 8 and len(set(workers)) == 1, f"the group ran on {sorted(set(workers))}"
