@@ -135,9 +135,9 @@ def test_pyright_checks_the_whole_package_in_standard_mode_at_least():
 #: The share of annotated parameters (self and cls left out) per folder, as it stood when last raised: it may only
 #: rise. Raise a folder's entry when you annotate it (the failure message prints the share it has now).
 ANNOTATED_AT_LEAST = {
-    "(top)": 0.642, "distributed": 0.728, "jaxbridge": 0.619, "maps": 0.413, "mlir": 0.906, "mlir/cli": 1.0,
-    "mlir/core": 0.894, "mlir/explore": 0.896, "mlir/pass_infra": 0.921, "mlir/reduce": 0.994, "mlir/sharding": 0.835,
-    "mlir/support": 0.571, "passes": 0.587, "pmaps": 0.623, "runtime": 0.660, "stages": 0.841, "tools": 0.777,
+    "(top)": 0.653, "distributed": 0.728, "jaxbridge": 0.619, "maps": 0.413, "mlir": 0.921, "mlir/cli": 1.0,
+    "mlir/core": 0.894, "mlir/explore": 0.896, "mlir/pass_infra": 0.932, "mlir/reduce": 0.994, "mlir/sharding": 0.835,
+    "mlir/support": 0.647, "passes": 0.587, "pmaps": 0.623, "runtime": 0.660, "stages": 0.841, "tools": 0.777,
     "xmaps": 0.459,
 }
 
