@@ -94,9 +94,15 @@ def pythons(session: nox.Session) -> None:
         session.log(f"jax {jax}: Python {python} at {find_python(python) or 'NOT FOUND'}")
 
 
+#: As make test (the Makefile's XDIST): the tests spread over the cores in their groups, then the multi-process
+#: launches alone, which fill the cores themselves and hold deadlines that competing workers would break.
+XDIST = ("-n", "auto", "--maxprocesses", "8", "--dist", "loadgroup")
+
+
 def _full(session: nox.Session, jax: str) -> None:
     _install(session, jax)
-    session.run("python", "-m", "pytest", "-q", "tests", *session.posargs)
+    session.run("python", "-m", "pytest", "-q", *XDIST, "-m", "not multiprocess", "tests", *session.posargs)
+    session.run("python", "-m", "pytest", "-q", "-m", "multiprocess", "tests", *session.posargs)
     _lit(session)
 
 

@@ -140,3 +140,12 @@ def test_every_target_named_has_a_rule():
             if name not in rules:
                 missing.append(f"{path.relative_to(REPO)}: make {name}")
     assert not missing, "targets without a rule:\n" + "\n".join(missing)
+
+
+def test_nox_sessions_spread_the_tests_as_make_test_does():
+    """make test-versions' whole suites run as make test's: the same xdist flags, multi-process tests apart."""
+    (make_flags,) = re.findall(r"^XDIST \?= (.*)$", (REPO / "Makefile").read_text(), re.M)
+    (nox_flags,) = re.findall(r"^XDIST = \((.*)\)$", (REPO / "noxfile.py").read_text(), re.M)
+    assert re.findall(r'"([^"]+)"', nox_flags) == make_flags.split()
+    full = (REPO / "noxfile.py").read_text().split("def _full(", 1)[1].split("\ndef ", 1)[0]
+    assert '"-m", "not multiprocess"' in full and '"-m", "multiprocess"' in full, full
