@@ -178,6 +178,12 @@ def _check(cls: type, source: str) -> None:
         raise PluginError(f"{what} has no run(self, module) method")
     if not isinstance(cls.version, str):
         raise PluginError(f"{what}: version must be a string, got {cls.version!r}")
+    # The census skips a pass whose acts_on names no op of the module: a str's letters, or a name without its
+    # dialect, would skip it always and silently.
+    if not isinstance(cls.acts_on, (frozenset, set)) or not all(
+            isinstance(name, str) and "." in name for name in cls.acts_on):
+        raise PluginError(f"{what}: acts_on must be a frozenset of op names with their dialect, e.g. "
+                          f"frozenset({{'mhlo.add'}}), got {cls.acts_on!r}")
     if not dataclasses.is_dataclass(cls) or "__dataclass_fields__" not in vars(cls) and _own_fields(cls):
         raise PluginError(f"{what}: decorate it with @dataclasses.dataclass(frozen=True), which makes its "
                           f"fields its options")

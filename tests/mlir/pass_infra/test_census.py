@@ -96,3 +96,13 @@ def test_jaxlib_passes_make_the_census_stale(walks):
 def test_a_pass_manager_run_again_looks_at_the_new_module(walks):
     run([OnMultiplies()], PLAIN, PLAIN.replace("stablehlo.add", "stablehlo.multiply"))
     assert RAN == ["test-on-multiplies"] and len(walks) == 2
+
+
+def test_every_builtin_pass_names_the_ops_it_acts_on_with_their_dialect():
+    """What plugins are held to (plugins._check): a set of dialect-qualified op names, or none."""
+    from pxla_mlir.mlir.pass_infra.registry import REGISTRY
+
+    declared = {name: REGISTRY.load(name).acts_on for name in REGISTRY.passes}
+    assert any(declared.values())
+    for name, acts_on in declared.items():
+        assert isinstance(acts_on, frozenset) and all("." in op for op in acts_on), (name, acts_on)

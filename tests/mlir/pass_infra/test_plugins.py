@@ -86,6 +86,11 @@ def test_register_pass_is_public_and_a_decorator():
     ("import dataclasses\nfrom pxla_mlir.passes import ModulePass\n"
      "@dataclasses.dataclass(frozen=True)\nclass P(ModulePass):\n    argument = 'p'\n    summary = 's'\n",
      "has no run(self, module) method"),
+    *((f"import dataclasses\nfrom pxla_mlir.passes import ModulePass\n"
+       f"@dataclasses.dataclass(frozen=True)\nclass P(ModulePass):\n    argument = 'p'\n    summary = 's'\n"
+       f"    acts_on = {acts_on}\n    def run(self, m): pass\n",
+       "acts_on must be a frozenset of op names with their dialect")
+      for acts_on in ("'mhlo.add'", "('mhlo.add',)", "frozenset({'add'})", "frozenset({1})")),
 ])
 def test_a_bad_plugin_says_what_and_registers_nothing(tmp_path, text, fragment):
     path = write(tmp_path, "bad.py", text)
